@@ -1,0 +1,15 @@
+# Type stub of the native module advcore._core (checked with `python -m mypy.stubtest advcore._core`).
+# The public, documented API is advcore.stats; these functions take already-validated arrays.
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+_F = npt.NDArray[np.float32] | npt.NDArray[np.float64]
+_I = npt.NDArray[np.int64]
+_F64 = npt.NDArray[np.float64]
+
+def grouped_moments(
+    values: _F, group_size: int | None, group_ids: _I | None, ddof: int, nan_policy: str
+) -> tuple[_I | None, npt.NDArray[np.uint64], _F64, _F64, _F64, _F64]: ...
