@@ -1,6 +1,7 @@
 //! `advcore._core`: the PyO3 extension over `advcore-stats`. Converts arrays, releases the GIL,
 //! maps errors; nothing statistical lives here. The typed public API is `advcore.stats`.
 
+mod census;
 mod entry;
 mod grouped;
 mod quantile;
@@ -14,5 +15,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     grouped::register(m)?;
     rank::register(m)?;
     quantile::register(m)?;
+    census::register(m)?;
     Ok(())
 }

@@ -9,12 +9,17 @@
 //! error bound. Hot loops are compiled for baseline x86-64 and for AVX2+FMA, chosen at run time
 //! (see [`simd`]).
 
+pub mod census;
 pub mod error;
 pub mod grouped;
 pub mod groups;
 pub mod moments;
+pub mod quantile;
+pub mod rank;
+pub mod robust;
 pub mod sample;
 pub mod simd;
+pub mod sketch;
 pub mod sortkey;
 
 pub use error::{Result, StatsError};
