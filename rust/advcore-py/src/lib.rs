@@ -16,5 +16,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rank::register(m)?;
     quantile::register(m)?;
     census::register(m)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
+}
+
+/// Panic inside the guarded entry path. It exists so that the test suite can check that a Rust
+/// panic reaches Python as an `AdvcoreError` instead of aborting the interpreter.
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
+    entry::run(py, "_panic_for_tests", || -> advcore_stats::Result<()> { panic!("deliberate panic for the test suite") })
 }
