@@ -7,7 +7,7 @@
 //! sort of the order-preserving keys ([`crate::sortkey`]) and one scan for key changes.
 
 use crate::error::{Result, StatsError, check_non_empty, check_same_len};
-use crate::rank::{Histogram, RADIX, RadixKey, RankSample, radix_sort_by};
+use crate::rank::{Histogram, RADIX, RadixKey, RankSample, radix_sort_by, with_buffers};
 use crate::sample::Sample;
 
 /// Values per block of the counting loops: the block's counts fit in `u32` lanes, which
@@ -145,31 +145,34 @@ pub fn value_census<T: RankSample>(values: &[T], atol: f64) -> Result<ValueCensu
 }
 
 #[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
-fn keys_and_histograms<T: RankSample>(values: &[T]) -> (Vec<T::Key>, Vec<Histogram>) {
+fn keys_and_histograms<T: RankSample>(values: &[T], keys: &mut Vec<T::Key>) -> Vec<Histogram> {
     let mut hist = vec![[0usize; RADIX]; T::Key::PASSES];
-    let keys: Vec<T::Key> = values.iter().map(|&x| x.rank_key()).collect();
-    for &k in &keys {
+    keys.clear();
+    keys.extend(values.iter().map(|&x| x.rank_key()));
+    for &k in keys.iter() {
         for (pass, h) in hist.iter_mut().enumerate() {
             h[k.digit(pass)] += 1;
         }
     }
-    (keys, hist)
+    hist
 }
 
 /// Distinct finite values: sort the keys, count key changes among finite keys. NaN and
 /// infinite keys sort to the ends and are skipped.
 fn count_distinct_finite<T: RankSample>(values: &[T]) -> u64 {
-    let (mut keys, hist) = keys_and_histograms(values);
-    radix_sort_by(&mut keys, &mut Vec::new(), &hist, |&k| k);
-    let mut distinct = 0u64;
-    let mut prev: Option<T::Key> = None;
-    for &k in &keys {
-        if prev != Some(k) {
-            prev = Some(k);
-            distinct += u64::from(T::key_is_finite(k));
+    with_buffers(|keys: &mut Vec<T::Key>, scratch| {
+        let hist = keys_and_histograms(values, keys);
+        radix_sort_by(keys, scratch, &hist, |&k| k);
+        let mut distinct = 0u64;
+        let mut prev: Option<T::Key> = None;
+        for &k in keys.iter() {
+            if prev != Some(k) {
+                prev = Some(k);
+                distinct += u64::from(T::key_is_finite(k));
+            }
         }
-    }
-    distinct
+        distinct
+    })
 }
 
 /// Mergeable state of a change census between two stages of the same values.

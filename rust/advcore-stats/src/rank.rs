@@ -13,6 +13,11 @@
 //! keeps every memory access sequential or a radix scatter: no random gather of ranks.
 //! All sums are exact integers (`i128`), so the only rounding is the final division.
 //!
+//! A side with at most [`TABLE_MAX_DISTINCT`] distinct values (binary or rounded rewards) is
+//! ranked without sorting: a small hash table counts each distinct key, the sorted distinct
+//! keys give each its average rank, and a second pass writes the ranks. Only the other side
+//! is then sorted.
+//!
 //! Ranks are not mergeable: the rank of a sample depends on every other sample, so no partial
 //! state of one shard combines with another's. Shards must be concatenated first.
 
@@ -20,9 +25,12 @@ use crate::error::{Result, StatsError, check_non_empty, check_same_len};
 use crate::groups::{GroupIndex, Groups};
 use crate::sample::{NanPolicy, Sample, first_nan, raise_on_nan};
 use crate::sortkey::SortKey;
+use std::any::Any;
+use std::cell::RefCell;
 
-/// Bits per radix digit: 2048 buckets keep the scatter's write positions in L1/L2.
-const DIGIT_BITS: u32 = 11;
+/// Bits per radix digit. 256 buckets keep the scatter's write streams in L1; 11-bit digits
+/// (three passes for `f32`) measured slower on the dev machine despite the pass fewer.
+const DIGIT_BITS: u32 = 8;
 /// Buckets per radix pass.
 pub(crate) const RADIX: usize = 1 << DIGIT_BITS;
 /// Below this many elements a comparison sort beats the radix sort's per-pass bucket overhead.
@@ -43,10 +51,13 @@ pub trait RadixKey: Copy + Ord + Default + Send + Sync + std::fmt::Debug {
     fn from_rank(r: i64) -> Self;
     /// Read back a rank stored by [`RadixKey::from_rank`].
     fn to_rank(self) -> i64;
+    /// A key no non-NaN float maps to (the key of a NaN): marks an empty hash-table slot.
+    const EMPTY: Self;
 }
 
 impl RadixKey for u32 {
-    const PASSES: usize = 3;
+    const EMPTY: Self = u32::MAX;
+    const PASSES: usize = 32usize.div_ceil(DIGIT_BITS as usize);
     #[inline]
     fn to_u64(self) -> u64 {
         u64::from(self)
@@ -62,7 +73,8 @@ impl RadixKey for u32 {
 }
 
 impl RadixKey for u64 {
-    const PASSES: usize = 6;
+    const EMPTY: Self = u64::MAX;
+    const PASSES: usize = 64usize.div_ceil(DIGIT_BITS as usize);
     #[inline]
     fn to_u64(self) -> u64 {
         self
@@ -127,7 +139,11 @@ pub(crate) fn radix_sort_by<I: Copy + Default, K: RadixKey>(
     if n < 2 {
         return;
     }
-    scratch.resize(n, I::default());
+    // Only grow: the contents are overwritten, and a reused buffer stays paged in.
+    if scratch.len() < n {
+        scratch.resize(n, I::default());
+    }
+    scratch.truncate(n);
     for (pass, counts) in hist.iter().enumerate() {
         if counts.contains(&n) {
             continue;
@@ -179,38 +195,30 @@ impl RankSums {
     }
 }
 
-/// Digit histograms of the x and y keys of `pairs`, one read for both.
+/// Digit histograms of the keys `key` picks from `items`.
 #[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
-fn pair_histograms<KX: RadixKey, KY: RadixKey>(pairs: &[Pair<KX, KY>]) -> (Vec<Histogram>, Vec<Histogram>) {
-    let mut hx = vec![[0usize; RADIX]; KX::PASSES];
-    let mut hy = vec![[0usize; RADIX]; KY::PASSES];
-    for p in pairs {
-        for (pass, h) in hx.iter_mut().enumerate() {
-            h[p.x.digit(pass)] += 1;
-        }
-        for (pass, h) in hy.iter_mut().enumerate() {
-            h[p.y.digit(pass)] += 1;
+pub(crate) fn histograms<I, K: RadixKey>(items: &[I], key: impl Fn(&I) -> K) -> Vec<Histogram> {
+    let mut hist = vec![[0usize; RADIX]; K::PASSES];
+    for it in items {
+        let k = key(it);
+        for (pass, h) in hist.iter_mut().enumerate() {
+            h[k.digit(pass)] += 1;
         }
     }
-    (hx, hy)
+    hist
 }
 
-/// Sort `pairs` by x, then by y, and return the exact rank sums. `pairs` is consumed as
-/// working memory (its order and x slots are overwritten); `scratch` is reused between calls.
-fn rank_sums<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &mut Vec<Pair<KX, KY>>) -> RankSums {
+/// Sort `pairs` by x and overwrite each x key by its doubled, centred average rank; returns
+/// `Σ dx²`.
+fn rank_x<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &mut Vec<Pair<KX, KY>>) -> i128 {
     let n = pairs.len();
-    let (hx, hy) = if n < RADIX_MIN_LEN {
+    if n < RADIX_MIN_LEN {
         pairs.sort_unstable_by_key(|p| p.x);
-        (Vec::new(), Vec::new())
     } else {
-        let (hx, hy) = pair_histograms(pairs);
-        radix_sort_by(pairs, scratch, &hx, |p| p.x);
-        (hx, hy)
-    };
-    drop(hx);
-
-    // x runs: overwrite each x key by its doubled, centred average rank.
-    let mut sums = RankSums::default();
+        let hist = histograms(pairs, |p| p.x);
+        radix_sort_by(pairs, scratch, &hist, |p| p.x);
+    }
+    let mut sxx = 0i128;
     let mut start = 0;
     while start < n {
         let key = pairs[start].x;
@@ -219,16 +227,23 @@ fn rank_sums<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch:
         for p in &mut pairs[start..end] {
             p.x = KX::from_rank(d);
         }
-        sums.sxx += (end - start) as i128 * i128::from(d * d);
+        sxx += (end - start) as i128 * i128::from(d * d);
         start = end;
     }
+    sxx
+}
 
+/// Sort `pairs` (x slots already ranks) by y; returns `(Σ dx·dy, Σ dy²)`.
+fn rank_y<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &mut Vec<Pair<KX, KY>>) -> (i128, i128) {
+    let n = pairs.len();
     if n < RADIX_MIN_LEN {
         pairs.sort_unstable_by_key(|p| p.y);
     } else {
-        radix_sort_by(pairs, scratch, &hy, |p| p.y);
+        let hist = histograms(pairs, |p| p.y);
+        radix_sort_by(pairs, scratch, &hist, |p| p.y);
     }
-    // y runs: Σ dx·dy = Σ over runs of dy · Σ dx (|Σ dx| < 2^62 within one run).
+    // Σ dx·dy = Σ over runs of equal y of dy · Σ dx (|Σ dx| < 2^62 within one run).
+    let (mut sxy, mut syy) = (0i128, 0i128);
     let mut start = 0;
     while start < n {
         let key = pairs[start].y;
@@ -239,11 +254,106 @@ fn rank_sums<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch:
             end += 1;
         }
         let d = (start + end) as i64 - n as i64;
-        sums.sxy += i128::from(sum_dx) * i128::from(d);
-        sums.syy += (end - start) as i128 * i128::from(d * d);
+        sxy += i128::from(sum_dx) * i128::from(d);
+        syy += (end - start) as i128 * i128::from(d * d);
         start = end;
     }
-    sums
+    (sxy, syy)
+}
+
+/// Rank sums of `pairs` (raw keys on both sides). `pairs` is working memory.
+fn rank_sums<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &mut Vec<Pair<KX, KY>>) -> RankSums {
+    let sxx = rank_x(pairs, scratch);
+    let (sxy, syy) = rank_y(pairs, scratch);
+    RankSums { sxy, sxx, syy }
+}
+
+/// A side with at most this many distinct values is ranked by [`RankTable`], not sorted.
+const TABLE_MAX_DISTINCT: usize = 2048;
+/// Hash-table slots (a power of two, at least twice [`TABLE_MAX_DISTINCT`]).
+const TABLE_SLOTS: usize = 4096;
+
+/// Average ranks of a sample with few distinct values: open addressing (linear probing,
+/// Fibonacci hashing) from key to doubled, centred rank.
+struct RankTable<K> {
+    keys: Vec<K>,
+    ranks: Vec<i64>,
+    /// `Σ d²` over the sample.
+    sum_sq: i128,
+}
+
+impl<K: RadixKey> RankTable<K> {
+    #[inline]
+    fn slot(k: K) -> usize {
+        (k.to_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TABLE_SLOTS.trailing_zeros())) as usize
+    }
+
+    /// The table of `keys` (no NaN key), or `None` past [`TABLE_MAX_DISTINCT`] distinct keys;
+    /// continuous data gives up after a few thousand values.
+    fn build(keys: impl Iterator<Item = K>) -> Option<Self> {
+        let mask = TABLE_SLOTS - 1;
+        let mut table = vec![K::EMPTY; TABLE_SLOTS];
+        let mut counts = vec![0usize; TABLE_SLOTS];
+        let (mut distinct, mut n) = (0usize, 0usize);
+        for k in keys {
+            let mut s = Self::slot(k);
+            while table[s] != k && table[s] != K::EMPTY {
+                s = (s + 1) & mask;
+            }
+            if table[s] == K::EMPTY {
+                distinct += 1;
+                if distinct > TABLE_MAX_DISTINCT {
+                    return None;
+                }
+                table[s] = k;
+            }
+            counts[s] += 1;
+            n += 1;
+        }
+        let mut occupied: Vec<usize> = (0..TABLE_SLOTS).filter(|&s| table[s] != K::EMPTY).collect();
+        occupied.sort_unstable_by_key(|&s| table[s]);
+        let mut ranks = vec![0i64; TABLE_SLOTS];
+        let (mut start, mut sum_sq) = (0usize, 0i128);
+        for s in occupied {
+            let end = start + counts[s];
+            let d = (start + end) as i64 - n as i64;
+            ranks[s] = d;
+            sum_sq += counts[s] as i128 * i128::from(d * d);
+            start = end;
+        }
+        Some(Self { keys: table, ranks, sum_sq })
+    }
+
+    /// The doubled, centred rank of a key that was in the sample.
+    #[inline]
+    fn rank(&self, k: K) -> i64 {
+        let mut s = Self::slot(k);
+        while self.keys[s] != k && self.keys[s] != K::EMPTY {
+            s = (s + 1) & (TABLE_SLOTS - 1);
+        }
+        self.ranks[s]
+    }
+}
+
+/// Buffers up to this size are kept per thread between calls: first-touching a fresh 80 MB
+/// buffer costs ~40 ms of page faults on the dev machine, more than a radix pass over it.
+const KEEP_BYTES: usize = 1 << 28;
+
+/// Run `f` with this thread's reusable pair of buffers of `T` (the sort's input and scratch).
+/// The thread keeps one pair, of the type used last, of at most [`KEEP_BYTES`] together.
+pub(crate) fn with_buffers<T: 'static, R>(f: impl FnOnce(&mut Vec<T>, &mut Vec<T>) -> R) -> R {
+    thread_local! {
+        static KEPT: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+    }
+    // Taken out, not borrowed: a panic inside `f` just drops them, and a nested call gets
+    // fresh ones.
+    let kept = KEPT.with(RefCell::take).and_then(|b| b.downcast::<(Vec<T>, Vec<T>)>().ok());
+    let (mut a, mut b) = kept.map(|b| *b).unwrap_or_default();
+    let out = f(&mut a, &mut b);
+    if (a.capacity() + b.capacity()) * std::mem::size_of::<T>() <= KEEP_BYTES {
+        KEPT.with(|cell| *cell.borrow_mut() = Some(Box::new((a, b))));
+    }
+    out
 }
 
 /// The largest input the rank arithmetic supports (doubled ranks must fit in `i32`).
@@ -267,10 +377,10 @@ pub struct Spearman {
     pub undefined: bool,
 }
 
+/// Pairs of raw keys, NaN pairs dropped when `omit`.
 #[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
 fn pack<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool, out: &mut Vec<Pair<A::Key, B::Key>>) {
     out.clear();
-    out.reserve(x.len());
     if omit {
         out.extend(
             x.iter()
@@ -283,13 +393,59 @@ fn pack<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool, out: &mut Ve
     }
 }
 
+/// Pairs of (x's rank from `table`, y's raw key), NaN pairs dropped when `omit`.
+#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+fn pack_ranked<A: RankSample, B: RankSample>(
+    x: &[A],
+    y: &[B],
+    omit: bool,
+    table: &RankTable<A::Key>,
+    out: &mut Vec<Pair<A::Key, B::Key>>,
+) {
+    out.clear();
+    let pair = |(&a, &b): (&A, &B)| Pair { x: A::Key::from_rank(table.rank(a.rank_key())), y: b.rank_key() };
+    if omit {
+        out.extend(x.iter().zip(y).filter(|(a, b)| !a.is_nan() && !b.is_nan()).map(pair));
+    } else {
+        out.extend(x.iter().zip(y).map(pair));
+    }
+}
+
+/// Rank sums of the pairs of `x` and `y`, ranking a low-cardinality side by table.
+fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -> RankSums
+{
+    let kept = |(a, b): &(&A, &B)| !omit || !(a.is_nan() || b.is_nan());
+    if x.len() >= RADIX_MIN_LEN {
+        if let Some(table) = RankTable::build(x.iter().zip(y).filter(kept).map(|(a, _)| a.rank_key())) {
+            return with_buffers(|pairs, scratch| {
+                pack_ranked(x, y, omit, &table, pairs);
+                let (sxy, syy) = rank_y(pairs, scratch);
+                RankSums { sxy, sxx: table.sum_sq, syy }
+            });
+        }
+        if let Some(table) = RankTable::build(x.iter().zip(y).filter(kept).map(|(_, b)| b.rank_key())) {
+            // Rho is symmetric: rank y by table and sort x.
+            return with_buffers(|pairs, scratch| {
+                pack_ranked(y, x, omit, &table, pairs);
+                let (sxy, sxx) = rank_y(pairs, scratch);
+                RankSums { sxy, sxx, syy: table.sum_sq }
+            });
+        }
+    }
+    with_buffers(|pairs, scratch| {
+        pack(x, y, omit, pairs);
+        rank_sums(pairs, scratch)
+    })
+}
+
 /// Spearman's rank correlation of `x` and `y` (average ranks for ties), as
 /// `scipy.stats.spearmanr(x, y).statistic`.
 ///
 /// # Errors
 /// `y` of another length than `x`; empty `x` (or no pair left after NaN omission); NaN under
 /// [`NanPolicy::Raise`]; more than `i32::MAX` pairs.
-pub fn spearman<A: RankSample, B: RankSample>(x: &[A], y: &[B], nan_policy: NanPolicy) -> Result<Spearman> {
+pub fn spearman<A: RankSample, B: RankSample>(x: &[A], y: &[B], nan_policy: NanPolicy) -> Result<Spearman>
+{
     check_same_len("x", x.len(), "y", y.len())?;
     check_non_empty("x", x.len())?;
     check_len(x.len())?;
@@ -299,11 +455,9 @@ pub fn spearman<A: RankSample, B: RankSample>(x: &[A], y: &[B], nan_policy: NanP
     if has_nan && nan_policy == NanPolicy::Propagate {
         return Ok(Spearman { rho: f64::NAN, n_pairs: x.len(), undefined: false });
     }
-    let mut pairs = Vec::new();
-    pack(x, y, has_nan, &mut pairs);
-    check_non_empty("x", pairs.len())?;
-    let n_pairs = pairs.len();
-    let rho = rank_sums(&mut pairs, &mut Vec::new()).rho();
+    let n_pairs = if has_nan { x.iter().zip(y).filter(|(a, b)| !a.is_nan() && !b.is_nan()).count() } else { x.len() };
+    check_non_empty("x", n_pairs)?;
+    let rho = paired_rank_sums(x, y, has_nan).rho();
     Ok(Spearman { rho: rho.unwrap_or(f64::NAN), n_pairs, undefined: rho.is_none() })
 }
 
@@ -486,15 +640,37 @@ mod tests {
     }
 
     #[test]
-    fn radix_path_matches_naive() {
-        // Long enough for the radix sort, with heavy ties in x and mixed signs and zeros.
+    fn large_paths_match_naive() {
+        // Long enough for the radix sort; x has 201 distinct values (table path), y is
+        // continuous with mixed signs; zeros of both signs tie.
         let n = 3 * RADIX_MIN_LEN;
-        let x: Vec<f32> = (0..n).map(|i| ((i * 7919 % 201) as f32 - 100.0) / 100.0).collect();
-        let y: Vec<f64> = (0..n).map(|i| ((i * 104_729 % 1009) as f64).sin() * 1e6).collect();
-        let xf: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
-        let got = spearman(&x, &y, NanPolicy::Propagate).unwrap().rho;
-        let want = naive_spearman(&xf, &y);
-        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        let coarse: Vec<f32> = (0..n).map(|i| ((i * 7919 % 201) as f32 - 100.0) / 100.0 * if i % 3 == 0 { -1.0 } else { 1.0 }).collect();
+        let fine: Vec<f64> = (0..n).map(|i| ((i * 104_729 % 1009) as f64 + i as f64 * 1e-3).sin() * 1e6).collect();
+        let fine2: Vec<f64> = (0..n).map(|i| ((i * 31 % 4099) as f64).cos() + 1e6).collect();
+        let coarse_f: Vec<f64> = coarse.iter().map(|&v| f64::from(v)).collect();
+        let check = |got: f64, want: f64| assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        // Table on x; table on y (roles swapped); both sorted.
+        check(spearman(&coarse, &fine, NanPolicy::Propagate).unwrap().rho, naive_spearman(&coarse_f, &fine));
+        check(spearman(&fine, &coarse, NanPolicy::Propagate).unwrap().rho, naive_spearman(&fine, &coarse_f));
+        check(rho(&fine, &fine2), naive_spearman(&fine, &fine2));
+        // NaN omission on the large paths drops pairs jointly.
+        let mut holes = fine.clone();
+        let mut coarse_holes = coarse.clone();
+        for i in (0..n).step_by(7) {
+            holes[i] = f64::NAN;
+        }
+        for i in (0..n).step_by(11) {
+            coarse_holes[i] = f32::NAN;
+        }
+        let keep: Vec<usize> = (0..n).filter(|&i| i % 7 != 0 && i % 11 != 0).collect();
+        let kx: Vec<f64> = keep.iter().map(|&i| coarse_f[i]).collect();
+        let ky: Vec<f64> = keep.iter().map(|&i| fine[i]).collect();
+        let s = spearman(&coarse_holes, &holes, NanPolicy::Omit).unwrap();
+        assert_eq!(s.n_pairs, keep.len());
+        check(s.rho, naive_spearman(&kx, &ky));
+        let kz: Vec<f64> = keep.iter().map(|&i| fine2[i]).collect();
+        let z: Vec<f64> = (0..n).map(|i| if i % 11 == 0 { f64::NAN } else { fine2[i] }).collect();
+        check(spearman(&holes, &z, NanPolicy::Omit).unwrap().rho, naive_spearman(&ky, &kz));
     }
 
     #[test]
