@@ -233,13 +233,19 @@ fn rank_x<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &m
     sxx
 }
 
-/// Sort `pairs` (x slots already ranks) by y; returns `(Σ dx·dy, Σ dy²)`.
-fn rank_y<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &mut Vec<Pair<KX, KY>>) -> (i128, i128) {
+/// Sort `pairs` by y; returns `(Σ dx·dy, Σ dy²)` where `dx = rank_of(x slot)`. `hist` are
+/// the y digit histograms when the caller already counted them.
+fn rank_y<KX: RadixKey, KY: RadixKey>(
+    pairs: &mut Vec<Pair<KX, KY>>,
+    scratch: &mut Vec<Pair<KX, KY>>,
+    hist: Option<Vec<Histogram>>,
+    rank_of: impl Fn(KX) -> i64,
+) -> (i128, i128) {
     let n = pairs.len();
     if n < RADIX_MIN_LEN {
         pairs.sort_unstable_by_key(|p| p.y);
     } else {
-        let hist = histograms(pairs, |p| p.y);
+        let hist = hist.unwrap_or_else(|| histograms(pairs, |p| p.y));
         radix_sort_by(pairs, scratch, &hist, |p| p.y);
     }
     // Σ dx·dy = Σ over runs of equal y of dy · Σ dx (|Σ dx| < 2^62 within one run).
@@ -250,7 +256,7 @@ fn rank_y<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &m
         let mut sum_dx = 0i64;
         let mut end = start;
         while end < n && pairs[end].y == key {
-            sum_dx += pairs[end].x.to_rank();
+            sum_dx += rank_of(pairs[end].x);
             end += 1;
         }
         let d = (start + end) as i64 - n as i64;
@@ -264,7 +270,7 @@ fn rank_y<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &m
 /// Rank sums of `pairs` (raw keys on both sides). `pairs` is working memory.
 fn rank_sums<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &mut Vec<Pair<KX, KY>>) -> RankSums {
     let sxx = rank_x(pairs, scratch);
-    let (sxy, syy) = rank_y(pairs, scratch);
+    let (sxy, syy) = rank_y(pairs, scratch, None, RadixKey::to_rank);
     RankSums { sxy, sxx, syy }
 }
 
@@ -274,64 +280,54 @@ const TABLE_MAX_DISTINCT: usize = 2048;
 const TABLE_SLOTS: usize = 4096;
 
 /// Average ranks of a sample with few distinct values: open addressing (linear probing,
-/// Fibonacci hashing) from key to doubled, centred rank.
+/// Fibonacci hashing) from key to slot, and from slot to doubled, centred rank.
 struct RankTable<K> {
     keys: Vec<K>,
+    counts: Vec<usize>,
+    distinct: usize,
+    /// Filled by [`RankTable::finish`].
     ranks: Vec<i64>,
-    /// `Σ d²` over the sample.
+    /// `Σ d²` over the sample, filled by [`RankTable::finish`].
     sum_sq: i128,
 }
 
 impl<K: RadixKey> RankTable<K> {
-    #[inline]
-    fn slot(k: K) -> usize {
-        (k.to_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TABLE_SLOTS.trailing_zeros())) as usize
+    fn new() -> Self {
+        Self { keys: vec![K::EMPTY; TABLE_SLOTS], counts: vec![0; TABLE_SLOTS], distinct: 0, ranks: Vec::new(), sum_sq: 0 }
     }
 
-    /// The table of `keys` (no NaN key), or `None` past [`TABLE_MAX_DISTINCT`] distinct keys;
-    /// continuous data gives up after a few thousand values.
-    fn build(keys: impl Iterator<Item = K>) -> Option<Self> {
-        let mask = TABLE_SLOTS - 1;
-        let mut table = vec![K::EMPTY; TABLE_SLOTS];
-        let mut counts = vec![0usize; TABLE_SLOTS];
-        let (mut distinct, mut n) = (0usize, 0usize);
-        for k in keys {
-            let mut s = Self::slot(k);
-            while table[s] != k && table[s] != K::EMPTY {
-                s = (s + 1) & mask;
-            }
-            if table[s] == K::EMPTY {
-                distinct += 1;
-                if distinct > TABLE_MAX_DISTINCT {
-                    return None;
-                }
-                table[s] = k;
-            }
-            counts[s] += 1;
-            n += 1;
-        }
-        let mut occupied: Vec<usize> = (0..TABLE_SLOTS).filter(|&s| table[s] != K::EMPTY).collect();
-        occupied.sort_unstable_by_key(|&s| table[s]);
-        let mut ranks = vec![0i64; TABLE_SLOTS];
-        let (mut start, mut sum_sq) = (0usize, 0i128);
-        for s in occupied {
-            let end = start + counts[s];
-            let d = (start + end) as i64 - n as i64;
-            ranks[s] = d;
-            sum_sq += counts[s] as i128 * i128::from(d * d);
-            start = end;
-        }
-        Some(Self { keys: table, ranks, sum_sq })
-    }
-
-    /// The doubled, centred rank of a key that was in the sample.
+    /// Count `k` (not a NaN key) and return its slot, or `None` past [`TABLE_MAX_DISTINCT`]
+    /// distinct keys: continuous data gives up after a few thousand values.
     #[inline]
-    fn rank(&self, k: K) -> i64 {
-        let mut s = Self::slot(k);
+    fn insert(&mut self, k: K) -> Option<usize> {
+        let mut s = (k.to_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TABLE_SLOTS.trailing_zeros())) as usize;
         while self.keys[s] != k && self.keys[s] != K::EMPTY {
             s = (s + 1) & (TABLE_SLOTS - 1);
         }
-        self.ranks[s]
+        if self.keys[s] == K::EMPTY {
+            self.distinct += 1;
+            if self.distinct > TABLE_MAX_DISTINCT {
+                return None;
+            }
+            self.keys[s] = k;
+        }
+        self.counts[s] += 1;
+        Some(s)
+    }
+
+    /// Give each slot the average rank of its key among the `n` values counted.
+    fn finish(&mut self, n: usize) {
+        let mut occupied: Vec<usize> = (0..TABLE_SLOTS).filter(|&s| self.keys[s] != K::EMPTY).collect();
+        occupied.sort_unstable_by_key(|&s| self.keys[s]);
+        self.ranks = vec![0; TABLE_SLOTS];
+        let mut start = 0;
+        for s in occupied {
+            let end = start + self.counts[s];
+            let d = (start + end) as i64 - n as i64;
+            self.ranks[s] = d;
+            self.sum_sq += self.counts[s] as i128 * i128::from(d * d);
+            start = end;
+        }
     }
 }
 
@@ -393,43 +389,53 @@ fn pack<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool, out: &mut Ve
     }
 }
 
-/// Pairs of (x's rank from `table`, y's raw key), NaN pairs dropped when `omit`.
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
-fn pack_ranked<A: RankSample, B: RankSample>(
+/// Pairs of (x's slot in `table`, y's raw key), NaN pairs dropped when `omit`, and the y
+/// digit histograms; `None` when x has too many distinct values for the table.
+fn pack_slots<A: RankSample, B: RankSample>(
     x: &[A],
     y: &[B],
     omit: bool,
-    table: &RankTable<A::Key>,
+    table: &mut RankTable<A::Key>,
     out: &mut Vec<Pair<A::Key, B::Key>>,
-) {
+) -> Option<Vec<Histogram>> {
     out.clear();
-    let pair = |(&a, &b): (&A, &B)| Pair { x: A::Key::from_rank(table.rank(a.rank_key())), y: b.rank_key() };
-    if omit {
-        out.extend(x.iter().zip(y).filter(|(a, b)| !a.is_nan() && !b.is_nan()).map(pair));
-    } else {
-        out.extend(x.iter().zip(y).map(pair));
+    out.reserve(x.len());
+    let mut hist = vec![[0usize; RADIX]; B::Key::PASSES];
+    for (&a, &b) in x.iter().zip(y) {
+        if omit && (a.is_nan() || b.is_nan()) {
+            continue;
+        }
+        let slot = table.insert(a.rank_key())?;
+        let yk = b.rank_key();
+        for (pass, h) in hist.iter_mut().enumerate() {
+            h[yk.digit(pass)] += 1;
+        }
+        out.push(Pair { x: A::Key::from_rank(slot as i64), y: yk });
     }
+    Some(hist)
+}
+
+/// Rank sums when x has few distinct values: one hashing pass ranks x, only y is sorted.
+/// `None` when x has too many distinct values.
+fn table_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -> Option<RankSums> {
+    with_buffers(|pairs, scratch| {
+        let mut table = RankTable::new();
+        let hist = pack_slots(x, y, omit, &mut table, pairs)?;
+        table.finish(pairs.len());
+        let (sxy, syy) = rank_y(pairs, scratch, Some(hist), |slot| table.ranks[slot.to_rank() as usize]);
+        Some(RankSums { sxy, sxx: table.sum_sq, syy })
+    })
 }
 
 /// Rank sums of the pairs of `x` and `y`, ranking a low-cardinality side by table.
-fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -> RankSums
-{
-    let kept = |(a, b): &(&A, &B)| !omit || !(a.is_nan() || b.is_nan());
+fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -> RankSums {
     if x.len() >= RADIX_MIN_LEN {
-        if let Some(table) = RankTable::build(x.iter().zip(y).filter(kept).map(|(a, _)| a.rank_key())) {
-            return with_buffers(|pairs, scratch| {
-                pack_ranked(x, y, omit, &table, pairs);
-                let (sxy, syy) = rank_y(pairs, scratch);
-                RankSums { sxy, sxx: table.sum_sq, syy }
-            });
+        if let Some(sums) = table_rank_sums(x, y, omit) {
+            return sums;
         }
-        if let Some(table) = RankTable::build(x.iter().zip(y).filter(kept).map(|(_, b)| b.rank_key())) {
-            // Rho is symmetric: rank y by table and sort x.
-            return with_buffers(|pairs, scratch| {
-                pack_ranked(y, x, omit, &table, pairs);
-                let (sxy, sxx) = rank_y(pairs, scratch);
-                RankSums { sxy, sxx, syy: table.sum_sq }
-            });
+        // Rho is symmetric: rank y by table and sort x.
+        if let Some(sums) = table_rank_sums(y, x, omit) {
+            return RankSums { sxy: sums.sxy, sxx: sums.syy, syy: sums.sxx };
         }
     }
     with_buffers(|pairs, scratch| {
