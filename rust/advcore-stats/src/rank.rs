@@ -1,1 +1,728 @@
-//! (being written)
+//! Spearman's rank correlation, over a whole batch and within each group.
+//!
+//! Spearman's rho is Pearson's correlation of the ranks, with tied values given the average of
+//! the ranks they span (Spearman 1904; Kendall & Gibbons, *Rank Correlation Methods*, 1990,
+//! ch. 3), which is what `scipy.stats.spearmanr` computes.
+//!
+//! Algorithm. Each pair `(x_i, y_i)` becomes a pair of order-preserving unsigned keys
+//! ([`crate::sortkey`]). The pairs are sorted by the x key (LSD radix sort, 11-bit digits,
+//! Herf 2001; a comparison sort for small inputs), and each run of equal x keys has its x key
+//! overwritten by the *doubled, centred* average rank `2 r - (n + 1) = start + end - n`, an
+//! integer. The same pairs are then sorted by the untouched y key and, run by run of equal y,
+//! `Σ dx·dy` is accumulated. Sorting the pairs themselves (instead of an index permutation)
+//! keeps every memory access sequential or a radix scatter: no random gather of ranks.
+//! All sums are exact integers (`i128`), so the only rounding is the final division.
+//!
+//! A side with at most [`TABLE_MAX_DISTINCT`] distinct values (binary or rounded rewards) is
+//! ranked without sorting: a small hash table counts each distinct key, the sorted distinct
+//! keys give each its average rank, and a second pass writes the ranks. Only the other side
+//! is then sorted.
+//!
+//! Ranks are not mergeable: the rank of a sample depends on every other sample, so no partial
+//! state of one shard combines with another's. Shards must be concatenated first.
+
+use crate::error::{Result, StatsError, check_non_empty, check_same_len};
+use crate::groups::{GroupIndex, Groups};
+use crate::sample::{NanPolicy, Sample, first_nan, raise_on_nan};
+use crate::sortkey::SortKey;
+use std::any::Any;
+use std::cell::RefCell;
+
+/// Bits per radix digit. 256 buckets keep the scatter's write streams in L1; 11-bit digits
+/// (three passes for `f32`) measured slower on the dev machine despite the pass fewer.
+const DIGIT_BITS: u32 = 8;
+/// Buckets per radix pass.
+pub(crate) const RADIX: usize = 1 << DIGIT_BITS;
+/// Below this many elements a comparison sort beats the radix sort's per-pass bucket overhead.
+const RADIX_MIN_LEN: usize = 1 << 12;
+
+/// An unsigned sort key the radix sort can take apart in 11-bit digits.
+pub trait RadixKey: Copy + Ord + Default + Send + Sync + std::fmt::Debug {
+    /// Number of 11-bit digits covering the key.
+    const PASSES: usize;
+    /// The key widened to `u64`.
+    fn to_u64(self) -> u64;
+    /// Digit `pass` (0 = least significant).
+    #[inline]
+    fn digit(self, pass: usize) -> usize {
+        ((self.to_u64() >> (pass as u32 * DIGIT_BITS)) & (RADIX as u64 - 1)) as usize
+    }
+    /// Store a signed rank (`|r| < 2^31`) in a key slot, as a bit pattern.
+    fn from_rank(r: i64) -> Self;
+    /// Read back a rank stored by [`RadixKey::from_rank`].
+    fn to_rank(self) -> i64;
+    /// A key no non-NaN float maps to (the key of a NaN): marks an empty hash-table slot.
+    const EMPTY: Self;
+}
+
+impl RadixKey for u32 {
+    const EMPTY: Self = u32::MAX;
+    const PASSES: usize = 32usize.div_ceil(DIGIT_BITS as usize);
+    #[inline]
+    fn to_u64(self) -> u64 {
+        u64::from(self)
+    }
+    #[inline]
+    fn from_rank(r: i64) -> Self {
+        r as i32 as u32
+    }
+    #[inline]
+    fn to_rank(self) -> i64 {
+        i64::from(self as i32)
+    }
+}
+
+impl RadixKey for u64 {
+    const EMPTY: Self = u64::MAX;
+    const PASSES: usize = 64usize.div_ceil(DIGIT_BITS as usize);
+    #[inline]
+    fn to_u64(self) -> u64 {
+        self
+    }
+    #[inline]
+    fn from_rank(r: i64) -> Self {
+        r as u64
+    }
+    #[inline]
+    fn to_rank(self) -> i64 {
+        self as i64
+    }
+}
+
+/// A float that can be ranked: its order-preserving key is a [`RadixKey`].
+pub trait RankSample: Sample {
+    /// The key type (`u32` for `f32`, `u64` for `f64`).
+    type Key: RadixKey;
+    /// The order-preserving key ([`SortKey::sort_key`]): `-0.0` and `+0.0` share it.
+    fn rank_key(self) -> Self::Key;
+    /// True when `key` is the key of a finite value.
+    fn key_is_finite(key: Self::Key) -> bool;
+}
+
+impl RankSample for f32 {
+    type Key = u32;
+    #[inline]
+    fn rank_key(self) -> u32 {
+        self.sort_key()
+    }
+    #[inline]
+    fn key_is_finite(key: u32) -> bool {
+        f32::from_key(key).is_finite()
+    }
+}
+
+impl RankSample for f64 {
+    type Key = u64;
+    #[inline]
+    fn rank_key(self) -> u64 {
+        self.sort_key()
+    }
+    #[inline]
+    fn key_is_finite(key: u64) -> bool {
+        f64::from_key(key).is_finite()
+    }
+}
+
+/// Per-pass digit counts of a set of keys.
+pub(crate) type Histogram = [usize; RADIX];
+
+/// LSD radix sort of `items` by `key`, given the digit histograms of every pass
+/// (`hist[pass][digit]`). Passes whose digit is the same for every item are skipped.
+/// `scratch` is resized to `items.len()` and its contents are garbage afterwards.
+pub(crate) fn radix_sort_by<I: Copy + Default, K: RadixKey>(
+    items: &mut Vec<I>,
+    scratch: &mut Vec<I>,
+    hist: &[Histogram],
+    key: impl Fn(&I) -> K + Copy,
+) {
+    let n = items.len();
+    if n < 2 {
+        return;
+    }
+    // Only grow: the contents are overwritten, and a reused buffer stays paged in.
+    if scratch.len() < n {
+        scratch.resize(n, I::default());
+    }
+    scratch.truncate(n);
+    for (pass, counts) in hist.iter().enumerate() {
+        if counts.contains(&n) {
+            continue;
+        }
+        let mut offsets = [0usize; RADIX];
+        let mut total = 0;
+        for (o, &c) in offsets.iter_mut().zip(counts) {
+            *o = total;
+            total += c;
+        }
+        scatter(items, scratch, &mut offsets, pass, key);
+        std::mem::swap(items, scratch);
+    }
+}
+
+#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+fn scatter<I: Copy, K: RadixKey>(src: &[I], dst: &mut [I], offsets: &mut Histogram, pass: usize, key: impl Fn(&I) -> K) {
+    for it in src {
+        let slot = &mut offsets[key(it).digit(pass)];
+        dst[*slot] = *it;
+        *slot += 1;
+    }
+}
+
+/// A pair of keys: x's and y's. After ranking by x, the x slot holds x's doubled, centred rank.
+#[derive(Clone, Copy, Default, Debug)]
+struct Pair<KX, KY> {
+    x: KX,
+    y: KY,
+}
+
+/// Exact sums of the doubled, centred ranks `dx = 2 r_x - (n + 1)`, `dy` likewise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct RankSums {
+    sxy: i128,
+    sxx: i128,
+    syy: i128,
+}
+
+impl RankSums {
+    /// Pearson's r of the ranks; `None` when x or y is constant (or there are fewer than 2 pairs).
+    fn rho(self) -> Option<f64> {
+        if self.sxx == 0 || self.syy == 0 {
+            return None;
+        }
+        // One rounding in the product and one in sqrt: identical rankings give exactly ±1.
+        let r = self.sxy as f64 / (self.sxx as f64 * self.syy as f64).sqrt();
+        Some(r.clamp(-1.0, 1.0))
+    }
+}
+
+/// Digit histograms of the keys `key` picks from `items`.
+#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+pub(crate) fn histograms<I, K: RadixKey>(items: &[I], key: impl Fn(&I) -> K) -> Vec<Histogram> {
+    let mut hist = vec![[0usize; RADIX]; K::PASSES];
+    for it in items {
+        let k = key(it);
+        for (pass, h) in hist.iter_mut().enumerate() {
+            h[k.digit(pass)] += 1;
+        }
+    }
+    hist
+}
+
+/// Sort `pairs` by x and overwrite each x key by its doubled, centred average rank; returns
+/// `Σ dx²`.
+fn rank_x<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &mut Vec<Pair<KX, KY>>) -> i128 {
+    let n = pairs.len();
+    if n < RADIX_MIN_LEN {
+        pairs.sort_unstable_by_key(|p| p.x);
+    } else {
+        let hist = histograms(pairs, |p| p.x);
+        radix_sort_by(pairs, scratch, &hist, |p| p.x);
+    }
+    let mut sxx = 0i128;
+    let mut start = 0;
+    while start < n {
+        let key = pairs[start].x;
+        let end = start + pairs[start..].iter().take_while(|p| p.x == key).count();
+        let d = (start + end) as i64 - n as i64;
+        for p in &mut pairs[start..end] {
+            p.x = KX::from_rank(d);
+        }
+        sxx += (end - start) as i128 * i128::from(d * d);
+        start = end;
+    }
+    sxx
+}
+
+/// Sort `pairs` by y; returns `(Σ dx·dy, Σ dy²)` where `dx = rank_of(x slot)`. `hist` are
+/// the y digit histograms when the caller already counted them.
+fn rank_y<KX: RadixKey, KY: RadixKey>(
+    pairs: &mut Vec<Pair<KX, KY>>,
+    scratch: &mut Vec<Pair<KX, KY>>,
+    hist: Option<Vec<Histogram>>,
+    rank_of: impl Fn(KX) -> i64,
+) -> (i128, i128) {
+    let n = pairs.len();
+    if n < RADIX_MIN_LEN {
+        pairs.sort_unstable_by_key(|p| p.y);
+    } else {
+        let hist = hist.unwrap_or_else(|| histograms(pairs, |p| p.y));
+        radix_sort_by(pairs, scratch, &hist, |p| p.y);
+    }
+    // Σ dx·dy = Σ over runs of equal y of dy · Σ dx (|Σ dx| < 2^62 within one run).
+    let (mut sxy, mut syy) = (0i128, 0i128);
+    let mut start = 0;
+    while start < n {
+        let key = pairs[start].y;
+        let mut sum_dx = 0i64;
+        let mut end = start;
+        while end < n && pairs[end].y == key {
+            sum_dx += rank_of(pairs[end].x);
+            end += 1;
+        }
+        let d = (start + end) as i64 - n as i64;
+        sxy += i128::from(sum_dx) * i128::from(d);
+        syy += (end - start) as i128 * i128::from(d * d);
+        start = end;
+    }
+    (sxy, syy)
+}
+
+/// Rank sums of `pairs` (raw keys on both sides). `pairs` is working memory.
+fn rank_sums<KX: RadixKey, KY: RadixKey>(pairs: &mut Vec<Pair<KX, KY>>, scratch: &mut Vec<Pair<KX, KY>>) -> RankSums {
+    let sxx = rank_x(pairs, scratch);
+    let (sxy, syy) = rank_y(pairs, scratch, None, RadixKey::to_rank);
+    RankSums { sxy, sxx, syy }
+}
+
+/// A side with at most this many distinct values is ranked by [`RankTable`], not sorted.
+const TABLE_MAX_DISTINCT: usize = 2048;
+/// Hash-table slots (a power of two, at least twice [`TABLE_MAX_DISTINCT`]).
+const TABLE_SLOTS: usize = 4096;
+
+/// Average ranks of a sample with few distinct values: open addressing (linear probing,
+/// Fibonacci hashing) from key to slot, and from slot to doubled, centred rank.
+struct RankTable<K> {
+    keys: Vec<K>,
+    counts: Vec<usize>,
+    distinct: usize,
+    /// Filled by [`RankTable::finish`].
+    ranks: Vec<i64>,
+    /// `Σ d²` over the sample, filled by [`RankTable::finish`].
+    sum_sq: i128,
+}
+
+impl<K: RadixKey> RankTable<K> {
+    fn new() -> Self {
+        Self { keys: vec![K::EMPTY; TABLE_SLOTS], counts: vec![0; TABLE_SLOTS], distinct: 0, ranks: Vec::new(), sum_sq: 0 }
+    }
+
+    /// Count `k` (not a NaN key) and return its slot, or `None` past [`TABLE_MAX_DISTINCT`]
+    /// distinct keys: continuous data gives up after a few thousand values.
+    #[inline]
+    fn insert(&mut self, k: K) -> Option<usize> {
+        let mut s = (k.to_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TABLE_SLOTS.trailing_zeros())) as usize;
+        while self.keys[s] != k && self.keys[s] != K::EMPTY {
+            s = (s + 1) & (TABLE_SLOTS - 1);
+        }
+        if self.keys[s] == K::EMPTY {
+            self.distinct += 1;
+            if self.distinct > TABLE_MAX_DISTINCT {
+                return None;
+            }
+            self.keys[s] = k;
+        }
+        self.counts[s] += 1;
+        Some(s)
+    }
+
+    /// Give each slot the average rank of its key among the `n` values counted.
+    fn finish(&mut self, n: usize) {
+        let mut occupied: Vec<usize> = (0..TABLE_SLOTS).filter(|&s| self.keys[s] != K::EMPTY).collect();
+        occupied.sort_unstable_by_key(|&s| self.keys[s]);
+        self.ranks = vec![0; TABLE_SLOTS];
+        let mut start = 0;
+        for s in occupied {
+            let end = start + self.counts[s];
+            let d = (start + end) as i64 - n as i64;
+            self.ranks[s] = d;
+            self.sum_sq += self.counts[s] as i128 * i128::from(d * d);
+            start = end;
+        }
+    }
+}
+
+/// Buffers up to this size are kept per thread between calls: first-touching a fresh 80 MB
+/// buffer costs ~40 ms of page faults on the dev machine, more than a radix pass over it.
+const KEEP_BYTES: usize = 1 << 28;
+
+/// Run `f` with this thread's reusable pair of buffers of `T` (the sort's input and scratch).
+/// The thread keeps one pair, of the type used last, of at most [`KEEP_BYTES`] together.
+pub(crate) fn with_buffers<T: 'static, R>(f: impl FnOnce(&mut Vec<T>, &mut Vec<T>) -> R) -> R {
+    thread_local! {
+        static KEPT: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+    }
+    // Taken out, not borrowed: a panic inside `f` just drops them, and a nested call gets
+    // fresh ones.
+    let kept = KEPT.with(RefCell::take).and_then(|b| b.downcast::<(Vec<T>, Vec<T>)>().ok());
+    let (mut a, mut b) = kept.map(|b| *b).unwrap_or_default();
+    let out = f(&mut a, &mut b);
+    if (a.capacity() + b.capacity()) * std::mem::size_of::<T>() <= KEEP_BYTES {
+        KEPT.with(|cell| *cell.borrow_mut() = Some(Box::new((a, b))));
+    }
+    out
+}
+
+/// The largest input the rank arithmetic supports (doubled ranks must fit in `i32`).
+const MAX_LEN: usize = i32::MAX as usize;
+
+fn check_len(n: usize) -> Result<()> {
+    if n > MAX_LEN {
+        return Err(StatsError::invalid("x", format!("more than {MAX_LEN} samples are not supported")));
+    }
+    Ok(())
+}
+
+/// Spearman's rho of two paired samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spearman {
+    /// Rho in `[-1, 1]`; NaN when NaN was propagated or the statistic is undefined.
+    pub rho: f64,
+    /// Number of pairs used (after dropping NaN pairs under [`NanPolicy::Omit`]).
+    pub n_pairs: usize,
+    /// True when rho is undefined: fewer than 2 pairs, or x or y constant.
+    pub undefined: bool,
+}
+
+/// Pairs of raw keys, NaN pairs dropped when `omit`.
+#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+fn pack<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool, out: &mut Vec<Pair<A::Key, B::Key>>) {
+    out.clear();
+    if omit {
+        out.extend(
+            x.iter()
+                .zip(y)
+                .filter(|(a, b)| !a.is_nan() && !b.is_nan())
+                .map(|(&a, &b)| Pair { x: a.rank_key(), y: b.rank_key() }),
+        );
+    } else {
+        out.extend(x.iter().zip(y).map(|(&a, &b)| Pair { x: a.rank_key(), y: b.rank_key() }));
+    }
+}
+
+/// Pairs of (x's slot in `table`, y's raw key), NaN pairs dropped when `omit`, and the y
+/// digit histograms; `None` when x has too many distinct values for the table.
+fn pack_slots<A: RankSample, B: RankSample>(
+    x: &[A],
+    y: &[B],
+    omit: bool,
+    table: &mut RankTable<A::Key>,
+    out: &mut Vec<Pair<A::Key, B::Key>>,
+) -> Option<Vec<Histogram>> {
+    out.clear();
+    out.reserve(x.len());
+    let mut hist = vec![[0usize; RADIX]; B::Key::PASSES];
+    for (&a, &b) in x.iter().zip(y) {
+        if omit && (a.is_nan() || b.is_nan()) {
+            continue;
+        }
+        let slot = table.insert(a.rank_key())?;
+        let yk = b.rank_key();
+        for (pass, h) in hist.iter_mut().enumerate() {
+            h[yk.digit(pass)] += 1;
+        }
+        out.push(Pair { x: A::Key::from_rank(slot as i64), y: yk });
+    }
+    Some(hist)
+}
+
+/// Rank sums when x has few distinct values: one hashing pass ranks x, only y is sorted.
+/// `None` when x has too many distinct values.
+fn table_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -> Option<RankSums> {
+    with_buffers(|pairs, scratch| {
+        let mut table = RankTable::new();
+        let hist = pack_slots(x, y, omit, &mut table, pairs)?;
+        table.finish(pairs.len());
+        let (sxy, syy) = rank_y(pairs, scratch, Some(hist), |slot| table.ranks[slot.to_rank() as usize]);
+        Some(RankSums { sxy, sxx: table.sum_sq, syy })
+    })
+}
+
+/// Rank sums of the pairs of `x` and `y`, ranking a low-cardinality side by table.
+fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -> RankSums {
+    if x.len() >= RADIX_MIN_LEN {
+        if let Some(sums) = table_rank_sums(x, y, omit) {
+            return sums;
+        }
+        // Rho is symmetric: rank y by table and sort x.
+        if let Some(sums) = table_rank_sums(y, x, omit) {
+            return RankSums { sxy: sums.sxy, sxx: sums.syy, syy: sums.sxx };
+        }
+    }
+    with_buffers(|pairs, scratch| {
+        pack(x, y, omit, pairs);
+        rank_sums(pairs, scratch)
+    })
+}
+
+/// Spearman's rank correlation of `x` and `y` (average ranks for ties), as
+/// `scipy.stats.spearmanr(x, y).statistic`.
+///
+/// # Errors
+/// `y` of another length than `x`; empty `x` (or no pair left after NaN omission); NaN under
+/// [`NanPolicy::Raise`]; more than `i32::MAX` pairs.
+pub fn spearman<A: RankSample, B: RankSample>(x: &[A], y: &[B], nan_policy: NanPolicy) -> Result<Spearman>
+{
+    check_same_len("x", x.len(), "y", y.len())?;
+    check_non_empty("x", x.len())?;
+    check_len(x.len())?;
+    raise_on_nan(nan_policy, "x", x)?;
+    raise_on_nan(nan_policy, "y", y)?;
+    let has_nan = nan_policy != NanPolicy::Raise && (first_nan(x).is_some() || first_nan(y).is_some());
+    if has_nan && nan_policy == NanPolicy::Propagate {
+        return Ok(Spearman { rho: f64::NAN, n_pairs: x.len(), undefined: false });
+    }
+    let n_pairs = if has_nan { x.iter().zip(y).filter(|(a, b)| !a.is_nan() && !b.is_nan()).count() } else { x.len() };
+    check_non_empty("x", n_pairs)?;
+    let rho = paired_rank_sums(x, y, has_nan).rho();
+    Ok(Spearman { rho: rho.unwrap_or(f64::NAN), n_pairs, undefined: rho.is_none() })
+}
+
+/// Spearman's rho within each group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupedSpearman {
+    /// The id of each group (`None` for a contiguous layout).
+    pub labels: Option<Vec<i64>>,
+    /// Rho of each group; NaN where undefined or where NaN was propagated.
+    pub rho: Vec<f64>,
+    /// Groups with a rho.
+    pub n_defined: usize,
+    /// Groups with fewer than 2 pairs or a constant x or y (rho undefined).
+    pub n_undefined: usize,
+    /// Groups holding NaN under [`NanPolicy::Propagate`] (rho NaN).
+    pub n_nan: usize,
+    /// Mean rho over the defined groups; NaN when none is defined, or when some group holds
+    /// NaN under [`NanPolicy::Propagate`].
+    pub mean: f64,
+}
+
+/// Reusable buffers of the per-group loop, so that no group allocates.
+struct GroupWork<KX, KY> {
+    pairs: Vec<Pair<KX, KY>>,
+    scratch: Vec<Pair<KX, KY>>,
+}
+
+enum GroupRho {
+    Defined(f64),
+    Undefined,
+    Nan,
+}
+
+impl<KX: RadixKey, KY: RadixKey> GroupWork<KX, KY> {
+    fn rho<A, B>(&mut self, members: impl Iterator<Item = (A, B)>, omit: bool) -> GroupRho
+    where
+        A: RankSample<Key = KX>,
+        B: RankSample<Key = KY>,
+    {
+        self.pairs.clear();
+        let mut saw_nan = false;
+        for (a, b) in members {
+            if a.is_nan() || b.is_nan() {
+                saw_nan = true;
+            } else {
+                self.pairs.push(Pair { x: a.rank_key(), y: b.rank_key() });
+            }
+        }
+        if saw_nan && !omit {
+            return GroupRho::Nan;
+        }
+        match rank_sums(&mut self.pairs, &mut self.scratch).rho() {
+            Some(r) => GroupRho::Defined(r),
+            None => GroupRho::Undefined,
+        }
+    }
+}
+
+/// Spearman's rho of `x` and `y` within each group, and the mean over the groups where it is
+/// defined.
+///
+/// # Errors
+/// `y` of another length than `x`; empty `x`; a bad layout ([`Groups::check`]); NaN under
+/// [`NanPolicy::Raise`].
+pub fn within_group_spearman<A: RankSample, B: RankSample>(
+    x: &[A],
+    y: &[B],
+    groups: Groups<'_>,
+    nan_policy: NanPolicy,
+) -> Result<GroupedSpearman> {
+    check_same_len("x", x.len(), "y", y.len())?;
+    check_non_empty("x", x.len())?;
+    check_len(x.len())?;
+    groups.check("x", x.len())?;
+    raise_on_nan(nan_policy, "x", x)?;
+    raise_on_nan(nan_policy, "y", y)?;
+    let omit = nan_policy == NanPolicy::Omit;
+    let mut work = GroupWork { pairs: Vec::new(), scratch: Vec::new() };
+    let (labels, outcomes): (Option<Vec<i64>>, Vec<GroupRho>) = match groups {
+        Groups::Contiguous { size } => {
+            let out = x
+                .chunks_exact(size)
+                .zip(y.chunks_exact(size))
+                .map(|(gx, gy)| work.rho(gx.iter().copied().zip(gy.iter().copied()), omit))
+                .collect();
+            (None, out)
+        }
+        Groups::Ids(ids) => {
+            let index = GroupIndex::new(ids)?;
+            let out = (0..index.n_groups())
+                .map(|g| {
+                    let members = index.members(g).iter().map(|&i| (x[i as usize], y[i as usize]));
+                    work.rho(members, omit)
+                })
+                .collect();
+            (Some(index.labels), out)
+        }
+    };
+    let (mut n_defined, mut n_undefined, mut n_nan, mut sum) = (0usize, 0usize, 0usize, 0.0f64);
+    let rho = outcomes
+        .into_iter()
+        .map(|o| match o {
+            GroupRho::Defined(r) => {
+                n_defined += 1;
+                sum += r;
+                r
+            }
+            GroupRho::Undefined => {
+                n_undefined += 1;
+                f64::NAN
+            }
+            GroupRho::Nan => {
+                n_nan += 1;
+                f64::NAN
+            }
+        })
+        .collect();
+    let mean = if n_defined == 0 || n_nan > 0 { f64::NAN } else { sum / n_defined as f64 };
+    Ok(GroupedSpearman { labels, rho, n_defined, n_undefined, n_nan, mean })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Average ranks (1-based) by brute force: rank = #less + (#equal + 1) / 2.
+    fn naive_ranks(xs: &[f64]) -> Vec<f64> {
+        xs.iter()
+            .map(|&a| {
+                let less = xs.iter().filter(|&&b| b < a).count() as f64;
+                let equal = xs.iter().filter(|&&b| b == a).count() as f64;
+                less + (equal + 1.0) / 2.0
+            })
+            .collect()
+    }
+
+    fn naive_spearman(x: &[f64], y: &[f64]) -> f64 {
+        let (rx, ry) = (naive_ranks(x), naive_ranks(y));
+        let n = x.len() as f64;
+        let (mx, my) = (rx.iter().sum::<f64>() / n, ry.iter().sum::<f64>() / n);
+        let sxy: f64 = rx.iter().zip(&ry).map(|(a, b)| (a - mx) * (b - my)).sum();
+        let sxx: f64 = rx.iter().map(|a| (a - mx) * (a - mx)).sum();
+        let syy: f64 = ry.iter().map(|b| (b - my) * (b - my)).sum();
+        sxy / (sxx * syy).sqrt()
+    }
+
+    fn rho(x: &[f64], y: &[f64]) -> f64 {
+        spearman(x, y, NanPolicy::Propagate).unwrap().rho
+    }
+
+    #[test]
+    fn known_values() {
+        assert_eq!(rho(&[1.0, 2.0, 3.0, 4.0], &[10.0, 20.0, 30.0, 40.0]), 1.0);
+        assert_eq!(rho(&[1.0, 2.0, 3.0, 4.0], &[4.0, 3.0, 2.0, 1.0]), -1.0);
+        // Ties: ranks x = [1.5, 1.5, 3], y = [1, 2, 3]: rho = sqrt(3)/2.
+        assert!((rho(&[0.0, -0.0, 1.0], &[1.0, 2.0, 3.0]) - 0.75f64.sqrt()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn undefined_and_nan() {
+        let s = spearman(&[1.0f32, 1.0, 1.0], &[1.0f64, 2.0, 3.0], NanPolicy::Propagate).unwrap();
+        assert!(s.undefined && s.rho.is_nan());
+        let s = spearman(&[1.0f64], &[2.0f64], NanPolicy::Propagate).unwrap();
+        assert!(s.undefined);
+        let x = [1.0, f64::NAN, 3.0, 4.0];
+        let y = [1.0, 5.0, 2.0, 3.0];
+        let s = spearman(&x, &y, NanPolicy::Propagate).unwrap();
+        assert!(s.rho.is_nan() && !s.undefined);
+        let s = spearman(&x, &y, NanPolicy::Omit).unwrap();
+        assert_eq!(s.n_pairs, 3);
+        assert!((s.rho - naive_spearman(&[1.0, 3.0, 4.0], &[1.0, 2.0, 3.0])).abs() < 1e-15);
+        let e = spearman(&y, &x, NanPolicy::Raise).unwrap_err();
+        assert_eq!(e, StatsError::NanFound { arg: "y", index: 1 });
+        assert_eq!(spearman(&x, &y[..3], NanPolicy::Omit).unwrap_err().arg(), "y");
+        let empty: [f64; 0] = [];
+        assert_eq!(spearman(&empty, &empty, NanPolicy::Omit).unwrap_err().arg(), "x");
+        let all_nan = [f64::NAN; 3];
+        assert_eq!(spearman(&all_nan, &y[..3], NanPolicy::Omit).unwrap_err().arg(), "x");
+    }
+
+    #[test]
+    fn large_paths_match_naive() {
+        // Long enough for the radix sort; x has 201 distinct values (table path), y is
+        // continuous with mixed signs; zeros of both signs tie.
+        let n = 3 * RADIX_MIN_LEN;
+        let coarse: Vec<f32> = (0..n).map(|i| ((i * 7919 % 201) as f32 - 100.0) / 100.0 * if i % 3 == 0 { -1.0 } else { 1.0 }).collect();
+        let fine: Vec<f64> = (0..n).map(|i| ((i * 104_729 % 1009) as f64 + i as f64 * 1e-3).sin() * 1e6).collect();
+        let fine2: Vec<f64> = (0..n).map(|i| ((i * 31 % 4099) as f64).cos() + 1e6).collect();
+        let coarse_f: Vec<f64> = coarse.iter().map(|&v| f64::from(v)).collect();
+        let check = |got: f64, want: f64| assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        // Table on x; table on y (roles swapped); both sorted.
+        check(spearman(&coarse, &fine, NanPolicy::Propagate).unwrap().rho, naive_spearman(&coarse_f, &fine));
+        check(spearman(&fine, &coarse, NanPolicy::Propagate).unwrap().rho, naive_spearman(&fine, &coarse_f));
+        check(rho(&fine, &fine2), naive_spearman(&fine, &fine2));
+        // NaN omission on the large paths drops pairs jointly.
+        let mut holes = fine.clone();
+        let mut coarse_holes = coarse.clone();
+        for i in (0..n).step_by(7) {
+            holes[i] = f64::NAN;
+        }
+        for i in (0..n).step_by(11) {
+            coarse_holes[i] = f32::NAN;
+        }
+        let keep: Vec<usize> = (0..n).filter(|&i| i % 7 != 0 && i % 11 != 0).collect();
+        let kx: Vec<f64> = keep.iter().map(|&i| coarse_f[i]).collect();
+        let ky: Vec<f64> = keep.iter().map(|&i| fine[i]).collect();
+        let s = spearman(&coarse_holes, &holes, NanPolicy::Omit).unwrap();
+        assert_eq!(s.n_pairs, keep.len());
+        check(s.rho, naive_spearman(&kx, &ky));
+        let kz: Vec<f64> = keep.iter().map(|&i| fine2[i]).collect();
+        let z: Vec<f64> = (0..n).map(|i| if i % 11 == 0 { f64::NAN } else { fine2[i] }).collect();
+        check(spearman(&holes, &z, NanPolicy::Omit).unwrap().rho, naive_spearman(&ky, &kz));
+    }
+
+    #[test]
+    fn grouped_matches_per_group() {
+        let x = [1.0, 2.0, 3.0, 5.0, 5.0, 5.0, 1.0, f64::NAN, 2.0, 9.0];
+        let y = [3.0, 1.0, 2.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 9.0];
+        let g = within_group_spearman(&x[..9], &y[..9], Groups::Contiguous { size: 3 }, NanPolicy::Omit).unwrap();
+        assert!((g.rho[0] - naive_spearman(&x[..3], &y[..3])).abs() < 1e-15);
+        assert!(g.rho[1].is_nan());
+        assert_eq!(g.rho[2], 1.0);
+        assert_eq!((g.n_defined, g.n_undefined, g.n_nan), (2, 1, 0));
+        assert!((g.mean - (g.rho[0] + 1.0) / 2.0).abs() < 1e-15);
+        let p = within_group_spearman(&x[..9], &y[..9], Groups::Contiguous { size: 3 }, NanPolicy::Propagate).unwrap();
+        assert_eq!((p.n_defined, p.n_undefined, p.n_nan), (1, 1, 1));
+        assert!(p.mean.is_nan());
+        let ids = [4i64, 4, 4, -1, -1, -1, 7, 7, 7, 7];
+        let i = within_group_spearman(&x, &y, Groups::Ids(&ids), NanPolicy::Omit).unwrap();
+        assert_eq!(i.labels, Some(vec![-1, 4, 7]));
+        assert_eq!(i.rho[1], g.rho[0]);
+        assert_eq!(i.rho[2], 1.0);
+    }
+
+    fn finite_vec(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<f64>> {
+        // Small integer grid: plenty of ties.
+        prop::collection::vec((-20i32..20).prop_map(|v| f64::from(v) * 0.5), len)
+    }
+
+    proptest! {
+        #[test]
+        fn in_range_symmetric_and_monotone_invariant(
+            (x, y) in (2usize..60).prop_flat_map(|n| (finite_vec(n..n + 1), finite_vec(n..n + 1))),
+        ) {
+            let r = rho(&x, &y);
+            let naive = naive_spearman(&x, &y);
+            if r.is_nan() {
+                prop_assert!(naive.is_nan());
+            } else {
+                prop_assert!((-1.0..=1.0).contains(&r));
+                prop_assert!((r - naive).abs() < 1e-12);
+                prop_assert_eq!(r, rho(&y, &x));
+                // Strictly increasing transforms keep every rank; decreasing ones flip the sign.
+                let up: Vec<f64> = x.iter().map(|v| (v * 0.3).exp() + 1e6).collect();
+                let down: Vec<f64> = y.iter().map(|v| -v * v * v).collect();
+                prop_assert!((rho(&up, &y) - r).abs() < 1e-12);
+                prop_assert!((rho(&x, &down) + r).abs() < 1e-12);
+            }
+        }
+    }
+}
