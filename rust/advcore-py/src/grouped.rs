@@ -1,14 +1,23 @@
-//! Bindings for `advcore_stats::grouped`.
+//! Bindings for `advcore_stats::grouped`. The kernels write their output columns as `Vec`s,
+//! which become numpy arrays without a copy (`IntoPyArray` hands the buffer over).
 
 use advcore_stats::Groups;
-use advcore_stats::grouped::{self, GroupedMoments};
+use advcore_stats::grouped::{self, SpreadCensus, Tolerance};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-use crate::entry::{FloatArray, run, slice};
+use crate::entry::{AdvcoreError, FloatArray, nan_policy, run, slice, to_py};
 use crate::with_floats;
 
-/// Per-group arrays: (labels or None, count, mean, var, min, max).
+/// The census as a flat tuple:
+/// `(n_groups, n_singleton, n_exact_zero, n_near_zero, n_nan, exact_fraction, near_fraction)`.
+type CensusTuple = (u64, u64, u64, u64, u64, f64, f64);
+
+fn census_tuple(c: &SpreadCensus) -> CensusTuple {
+    (c.n_groups, c.n_singleton, c.n_exact_zero, c.n_near_zero, c.n_nan, c.exact_fraction(), c.near_fraction())
+}
+
+/// Per-group arrays: (labels or None, count, mean, var, min, max, census).
 type GroupedArrays<'py> = (
     Option<Bound<'py, PyArray1<i64>>>,
     Bound<'py, PyArray1<u64>>,
@@ -16,6 +25,7 @@ type GroupedArrays<'py> = (
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<f64>>,
+    CensusTuple,
 );
 
 /// Resolve the two ways of giving groups; the Python layer has checked that exactly one is set.
@@ -23,12 +33,19 @@ fn groups<'a>(group_size: Option<usize>, ids: Option<&'a [i64]>) -> PyResult<Gro
     match (group_size, ids) {
         (Some(size), None) => Ok(Groups::Contiguous { size }),
         (None, Some(ids)) => Ok(Groups::Ids(ids)),
-        _ => Err(crate::entry::AdvcoreError::new_err("give exactly one of `group_size` and `group_ids`")),
+        _ => Err(AdvcoreError::new_err("give exactly one of `group_size` and `group_ids`")),
     }
 }
 
+fn tolerance(atol: f64, rtol: f64) -> PyResult<Tolerance> {
+    let tol = Tolerance { atol, rtol };
+    tol.check().map_err(to_py)?;
+    Ok(tol)
+}
+
 #[pyfunction]
-#[pyo3(signature = (values, group_size, group_ids, ddof, nan_policy))]
+#[pyo3(signature = (values, group_size, group_ids, ddof, nan_policy, atol, rtol))]
+#[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
 fn grouped_moments<'py>(
     py: Python<'py>,
     values: FloatArray<'py>,
@@ -36,32 +53,112 @@ fn grouped_moments<'py>(
     group_ids: Option<PyReadonlyArray1<'py, i64>>,
     ddof: u32,
     nan_policy: &str,
+    atol: f64,
+    rtol: f64,
 ) -> PyResult<GroupedArrays<'py>> {
-    let policy = crate::entry::nan_policy(nan_policy)?;
+    let policy = self::nan_policy(nan_policy)?;
+    let tol = tolerance(atol, rtol)?;
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
     let layout = groups(group_size, ids)?;
-    let out: GroupedMoments =
-        with_floats!(values, "values", |xs| run(py, "grouped_moments", || grouped::grouped_moments(xs, layout, policy)))?;
-    let n = out.moments.len();
-    let (mut count, mut mean, mut var, mut min, mut max) =
-        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    for m in &out.moments {
-        count.push(m.count);
-        mean.push(m.mean().unwrap_or(f64::NAN));
-        var.push(m.variance(ddof).unwrap_or(f64::NAN));
-        min.push(if m.count == 0 { f64::NAN } else { m.min });
-        max.push(if m.count == 0 { f64::NAN } else { m.max });
-    }
+    let out = with_floats!(values, "values", |xs| run(py, "grouped_moments", || grouped::grouped_moments(
+        xs, layout, ddof, policy, tol
+    )))?;
     Ok((
         out.labels.map(|l| l.into_pyarray(py)),
-        count.into_pyarray(py),
-        mean.into_pyarray(py),
-        var.into_pyarray(py),
-        min.into_pyarray(py),
-        max.into_pyarray(py),
+        out.count.into_pyarray(py),
+        out.mean.into_pyarray(py),
+        out.var.into_pyarray(py),
+        out.min.into_pyarray(py),
+        out.max.into_pyarray(py),
+        census_tuple(&out.census),
     ))
 }
 
+#[pyfunction]
+#[pyo3(signature = (values, group_size, group_ids, atol, rtol, nan_policy))]
+#[allow(clippy::needless_pass_by_value)]
+fn zero_variance_fraction<'py>(
+    py: Python<'py>,
+    values: FloatArray<'py>,
+    group_size: Option<usize>,
+    group_ids: Option<PyReadonlyArray1<'py, i64>>,
+    atol: f64,
+    rtol: f64,
+    nan_policy: &str,
+) -> PyResult<CensusTuple> {
+    let policy = self::nan_policy(nan_policy)?;
+    let tol = tolerance(atol, rtol)?;
+    let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
+    let layout = groups(group_size, ids)?;
+    let census = with_floats!(values, "values", |xs| run(py, "zero_variance_fraction", || {
+        grouped::zero_variance_fraction(xs, layout, tol, policy)
+    }))?;
+    Ok(census_tuple(&census))
+}
+
+/// `(total, within, between, within_fraction, count, n_groups)`.
+type DecompositionTuple = (f64, f64, f64, f64, u64, u64);
+
+#[pyfunction]
+#[pyo3(signature = (values, group_size, group_ids, nan_policy))]
+#[allow(clippy::needless_pass_by_value)]
+fn variance_decomposition<'py>(
+    py: Python<'py>,
+    values: FloatArray<'py>,
+    group_size: Option<usize>,
+    group_ids: Option<PyReadonlyArray1<'py, i64>>,
+    nan_policy: &str,
+) -> PyResult<DecompositionTuple> {
+    let policy = self::nan_policy(nan_policy)?;
+    let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
+    let layout = groups(group_size, ids)?;
+    let d = with_floats!(values, "values", |xs| run(py, "variance_decomposition", || {
+        grouped::variance_decomposition(xs, layout, policy)
+    }))?;
+    Ok((d.total, d.within, d.between, d.within_fraction(), d.count, d.n_groups))
+}
+
+/// `(overall, labels or None, per-group or None)`.
+type ExplainedTuple<'py> = (f64, Option<Bound<'py, PyArray1<i64>>>, Option<Bound<'py, PyArray1<f64>>>);
+
+#[pyfunction]
+#[pyo3(signature = (returns, values, group_size, group_ids, nan_policy))]
+#[allow(clippy::needless_pass_by_value)]
+fn explained_variance<'py>(
+    py: Python<'py>,
+    returns: FloatArray<'py>,
+    values: FloatArray<'py>,
+    group_size: Option<usize>,
+    group_ids: Option<PyReadonlyArray1<'py, i64>>,
+    nan_policy: &str,
+) -> PyResult<ExplainedTuple<'py>> {
+    let policy = self::nan_policy(nan_policy)?;
+    let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
+    let layout = match (group_size, ids) {
+        (None, None) => None,
+        (size, ids) => Some(groups(size, ids)?),
+    };
+    let ev = match (&returns, &values) {
+        (FloatArray::F32(r), FloatArray::F32(v)) => {
+            let (r, v) = (slice(r, "returns")?, slice(v, "values")?);
+            run(py, "explained_variance", || grouped::explained_variance(r, v, layout, policy))?
+        }
+        (FloatArray::F64(r), FloatArray::F64(v)) => {
+            let (r, v) = (slice(r, "returns")?, slice(v, "values")?);
+            run(py, "explained_variance", || grouped::explained_variance(r, v, layout, policy))?
+        }
+        _ => return Err(AdvcoreError::new_err("`values` must have the dtype of `returns`")),
+    };
+    let (labels, per_group) = match ev.per_group {
+        Some((labels, per_group)) => (labels.map(|l| l.into_pyarray(py)), Some(per_group.into_pyarray(py))),
+        None => (None, None),
+    };
+    Ok((ev.overall, labels, per_group))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(grouped_moments, m)?)
+    m.add_function(wrap_pyfunction!(grouped_moments, m)?)?;
+    m.add_function(wrap_pyfunction!(zero_variance_fraction, m)?)?;
+    m.add_function(wrap_pyfunction!(variance_decomposition, m)?)?;
+    m.add_function(wrap_pyfunction!(explained_variance, m)?)
 }
