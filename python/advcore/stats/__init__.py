@@ -7,9 +7,24 @@ accumulates in float64, releases the GIL while it computes, and raises
 
 from __future__ import annotations
 
-from advcore.stats._grouped import GroupedMoments, grouped_moments
+from advcore.stats._grouped import (
+    ExplainedVariance,
+    GroupedMoments,
+    VarianceDecomposition,
+    ZeroVarianceFraction,
+    explained_variance,
+    grouped_moments,
+    variance_decomposition,
+    zero_variance_fraction,
+)
 
 __all__ = [
+    "ExplainedVariance",
     "GroupedMoments",
+    "VarianceDecomposition",
+    "ZeroVarianceFraction",
+    "explained_variance",
     "grouped_moments",
+    "variance_decomposition",
+    "zero_variance_fraction",
 ]

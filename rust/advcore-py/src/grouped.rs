@@ -29,7 +29,7 @@ type GroupedArrays<'py> = (
 );
 
 /// Resolve the two ways of giving groups; the Python layer has checked that exactly one is set.
-fn groups<'a>(group_size: Option<usize>, ids: Option<&'a [i64]>) -> PyResult<Groups<'a>> {
+fn groups(group_size: Option<usize>, ids: Option<&[i64]>) -> PyResult<Groups<'_>> {
     match (group_size, ids) {
         (Some(size), None) => Ok(Groups::Contiguous { size }),
         (None, Some(ids)) => Ok(Groups::Ids(ids)),
@@ -118,8 +118,9 @@ fn variance_decomposition<'py>(
     Ok((d.total, d.within, d.between, d.within_fraction(), d.count, d.n_groups))
 }
 
-/// `(overall, labels or None, per-group or None)`.
-type ExplainedTuple<'py> = (f64, Option<Bound<'py, PyArray1<i64>>>, Option<Bound<'py, PyArray1<f64>>>);
+/// `(overall, overall_undefined, labels or None, per-group or None, n_undefined_groups)`.
+type ExplainedTuple<'py> =
+    (f64, bool, Option<Bound<'py, PyArray1<i64>>>, Option<Bound<'py, PyArray1<f64>>>, u64);
 
 #[pyfunction]
 #[pyo3(signature = (returns, values, group_size, group_ids, nan_policy))]
@@ -149,11 +150,16 @@ fn explained_variance<'py>(
         }
         _ => return Err(AdvcoreError::new_err("`values` must have the dtype of `returns`")),
     };
-    let (labels, per_group) = match ev.per_group {
-        Some((labels, per_group)) => (labels.map(|l| l.into_pyarray(py)), Some(per_group.into_pyarray(py))),
-        None => (None, None),
-    };
-    Ok((ev.overall, labels, per_group))
+    Ok(match ev.per_group {
+        Some(g) => (
+            ev.overall,
+            ev.overall_undefined,
+            g.labels.map(|l| l.into_pyarray(py)),
+            Some(g.explained.into_pyarray(py)),
+            g.n_undefined,
+        ),
+        None => (ev.overall, ev.overall_undefined, None, None, 0),
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -823,15 +823,27 @@ pub fn variance_decomposition<T: Sample>(
 /// Explained variance overall and, when groups are given, per group.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExplainedVariance {
-    /// `1 - Var(returns - values) / Var(returns)` over all pairs; NaN when `Var(returns) == 0`.
+    /// `1 - Var(returns - values) / Var(returns)` over all pairs; NaN when undefined.
     pub overall: f64,
-    /// Per group (when groups were given): the group ids (`None` for a contiguous layout) and
-    /// the explained variance of each group, NaN where the group's `Var(returns) == 0`.
-    pub per_group: Option<(Option<Vec<i64>>, Vec<f64>)>,
+    /// True when `Var(returns) == 0` over all pairs (or no pair is left), so `overall` is NaN.
+    pub overall_undefined: bool,
+    /// Per group, when groups were given.
+    pub per_group: Option<PerGroupExplained>,
 }
 
-/// `1 - Var(returns - values) / Var(returns)`, as PPO implementations log `vf_explained_var`.
-/// NaN pairs are dropped jointly under [`NanPolicy::Omit`].
+/// The per-group part of [`ExplainedVariance`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerGroupExplained {
+    /// The group ids (`None` for a contiguous layout).
+    pub labels: Option<Vec<i64>>,
+    /// Explained variance of each group; NaN where the group's `Var(returns) == 0`.
+    pub explained: Vec<f64>,
+    /// Number of groups whose `Var(returns) == 0` (or that no pair is left in).
+    pub n_undefined: u64,
+}
+
+/// `1 - Var(returns - values) / Var(returns)`, as PPO implementations log `vf_explained_var`,
+/// overall and per group. NaN pairs are dropped jointly under [`NanPolicy::Omit`].
 ///
 /// # Errors
 /// Empty `returns`, `values` of another length, a bad layout, NaN under [`NanPolicy::Raise`].
@@ -843,6 +855,9 @@ pub fn explained_variance<T: Sample>(
 ) -> Result<ExplainedVariance> {
     check_non_empty("returns", returns.len())?;
     check_same_len("returns", returns.len(), "values", values.len())?;
+    if let Some(layout) = groups {
+        layout.check("returns", returns.len())?;
+    }
     raise_on_nan(nan_policy, "returns", returns)?;
     raise_on_nan(nan_policy, "values", values)?;
     let omit = nan_policy == NanPolicy::Omit;
@@ -856,25 +871,30 @@ pub fn explained_variance<T: Sample>(
             (r, r - v)
         })
         .unzip();
-    let ratio = |layout: Groups<'_>| -> Result<(Option<Vec<i64>>, Vec<f64>)> {
+    let ratio = |layout: Groups<'_>| -> Result<PerGroupExplained> {
         let tol = Tolerance::default();
         let var_r = grouped_moments(&r, layout, 0, nan_policy, tol)?;
         let var_e = grouped_moments(&resid, layout, 0, nan_policy, tol)?;
-        let ev = var_r.var.iter().zip(&var_e.var).map(|(&vr, &ve)| if vr == 0.0 { f64::NAN } else { 1.0 - ve / vr }).collect();
-        Ok((var_r.labels, ev))
+        let mut n_undefined = 0;
+        let explained = var_r
+            .var
+            .iter()
+            .zip(&var_r.count)
+            .zip(&var_e.var)
+            .map(|((&vr, &count), &ve)| {
+                if vr == 0.0 || count == 0 {
+                    n_undefined += 1;
+                    f64::NAN
+                } else {
+                    1.0 - ve / vr
+                }
+            })
+            .collect();
+        Ok(PerGroupExplained { labels: var_r.labels, explained, n_undefined })
     };
-    let overall = match ratio(Groups::Contiguous { size: r.len() }) {
-        Ok((_, ev)) => ev[0],
-        Err(StatsError::Empty { .. }) => return Err(StatsError::Empty { arg: "returns" }),
-        Err(e) => return Err(e),
-    };
-    let per_group = groups
-        .map(|layout| {
-            layout.check("returns", returns.len())?;
-            ratio(layout)
-        })
-        .transpose()?;
-    Ok(ExplainedVariance { overall, per_group })
+    let all = ratio(Groups::Contiguous { size: r.len() })?;
+    let per_group = groups.map(ratio).transpose()?;
+    Ok(ExplainedVariance { overall: all.explained[0], overall_undefined: all.n_undefined > 0, per_group })
 }
 
 #[cfg(test)]
@@ -1046,7 +1066,9 @@ mod tests {
         let ev = explained_variance(&r, &v, Some(Groups::Contiguous { size: 2 }), NanPolicy::Propagate).unwrap();
         // resid = [0, 0, 0, 1]: var 0.1875; var(r) = 1.25.
         assert!(close(ev.overall, 1.0 - 0.1875 / 1.25, 1e-15, 0.0));
-        assert_eq!(ev.per_group.unwrap().1, vec![1.0, 0.0]);
+        let per_group = ev.per_group.unwrap();
+        assert_eq!(per_group.explained, vec![1.0, 0.0]);
+        assert_eq!(per_group.n_undefined, 0);
         let e = explained_variance(&r, &v[..3], None, NanPolicy::Propagate).unwrap_err();
         assert_eq!(e.arg(), "values");
     }
