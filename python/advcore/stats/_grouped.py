@@ -212,6 +212,10 @@ def grouped_moments(
     labels, count, mean, var, lo, hi, census = _core.grouped_moments(
         x, size, ids, ddof, check_nan_policy(nan_policy), atol, rtol
     )
+    n_groups = census[0]
+    if count.shape[0] != n_groups:
+        # The columns were allocated for the most groups the id range allows.
+        count, mean, var, lo, hi = (a[:n_groups] for a in (count, mean, var, lo, hi))
     if labels is None:
         labels = np.arange(count.shape[0], dtype=np.int64)
     n_undefined = int(np.count_nonzero(count <= ddof))

@@ -1,9 +1,9 @@
-//! Bindings for `advcore_stats::grouped`. The kernels write their output columns as `Vec`s,
-//! which become numpy arrays without a copy (`IntoPyArray` hands the buffer over).
+//! Bindings for `advcore_stats::grouped`. Per-group columns are numpy arrays the kernel writes
+//! in place; other outputs are `Vec`s handed to numpy without a copy (`IntoPyArray`).
 
 use advcore_stats::Groups;
-use advcore_stats::grouped::{self, SpreadCensus, Tolerance};
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use advcore_stats::grouped::{self, Columns, Plan, SpreadCensus, Tolerance};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use crate::entry::{AdvcoreError, FloatArray, nan_policy, run, slice, to_py};
@@ -43,6 +43,39 @@ fn tolerance(atol: f64, rtol: f64) -> PyResult<Tolerance> {
     Ok(tol)
 }
 
+/// Plan the scan, allocate the output columns as numpy arrays of [`Plan::max_groups`] rows
+/// (numpy's allocator, which asks for huge pages: fresh 4 KiB pages from a Rust `Vec` cost
+/// more in page faults than the kernel itself), and let the kernel write them in place. The
+/// arrays may be longer than the number of groups; the Python layer slices them.
+fn moments_into<'py, T: advcore_stats::Sample + numpy::Element>(
+    py: Python<'py>,
+    xs: &[T],
+    layout: Groups<'_>,
+    ddof: u32,
+    policy: advcore_stats::NanPolicy,
+    tol: Tolerance,
+) -> PyResult<GroupedArrays<'py>> {
+    let plan = run(py, "grouped_moments", || Plan::new(xs, layout, policy, tol))?;
+    let m = plan.max_groups();
+    let count = PyArray1::<u64>::zeros(py, m, false);
+    let columns: [Bound<'py, PyArray1<f64>>; 4] = std::array::from_fn(|_| PyArray1::<f64>::zeros(py, m, false));
+    let info = {
+        let mut c = count.readwrite();
+        let [mut mean, mut var, mut min, mut max] = columns.each_ref().map(|a| a.readwrite());
+        let mut sink = Columns {
+            count: c.as_slice_mut()?,
+            mean: mean.as_slice_mut()?,
+            var: var.as_slice_mut()?,
+            min: min.as_slice_mut()?,
+            max: max.as_slice_mut()?,
+            ddof,
+        };
+        run(py, "grouped_moments", || Ok(plan.run(&mut sink)))?
+    };
+    let [mean, var, min, max] = columns;
+    Ok((info.labels.map(|l| l.into_pyarray(py)), count, mean, var, min, max, census_tuple(&info.census)))
+}
+
 #[pyfunction]
 #[pyo3(signature = (values, group_size, group_ids, ddof, nan_policy, atol, rtol))]
 #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
@@ -60,18 +93,7 @@ fn grouped_moments<'py>(
     let tol = tolerance(atol, rtol)?;
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
     let layout = groups(group_size, ids)?;
-    let out = with_floats!(values, "values", |xs| run(py, "grouped_moments", || grouped::grouped_moments(
-        xs, layout, ddof, policy, tol
-    )))?;
-    Ok((
-        out.labels.map(|l| l.into_pyarray(py)),
-        out.count.into_pyarray(py),
-        out.mean.into_pyarray(py),
-        out.var.into_pyarray(py),
-        out.min.into_pyarray(py),
-        out.max.into_pyarray(py),
-        census_tuple(&out.census),
-    ))
+    with_floats!(values, "values", |xs| moments_into(py, xs, layout, ddof, policy, tol))
 }
 
 #[pyfunction]

@@ -245,8 +245,7 @@ pub struct ScanInfo {
 /// Summarise every group of `values` into `sink` and count the zero-variance census.
 ///
 /// # Errors
-/// Empty `values`, a bad layout (see [`Groups::check`]), bad tolerances, more than
-/// `2^32 - 1` samples with ids, or NaN under [`NanPolicy::Raise`].
+/// See [`Plan::new`].
 pub fn scan<T: Sample, S: Sink>(
     values: &[T],
     groups: Groups<'_>,
@@ -254,17 +253,88 @@ pub fn scan<T: Sample, S: Sink>(
     tol: Tolerance,
     sink: &mut S,
 ) -> Result<ScanInfo> {
-    check_non_empty("values", values.len())?;
-    groups.check("values", values.len())?;
-    tol.check()?;
-    raise_on_nan(nan_policy, "values", values)?;
-    let omit = nan_policy == NanPolicy::Omit;
-    match groups {
-        Groups::Contiguous { size } => {
-            let census = contiguous(values, size, omit, tol, sink);
-            Ok(ScanInfo { labels: None, census })
+    Ok(Plan::new(values, groups, nan_policy, tol)?.run(sink))
+}
+
+/// A validated scan, ready to run. Building it resolves the layout (the id range, or the
+/// dense keys of sparse ids), so the number of groups is bounded before a caller allocates
+/// the output columns (for example as numpy arrays, see [`Columns`]).
+#[derive(Debug)]
+pub struct Plan<'a, T> {
+    values: &'a [T],
+    layout: Layout<'a>,
+    omit: bool,
+    tol: Tolerance,
+}
+
+#[derive(Debug)]
+enum Layout<'a> {
+    Contiguous(usize),
+    /// Keys `id - lo` in `0..n_keys`.
+    Direct { ids: &'a [i64], lo: i64, n_keys: usize },
+    /// Keys from [`dense_ids`]: `labels[dense[i]]` is the id of sample `i`.
+    Dense { labels: Vec<i64>, dense: Vec<u32> },
+}
+
+impl<'a, T: Sample> Plan<'a, T> {
+    /// Validate the arguments and resolve the layout.
+    ///
+    /// # Errors
+    /// Empty `values`, a bad layout (see [`Groups::check`]), bad tolerances, more than
+    /// `2^32 - 1` samples with ids, or NaN under [`NanPolicy::Raise`].
+    pub fn new(values: &'a [T], groups: Groups<'a>, nan_policy: NanPolicy, tol: Tolerance) -> Result<Self> {
+        check_non_empty("values", values.len())?;
+        groups.check("values", values.len())?;
+        tol.check()?;
+        raise_on_nan(nan_policy, "values", values)?;
+        let layout = match groups {
+            Groups::Contiguous { size } => Layout::Contiguous(size),
+            Groups::Ids(ids) => {
+                if values.len() >= u32::MAX as usize {
+                    return Err(StatsError::invalid("group_ids", "more than 2^32 - 1 samples are not supported"));
+                }
+                let (lo, hi) = min_max(ids);
+                let span = hi.abs_diff(lo);
+                if span < values.len() as u64 / DIRECT_SPAN_DIVISOR + DIRECT_SLACK {
+                    Layout::Direct { ids, lo, n_keys: span as usize + 1 }
+                } else {
+                    let (labels, dense) = dense_ids(ids);
+                    Layout::Dense { labels, dense }
+                }
+            }
+        };
+        Ok(Self { values, layout, omit: nan_policy == NanPolicy::Omit, tol })
+    }
+
+    /// An upper bound of the number of groups (exact for contiguous groups and sparse ids).
+    #[must_use]
+    pub fn max_groups(&self) -> usize {
+        match &self.layout {
+            Layout::Contiguous(size) => self.values.len() / size,
+            Layout::Direct { n_keys, .. } => (*n_keys).min(self.values.len()),
+            Layout::Dense { labels, .. } => labels.len(),
         }
-        Groups::Ids(ids) => by_ids(values, ids, omit, tol, sink),
+    }
+
+    /// Run the scan; `sink.start` receives [`Plan::max_groups`].
+    pub fn run<S: Sink>(&self, sink: &mut S) -> ScanInfo {
+        let (xs, omit, tol) = (self.values, self.omit, self.tol);
+        match &self.layout {
+            &Layout::Contiguous(size) => ScanInfo { labels: None, census: contiguous(xs, size, omit, tol, sink) },
+            &Layout::Direct { ids, lo, n_keys } => {
+                let keys = ids.iter().map(|&id| id.abs_diff(lo) as u32);
+                let key_of = |i: usize| ids[i].abs_diff(lo) as usize;
+                let (labels, census) =
+                    by_keys(keys, n_keys, xs, |k| lo.wrapping_add(k as i64), key_of, omit, tol, sink);
+                ScanInfo { labels: Some(labels), census }
+            }
+            Layout::Dense { labels, dense } => {
+                let key_of = |i: usize| dense[i] as usize;
+                let (labels, census) =
+                    by_keys(dense.iter().copied(), labels.len(), xs, |k| labels[k], key_of, omit, tol, sink);
+                ScanInfo { labels: Some(labels), census }
+            }
+        }
     }
 }
 
@@ -444,24 +514,6 @@ impl<T: Sample> Acc<T> {
             max: self.max.to_f64(),
         })
     }
-}
-
-fn by_ids<T: Sample, S: Sink>(xs: &[T], ids: &[i64], omit: bool, tol: Tolerance, sink: &mut S) -> Result<ScanInfo> {
-    if xs.len() >= u32::MAX as usize {
-        return Err(StatsError::invalid("group_ids", "more than 2^32 - 1 samples are not supported"));
-    }
-    let (lo, hi) = min_max(ids);
-    let span = hi.abs_diff(lo);
-    let (labels, census) = if span < xs.len() as u64 / DIRECT_SPAN_DIVISOR + DIRECT_SLACK {
-        let keys = ids.iter().map(|&id| id.abs_diff(lo) as u32);
-        let key_of = |i: usize| ids[i].abs_diff(lo) as usize;
-        by_keys(keys, span as usize + 1, xs, |k| lo.wrapping_add(k as i64), key_of, omit, tol, sink)
-    } else {
-        let (labels, dense) = dense_ids(ids);
-        let key_of = |i: usize| dense[i] as usize;
-        by_keys(dense.iter().copied(), labels.len(), xs, |k| labels[k], key_of, omit, tol, sink)
-    };
-    Ok(ScanInfo { labels: Some(labels), census })
 }
 
 fn min_max(ids: &[i64]) -> (i64, i64) {
@@ -680,24 +732,28 @@ impl GroupedMoments {
     }
 }
 
-impl GroupedMoments {
-    /// Keep the first `n` rows (a scan by ids allocates for the most groups possible).
-    fn truncate(&mut self, n: usize) {
-        for v in [&mut self.mean, &mut self.var, &mut self.min, &mut self.max] {
-            v.truncate(n);
-        }
-        self.count.truncate(n);
-    }
+/// Output columns borrowed from the caller (numpy arrays in the Python binding), each at least
+/// [`Plan::max_groups`] long; row `g` is written for every group `g < n_groups`.
+#[derive(Debug)]
+pub struct Columns<'a> {
+    /// Values per group.
+    pub count: &'a mut [u64],
+    /// Mean per group.
+    pub mean: &'a mut [f64],
+    /// Variance per group with `ddof`.
+    pub var: &'a mut [f64],
+    /// Smallest value per group.
+    pub min: &'a mut [f64],
+    /// Largest value per group.
+    pub max: &'a mut [f64],
+    /// Delta degrees of freedom of `var`.
+    pub ddof: u32,
 }
 
-impl Sink for GroupedMoments {
-    fn start(&mut self, n_groups: usize) {
-        // Zeroed allocations are fresh pages from the OS: no initialisation pass.
-        self.count = vec![0; n_groups];
-        self.mean = vec![0.0; n_groups];
-        self.var = vec![0.0; n_groups];
-        self.min = vec![0.0; n_groups];
-        self.max = vec![0.0; n_groups];
+impl Sink for Columns<'_> {
+    fn start(&mut self, max_groups: usize) {
+        let shortest = [self.mean.len(), self.var.len(), self.min.len(), self.max.len()].into_iter().fold(self.count.len(), usize::min);
+        assert!(shortest >= max_groups, "output columns hold {shortest} rows, {max_groups} needed");
     }
 
     #[inline(always)]
@@ -723,12 +779,16 @@ pub fn grouped_moments<T: Sample>(
     nan_policy: NanPolicy,
     tol: Tolerance,
 ) -> Result<GroupedMoments> {
-    let mut out = GroupedMoments { ddof, ..GroupedMoments::default() };
-    let info = scan(values, groups, nan_policy, tol, &mut out)?;
-    out.truncate(info.census.n_groups as usize);
-    out.labels = info.labels;
-    out.census = info.census;
-    Ok(out)
+    let plan = Plan::new(values, groups, nan_policy, tol)?;
+    let m = plan.max_groups();
+    let (mut count, mut mean, mut var, mut min, mut max) = (vec![0; m], vec![0.0; m], vec![0.0; m], vec![0.0; m], vec![0.0; m]);
+    let info = plan.run(&mut Columns { count: &mut count, mean: &mut mean, var: &mut var, min: &mut min, max: &mut max, ddof });
+    let n = info.census.n_groups as usize;
+    for v in [&mut mean, &mut var, &mut min, &mut max] {
+        v.truncate(n);
+    }
+    count.truncate(n);
+    Ok(GroupedMoments { labels: info.labels, count, mean, var, min, max, ddof, census: info.census })
 }
 
 /// Discards the summaries: the census alone.
