@@ -181,10 +181,12 @@ def grouped_moments(
     Notes
     -----
     ``mean = sum(x) / count``, ``var = sum((x - mean)**2) / (count - ddof)``, accumulated in
-    float64. Contiguous groups are summarised two-pass (mean, then squared deviations, with the
-    correction term of Chan, Golub & LeVeque 1983); with ids, each group sums ``x - K`` and
-    ``(x - K)**2`` with ``K`` its first value (shifted sums, ibid. section 3). Either way values
-    such as ``1e6 + noise`` lose no precision to cancellation. Groups containing NaN or
+    float64, in one pass. Each group sums ``x - K`` and ``(x - K)**2`` with ``K`` its first
+    value (shifted sums, Chan, Golub & LeVeque 1983, section 3): as ``K`` is a member, the
+    cancellation in ``M2 = sum((x-K)**2) - sum(x-K)**2 / n`` is bounded by the group size, not
+    by the offset of the values, so ``1e6 + noise`` keeps its digits (contiguous groups of a
+    power-of-two size up to 64 use pairwise sums, other sizes two passes with the correction
+    term of the same paper). Groups containing NaN or
     infinities are recomputed exactly, with numpy's results (``inf`` mean, NaN variance).
     Partial results over shards combine exactly by the pairwise update of Chan, Golub &
     LeVeque (1979): ``advcore_stats::grouped::GroupedMoments::moments`` in Rust.
@@ -215,7 +217,8 @@ def grouped_moments(
     n_groups = census[0]
     if count.shape[0] != n_groups:
         # The columns were allocated for the most groups the id range allows.
-        count, mean, var, lo, hi = (a[:n_groups] for a in (count, mean, var, lo, hi))
+        count = count[:n_groups]
+        mean, var, lo, hi = mean[:n_groups], var[:n_groups], lo[:n_groups], hi[:n_groups]
     if labels is None:
         labels = np.arange(count.shape[0], dtype=np.int64)
     n_undefined = int(np.count_nonzero(count <= ddof))

@@ -61,7 +61,7 @@ fn moments_into<'py, T: advcore_stats::Sample + numpy::Element>(
     let columns: [Bound<'py, PyArray1<f64>>; 4] = std::array::from_fn(|_| PyArray1::<f64>::zeros(py, m, false));
     let info = {
         let mut c = count.readwrite();
-        let [mut mean, mut var, mut min, mut max] = columns.each_ref().map(|a| a.readwrite());
+        let [mut mean, mut var, mut min, mut max] = columns.each_ref().map(PyArrayMethods::readwrite);
         let mut sink = Columns {
             count: c.as_slice_mut()?,
             mean: mean.as_slice_mut()?,
