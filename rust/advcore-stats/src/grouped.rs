@@ -985,7 +985,7 @@ mod tests {
     }
 
     fn close(a: f64, b: f64, rel: f64, scale: f64) -> bool {
-        (a.is_nan() && b.is_nan()) || (a - b).abs() <= rel * (scale + a.abs().max(b.abs()))
+        a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= rel * (scale + a.abs().max(b.abs()))
     }
 
     fn run(values: &[f64], groups: Groups<'_>) -> GroupedMoments {
@@ -1124,6 +1124,43 @@ mod tests {
             prop_assert!(c.n_exact_zero <= c.n_near_zero);
             prop_assert!(c.n_near_zero + c.n_singleton <= c.n_groups);
             prop_assert_eq!(c.n_nan, 0);
+        }
+    }
+
+    #[test]
+    fn partitioned_ids_with_nan_and_inf() {
+        // More keys than one cache-sized table slice holds, so the ids are partitioned; a few
+        // NaN and infinite values send their groups to the exact path.
+        let n = 60_000usize;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let ids: Vec<i64> = (0..n).map(|_| (next() % 20_000) as i64 - 7).collect();
+        let mut values: Vec<f64> = (0..n).map(|_| 1e6 + (next() % 5) as f64 * 0.25).collect();
+        for i in (0..n).step_by(997) {
+            values[i] = if i % 2 == 0 { f64::NAN } else { f64::INFINITY };
+        }
+        let mut by_id: std::collections::BTreeMap<i64, Vec<f64>> = std::collections::BTreeMap::new();
+        for (&id, &x) in ids.iter().zip(&values) {
+            by_id.entry(id).or_default().push(x);
+        }
+        for policy in [NanPolicy::Propagate, NanPolicy::Omit] {
+            let m = grouped_moments(&values, Groups::Ids(&ids), 0, policy, Tolerance::default()).unwrap();
+            assert_eq!(m.labels.as_ref().unwrap().len(), by_id.len());
+            for (g, (&id, xs)) in by_id.iter().enumerate() {
+                assert_eq!(m.labels.as_ref().unwrap()[g], id);
+                let kept: Vec<f64> =
+                    xs.iter().copied().filter(|x| policy == NanPolicy::Propagate || !x.is_nan()).collect();
+                let want = GroupStat::exact(kept.iter().copied(), false);
+                assert_eq!(m.count[g], want.count);
+                assert!(close(m.mean[g], want.mean(), 1e-15, 0.0), "{id}: {} vs {}", m.mean[g], want.mean());
+                let var = want.m2 / want.count as f64;
+                assert!(close(m.var[g], var, 1e-9, 1e-12), "{id}: {} vs {var}", m.var[g]);
+            }
         }
     }
 
