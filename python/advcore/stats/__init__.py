@@ -8,17 +8,32 @@ accumulates in float64, releases the GIL while it computes, and raises
 from __future__ import annotations
 
 from advcore.stats._census import ChangeCensus, ValueCensus, change_census, value_census
-from advcore.stats._grouped import GroupedMoments, grouped_moments
+from advcore.stats._grouped import (
+    ExplainedVariance,
+    GroupedMoments,
+    VarianceDecomposition,
+    ZeroVarianceFraction,
+    explained_variance,
+    grouped_moments,
+    variance_decomposition,
+    zero_variance_fraction,
+)
 from advcore.stats._rank import GroupedSpearman, spearman, within_group_spearman
 
 __all__ = [
     "ChangeCensus",
+    "ExplainedVariance",
     "GroupedMoments",
     "GroupedSpearman",
     "ValueCensus",
+    "VarianceDecomposition",
+    "ZeroVarianceFraction",
     "change_census",
+    "explained_variance",
     "grouped_moments",
     "spearman",
     "value_census",
+    "variance_decomposition",
     "within_group_spearman",
+    "zero_variance_fraction",
 ]

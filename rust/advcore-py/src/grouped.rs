@@ -1,14 +1,23 @@
-//! Bindings for `advcore_stats::grouped`.
+//! Bindings for `advcore_stats::grouped`. Per-group columns are numpy arrays the kernel writes
+//! in place; other outputs are `Vec`s handed to numpy without a copy (`IntoPyArray`).
 
 use advcore_stats::Groups;
-use advcore_stats::grouped::{self, GroupedMoments};
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use advcore_stats::grouped::{self, Columns, Plan, SpreadCensus, Tolerance};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-use crate::entry::{FloatArray, run, slice};
+use crate::entry::{AdvcoreError, FloatArray, nan_policy, run, slice, to_py};
 use crate::with_floats;
 
-/// Per-group arrays: (labels or None, count, mean, var, min, max).
+/// The census as a flat tuple:
+/// `(n_groups, n_singleton, n_exact_zero, n_near_zero, n_nan, exact_fraction, near_fraction)`.
+type CensusTuple = (u64, u64, u64, u64, u64, f64, f64);
+
+fn census_tuple(c: &SpreadCensus) -> CensusTuple {
+    (c.n_groups, c.n_singleton, c.n_exact_zero, c.n_near_zero, c.n_nan, c.exact_fraction(), c.near_fraction())
+}
+
+/// Per-group arrays: (labels or None, count, mean, var, min, max, census).
 type GroupedArrays<'py> = (
     Option<Bound<'py, PyArray1<i64>>>,
     Bound<'py, PyArray1<u64>>,
@@ -16,19 +25,60 @@ type GroupedArrays<'py> = (
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<f64>>,
+    CensusTuple,
 );
 
 /// Resolve the two ways of giving groups; the Python layer has checked that exactly one is set.
-fn groups<'a>(group_size: Option<usize>, ids: Option<&'a [i64]>) -> PyResult<Groups<'a>> {
+fn groups(group_size: Option<usize>, ids: Option<&[i64]>) -> PyResult<Groups<'_>> {
     match (group_size, ids) {
         (Some(size), None) => Ok(Groups::Contiguous { size }),
         (None, Some(ids)) => Ok(Groups::Ids(ids)),
-        _ => Err(crate::entry::AdvcoreError::new_err("give exactly one of `group_size` and `group_ids`")),
+        _ => Err(AdvcoreError::new_err("give exactly one of `group_size` and `group_ids`")),
     }
 }
 
+fn tolerance(atol: f64, rtol: f64) -> PyResult<Tolerance> {
+    let tol = Tolerance { atol, rtol };
+    tol.check().map_err(to_py)?;
+    Ok(tol)
+}
+
+/// Plan the scan, allocate the output columns as numpy arrays of [`Plan::max_groups`] rows
+/// (numpy's allocator, which asks for huge pages: fresh 4 KiB pages from a Rust `Vec` cost
+/// more in page faults than the kernel itself), and let the kernel write them in place. The
+/// arrays may be longer than the number of groups; the Python layer slices them.
+fn moments_into<'py, T: advcore_stats::Sample + numpy::Element>(
+    py: Python<'py>,
+    xs: &[T],
+    layout: Groups<'_>,
+    ddof: u32,
+    policy: advcore_stats::NanPolicy,
+    tol: Tolerance,
+) -> PyResult<GroupedArrays<'py>> {
+    let plan = run(py, "grouped_moments", || Plan::new(xs, layout, policy, tol))?;
+    let m = plan.max_groups();
+    let count = PyArray1::<u64>::zeros(py, m, false);
+    let columns: [Bound<'py, PyArray1<f64>>; 4] = std::array::from_fn(|_| PyArray1::<f64>::zeros(py, m, false));
+    let info = {
+        let mut c = count.readwrite();
+        let [mut mean, mut var, mut min, mut max] = columns.each_ref().map(PyArrayMethods::readwrite);
+        let mut sink = Columns {
+            count: c.as_slice_mut()?,
+            mean: mean.as_slice_mut()?,
+            var: var.as_slice_mut()?,
+            min: min.as_slice_mut()?,
+            max: max.as_slice_mut()?,
+            ddof,
+        };
+        run(py, "grouped_moments", || Ok(plan.run(&mut sink)))?
+    };
+    let [mean, var, min, max] = columns;
+    Ok((info.labels.map(|l| l.into_pyarray(py)), count, mean, var, min, max, census_tuple(&info.census)))
+}
+
 #[pyfunction]
-#[pyo3(signature = (values, group_size, group_ids, ddof, nan_policy))]
+#[pyo3(signature = (values, group_size, group_ids, ddof, nan_policy, atol, rtol))]
+#[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
 fn grouped_moments<'py>(
     py: Python<'py>,
     values: FloatArray<'py>,
@@ -36,32 +86,107 @@ fn grouped_moments<'py>(
     group_ids: Option<PyReadonlyArray1<'py, i64>>,
     ddof: u32,
     nan_policy: &str,
+    atol: f64,
+    rtol: f64,
 ) -> PyResult<GroupedArrays<'py>> {
-    let policy = crate::entry::nan_policy(nan_policy)?;
+    let policy = self::nan_policy(nan_policy)?;
+    let tol = tolerance(atol, rtol)?;
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
     let layout = groups(group_size, ids)?;
-    let out: GroupedMoments =
-        with_floats!(values, "values", |xs| run(py, "grouped_moments", || grouped::grouped_moments(xs, layout, policy)))?;
-    let n = out.moments.len();
-    let (mut count, mut mean, mut var, mut min, mut max) =
-        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    for m in &out.moments {
-        count.push(m.count);
-        mean.push(m.mean().unwrap_or(f64::NAN));
-        var.push(m.variance(ddof).unwrap_or(f64::NAN));
-        min.push(if m.count == 0 { f64::NAN } else { m.min });
-        max.push(if m.count == 0 { f64::NAN } else { m.max });
-    }
-    Ok((
-        out.labels.map(|l| l.into_pyarray(py)),
-        count.into_pyarray(py),
-        mean.into_pyarray(py),
-        var.into_pyarray(py),
-        min.into_pyarray(py),
-        max.into_pyarray(py),
-    ))
+    with_floats!(values, "values", |xs| moments_into(py, xs, layout, ddof, policy, tol))
+}
+
+#[pyfunction]
+#[pyo3(signature = (values, group_size, group_ids, atol, rtol, nan_policy))]
+#[allow(clippy::needless_pass_by_value)]
+fn zero_variance_fraction<'py>(
+    py: Python<'py>,
+    values: FloatArray<'py>,
+    group_size: Option<usize>,
+    group_ids: Option<PyReadonlyArray1<'py, i64>>,
+    atol: f64,
+    rtol: f64,
+    nan_policy: &str,
+) -> PyResult<CensusTuple> {
+    let policy = self::nan_policy(nan_policy)?;
+    let tol = tolerance(atol, rtol)?;
+    let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
+    let layout = groups(group_size, ids)?;
+    let census = with_floats!(values, "values", |xs| run(py, "zero_variance_fraction", || {
+        grouped::zero_variance_fraction(xs, layout, tol, policy)
+    }))?;
+    Ok(census_tuple(&census))
+}
+
+/// `(total, within, between, within_fraction, count, n_groups)`.
+type DecompositionTuple = (f64, f64, f64, f64, u64, u64);
+
+#[pyfunction]
+#[pyo3(signature = (values, group_size, group_ids, nan_policy))]
+#[allow(clippy::needless_pass_by_value)]
+fn variance_decomposition<'py>(
+    py: Python<'py>,
+    values: FloatArray<'py>,
+    group_size: Option<usize>,
+    group_ids: Option<PyReadonlyArray1<'py, i64>>,
+    nan_policy: &str,
+) -> PyResult<DecompositionTuple> {
+    let policy = self::nan_policy(nan_policy)?;
+    let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
+    let layout = groups(group_size, ids)?;
+    let d = with_floats!(values, "values", |xs| run(py, "variance_decomposition", || {
+        grouped::variance_decomposition(xs, layout, policy)
+    }))?;
+    Ok((d.total, d.within, d.between, d.within_fraction(), d.count, d.n_groups))
+}
+
+/// `(overall, overall_undefined, labels or None, per-group or None, n_undefined_groups)`.
+type ExplainedTuple<'py> =
+    (f64, bool, Option<Bound<'py, PyArray1<i64>>>, Option<Bound<'py, PyArray1<f64>>>, u64);
+
+#[pyfunction]
+#[pyo3(signature = (returns, values, group_size, group_ids, nan_policy))]
+#[allow(clippy::needless_pass_by_value)]
+fn explained_variance<'py>(
+    py: Python<'py>,
+    returns: FloatArray<'py>,
+    values: FloatArray<'py>,
+    group_size: Option<usize>,
+    group_ids: Option<PyReadonlyArray1<'py, i64>>,
+    nan_policy: &str,
+) -> PyResult<ExplainedTuple<'py>> {
+    let policy = self::nan_policy(nan_policy)?;
+    let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
+    let layout = match (group_size, ids) {
+        (None, None) => None,
+        (size, ids) => Some(groups(size, ids)?),
+    };
+    let ev = match (&returns, &values) {
+        (FloatArray::F32(r), FloatArray::F32(v)) => {
+            let (r, v) = (slice(r, "returns")?, slice(v, "values")?);
+            run(py, "explained_variance", || grouped::explained_variance(r, v, layout, policy))?
+        }
+        (FloatArray::F64(r), FloatArray::F64(v)) => {
+            let (r, v) = (slice(r, "returns")?, slice(v, "values")?);
+            run(py, "explained_variance", || grouped::explained_variance(r, v, layout, policy))?
+        }
+        _ => return Err(AdvcoreError::new_err("`values` must have the dtype of `returns`")),
+    };
+    Ok(match ev.per_group {
+        Some(g) => (
+            ev.overall,
+            ev.overall_undefined,
+            g.labels.map(|l| l.into_pyarray(py)),
+            Some(g.explained.into_pyarray(py)),
+            g.n_undefined,
+        ),
+        None => (ev.overall, ev.overall_undefined, None, None, 0),
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(grouped_moments, m)?)
+    m.add_function(wrap_pyfunction!(grouped_moments, m)?)?;
+    m.add_function(wrap_pyfunction!(zero_variance_fraction, m)?)?;
+    m.add_function(wrap_pyfunction!(variance_decomposition, m)?)?;
+    m.add_function(wrap_pyfunction!(explained_variance, m)?)
 }

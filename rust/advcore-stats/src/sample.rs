@@ -6,6 +6,8 @@ use crate::error::{Result, StatsError};
 pub trait Sample: Copy + Send + Sync + PartialOrd + Default + std::fmt::Debug + 'static {
     /// Widen to `f64` (exact for both implementors).
     fn to_f64(self) -> f64;
+    /// Narrow from `f64` (rounds to nearest for `f32`; exact for values read from `Self`).
+    fn from_f64(x: f64) -> Self;
     /// True when the value is NaN.
     fn is_nan(self) -> bool;
     /// Name of the dtype as numpy spells it.
@@ -18,6 +20,10 @@ impl Sample for f32 {
         f64::from(self)
     }
     #[inline(always)]
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
+    #[inline(always)]
     fn is_nan(self) -> bool {
         f32::is_nan(self)
     }
@@ -28,6 +34,10 @@ impl Sample for f64 {
     #[inline(always)]
     fn to_f64(self) -> f64 {
         self
+    }
+    #[inline(always)]
+    fn from_f64(x: f64) -> f64 {
+        x
     }
     #[inline(always)]
     fn is_nan(self) -> bool {
