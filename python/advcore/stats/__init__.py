@@ -8,8 +8,20 @@ accumulates in float64, releases the GIL while it computes, and raises
 from __future__ import annotations
 
 from advcore.stats._grouped import GroupedMoments, grouped_moments
+from advcore.stats._quantile import (
+    QUANTILE_METHODS,
+    QuantileSketch,
+    interquartile_range,
+    median_abs_deviation,
+    quantile,
+)
 
 __all__ = [
+    "QUANTILE_METHODS",
     "GroupedMoments",
+    "QuantileSketch",
     "grouped_moments",
+    "interquartile_range",
+    "median_abs_deviation",
+    "quantile",
 ]
