@@ -35,7 +35,9 @@ fn quantile<'py>(
 #[pyo3(signature = (values, scale, nan_policy))]
 fn median_abs_deviation(py: Python<'_>, values: FloatArray<'_>, scale: f64, nan_policy: &str) -> PyResult<f64> {
     let policy = crate::entry::nan_policy(nan_policy)?;
-    with_floats!(values, "values", |xs| run(py, "median_abs_deviation", || robust::median_abs_deviation(xs, scale, policy)))
+    with_floats!(values, "values", |xs| run(py, "median_abs_deviation", || robust::median_abs_deviation(
+        xs, scale, policy
+    )))
 }
 
 #[pyfunction]

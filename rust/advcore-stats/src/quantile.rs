@@ -278,6 +278,7 @@ pub trait RadixKey: Copy + Ord + Send + Sync + std::fmt::Debug + 'static {
     /// `(self - lo) >> shift`, for `self >= lo` (callers keep it below `2^32`).
     fn bucket(self, lo: Self, shift: u32) -> u32;
     /// `self - other`, modulo `2^BITS`.
+    #[must_use]
     fn wrapping_sub(self, other: Self) -> Self;
 }
 
@@ -297,7 +298,7 @@ impl RadixKey for u32 {
     }
     #[inline(always)]
     fn bucket(self, lo: Self, shift: u32) -> u32 {
-        (self.wrapping_sub(lo) >> shift) as u32
+        self.wrapping_sub(lo) >> shift
     }
     #[inline(always)]
     fn wrapping_sub(self, other: Self) -> Self {
@@ -330,17 +331,32 @@ impl RadixKey for u64 {
 
 /// Bits resolved per histogram pass: 65,536 buckets, whose `u32` counters fit in L2.
 pub const RADIX_BITS: u32 = 16;
-/// Buckets per pass, plus one that swallows out-of-range keys (keeps the hot loop branch-free).
+/// Buckets per pass. Past them are spare slots for keys out of the pass's range and for the
+/// keys of up to two "hot" buckets (ties, such as 0/1 rewards): each kind is spread over
+/// [`SPREAD`] counters, so their increments never wait on each other's stores (a chain of
+/// increments of one counter runs at the store-forwarding latency, several times slower).
 const N_BUCKETS: usize = 1 << RADIX_BITS;
+const SPREAD: usize = 4;
 const OUT_OF_RANGE: usize = N_BUCKETS;
-const STRIDE: usize = N_BUCKETS + 1;
-/// Interleaved copies of the histogram: consecutive equal keys (ties) then increment
-/// different counters, so the increments do not wait on each other's stores.
-const N_COPIES: usize = 1;
+const HOT_SLOTS: [usize; 2] = [N_BUCKETS + SPREAD, N_BUCKETS + 2 * SPREAD];
+const STRIDE: usize = N_BUCKETS + 3 * SPREAD;
+/// Elements histogrammed first to find hot buckets: those holding more than an eighth of
+/// them, at most two.
+const PROBE: usize = 1 << 14;
+const NOT_HOT: u32 = u32::MAX;
+/// `i % SPREAD` for the elements of a chunk, as data (an index computed in the loop would
+/// stop it from being vectorised).
+const LANE: [u32; CHUNK] = {
+    let mut lane = [0u32; CHUNK];
+    let mut i = 0;
+    while i < CHUNK {
+        lane[i] = (i % SPREAD) as u32;
+        i += 1;
+    }
+    lane
+};
 /// Elements whose keys are computed (vectorised) before they are counted or gathered.
 const CHUNK: usize = 256;
-/// Elements checked for gather hits together, with one branch.
-const HIT_BLOCK: usize = 16;
 /// Elements per block of `u32` counters (so they cannot overflow).
 const BLOCK: usize = 1 << 30;
 /// A bucket with more elements than this is refined in place rather than gathered, so heavy
@@ -427,7 +443,8 @@ where
         for (b, run) in buckets {
             let count = level.counts[b] as usize;
             let b_lo = (level.lo + ((b as u64) << level.shift)).max(level.min);
-            let b_hi = (level.lo + ((b as u64) << level.shift)).saturating_add((1u64 << level.shift) - 1).min(level.max);
+            let b_hi =
+                (level.lo + ((b as u64) << level.shift)).saturating_add((1u64 << level.shift) - 1).min(level.max);
             if b_lo == b_hi {
                 for r in &requests[run] {
                     out[r.slot] = b_lo;
@@ -457,16 +474,9 @@ where
         if gathered.is_empty() {
             return;
         }
-        let mut bufs: Vec<Vec<K>> = gathered.iter().map(|(b, _)| Vec::with_capacity(level.counts[*b] as usize)).collect();
-        // The gathered buckets as runs `(first, width)` of consecutive buckets.
-        let mut wanted: Vec<(u32, u32)> = Vec::new();
-        for &(b, _) in &gathered {
-            match wanted.last_mut() {
-                Some((first, width)) if *first + *width + 1 == b as u32 => *width += 1,
-                _ => wanted.push((b as u32, 0)),
-            }
-        }
-        gather_pass(self.values, self.key, K::from_u64(level.lo), K::from_u64(level.max), level.shift, &wanted, &lut, &mut bufs);
+        let mut bufs: Vec<Vec<K>> =
+            gathered.iter().map(|(b, _)| Vec::with_capacity(level.counts[*b] as usize)).collect();
+        gather_pass(self.values, self.key, K::from_u64(level.lo), K::from_u64(level.max), level.shift, &lut, &mut bufs);
         for ((_, run), mut buf) in gathered.into_iter().zip(bufs) {
             select_in_buffer(&mut buf, &requests[run], out);
         }
@@ -504,100 +514,123 @@ where
 {
     let span_bits = 64 - (hi - lo).leading_zeros();
     let shift = span_bits.saturating_sub(RADIX_BITS);
-    let mut counts = vec![0u64; N_BUCKETS];
-    let (mut min, mut max) = (K::MAX, K::MIN);
-    let mut hist = vec![0u32; N_COPIES * STRIDE];
-    for block in values.chunks(BLOCK) {
+    let (lo_k, hi_k) = (K::from_u64(lo), K::from_u64(hi));
+    let mut hist = vec![0u32; STRIDE];
+    let (probe, rest) = values.split_at(values.len().min(PROBE));
+    let (mut min, mut max) = histogram_pass(probe, key, lo_k, hi_k, shift, [NOT_HOT; 2], &mut hist);
+    let mut counts: Vec<u64> = hist[..N_BUCKETS].iter().map(|&c| u64::from(c)).collect();
+    let mut by_count: Vec<(u32, u32)> = hist[..N_BUCKETS].iter().enumerate().map(|(b, &c)| (c, b as u32)).collect();
+    by_count.select_nth_unstable_by(1, |a, b| b.cmp(a));
+    let hot = [0, 1].map(|i| if by_count[i].0 as usize > probe.len() / 8 { by_count[i].1 } else { NOT_HOT });
+    for block in rest.chunks(BLOCK) {
         hist.fill(0);
-        let (bmin, bmax) = histogram_pass(block, key, K::from_u64(lo), K::from_u64(hi), shift, &mut hist);
+        let (bmin, bmax) = histogram_pass(block, key, lo_k, hi_k, shift, hot, &mut hist);
         min = min.min(bmin);
         max = max.max(bmax);
-        for copy in hist.chunks_exact(STRIDE) {
-            for (c, &h) in counts.iter_mut().zip(&copy[..N_BUCKETS]) {
-                *c += u64::from(h);
+        for (c, &h) in counts.iter_mut().zip(&hist[..N_BUCKETS]) {
+            *c += u64::from(h);
+        }
+        for (&b, slots) in hot.iter().zip(HOT_SLOTS) {
+            if b != NOT_HOT {
+                counts[b as usize] += hist[slots..slots + SPREAD].iter().map(|&c| u64::from(c)).sum::<u64>();
             }
         }
     }
     Level { lo, shift, min: min.to_u64(), max: max.to_u64(), counts }
 }
 
-/// Count the keys in `lo..=hi` by bucket into `N_COPIES` interleaved histograms; return the
-/// smallest and largest such key (`(MAX, MIN)` if none).
+/// Count the keys in `lo..=hi` by bucket into `hist`, those of the `hot` buckets into the
+/// [`HOT_SLOTS`] instead; return the smallest and largest key in the range (`(MAX, MIN)` if
+/// none).
 #[dispatch(targets("x86_64+avx2+fma"))]
-fn histogram_pass<T, K, F>(values: &[T], key: F, lo: K, hi: K, shift: u32, hist: &mut [u32]) -> (K, K)
+fn histogram_pass<T, K, F>(values: &[T], key: F, lo: K, hi: K, shift: u32, hot: [u32; 2], hist: &mut [u32]) -> (K, K)
+where
+    T: Copy,
+    K: RadixKey,
+    F: Fn(T) -> K + Copy,
+{
+    // The plain loop is worth keeping apart: the hot-bucket tests cost a third more.
+    if hot == [NOT_HOT; 2] {
+        count_keys::<T, K, F, false>(values, key, lo, hi, shift, hot, hist)
+    } else {
+        count_keys::<T, K, F, true>(values, key, lo, hi, shift, hot, hist)
+    }
+}
+
+/// The body of [`histogram_pass`]; always inlined, so compiled with the caller's features.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+fn count_keys<T, K, F, const HOT: bool>(
+    values: &[T],
+    key: F,
+    lo: K,
+    hi: K,
+    shift: u32,
+    hot: [u32; 2],
+    hist: &mut [u32],
+) -> (K, K)
 where
     T: Copy,
     K: RadixKey,
     F: Fn(T) -> K + Copy,
 {
     let (mut min, mut max) = (K::MAX, K::MIN);
+    // One unsigned compare tests `lo <= k <= hi` (two compares vectorise badly).
+    let span = hi.wrapping_sub(lo);
     let mut buckets = [0u32; CHUNK];
     for chunk in values.chunks(CHUNK) {
         // Keys and buckets first, in a loop the compiler vectorises ...
-        for (slot, &x) in buckets.iter_mut().zip(chunk) {
+        for ((slot, &x), &lane) in buckets.iter_mut().zip(chunk).zip(&LANE) {
             let k = key(x);
-            let inside = k >= lo && k <= hi;
+            let offset = k.wrapping_sub(lo);
+            let inside = offset <= span;
             min = min.min(if inside { k } else { K::MAX });
             max = max.max(if inside { k } else { K::MIN });
-            *slot = if inside { k.bucket(lo, shift) } else { OUT_OF_RANGE as u32 };
+            let b = offset.bucket(K::MIN, shift);
+            *slot = if !inside {
+                OUT_OF_RANGE as u32 + lane
+            } else if HOT && b == hot[0] {
+                HOT_SLOTS[0] as u32 + lane
+            } else if HOT && b == hot[1] {
+                HOT_SLOTS[1] as u32 + lane
+            } else {
+                b
+            };
         }
-        // ... then the scattered increments, spread over the copies.
-        let mut quads = buckets[..chunk.len()].chunks_exact(N_COPIES);
-        for quad in &mut quads {
-            for (copy, &b) in quad.iter().enumerate() {
-                hist[copy * STRIDE + b as usize] += 1;
-            }
-        }
-        for &b in quads.remainder() {
+        // ... then the scattered increments.
+        for &b in &buckets[..chunk.len()] {
             hist[b as usize] += 1;
         }
     }
     (min, max)
 }
 
-/// Append every key in `lo..=hi` whose bucket has a slot in `lut` to that slot's buffer;
-/// `wanted` lists those buckets as runs `(first, width)`: `first..=first + width`.
+/// Append every key in `lo..=hi` whose bucket has a slot in `lut` to that slot's buffer.
 #[dispatch(targets("x86_64+avx2+fma"))]
-#[allow(clippy::too_many_arguments)]
-fn gather_pass<T, K, F>(values: &[T], key: F, lo: K, hi: K, shift: u32, wanted: &[(u32, u32)], lut: &[u8], bufs: &mut [Vec<K>])
+fn gather_pass<T, K, F>(values: &[T], key: F, lo: K, hi: K, shift: u32, lut: &[u8], bufs: &mut [Vec<K>])
 where
     T: Copy,
     K: RadixKey,
     F: Fn(T) -> K + Copy,
 {
-    let bucket = |k: K| if k >= lo && k <= hi { k.bucket(lo, shift) } else { OUT_OF_RANGE as u32 };
-    let mut blocks = values.chunks_exact(HIT_BLOCK);
-    for block in &mut blocks {
-        let mut keys = [K::MIN; HIT_BLOCK];
-        let mut buckets = [0u32; HIT_BLOCK];
-        for ((k_slot, b_slot), &x) in keys.iter_mut().zip(&mut buckets).zip(block) {
-            *k_slot = key(x);
-            *b_slot = bucket(*k_slot);
+    let span = hi.wrapping_sub(lo);
+    let mut keys = [K::MIN; CHUNK];
+    let mut buckets = [0u32; CHUNK];
+    for chunk in values.chunks(CHUNK) {
+        // Keys and buckets in a loop the compiler vectorises, then one table lookup and a
+        // (nearly always not taken) branch per element. Tried and slower: testing each
+        // wanted bucket with vector compares, which the compiler does not keep in registers.
+        for ((k_slot, b_slot), &x) in keys.iter_mut().zip(buckets.iter_mut()).zip(chunk) {
+            let k = key(x);
+            let offset = k.wrapping_sub(lo);
+            *k_slot = k;
+            *b_slot = if offset <= span { offset.bucket(K::MIN, shift) } else { OUT_OF_RANGE as u32 };
         }
-        // Few bucket ranges are wanted: test each against the whole block in registers (a
-        // table lookup per element would be a scalar load the compiler cannot vectorise),
-        // then skip the block, as nearly always, with one branch.
-        let mut hits = [0u32; HIT_BLOCK];
-        for &(first, width) in wanted {
-            for (h, &b) in hits.iter_mut().zip(&buckets) {
-                *h += u32::from(b.wrapping_sub(first) <= width);
-            }
-        }
-        if hits.iter().sum::<u32>() == 0 {
-            continue;
-        }
-        for (&k, &b) in keys.iter().zip(&buckets) {
+        for (&k, &b) in keys.iter().zip(&buckets[..chunk.len()]) {
             let slot = lut[b as usize];
             if slot != u8::MAX {
                 bufs[usize::from(slot)].push(k);
             }
-        }
-    }
-    for &x in blocks.remainder() {
-        let k = key(x);
-        let slot = lut[bucket(k) as usize];
-        if slot != u8::MAX {
-            bufs[usize::from(slot)].push(k);
         }
     }
 }
@@ -610,14 +643,27 @@ where
     K: RadixKey,
     F: Fn(T) -> K + Copy,
 {
-    let (mut min, mut max) = (K::MAX, K::MIN);
-    for &x in values {
-        let k = key(x);
-        let inside = k >= lo && k <= hi;
-        min = min.min(if inside { k } else { K::MAX });
-        max = max.max(if inside { k } else { K::MIN });
+    const LANES: usize = 16;
+    // Explicit lanes: the compiler then keeps one vector of minima and one of maxima.
+    let (mut min, mut max) = ([K::MAX; LANES], [K::MIN; LANES]);
+    let span = hi.wrapping_sub(lo);
+    let mut blocks = values.chunks_exact(LANES);
+    for block in &mut blocks {
+        for ((mn, mx), &x) in min.iter_mut().zip(&mut max).zip(block) {
+            let k = key(x);
+            let inside = k.wrapping_sub(lo) <= span;
+            *mn = (*mn).min(if inside { k } else { K::MAX });
+            *mx = (*mx).max(if inside { k } else { K::MIN });
+        }
     }
-    (min, max)
+    for &x in blocks.remainder() {
+        let k = key(x);
+        if k.wrapping_sub(lo) <= span {
+            min[0] = min[0].min(k);
+            max[0] = max[0].max(k);
+        }
+    }
+    (min.into_iter().fold(K::MAX, Ord::min), max.into_iter().fold(K::MIN, Ord::max))
 }
 
 #[cfg(test)]
@@ -651,7 +697,10 @@ mod tests {
     fn small_known_values() {
         let x = [3.0f64, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0];
         // numpy.quantile(x, [0, .25, .5, 1]) == [1., 1.75, 3.5, 9.]
-        assert_eq!(quantile(&x, &[0.0, 0.25, 0.5, 1.0], Method::Linear, NanPolicy::Propagate).unwrap(), vec![1.0, 1.75, 3.5, 9.0]);
+        assert_eq!(
+            quantile(&x, &[0.0, 0.25, 0.5, 1.0], Method::Linear, NanPolicy::Propagate).unwrap(),
+            vec![1.0, 1.75, 3.5, 9.0]
+        );
         // numpy.quantile(x, .5, method=m) for lower / higher / midpoint / nearest / inverted_cdf
         let at_half = |m| quantile(&x, &[0.5], m, NanPolicy::Propagate).unwrap()[0];
         assert_eq!(at_half(Method::Lower), 3.0);
@@ -685,15 +734,24 @@ mod tests {
         x[5] = 1.0;
         let xd: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
         for m in Method::ALL {
-            assert!(same(&quantile(&x, &QS, m, NanPolicy::Propagate).unwrap(), &by_sorting(&xd, &QS, m, false)), "{m:?}");
+            assert!(
+                same(&quantile(&x, &QS, m, NanPolicy::Propagate).unwrap(), &by_sorting(&xd, &QS, m, false)),
+                "{m:?}"
+            );
         }
         // A huge common offset: every key lands in one top-level bucket.
         let y: Vec<f64> = (0..50_000u32).map(|i| 1e6 + f64::from((i * 7919) % 1000) * 1e-7).collect();
         let yf: Vec<f32> = y.iter().map(|&v| v as f32).collect();
         let yfd: Vec<f64> = yf.iter().map(|&v| f64::from(v)).collect();
         for m in Method::ALL {
-            assert!(same(&quantile(&y, &QS, m, NanPolicy::Propagate).unwrap(), &by_sorting(&y, &QS, m, false)), "{m:?}");
-            assert!(same(&quantile(&yf, &QS, m, NanPolicy::Propagate).unwrap(), &by_sorting(&yfd, &QS, m, false)), "{m:?}");
+            assert!(
+                same(&quantile(&y, &QS, m, NanPolicy::Propagate).unwrap(), &by_sorting(&y, &QS, m, false)),
+                "{m:?}"
+            );
+            assert!(
+                same(&quantile(&yf, &QS, m, NanPolicy::Propagate).unwrap(), &by_sorting(&yfd, &QS, m, false)),
+                "{m:?}"
+            );
         }
     }
 
@@ -701,7 +759,10 @@ mod tests {
     fn infinities() {
         let x = [f64::NEG_INFINITY, 0.0, 1.0, f64::INFINITY, f64::INFINITY];
         for m in Method::ALL {
-            assert!(same(&quantile(&x, &QS, m, NanPolicy::Propagate).unwrap(), &by_sorting(&x, &QS, m, false)), "{m:?}");
+            assert!(
+                same(&quantile(&x, &QS, m, NanPolicy::Propagate).unwrap(), &by_sorting(&x, &QS, m, false)),
+                "{m:?}"
+            );
         }
     }
 
@@ -743,29 +804,6 @@ mod tests {
             for v in got {
                 prop_assert!(lo <= v && v <= hi);
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod timing {
-    use super::*;
-    #[test]
-    #[ignore = "timing"]
-    fn passes() {
-        let n = 10_000_000usize;
-        let mut s = 0x1234_5678_u64;
-        let xs: Vec<f32> = (0..n).map(|_| { s ^= s << 13; s ^= s >> 7; s ^= s << 17; let u = (s >> 11) as f64 / (1u64 << 53) as f64; let v = ((s >> 3) % 1000) as f64 / 1000.0; ((u - 0.5) * 3.0 + (v - 0.5) * 3.0) as f32 }).collect();
-        for _ in 0..3 {
-            let t = std::time::Instant::now();
-            let sel = Selector::new(&xs, key_of::<f32>);
-            let t1 = t.elapsed();
-            let ranks: Vec<usize> = [0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99].iter().map(|q| (q * (n - 1) as f64) as usize).flat_map(|r| [r, r + 1]).collect();
-            let _ = sel.select(&ranks);
-            let t2 = t.elapsed();
-            let m: f32 = xs.iter().fold(f32::MIN, |a, &b| a.max(b));
-            let t3 = t.elapsed();
-            eprintln!("hist {:?} select {:?} (max scan {:?}, {m})", t1, t2 - t1, t3 - t2);
         }
     }
 }

@@ -246,9 +246,10 @@ impl QuantileSketch {
             .iter()
             .enumerate()
             .flat_map(|(p, page)| {
-                page.iter().enumerate().filter(|(_, c)| **c > 0).map(move |(j, &c)| {
-                    (((p as u32) << self.mantissa_bits) | j as u32, c)
-                })
+                page.iter()
+                    .enumerate()
+                    .filter(|(_, c)| **c > 0)
+                    .map(move |(j, &c)| (((p as u32) << self.mantissa_bits) | j as u32, c))
             })
             .collect();
         let mut out = Vec::with_capacity(4 + 2 + 32 + 4 + 12 * buckets.len());
@@ -294,10 +295,14 @@ impl QuantileSketch {
         sketch.nan_count = r.u64().ok_or_else(|| bad("too short"))?;
         sketch.min = f64::from_bits(r.u64().ok_or_else(|| bad("too short"))?);
         sketch.max = f64::from_bits(r.u64().ok_or_else(|| bad("too short"))?);
-        let n_buckets = r.take(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default())).ok_or_else(|| bad("too short"))?;
+        let n_buckets =
+            r.take(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default())).ok_or_else(|| bad("too short"))?;
         let (mut total, mut previous) = (0u64, None);
         for _ in 0..n_buckets {
-            let index = r.take(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default())).ok_or_else(|| bad("truncated"))?;
+            let index = r
+                .take(4)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default()))
+                .ok_or_else(|| bad("truncated"))?;
             let c = r.u64().ok_or_else(|| bad("truncated"))?;
             if previous.is_some_and(|p| index <= p) || (index >> m) as usize >= N_PAGES || c == 0 {
                 return Err(bad("bucket indices must increase and counts be positive"));
