@@ -18,19 +18,31 @@ from advcore.stats._grouped import (
     variance_decomposition,
     zero_variance_fraction,
 )
+from advcore.stats._quantile import (
+    QUANTILE_METHODS,
+    QuantileSketch,
+    interquartile_range,
+    median_abs_deviation,
+    quantile,
+)
 from advcore.stats._rank import GroupedSpearman, spearman, within_group_spearman
 
 __all__ = [
+    "QUANTILE_METHODS",
     "ChangeCensus",
     "ExplainedVariance",
     "GroupedMoments",
     "GroupedSpearman",
+    "QuantileSketch",
     "ValueCensus",
     "VarianceDecomposition",
     "ZeroVarianceFraction",
     "change_census",
     "explained_variance",
     "grouped_moments",
+    "interquartile_range",
+    "median_abs_deviation",
+    "quantile",
     "spearman",
     "value_census",
     "variance_decomposition",
