@@ -5,6 +5,23 @@ import numpy as np
 import numpy.typing as npt
 from typing import final
 
+__all__ = [
+    "__version__",
+    "grouped_moments",
+    "zero_variance_fraction",
+    "variance_decomposition",
+    "explained_variance",
+    "spearman",
+    "within_group_spearman",
+    "quantile",
+    "median_abs_deviation",
+    "interquartile_range",
+    "QuantileSketch",
+    "value_census",
+    "change_census",
+    "_panic_for_tests",
+]
+
 __version__: str
 
 _F = npt.NDArray[np.float32] | npt.NDArray[np.float64]
