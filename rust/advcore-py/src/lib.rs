@@ -1,6 +1,9 @@
 //! `advcore._core`: the PyO3 extension over `advcore-stats`. Converts arrays, releases the GIL,
 //! maps errors; nothing statistical lives here. The typed public API is `advcore.stats`.
 
+// PyO3 extracts arguments by value (`PyReadonlyArray1`, `Option<...>`); borrowing them is not an option.
+#![allow(clippy::needless_pass_by_value)]
+
 mod census;
 mod entry;
 mod grouped;

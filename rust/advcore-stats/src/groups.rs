@@ -30,7 +30,7 @@ impl Groups<'_> {
                 if size == 0 {
                     return Err(StatsError::invalid("group_size", "must be at least 1"));
                 }
-                if n % size != 0 {
+                if !n.is_multiple_of(size) {
                     return Err(StatsError::invalid(
                         "group_size",
                         format!(

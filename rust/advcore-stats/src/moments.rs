@@ -106,7 +106,7 @@ impl Moments {
     }
 }
 
-/// `min` that lets NaN win, so NaN propagates (f64::min would drop it).
+/// `min` that lets NaN win, so NaN propagates (`f64::min` would drop it).
 #[inline(always)]
 fn nan_min(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) }

@@ -95,10 +95,10 @@ pub fn first_nan<T: Sample>(xs: &[T]) -> Option<usize> {
 /// # Errors
 /// [`StatsError::NanFound`] naming `arg`.
 pub fn raise_on_nan<T: Sample>(policy: NanPolicy, arg: &'static str, xs: &[T]) -> Result<()> {
-    if policy == NanPolicy::Raise {
-        if let Some(index) = first_nan(xs) {
-            return Err(StatsError::NanFound { arg, index });
-        }
+    if policy == NanPolicy::Raise
+        && let Some(index) = first_nan(xs)
+    {
+        return Err(StatsError::NanFound { arg, index });
     }
     Ok(())
 }
