@@ -229,9 +229,10 @@ def grouped_moments(
     if labels is None:
         labels = np.arange(n_groups, dtype=np.int64)
     if count is None:
-        # Every group holds `size` samples: a read-only view instead of n_groups copies.
+        # Contiguous groups without omission all hold `size` samples: a read-only view.
+        assert size is not None
         count = np.broadcast_to(np.uint64(size), (n_groups,))
-        n_undefined = n_groups if size is not None and size <= ddof else 0
+        n_undefined = n_groups if size <= ddof else 0
     else:
         n_undefined = int(np.count_nonzero(count <= ddof))
     if n_undefined:
