@@ -38,7 +38,7 @@ def grouped_moments(
     nan_policy: str,
     atol: float,
     rtol: float,
-) -> tuple[_I | None, npt.NDArray[np.uint64], _F64, _F64, _F64, _F64, _Census]: ...
+) -> tuple[_I | None, npt.NDArray[np.uint64] | None, _F64, _F64, _F, _F, _Census]: ...
 def zero_variance_fraction(
     values: _F,
     group_size: int | None,

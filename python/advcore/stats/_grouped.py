@@ -86,10 +86,16 @@ class GroupedMoments:
         The group id of each row: the ids in ascending order when ``group_ids`` was given, or
         ``0 .. n_groups - 1`` for contiguous groups (group ``g`` is samples ``g*G .. (g+1)*G - 1``).
     count : ndarray of uint64
-        Samples in the group (after NaN omission under ``nan_policy="omit"``).
-    mean, var, min, max : ndarray of float64
-        Mean, variance with the ``ddof`` used, smallest and largest value. ``var`` is NaN where
-        ``count <= ddof``; all four are NaN for a group left empty by NaN omission.
+        Samples in the group (after NaN omission under ``nan_policy="omit"``). For contiguous
+        groups without omission every group holds ``group_size`` samples and ``count`` is a
+        read-only broadcast view of that one number (``np.broadcast_to``), not a materialised
+        array; copy it (``np.array(m.count)``) to write to it.
+    mean, var : ndarray of float64
+        Mean and variance with the ``ddof`` used. ``var`` is NaN where ``count <= ddof``; both
+        are NaN for a group left empty by NaN omission.
+    min, max : ndarray of the input dtype (float32 or float64)
+        Smallest and largest value, exact (as numpy's ``a.min(1)`` returns them); NaN for a
+        group left empty by NaN omission or holding NaN under ``propagate``.
     ddof : int
         The delta degrees of freedom ``var`` was computed with.
     zero_variance : ZeroVarianceFraction
@@ -102,8 +108,8 @@ class GroupedMoments:
     count: npt.NDArray[np.uint64]
     mean: npt.NDArray[np.float64]
     var: npt.NDArray[np.float64]
-    min: npt.NDArray[np.float64]
-    max: npt.NDArray[np.float64]
+    min: npt.NDArray[np.floating[Any]]
+    max: npt.NDArray[np.floating[Any]]
     ddof: int
     zero_variance: ZeroVarianceFraction
 
@@ -215,16 +221,23 @@ def grouped_moments(
         x, size, ids, ddof, check_nan_policy(nan_policy), atol, rtol
     )
     n_groups = census[0]
-    if count.shape[0] != n_groups:
+    if mean.shape[0] != n_groups:
         # The columns were allocated for the most groups the id range allows.
-        count = count[:n_groups]
         mean, var, lo, hi = mean[:n_groups], var[:n_groups], lo[:n_groups], hi[:n_groups]
+        if count is not None:
+            count = count[:n_groups]
     if labels is None:
-        labels = np.arange(count.shape[0], dtype=np.int64)
-    n_undefined = int(np.count_nonzero(count <= ddof))
+        labels = np.arange(n_groups, dtype=np.int64)
+    if count is None:
+        # Contiguous groups without omission all hold `size` samples: a read-only view.
+        assert size is not None
+        count = np.broadcast_to(np.uint64(size), (n_groups,))
+        n_undefined = n_groups if size <= ddof else 0
+    else:
+        n_undefined = int(np.count_nonzero(count <= ddof))
     if n_undefined:
         warnings.warn(
-            f"{n_undefined} of {count.shape[0]} groups have at most ddof={ddof} samples; "
+            f"{n_undefined} of {n_groups} groups have at most ddof={ddof} samples; "
             "their variance is NaN",
             AdvcoreWarning,
             stacklevel=2,

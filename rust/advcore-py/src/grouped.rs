@@ -3,7 +3,7 @@
 
 use advcore_stats::Groups;
 use advcore_stats::grouped::{self, Columns, Plan, SpreadCensus, Tolerance};
-use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyUntypedArray};
 use pyo3::prelude::*;
 
 use crate::entry::{AdvcoreError, FloatArray, nan_policy, run, slice, to_py};
@@ -17,14 +17,15 @@ fn census_tuple(c: &SpreadCensus) -> CensusTuple {
     (c.n_groups, c.n_singleton, c.n_exact_zero, c.n_near_zero, c.n_nan, c.exact_fraction(), c.near_fraction())
 }
 
-/// Per-group arrays: (labels or None, count, mean, var, min, max, census).
+/// Per-group arrays: (labels or None, count or None, mean, var, min, max, census). `count` is
+/// None when every group holds the group size; `min` and `max` have the input dtype.
 type GroupedArrays<'py> = (
     Option<Bound<'py, PyArray1<i64>>>,
-    Bound<'py, PyArray1<u64>>,
+    Option<Bound<'py, PyArray1<u64>>>,
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyUntypedArray>,
+    Bound<'py, PyUntypedArray>,
     CensusTuple,
 );
 
@@ -43,10 +44,18 @@ fn tolerance(atol: f64, rtol: f64) -> PyResult<Tolerance> {
     Ok(tol)
 }
 
-/// Plan the scan, allocate the output columns as numpy arrays of [`Plan::max_groups`] rows
-/// (numpy's allocator, which asks for huge pages: fresh 4 KiB pages from a Rust `Vec` cost
-/// more in page faults than the kernel itself), and let the kernel write them in place. The
-/// arrays may be longer than the number of groups; the Python layer slices them.
+/// `numpy.empty(len, dtype)`: numpy's allocator asks for huge pages and reuses freed blocks,
+/// where fresh 4 KiB pages from a Rust `Vec` cost more in page faults than the kernel itself;
+/// uninitialised, as the kernel writes every row the caller keeps.
+fn empty<T: numpy::Element>(py: Python<'_>, len: usize) -> PyResult<Bound<'_, PyArray1<T>>> {
+    let numpy = py.import("numpy")?;
+    let array = numpy.getattr("empty")?.call1((len, numpy::dtype::<T>(py)))?;
+    Ok(array.cast_into::<PyArray1<T>>()?)
+}
+
+/// Plan the scan, allocate the output columns as numpy arrays of [`Plan::max_groups`] rows,
+/// and let the kernel write them in place. The arrays may be longer than the number of groups;
+/// the Python layer slices them.
 fn moments_into<'py, T: advcore_stats::Sample + numpy::Element>(
     py: Python<'py>,
     xs: &[T],
@@ -57,23 +66,25 @@ fn moments_into<'py, T: advcore_stats::Sample + numpy::Element>(
 ) -> PyResult<GroupedArrays<'py>> {
     let plan = run(py, "grouped_moments", || Plan::new(xs, layout, policy, tol))?;
     let m = plan.max_groups();
-    let count = PyArray1::<u64>::zeros(py, m, false);
-    let columns: [Bound<'py, PyArray1<f64>>; 4] = std::array::from_fn(|_| PyArray1::<f64>::zeros(py, m, false));
+    let count = if plan.counts_vary() { Some(empty::<u64>(py, m)?) } else { None };
+    let (mean, var) = (empty::<f64>(py, m)?, empty::<f64>(py, m)?);
+    let (min, max) = (empty::<T>(py, m)?, empty::<T>(py, m)?);
     let info = {
-        let mut c = count.readwrite();
-        let [mut mean, mut var, mut min, mut max] = columns.each_ref().map(PyArrayMethods::readwrite);
+        let mut c = count.as_ref().map(PyArrayMethods::readwrite);
+        let [mut mean_rw, mut var_rw] = [&mean, &var].map(PyArrayMethods::readwrite);
+        let [mut min_rw, mut max_rw] = [&min, &max].map(PyArrayMethods::readwrite);
         let mut sink = Columns {
-            count: c.as_slice_mut()?,
-            mean: mean.as_slice_mut()?,
-            var: var.as_slice_mut()?,
-            min: min.as_slice_mut()?,
-            max: max.as_slice_mut()?,
+            count: c.as_mut().map(|c| c.as_slice_mut()).transpose()?,
+            mean: mean_rw.as_slice_mut()?,
+            var: var_rw.as_slice_mut()?,
+            min: min_rw.as_slice_mut()?,
+            max: max_rw.as_slice_mut()?,
             ddof,
         };
         run(py, "grouped_moments", || Ok(plan.run(&mut sink)))?
     };
-    let [mean, var, min, max] = columns;
-    Ok((info.labels.map(|l| l.into_pyarray(py)), count, mean, var, min, max, census_tuple(&info.census)))
+    let labels = info.labels.map(|l| l.into_pyarray(py));
+    Ok((labels, count, mean, var, min.as_untyped().clone(), max.as_untyped().clone(), census_tuple(&info.census)))
 }
 
 #[pyfunction]

@@ -8,10 +8,10 @@
 //! * Contiguous groups of a power-of-two G up to 64 are compiled with G as a constant and
 //!   summarised in one pass by tree-shaped *shifted sums* of `x - K` and `(x - K)^2` with `K`
 //!   the group's first value (Chan, Golub & LeVeque 1983, "Algorithms for computing the sample
-//!   variance", The American Statistician 37(3), section 3); the compiler lays the trees out
-//!   as SIMD lanes. With `K` a member the error is below `2 G log2(G) eps` relative to the
+//!   variance", The American Statistician 37(3), section 3), a block of groups at a time with
+//!   one SIMD lane per group ([`Block`]). With `K` a member the error is below `2 G log2(G) eps` relative to the
 //!   variance whatever the offset, so `1e6 + noise` loses nothing to cancellation (see
-//!   `summarise_fixed`). Other G are summarised two-pass (mean, then squared deviations
+//!   `summarise_block`). Other G are summarised two-pass (mean, then squared deviations
 //!   with the correction term of the same paper).
 //! * Ids are accumulated in one pass into a table indexed by `id - min(id)` (or by the dense
 //!   index of [`dense_ids`] when the ids are sparse) with *shifted sums*: each group subtracts
@@ -200,6 +200,25 @@ impl SpreadCensus {
         }
     }
 
+    /// [`SpreadCensus::record`] for a block of finite groups, vectorised.
+    #[inline(always)]
+    fn record_block(&mut self, b: &Block, tol: Tolerance) {
+        let n = b.len;
+        self.n_groups += n as u64;
+        if b.count < 2 {
+            self.n_singleton += n as u64;
+            return;
+        }
+        let (mut exact, mut near) = (0u64, 0u64);
+        for (&lo, &hi) in b.min[..n].iter().zip(&b.max[..n]) {
+            let bound = tol.atol + tol.rtol * lo.abs().max(hi.abs());
+            exact += u64::from(hi == lo);
+            near += u64::from(hi - lo <= bound);
+        }
+        self.n_exact_zero += exact;
+        self.n_near_zero += near;
+    }
+
     /// Groups of at least two values, the denominator of the fractions.
     #[must_use]
     pub fn n_judged(&self) -> u64 {
@@ -231,6 +250,65 @@ pub trait Sink {
     fn start(&mut self, max_groups: usize);
     /// The summary of group `row`.
     fn emit(&mut self, row: usize, stat: &GroupStat);
+    /// The summaries of groups `row .. row + block.len`, all finite (the contiguous fast path).
+    /// Override it when the rows can be written as whole columns (vectorised).
+    #[inline(always)]
+    fn emit_block(&mut self, row: usize, block: &Block) {
+        for k in 0..block.len {
+            self.emit(row + k, &block.stat(k));
+        }
+    }
+}
+
+/// Groups summarised side by side by the contiguous fast path, one lane per group, so that
+/// the compiler vectorises across groups rather than within one (struct of arrays).
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// Number of groups held (`<= BLOCK`).
+    pub len: usize,
+    /// Values per group (the same for every group of a contiguous layout).
+    pub count: u64,
+    /// See [`GroupStat`].
+    pub shift: [f64; BLOCK],
+    /// See [`GroupStat`].
+    pub offset: [f64; BLOCK],
+    /// See [`GroupStat`].
+    pub m2: [f64; BLOCK],
+    /// See [`GroupStat`].
+    pub min: [f64; BLOCK],
+    /// See [`GroupStat`].
+    pub max: [f64; BLOCK],
+}
+
+/// Groups per [`Block`]: its arrays stay in L1 (2.5 KiB).
+pub const BLOCK: usize = 64;
+
+impl Block {
+    const fn new() -> Self {
+        Self {
+            len: 0,
+            count: 0,
+            shift: [0.0; BLOCK],
+            offset: [0.0; BLOCK],
+            m2: [0.0; BLOCK],
+            min: [0.0; BLOCK],
+            max: [0.0; BLOCK],
+        }
+    }
+
+    /// The summary of group `k` of the block.
+    #[inline(always)]
+    #[must_use]
+    pub fn stat(&self, k: usize) -> GroupStat {
+        GroupStat {
+            count: self.count,
+            shift: self.shift[k],
+            offset: self.offset[k],
+            m2: self.m2[k],
+            min: self.min[k],
+            max: self.max[k],
+        }
+    }
 }
 
 /// What a [`scan`] returns besides what its sink collected.
@@ -316,6 +394,13 @@ impl<'a, T: Sample> Plan<'a, T> {
         }
     }
 
+    /// False when every group holds the group size (contiguous groups without NaN omission),
+    /// so a count column is not needed.
+    #[must_use]
+    pub fn counts_vary(&self) -> bool {
+        self.omit || !matches!(self.layout, Layout::Contiguous(_))
+    }
+
     /// Run the scan; `sink.start` receives [`Plan::max_groups`].
     pub fn run<S: Sink>(&self, sink: &mut S) -> ScanInfo {
         let (xs, omit, tol) = (self.values, self.omit, self.tol);
@@ -355,20 +440,31 @@ fn contiguous<T: Sample, S: Sink>(xs: &[T], size: usize, omit: bool, tol: Tolera
     }
 }
 
-/// Power-of-two G known at compile time: fully unrolled, tree-shaped sums (SIMD lanes).
+/// Power-of-two G known at compile time: blocks of [`BLOCK`] groups summarised side by side
+/// (one SIMD lane per group), then handed to the sink and the census as whole columns. A block
+/// holding a NaN, an infinity or an overflow is redone group by group on the exact path.
 #[dispatch(targets("x86_64+avx2+fma"))]
 fn contiguous_fixed<T: Sample, S: Sink, const G: usize>(xs: &[T], omit: bool, tol: Tolerance, sink: &mut S) -> SpreadCensus {
     let mut census = SpreadCensus::default();
-    for (row, chunk) in xs.chunks_exact(G).enumerate() {
-        let chunk: &[T; G] = chunk.try_into().unwrap_or_else(|_| unreachable!());
-        let stat = summarise_fixed(chunk).unwrap_or_else(|| GroupStat::exact(chunk.iter().copied(), omit));
-        census.record(&stat, tol);
-        sink.emit(row, &stat);
+    let mut block = Block::new();
+    for (b, chunk) in xs.chunks(BLOCK * G).enumerate() {
+        let row = b * BLOCK;
+        if summarise_block::<T, G>(chunk, &mut block) {
+            census.record_block(&block, tol);
+            sink.emit_block(row, &block);
+        } else {
+            for (k, group) in chunk.chunks_exact(G).enumerate() {
+                let stat = if block.m2[k].is_finite() { block.stat(k) } else { GroupStat::exact(group.iter().copied(), omit) };
+                census.record(&stat, tol);
+                sink.emit(row + k, &stat);
+            }
+        }
     }
     census
 }
 
-/// Summary of a NaN-free finite group by shifted sums, `None` sends the group to the exact path.
+/// Summarise the `chunk.len() / G <= BLOCK` groups of `chunk` into `block` by shifted sums;
+/// false when some group saw a NaN, an infinity or an overflow (its `m2` is then not finite).
 ///
 /// With the shift `K = x[0]` a member of the group, `sum (x-K)^2 <= G * R^2` for the range `R`
 /// while `M2 >= R^2 / 2`, so `M2 = sum (x-K)^2 - (sum (x-K))^2 / G` loses at most a factor
@@ -376,21 +472,30 @@ fn contiguous_fixed<T: Sample, S: Sink, const G: usize>(xs: &[T], omit: bool, to
 /// `2 G log2(G) eps`, 1e-13 for G = 64, whatever the offset of the values. For float32 input
 /// the differences and their squares are exact in float64. One pass instead of two.
 #[inline(always)]
-fn summarise_fixed<T: Sample, const G: usize>(chunk: &[T; G]) -> Option<GroupStat> {
-    let n = G as f64;
-    let shift = chunk[0].to_f64();
-    let d: [f64; G] = std::array::from_fn(|i| chunk[i].to_f64() - shift);
-    let s1 = tree(d, |a, b| a + b);
-    let s2 = tree(d.map(|v| v * v), |a, b| a + b);
-    // A NaN or an infinity anywhere makes `s2` NaN or infinite (as does overflow).
-    if !s2.is_finite() {
-        return None;
+fn summarise_block<T: Sample, const G: usize>(chunk: &[T], block: &mut Block) -> bool {
+    let n = chunk.len() / G;
+    assert!(n <= BLOCK);
+    block.len = n;
+    block.count = G as u64;
+    let mut finite = true;
+    for k in 0..n {
+        let group: &[T; G] = chunk[k * G..(k + 1) * G].try_into().unwrap_or_else(|_| unreachable!());
+        let shift = group[0].to_f64();
+        let d: [f64; G] = std::array::from_fn(|i| group[i].to_f64() - shift);
+        let s1 = tree(d, |a, b| a + b);
+        let s2 = tree(d.map(|v| v * v), |a, b| a + b);
+        // A NaN or an infinity anywhere makes `s2` NaN or infinite (as does overflow).
+        finite &= s2 < f64::INFINITY;
+        let offset = s1 / G as f64;
+        block.shift[k] = shift;
+        block.offset[k] = offset;
+        // `s2 - s1 * offset` when finite, NaN otherwise (the group is then redone).
+        block.m2[k] = if s2 < f64::INFINITY { (s2 - s1 * offset).max(0.0) } else { f64::NAN };
+        // Comparisons in the input type: half the lanes of f64 for float32.
+        block.min[k] = tree(*group, |a, b| if b < a { b } else { a }).to_f64();
+        block.max[k] = tree(*group, |a, b| if b > a { b } else { a }).to_f64();
     }
-    // Comparisons in the input type: half the lanes of f64 for float32.
-    let min = tree(*chunk, |a, b| if b < a { b } else { a }).to_f64();
-    let max = tree(*chunk, |a, b| if b > a { b } else { a }).to_f64();
-    let offset = s1 / n;
-    Some(GroupStat { count: G as u64, shift, offset, m2: (s2 - s1 * offset).max(0.0), min, max })
+    finite
 }
 
 /// Pairwise reduction of a power-of-two array, which the compiler lays out as SIMD lanes.
@@ -686,7 +791,7 @@ impl Emitter {
 /// Per-group moments as columns (struct of arrays), one row per group: groups in order for a
 /// contiguous layout, in ascending id order for ids.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct GroupedMoments {
+pub struct GroupedMoments<T = f64> {
     /// The id of each group (`None` for a contiguous layout, where group `g` is samples `g*G..(g+1)*G`).
     pub labels: Option<Vec<i64>>,
     /// Values per group (after NaN omission).
@@ -695,17 +800,17 @@ pub struct GroupedMoments {
     pub mean: Vec<f64>,
     /// `M2 / (count - ddof)`; NaN where `count <= ddof`.
     pub var: Vec<f64>,
-    /// Smallest value; NaN for a group left empty.
-    pub min: Vec<f64>,
-    /// Largest value; NaN for a group left empty.
-    pub max: Vec<f64>,
+    /// Smallest value, in the input type (exact); NaN for a group left empty.
+    pub min: Vec<T>,
+    /// Largest value, in the input type (exact); NaN for a group left empty.
+    pub max: Vec<T>,
     /// The delta degrees of freedom of `var`.
     pub ddof: u32,
     /// The zero-variance census, counted in the same pass.
     pub census: SpreadCensus,
 }
 
-impl GroupedMoments {
+impl<T: Sample> GroupedMoments<T> {
     /// Number of groups.
     #[must_use]
     pub fn n_groups(&self) -> usize {
@@ -728,42 +833,72 @@ impl GroupedMoments {
         } else {
             f64::NAN
         };
-        Moments { count, mean: self.mean[g], m2, min: self.min[g], max: self.max[g] }
+        Moments { count, mean: self.mean[g], m2, min: self.min[g].to_f64(), max: self.max[g].to_f64() }
     }
 }
 
 /// Output columns borrowed from the caller (numpy arrays in the Python binding), each at least
 /// [`Plan::max_groups`] long; row `g` is written for every group `g < n_groups`.
 #[derive(Debug)]
-pub struct Columns<'a> {
-    /// Values per group.
-    pub count: &'a mut [u64],
+pub struct Columns<'a, T> {
+    /// Values per group; may be `None` when [`Plan::counts_vary`] is false (every group then
+    /// holds the group size).
+    pub count: Option<&'a mut [u64]>,
     /// Mean per group.
     pub mean: &'a mut [f64],
     /// Variance per group with `ddof`.
     pub var: &'a mut [f64],
-    /// Smallest value per group.
-    pub min: &'a mut [f64],
-    /// Largest value per group.
-    pub max: &'a mut [f64],
+    /// Smallest value per group, in the input type (exact).
+    pub min: &'a mut [T],
+    /// Largest value per group, in the input type (exact).
+    pub max: &'a mut [T],
     /// Delta degrees of freedom of `var`.
     pub ddof: u32,
 }
 
-impl Sink for Columns<'_> {
+impl<T: Sample> Sink for Columns<'_, T> {
     fn start(&mut self, max_groups: usize) {
-        let shortest = [self.mean.len(), self.var.len(), self.min.len(), self.max.len()].into_iter().fold(self.count.len(), usize::min);
+        let count = self.count.as_ref().map_or(usize::MAX, |c| c.len());
+        let shortest = [self.mean.len(), self.var.len(), self.min.len(), self.max.len()].into_iter().fold(count, usize::min);
         assert!(shortest >= max_groups, "output columns hold {shortest} rows, {max_groups} needed");
     }
 
     #[inline(always)]
     fn emit(&mut self, row: usize, s: &GroupStat) {
         let dof = s.count.saturating_sub(u64::from(self.ddof));
-        self.count[row] = s.count;
+        if let Some(count) = self.count.as_deref_mut() {
+            count[row] = s.count;
+        }
         self.mean[row] = s.mean();
         self.var[row] = if dof > 0 { s.m2 / dof as f64 } else { f64::NAN };
-        self.min[row] = s.min;
-        self.max[row] = s.max;
+        self.min[row] = T::from_f64(s.min);
+        self.max[row] = T::from_f64(s.max);
+    }
+
+    #[inline(always)]
+    fn emit_block(&mut self, row: usize, b: &Block) {
+        let rows = row..row + b.len;
+        if let Some(count) = self.count.as_deref_mut() {
+            count[rows.clone()].fill(b.count);
+        }
+        for ((mean, &shift), &offset) in self.mean[rows.clone()].iter_mut().zip(&b.shift).zip(&b.offset) {
+            *mean = shift + offset;
+        }
+        let dof = b.count.saturating_sub(u64::from(self.ddof));
+        let var = &mut self.var[rows.clone()];
+        if dof > 0 {
+            for (v, &m2) in var.iter_mut().zip(&b.m2) {
+                *v = m2 / dof as f64;
+            }
+        } else {
+            var.fill(f64::NAN);
+        }
+        for (out, &v) in self.min[rows.clone()].iter_mut().zip(&b.min) {
+            *out = T::from_f64(v);
+        }
+        for (out, &v) in self.max[rows].iter_mut().zip(&b.max) {
+            *out = T::from_f64(v);
+        }
     }
 }
 
@@ -778,13 +913,17 @@ pub fn grouped_moments<T: Sample>(
     ddof: u32,
     nan_policy: NanPolicy,
     tol: Tolerance,
-) -> Result<GroupedMoments> {
+) -> Result<GroupedMoments<T>> {
     let plan = Plan::new(values, groups, nan_policy, tol)?;
     let m = plan.max_groups();
-    let (mut count, mut mean, mut var, mut min, mut max) = (vec![0; m], vec![0.0; m], vec![0.0; m], vec![0.0; m], vec![0.0; m]);
-    let info = plan.run(&mut Columns { count: &mut count, mean: &mut mean, var: &mut var, min: &mut min, max: &mut max, ddof });
+    let (mut count, mut mean, mut var) = (vec![0; m], vec![0.0; m], vec![0.0; m]);
+    let (mut min, mut max) = (vec![T::default(); m], vec![T::default(); m]);
+    let info = plan.run(&mut Columns { count: Some(&mut count), mean: &mut mean, var: &mut var, min: &mut min, max: &mut max, ddof });
     let n = info.census.n_groups as usize;
-    for v in [&mut mean, &mut var, &mut min, &mut max] {
+    for v in [&mut mean, &mut var] {
+        v.truncate(n);
+    }
+    for v in [&mut min, &mut max] {
         v.truncate(n);
     }
     count.truncate(n);
@@ -1161,6 +1300,32 @@ mod tests {
                 let var = want.m2 / want.count as f64;
                 assert!(close(m.var[g], var, 1e-9, 1e-12), "{id}: {} vs {var}", m.var[g]);
             }
+        }
+    }
+
+    #[test]
+    fn contiguous_blocks_with_nan_and_inf() {
+        // Several blocks of G = 8 groups, a partial last block, and a few NaN and infinite
+        // values that send their block group by group to the exact path.
+        let g = 8;
+        let n = g * (3 * BLOCK + 5);
+        let mut values: Vec<f32> = (0..n).map(|i| 1e6 + ((i * 7919) % 5) as f32 * 0.25).collect();
+        for i in (3..n).step_by(1001) {
+            values[i] = if i % 2 == 0 { f32::NAN } else { f32::INFINITY };
+        }
+        for policy in [NanPolicy::Propagate, NanPolicy::Omit] {
+            let m = grouped_moments(&values, Groups::Contiguous { size: g }, 0, policy, Tolerance::default()).unwrap();
+            let mut census = SpreadCensus::default();
+            for (k, chunk) in values.chunks_exact(g).enumerate() {
+                let want = GroupStat::exact(chunk.iter().copied(), policy == NanPolicy::Omit);
+                census.record(&want, Tolerance::default());
+                assert_eq!(m.count[k], want.count);
+                assert!(close(m.mean[k], want.mean(), 1e-15, 0.0), "{k}: {} vs {}", m.mean[k], want.mean());
+                let var = want.m2 / want.count as f64;
+                assert!(close(m.var[k], var, 1e-9, 1e-12), "{k}: {} vs {var}", m.var[k]);
+                assert!(close(f64::from(m.min[k]), want.min, 0.0, 0.0) && close(f64::from(m.max[k]), want.max, 0.0, 0.0));
+            }
+            assert_eq!(m.census, census);
         }
     }
 
