@@ -5,7 +5,7 @@
 //! ch. 3), which is what `scipy.stats.spearmanr` computes.
 //!
 //! Algorithm. Each pair `(x_i, y_i)` becomes a pair of order-preserving unsigned keys
-//! ([`crate::sortkey`]). The pairs are sorted by the x key (LSD radix sort, 11-bit digits,
+//! ([`crate::sortkey`]). The pairs are sorted by the x key (LSD radix sort, 8-bit digits,
 //! Herf 2001; a comparison sort for small inputs), and each run of equal x keys has its x key
 //! overwritten by the *doubled, centred* average rank `2 r - (n + 1) = start + end - n`, an
 //! integer. The same pairs are then sorted by the untouched y key and, run by run of equal y,
@@ -707,7 +707,7 @@ mod tests {
             .map(|&a| {
                 let less = xs.iter().filter(|&&b| b < a).count() as f64;
                 let equal = xs.iter().filter(|&&b| b == a).count() as f64;
-                less + (equal + 1.0) / 2.0
+                less + f64::midpoint(equal, 1.0)
             })
             .collect()
     }
@@ -791,6 +791,46 @@ mod tests {
     }
 
     #[test]
+    fn mapped_buffers_beyond_the_kept_size() {
+        // Pairs of two f32 are 8 bytes: this many need mapped buffers, not the kept ones.
+        let n = KEEP_BYTES / 16 + 1000;
+        let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 100_003) as f32 - 5e4).collect();
+        let up: Vec<f32> = x.iter().map(|v| v * 2.0 + 1.0).collect();
+        let down: Vec<f64> = x.iter().map(|&v| -f64::from(v).powi(3)).collect();
+        let coarse: Vec<f32> = x.iter().map(|v| (v / 1e3).round()).collect();
+        assert_eq!(spearman(&x, &up, NanPolicy::Propagate).unwrap().rho, 1.0);
+        assert_eq!(spearman(&x, &down, NanPolicy::Propagate).unwrap().rho, -1.0);
+        // Table path (101 distinct values) and sorted path against average ranks by std sort.
+        let ranks = |v: &[f32]| -> Vec<f64> {
+            let mut idx: Vec<usize> = (0..v.len()).collect();
+            idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+            let mut r = vec![0.0; v.len()];
+            let mut start = 0;
+            while start < idx.len() {
+                let end = start + idx[start..].iter().take_while(|&&i| v[i] == v[idx[start]]).count();
+                for &i in &idx[start..end] {
+                    r[i] = (start + end + 1) as f64 / 2.0;
+                }
+                start = end;
+            }
+            r
+        };
+        let shuffled: Vec<f32> = (0..n).map(|i| ((i * 104_729) % 65_537) as f32).collect();
+        let (rx, rc, rs) = (ranks(&x), ranks(&coarse), ranks(&shuffled));
+        let pearson = |a: &[f64], b: &[f64]| {
+            let m = (n as f64 + 1.0) / 2.0;
+            let sab: f64 = a.iter().zip(b).map(|(p, q)| (p - m) * (q - m)).sum();
+            let saa: f64 = a.iter().map(|p| (p - m) * (p - m)).sum();
+            let sbb: f64 = b.iter().map(|q| (q - m) * (q - m)).sum();
+            sab / (saa * sbb).sqrt()
+        };
+        let table = spearman(&coarse, &shuffled, NanPolicy::Propagate).unwrap().rho;
+        assert!((table - pearson(&rc, &rs)).abs() < 1e-9, "{table}");
+        let sorted = spearman(&x, &shuffled, NanPolicy::Propagate).unwrap().rho;
+        assert!((sorted - pearson(&rx, &rs)).abs() < 1e-9, "{sorted}");
+    }
+
+    #[test]
     fn grouped_matches_per_group() {
         let x = [1.0, 2.0, 3.0, 5.0, 5.0, 5.0, 1.0, f64::NAN, 2.0, 9.0];
         let y = [3.0, 1.0, 2.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 9.0];
@@ -799,7 +839,7 @@ mod tests {
         assert!(g.rho[1].is_nan());
         assert_eq!(g.rho[2], 1.0);
         assert_eq!((g.n_defined, g.n_undefined, g.n_nan), (2, 1, 0));
-        assert!((g.mean - (g.rho[0] + 1.0) / 2.0).abs() < 1e-15);
+        assert!((g.mean - f64::midpoint(g.rho[0], 1.0)).abs() < 1e-15);
         let p = within_group_spearman(&x[..9], &y[..9], Groups::Contiguous { size: 3 }, NanPolicy::Propagate).unwrap();
         assert_eq!((p.n_defined, p.n_undefined, p.n_nan), (1, 1, 1));
         assert!(p.mean.is_nan());
