@@ -809,7 +809,7 @@ mod tests {
             while start < idx.len() {
                 let end = start + idx[start..].iter().take_while(|&&i| v[i] == v[idx[start]]).count();
                 for &i in &idx[start..end] {
-                    r[i] = (start + end + 1) as f64 / 2.0;
+                    r[i] = (start + end + 1) as f64 / 2.0; // average 1-based rank
                 }
                 start = end;
             }
@@ -818,7 +818,7 @@ mod tests {
         let shuffled: Vec<f32> = (0..n).map(|i| ((i * 104_729) % 65_537) as f32).collect();
         let (rx, rc, rs) = (ranks(&x), ranks(&coarse), ranks(&shuffled));
         let pearson = |a: &[f64], b: &[f64]| {
-            let m = (n as f64 + 1.0) / 2.0;
+            let m = f64::midpoint(n as f64, 1.0);
             let sab: f64 = a.iter().zip(b).map(|(p, q)| (p - m) * (q - m)).sum();
             let saa: f64 = a.iter().map(|p| (p - m) * (p - m)).sum();
             let sbb: f64 = b.iter().map(|q| (q - m) * (q - m)).sum();
