@@ -100,6 +100,10 @@ def value_census(values: npt.ArrayLike, *, atol: float = 1e-8) -> ValueCensus:
     is computed by an LSD radix sort of the order-preserving integer keys of the values
     (Herf 2001) and a scan for key changes, in ``O(n)``.
 
+    Memory: two sort buffers of one key per value (2 x 4 bytes per float32 value, 2 x 8 per
+    float64) at the peak; the calling thread keeps at most 64 MB of them between calls, and
+    larger ones are released when the call returns (as in :func:`advcore.stats.spearman`).
+
     Examples
     --------
     >>> import numpy as np

@@ -11,6 +11,7 @@ use crate::with_floats;
 /// `(rho, n_pairs, undefined)`.
 #[pyfunction]
 #[pyo3(signature = (x, y, nan_policy))]
+#[allow(clippy::needless_pass_by_value)] // PyO3 hands extracted arguments over by value
 fn spearman(py: Python<'_>, x: FloatArray<'_>, y: FloatArray<'_>, nan_policy: &str) -> PyResult<(f64, usize, bool)> {
     let policy = self::nan_policy(nan_policy)?;
     let out: Spearman =
@@ -23,6 +24,7 @@ type GroupedRho<'py> = (Option<Bound<'py, PyArray1<i64>>>, Bound<'py, PyArray1<f
 
 #[pyfunction]
 #[pyo3(signature = (x, y, group_size, group_ids, nan_policy))]
+#[allow(clippy::needless_pass_by_value)] // PyO3 hands extracted arguments over by value
 fn within_group_spearman<'py>(
     py: Python<'py>,
     x: FloatArray<'py>,

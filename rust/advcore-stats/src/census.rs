@@ -145,10 +145,11 @@ pub fn value_census<T: RankSample>(values: &[T], atol: f64) -> Result<ValueCensu
 }
 
 #[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
-fn keys_and_histograms<T: RankSample>(values: &[T], keys: &mut Vec<T::Key>) -> Vec<Histogram> {
+fn keys_and_histograms<T: RankSample>(values: &[T], keys: &mut [T::Key]) -> Vec<Histogram> {
     let mut hist = vec![[0usize; RADIX]; T::Key::PASSES];
-    keys.clear();
-    keys.extend(values.iter().map(|&x| x.rank_key()));
+    for (k, &x) in keys.iter_mut().zip(values) {
+        *k = x.rank_key();
+    }
     for &k in keys.iter() {
         for (pass, h) in hist.iter_mut().enumerate() {
             h[k.digit(pass)] += 1;
@@ -160,9 +161,9 @@ fn keys_and_histograms<T: RankSample>(values: &[T], keys: &mut Vec<T::Key>) -> V
 /// Distinct finite values: sort the keys, count key changes among finite keys. NaN and
 /// infinite keys sort to the ends and are skipped.
 fn count_distinct_finite<T: RankSample>(values: &[T]) -> u64 {
-    with_buffers(|keys: &mut Vec<T::Key>, scratch| {
+    with_buffers(values.len(), |keys: &mut [T::Key], scratch| {
         let hist = keys_and_histograms(values, keys);
-        radix_sort_by(keys, scratch, &hist, |&k| k);
+        let (keys, _) = radix_sort_by(keys, scratch, &hist, |&k| k);
         let mut distinct = 0u64;
         let mut prev: Option<T::Key> = None;
         for &k in keys.iter() {
