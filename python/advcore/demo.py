@@ -86,7 +86,7 @@ def _row(
         std=float(moments.std[0]),
         mad=stats.median_abs_deviation(x),
         iqr=stats.interquartile_range(x),
-        quantiles=tuple(float(v) for v in stats.quantile(x, list(_Q))),
+        quantiles=tuple(float(v) for v in np.atleast_1d(stats.quantile(x, list(_Q)))),
         exact_zero_frac=census.exact_zero_frac,
         n_unique=census.n_unique,
         spearman_reward=spearman,

@@ -16,7 +16,12 @@ import pytest
 
 from advcore import stats
 
-REAL = Path(os.environ.get("ADVCORE_REAL_DATA", Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real"))
+_CANDIDATES = [
+    os.environ.get("ADVCORE_REAL_DATA"),
+    Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real",
+    "/work/shared/data/real",
+]
+REAL = next((Path(p) for p in _CANDIDATES if p and Path(p).is_dir()), Path("../shared/data/real"))
 GROUPS_RUN = REAL / "trl-grpo-v2-math-rlvr-groups"
 
 pytestmark = pytest.mark.skipif(
