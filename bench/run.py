@@ -29,6 +29,9 @@ sys.path.insert(0, str(HERE))
 from _harness import Case, median_time  # noqa: E402
 
 
+TARGET_N = 10_000_000
+
+
 def _modules() -> list[str]:
     return sorted(p.stem for p in HERE.glob("bench_*.py"))
 
@@ -84,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                 t_ours = median_time(case.advcore, repeat)
                 for comp_name, comp in case.competitors.items():
                     t_comp = median_time(comp, max(3, repeat // 2) if n >= 10**7 else repeat)
-                    target = case.targets.get(comp_name)
+                    # SPEC section 3 states its targets at N = 10,000,000.
+                    target = case.targets.get(comp_name) if n >= TARGET_N else None
                     target_txt = f">= {target:g}x" if target else ""
                     ratio = t_comp / t_ours
                     mark = "" if target is None else (" ok" if ratio >= target else " MISSED")

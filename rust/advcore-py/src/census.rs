@@ -11,7 +11,6 @@ type ValueCounts = (u64, u64, u64, u64, u64, u64, u64, u64, u64);
 
 #[pyfunction]
 #[pyo3(signature = (values, atol))]
-#[allow(clippy::needless_pass_by_value)] // PyO3 hands extracted arguments over by value
 fn value_census(py: Python<'_>, values: FloatArray<'_>, atol: f64) -> PyResult<ValueCounts> {
     let out: ValueCensus = with_floats!(values, "values", |xs| run(py, "value_census", || census::value_census(xs, atol)))?;
     let c = out.counts;
@@ -22,7 +21,6 @@ fn value_census(py: Python<'_>, values: FloatArray<'_>, atol: f64) -> PyResult<V
 /// meaningful only when `n_finite_pairs > 0`.
 #[pyfunction]
 #[pyo3(signature = (before, after, atol))]
-#[allow(clippy::needless_pass_by_value)] // PyO3 hands extracted arguments over by value
 fn change_census(py: Python<'_>, before: FloatArray<'_>, after: FloatArray<'_>, atol: f64) -> PyResult<(u64, u64, u64, f64, f64)> {
     let out: ChangeCounts = with_floats!(before, "before", |bs| with_floats!(after, "after", |as_| run(
         py,

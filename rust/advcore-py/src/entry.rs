@@ -4,7 +4,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use advcore_stats::{NanPolicy, StatsError};
+use advcore_stats::{Groups, NanPolicy, StatsError};
 use numpy::{Element, PyReadonlyArray1};
 use pyo3::prelude::*;
 
@@ -40,6 +40,15 @@ macro_rules! with_floats {
 pub fn slice<'a, T: Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
     a.as_slice()
         .map_err(|_| AdvcoreError::new_err(format!("`{name}` must be a C-contiguous 1-D array")))
+}
+
+/// Resolve the two ways of giving groups (the Python layer has checked that exactly one is set).
+pub fn layout(group_size: Option<usize>, ids: Option<&[i64]>) -> PyResult<Groups<'_>> {
+    match (group_size, ids) {
+        (Some(size), None) => Ok(Groups::Contiguous { size }),
+        (None, Some(ids)) => Ok(Groups::Ids(ids)),
+        _ => Err(AdvcoreError::new_err("give exactly one of `group_size` and `group_ids`")),
+    }
 }
 
 /// Convert a kernel error to the Python exception.

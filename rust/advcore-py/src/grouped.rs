@@ -6,7 +6,7 @@ use advcore_stats::grouped::{self, Columns, Plan, SpreadCensus, Tolerance};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyUntypedArray};
 use pyo3::prelude::*;
 
-use crate::entry::{AdvcoreError, FloatArray, nan_policy, run, slice, to_py};
+use crate::entry::{AdvcoreError, FloatArray, layout, nan_policy, run, slice, to_py};
 use crate::with_floats;
 
 /// The census as a flat tuple:
@@ -28,15 +28,6 @@ type GroupedArrays<'py> = (
     Bound<'py, PyUntypedArray>,
     CensusTuple,
 );
-
-/// Resolve the two ways of giving groups; the Python layer has checked that exactly one is set.
-fn groups(group_size: Option<usize>, ids: Option<&[i64]>) -> PyResult<Groups<'_>> {
-    match (group_size, ids) {
-        (Some(size), None) => Ok(Groups::Contiguous { size }),
-        (None, Some(ids)) => Ok(Groups::Ids(ids)),
-        _ => Err(AdvcoreError::new_err("give exactly one of `group_size` and `group_ids`")),
-    }
-}
 
 fn tolerance(atol: f64, rtol: f64) -> PyResult<Tolerance> {
     let tol = Tolerance { atol, rtol };
@@ -103,13 +94,12 @@ fn grouped_moments<'py>(
     let policy = self::nan_policy(nan_policy)?;
     let tol = tolerance(atol, rtol)?;
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
-    let layout = groups(group_size, ids)?;
+    let layout = layout(group_size, ids)?;
     with_floats!(values, "values", |xs| moments_into(py, xs, layout, ddof, policy, tol))
 }
 
 #[pyfunction]
 #[pyo3(signature = (values, group_size, group_ids, atol, rtol, nan_policy))]
-#[allow(clippy::needless_pass_by_value)]
 fn zero_variance_fraction<'py>(
     py: Python<'py>,
     values: FloatArray<'py>,
@@ -122,7 +112,7 @@ fn zero_variance_fraction<'py>(
     let policy = self::nan_policy(nan_policy)?;
     let tol = tolerance(atol, rtol)?;
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
-    let layout = groups(group_size, ids)?;
+    let layout = layout(group_size, ids)?;
     let census = with_floats!(values, "values", |xs| run(py, "zero_variance_fraction", || {
         grouped::zero_variance_fraction(xs, layout, tol, policy)
     }))?;
@@ -134,7 +124,6 @@ type DecompositionTuple = (f64, f64, f64, f64, u64, u64);
 
 #[pyfunction]
 #[pyo3(signature = (values, group_size, group_ids, nan_policy))]
-#[allow(clippy::needless_pass_by_value)]
 fn variance_decomposition<'py>(
     py: Python<'py>,
     values: FloatArray<'py>,
@@ -144,7 +133,7 @@ fn variance_decomposition<'py>(
 ) -> PyResult<DecompositionTuple> {
     let policy = self::nan_policy(nan_policy)?;
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
-    let layout = groups(group_size, ids)?;
+    let layout = layout(group_size, ids)?;
     let d = with_floats!(values, "values", |xs| run(py, "variance_decomposition", || {
         grouped::variance_decomposition(xs, layout, policy)
     }))?;
@@ -157,7 +146,6 @@ type ExplainedTuple<'py> =
 
 #[pyfunction]
 #[pyo3(signature = (returns, values, group_size, group_ids, nan_policy))]
-#[allow(clippy::needless_pass_by_value)]
 fn explained_variance<'py>(
     py: Python<'py>,
     returns: FloatArray<'py>,
@@ -170,7 +158,7 @@ fn explained_variance<'py>(
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
     let layout = match (group_size, ids) {
         (None, None) => None,
-        (size, ids) => Some(groups(size, ids)?),
+        (size, ids) => Some(layout(size, ids)?),
     };
     let ev = match (&returns, &values) {
         (FloatArray::F32(r), FloatArray::F32(v)) => {

@@ -1,8 +1,5 @@
 //! Bindings for `advcore_stats::{quantile, robust, sketch}`.
 
-// PyO3 extracts arguments as owned values; borrowing them is not an option here.
-#![allow(clippy::needless_pass_by_value)]
-
 use advcore_stats::quantile::Method;
 use advcore_stats::{quantile as kernels, robust, sketch};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};

@@ -1,17 +1,15 @@
 //! Bindings for `advcore_stats::rank`.
 
-use advcore_stats::Groups;
 use advcore_stats::rank::{self, GroupedSpearman, Spearman};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-use crate::entry::{AdvcoreError, FloatArray, nan_policy, run, slice};
+use crate::entry::{FloatArray, layout, nan_policy, run, slice};
 use crate::with_floats;
 
 /// `(rho, n_pairs, undefined)`.
 #[pyfunction]
 #[pyo3(signature = (x, y, nan_policy))]
-#[allow(clippy::needless_pass_by_value)] // PyO3 hands extracted arguments over by value
 fn spearman(py: Python<'_>, x: FloatArray<'_>, y: FloatArray<'_>, nan_policy: &str) -> PyResult<(f64, usize, bool)> {
     let policy = self::nan_policy(nan_policy)?;
     let out: Spearman =
@@ -24,7 +22,6 @@ type GroupedRho<'py> = (Option<Bound<'py, PyArray1<i64>>>, Bound<'py, PyArray1<f
 
 #[pyfunction]
 #[pyo3(signature = (x, y, group_size, group_ids, nan_policy))]
-#[allow(clippy::needless_pass_by_value)] // PyO3 hands extracted arguments over by value
 fn within_group_spearman<'py>(
     py: Python<'py>,
     x: FloatArray<'py>,
@@ -35,11 +32,7 @@ fn within_group_spearman<'py>(
 ) -> PyResult<GroupedRho<'py>> {
     let policy = self::nan_policy(nan_policy)?;
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
-    let layout = match (group_size, ids) {
-        (Some(size), None) => Groups::Contiguous { size },
-        (None, Some(ids)) => Groups::Ids(ids),
-        _ => return Err(AdvcoreError::new_err("give exactly one of `group_size` and `group_ids`")),
-    };
+    let layout = layout(group_size, ids)?;
     let out: GroupedSpearman = with_floats!(x, "x", |xs| with_floats!(y, "y", |ys| run(
         py,
         "within_group_spearman",
