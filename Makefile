@@ -8,7 +8,6 @@ help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 install:  ## build the Rust extension and install advcore with its test extras (editable)
-	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[test,bench]'
 
 demo: install  ## the main job on its embedded default
