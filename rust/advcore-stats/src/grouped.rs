@@ -17,6 +17,8 @@
 //!   index of [`dense_ids`] when the ids are sparse) with *shifted sums*: each group subtracts
 //!   its first value `K` before summing `x - K` and `(x - K)^2` (Chan, Golub & LeVeque 1983,
 //!   section 3), with a relative error of order `n eps` times `1 + (mean - K)^2 / var`.
+//! * Ids in non-decreasing order (each prompt's completions listed together) are summarised
+//!   run by run as they stream past, by the same shifted sums in the same order: no table.
 //! * Groups that see a NaN or an infinity (or overflow) are rare and recomputed exactly from
 //!   their members, so the fast paths never test for them per element.
 //!
