@@ -2,8 +2,9 @@
 
 Data as in GRPO: float32 rewards, one per completion, 8 completions per prompt; each prompt has
 its own success rate and the rewards are 0/1 plus a small shaping term on half the prompts, so
-a realistic share of groups has zero spread. Groups are given as a contiguous G = 8 or as int64
-prompt ids in random order (dense ids 0 .. N/8, shuffled).
+a realistic share of groups has zero spread. Groups are given as a contiguous G = 8, as int64
+prompt ids in random order (dense ids 0 .. N/8, shuffled), or as the same ids sorted (a batch
+that lists each prompt's completions together; the kernel streams it run by run).
 """
 
 from __future__ import annotations
@@ -52,10 +53,14 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
         m = grouped_moments(x, group_ids=shuffled_ids)
         return m.mean, m.var, m.zero_variance.exact_fraction
 
-    def numpy_bincount() -> tuple[Any, Any]:
-        count = np.bincount(shuffled_ids)
-        mean = np.bincount(shuffled_ids, x) / count
-        return mean, np.bincount(shuffled_ids, x * x) / count - mean * mean
+    def ours_sorted_ids() -> tuple[Any, Any, float]:
+        m = grouped_moments(x, group_ids=contiguous_ids)
+        return m.mean, m.var, m.zero_variance.exact_fraction
+
+    def bincount(ids: np.ndarray) -> tuple[Any, Any]:
+        count = np.bincount(ids)
+        mean = np.bincount(ids, x) / count
+        return mean, np.bincount(ids, x * x) / count - mean * mean
 
     def polars(df: pl.DataFrame) -> tuple[Any, Any, float]:
         out = df.group_by("g").agg(
@@ -78,9 +83,15 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
         Case(
             name="grouped mean/var + zero-var fraction, int64 ids, random order",
             advcore=ours_ids,
-            competitors={"numpy bincount": numpy_bincount, "polars": lambda: polars(shuffled)},
+            competitors={"numpy bincount": lambda: bincount(shuffled_ids), "polars": lambda: polars(shuffled)},
             check=_check_moments,
             targets={"numpy bincount": 8.0},
+        ),
+        Case(
+            name="grouped mean/var + zero-var fraction, int64 ids, sorted (runs)",
+            advcore=ours_sorted_ids,
+            competitors={"numpy bincount": lambda: bincount(contiguous_ids), "polars": lambda: polars(frame)},
+            check=_check_moments,
         ),
         Case(
             name=f"zero-variance fraction alone, contiguous G={G}",

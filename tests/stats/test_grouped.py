@@ -142,10 +142,10 @@ class _no_warning:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("layout", ["contiguous8", "contiguous7", "ids", "sparse_ids"])
+@pytest.mark.parametrize("layout", ["contiguous8", "contiguous7", "ids", "sparse_ids", "sorted_ids"])
 def test_many_groups_unsorted(layout, dtype):
-    """Tens of thousands of groups: the partitioned path of the id kernel, and NaN/inf groups
-    recomputed exactly among them."""
+    """Tens of thousands of groups: the partitioned path of the id kernel (the streaming path
+    for sorted ids), and NaN/inf groups recomputed exactly among them."""
     rng = np.random.default_rng(1)
     n_groups = 30_000
     if layout.startswith("contiguous"):
@@ -158,6 +158,8 @@ def test_many_groups_unsorted(layout, dtype):
         ids = rng.permutation(np.repeat(np.arange(n_groups), sizes))
         if layout == "sparse_ids":
             ids = ids * (1 << 40) - 17
+        if layout == "sorted_ids":
+            ids = np.sort(ids) * 3 - 5
         x = rng.integers(0, 4, len(ids)).astype(dtype) * 0.25
     x[rng.choice(len(x), 50, replace=False)] = np.nan
     x[rng.choice(len(x), 20, replace=False)] = np.inf
@@ -173,6 +175,27 @@ def test_many_groups_unsorted(layout, dtype):
         assert_close(m.var, want["var"], rtol=1e-9, atol=1e-12)
         assert_close(m.min, want["min"], rtol=0)
         assert_close(m.max, want["max"], rtol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sorted_ids_match_random_order(dtype):
+    """Sorted ids take the streaming path; the results equal, bit for bit, those of the same
+    samples in random order (each group's samples in the same relative order)."""
+    rng = np.random.default_rng(4)
+    ids = rng.integers(0, 5_000, 40_000)
+    x = (1e6 + rng.integers(0, 50, len(ids)) * 0.0625).astype(dtype)
+    x[rng.choice(len(x), 30, replace=False)] = np.nan
+    x[rng.choice(len(x), 10, replace=False)] = np.inf
+    order = np.argsort(ids, kind="stable")
+    for policy in ["propagate", "omit"]:
+        want = grouped_moments(x, group_ids=ids, nan_policy=policy)
+        got = grouped_moments(x[order], group_ids=ids[order], nan_policy=policy)
+        for name in ["group", "count", "mean", "var", "min", "max"]:
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        z, w = got.zero_variance, want.zero_variance
+        assert (z.n_groups, z.n_singleton, z.n_exact_zero, z.n_near_zero, z.n_nan) == (
+            w.n_groups, w.n_singleton, w.n_exact_zero, w.n_near_zero, w.n_nan
+        )
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "ids"])

@@ -17,6 +17,8 @@
 //!   index of [`dense_ids`] when the ids are sparse) with *shifted sums*: each group subtracts
 //!   its first value `K` before summing `x - K` and `(x - K)^2` (Chan, Golub & LeVeque 1983,
 //!   section 3), with a relative error of order `n eps` times `1 + (mean - K)^2 / var`.
+//! * Ids in non-decreasing order (each prompt's completions listed together) are summarised
+//!   run by run as they stream past, by the same shifted sums in the same order: no table.
 //! * Groups that see a NaN or an infinity (or overflow) are rare and recomputed exactly from
 //!   their members, so the fast paths never test for them per element.
 //!
@@ -348,6 +350,8 @@ pub struct Plan<'a, T> {
 #[derive(Debug)]
 enum Layout<'a> {
     Contiguous(usize),
+    /// Ids in non-decreasing order: each group is one run of equal ids, `n_runs` of them.
+    Runs { ids: &'a [i64], n_runs: usize },
     /// Keys `id - lo` in `0..n_keys`.
     Direct { ids: &'a [i64], lo: i64, n_keys: usize },
     /// Keys from [`dense_ids`]: `labels[dense[i]]` is the id of sample `i`.
@@ -371,9 +375,11 @@ impl<'a, T: Sample> Plan<'a, T> {
                 if values.len() >= u32::MAX as usize {
                     return Err(StatsError::invalid("group_ids", "more than 2^32 - 1 samples are not supported"));
                 }
-                let (lo, hi) = min_max(ids);
+                let IdSummary { lo, hi, n_runs, sorted } = summarise_ids(ids);
                 let span = hi.abs_diff(lo);
-                if span < values.len() as u64 / DIRECT_SPAN_DIVISOR + DIRECT_SLACK {
+                if sorted {
+                    Layout::Runs { ids, n_runs }
+                } else if span < values.len() as u64 / DIRECT_SPAN_DIVISOR + DIRECT_SLACK {
                     Layout::Direct { ids, lo, n_keys: span as usize + 1 }
                 } else {
                     let (labels, dense) = dense_ids(ids);
@@ -389,6 +395,7 @@ impl<'a, T: Sample> Plan<'a, T> {
     pub fn max_groups(&self) -> usize {
         match &self.layout {
             Layout::Contiguous(size) => self.values.len() / size,
+            Layout::Runs { n_runs, .. } => *n_runs,
             Layout::Direct { n_keys, .. } => (*n_keys).min(self.values.len()),
             Layout::Dense { labels, .. } => labels.len(),
         }
@@ -406,6 +413,10 @@ impl<'a, T: Sample> Plan<'a, T> {
         let (xs, omit, tol) = (self.values, self.omit, self.tol);
         match &self.layout {
             &Layout::Contiguous(size) => ScanInfo { labels: None, census: contiguous(xs, size, omit, tol, sink) },
+            &Layout::Runs { ids, n_runs } => {
+                let (labels, census) = runs(ids, n_runs, xs, omit, tol, sink);
+                ScanInfo { labels: Some(labels), census }
+            }
             &Layout::Direct { ids, lo, n_keys } => {
                 let keys = ids.iter().map(|&id| id.abs_diff(lo) as u32);
                 let key_of = |i: usize| ids[i].abs_diff(lo) as usize;
@@ -621,8 +632,90 @@ impl<T: Sample> Acc<T> {
     }
 }
 
-fn min_max(ids: &[i64]) -> (i64, i64) {
-    ids.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &id| (lo.min(id), hi.max(id)))
+/// What one pass over the ids finds: their range, and whether they come in non-decreasing
+/// order (each group one run of equal ids, as batches that list a prompt's completions
+/// together have them).
+struct IdSummary {
+    lo: i64,
+    hi: i64,
+    /// Number of runs of equal consecutive ids.
+    n_runs: usize,
+    sorted: bool,
+}
+
+/// `ids` must not be empty.
+#[dispatch(targets("x86_64+avx2+fma"))]
+fn summarise_ids(ids: &[i64]) -> IdSummary {
+    let (mut lo, mut hi) = (ids[0], ids[0]);
+    let (mut changes, mut descents) = (0usize, 0usize);
+    for (&a, &b) in ids.iter().zip(&ids[1..]) {
+        lo = lo.min(b);
+        hi = hi.max(b);
+        changes += usize::from(a != b);
+        descents += usize::from(b < a);
+    }
+    IdSummary { lo, hi, n_runs: changes + 1, sorted: descents == 0 }
+}
+
+/// Sorted ids: each run of equal ids is one group, summarised as it streams past by the
+/// shifted sums of [`insert`], in the same order and with the same shift (so the results do
+/// not depend on which path the ids took). No table, no partition: one pass.
+#[dispatch(targets("x86_64+avx2+fma"))]
+fn runs<T: Sample, S: Sink>(
+    ids: &[i64],
+    n_runs: usize,
+    xs: &[T],
+    omit: bool,
+    tol: Tolerance,
+    sink: &mut S,
+) -> (Vec<i64>, SpreadCensus) {
+    sink.start(n_runs);
+    let mut labels = Vec::with_capacity(n_runs);
+    let mut census = SpreadCensus::default();
+    let mut start = 0;
+    while start < ids.len() {
+        let id = ids[start];
+        let mut end = start + 1;
+        while end < ids.len() && ids[end] == id {
+            end += 1;
+        }
+        let group = &xs[start..end];
+        let stat = summarise_run(group).unwrap_or_else(|| GroupStat::exact(group.iter().copied(), omit));
+        census.record(&stat, tol);
+        sink.emit(labels.len(), &stat);
+        labels.push(id);
+        start = end;
+    }
+    (labels, census)
+}
+
+/// [`insert`] over one group, unrolled: the shift is the first value (`insert` arrives at the
+/// same one) and the first deviation is zero. `None` when a NaN, an infinity or an overflow
+/// spoiled the sums.
+#[inline(always)]
+fn summarise_run<T: Sample>(group: &[T]) -> Option<GroupStat> {
+    let first = group[0];
+    let shift = first.to_f64();
+    let (mut s1, mut s2, mut min, mut max) = (0.0f64, 0.0f64, first, first);
+    for &x in group {
+        let v = x.to_f64() - shift;
+        s1 += v;
+        s2 += v * v;
+        min = if x < min { x } else { min };
+        max = if x > max { x } else { max };
+    }
+    if !s2.is_finite() {
+        return None;
+    }
+    let offset = s1 / group.len() as f64;
+    Some(GroupStat {
+        count: group.len() as u64,
+        shift,
+        offset,
+        m2: (s2 - s1 * offset).max(0.0),
+        min: min.to_f64(),
+        max: max.to_f64(),
+    })
 }
 
 /// Bytes of accumulator table worked on at a time: well inside a 512 KiB L2 cache.
