@@ -43,7 +43,7 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
 
     def ours_contiguous() -> tuple[Any, Any, float]:
         m = grouped_moments(x, group_size=G)
-        return m.mean, m.var, m.zero_variance.exact_fraction
+        return m.mean, m.var, m.zero_variance.exact_frac
 
     def numpy_contiguous() -> tuple[Any, Any, float]:
         a = x.reshape(-1, G)
@@ -51,11 +51,11 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
 
     def ours_ids() -> tuple[Any, Any, float]:
         m = grouped_moments(x, group_ids=shuffled_ids)
-        return m.mean, m.var, m.zero_variance.exact_fraction
+        return m.mean, m.var, m.zero_variance.exact_frac
 
     def ours_sorted_ids() -> tuple[Any, Any, float]:
         m = grouped_moments(x, group_ids=contiguous_ids)
-        return m.mean, m.var, m.zero_variance.exact_fraction
+        return m.mean, m.var, m.zero_variance.exact_frac
 
     def bincount(ids: np.ndarray) -> tuple[Any, Any]:
         count = np.bincount(ids)
@@ -95,7 +95,7 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
         ),
         Case(
             name=f"zero-variance fraction alone, contiguous G={G}",
-            advcore=lambda: zero_variance_fraction(x, group_size=G).exact_fraction,
+            advcore=lambda: zero_variance_fraction(x, group_size=G).exact_frac,
             competitors={
                 "numpy": lambda: float((x.reshape(-1, G).max(1) == x.reshape(-1, G).min(1)).mean())
             },

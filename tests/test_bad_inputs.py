@@ -123,9 +123,9 @@ UNDEFINED_ON_CONSTANT = {
     "spearman": lambda c: stats.spearman(c, np.arange(c.shape[0], dtype=np.float64)),
     "within_group_spearman": lambda c: stats.within_group_spearman(c, np.arange(c.shape[0], dtype=np.float64), group_size=4).mean,
     "explained_variance": lambda c: stats.explained_variance(c, c * 0.5).overall,
-    "variance_decomposition": lambda c: stats.variance_decomposition(c, group_size=4).within_fraction,
+    "variance_decomposition": lambda c: stats.variance_decomposition(c, group_size=4).within_frac,
     "grouped_moments (ddof=1, singleton groups)": lambda c: stats.grouped_moments(c, group_size=1, ddof=1).var[0],
-    "zero_variance_fraction (all singleton)": lambda c: stats.zero_variance_fraction(c, group_size=1).exact_fraction,
+    "zero_variance_fraction (all singleton)": lambda c: stats.zero_variance_fraction(c, group_size=1).exact_frac,
 }
 
 

@@ -16,7 +16,7 @@ def test_demo_numbers_match_numpy() -> None:
     result = run_demo(prompts=64, group_size=8, seed=3)
     groups = rewards.reshape(-1, 8).astype(np.float64)
     tied = (groups.max(axis=1) == groups.min(axis=1)).mean()
-    assert result.zero_variance.exact_fraction == pytest.approx(tied)
+    assert result.zero_variance.exact_frac == pytest.approx(tied)
     within = groups.var(axis=1).mean()
     assert result.decomposition.within == pytest.approx(within, rel=1e-12)
     assert result.decomposition.total == pytest.approx(groups.var(), rel=1e-12)

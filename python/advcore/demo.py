@@ -126,12 +126,12 @@ def render(result: DemoResult) -> None:
     )
     zv, dec = result.zero_variance, result.decomposition
     console.print(
-        f"groups with zero reward variance: [bold]{zv.exact_fraction:.1%}[/bold] "
+        f"groups with zero reward variance: [bold]{zv.exact_frac:.1%}[/bold] "
         f"({zv.n_exact_zero} of {zv.n_groups - zv.n_singleton}); these get advantage 0 for every sample"
     )
     console.print(
         f"reward variance {dec.total:.4f} = within-group {dec.within:.4f} + between-group "
-        f"{dec.between:.4f}: GRPO can learn from the within part, {dec.within_fraction:.1%}"
+        f"{dec.between:.4f}: GRPO can learn from the within part, {dec.within_frac:.1%}"
     )
     table = Table(title="stage statistics (one column per stage's array)")
     table.add_column("statistic")

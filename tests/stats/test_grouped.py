@@ -296,10 +296,10 @@ def test_zero_variance_fraction_matches_loop(case, dtype, policy, atol, rtol):
     assert (z.n_groups, z.n_singleton, z.n_exact_zero, z.n_near_zero, z.n_nan) == (
         n_groups, single, exact, near, nan)
     if all_single or nan:
-        assert np.isnan(z.exact_fraction) and np.isnan(z.near_fraction)
+        assert np.isnan(z.exact_frac) and np.isnan(z.near_frac)
     else:
-        assert z.exact_fraction == exact / (n_groups - single)
-        assert z.near_fraction == near / (n_groups - single)
+        assert z.exact_frac == exact / (n_groups - single)
+        assert z.near_frac == near / (n_groups - single)
 
 
 def test_zero_variance_trl_example_and_isclose():
@@ -307,15 +307,15 @@ def test_zero_variance_trl_example_and_isclose():
     rewards = np.array([1, 1, 1, 1, 0, 1, 0, 1, 0, 0, 0, 0, 0.5, 0.5, 0.5, 0.5 + 1e-7])
     z = zero_variance_fraction(rewards, group_size=4)
     std = rewards.reshape(-1, 4).std(axis=1)
-    assert z.exact_fraction == np.mean(std == 0) == 0.5
-    assert z.near_fraction == np.mean(np.isclose(rewards.reshape(-1, 4).max(1),
+    assert z.exact_frac == np.mean(std == 0) == 0.5
+    assert z.near_frac == np.mean(np.isclose(rewards.reshape(-1, 4).max(1),
                                                  rewards.reshape(-1, 4).min(1))) == 0.75
 
 
 def test_zero_variance_all_singletons_warns():
     with pytest.warns(AdvcoreWarning, match="fewer than two"):
         z = zero_variance_fraction(np.arange(5.0), group_size=1)
-    assert z.n_singleton == 5 and np.isnan(z.exact_fraction)
+    assert z.n_singleton == 5 and np.isnan(z.exact_frac)
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,13 +356,13 @@ def test_variance_decomposition_matches_numpy(case, dtype, policy):
     assert d.total == d.within + d.between
     assert d.n_groups == len(members)
     if total > 0:
-        assert d.within_fraction == pytest.approx(within / total, rel=1e-9, abs=1e-12)
+        assert d.within_frac == pytest.approx(within / total, rel=1e-9, abs=1e-12)
 
 
 def test_variance_decomposition_constant_warns():
     with pytest.warns(AdvcoreWarning, match="zero variance"):
         d = variance_decomposition(np.ones(6, np.float32), group_size=3)
-    assert d.total == 0 and np.isnan(d.within_fraction)
+    assert d.total == 0 and np.isnan(d.within_frac)
 
 
 # --------------------------------------------------------------------------------------------

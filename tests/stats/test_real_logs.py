@@ -46,7 +46,7 @@ def test_zero_variance_fraction_matches_the_logged_group_statistics() -> None:
         zv = stats.zero_variance_fraction(flat, group_size=rewards.shape[1], atol=0.0, rtol=0.0)
         assert zv.n_groups == row["group_count"]
         assert zv.n_exact_zero == row["zero_variance_group_count"]
-        assert zv.exact_fraction == pytest.approx(row["zero_variance_group_fraction"], abs=0)
+        assert zv.exact_frac == pytest.approx(row["zero_variance_group_fraction"], abs=0)
 
         moments = stats.grouped_moments(flat, group_size=rewards.shape[1])
         np.testing.assert_allclose(moments.var, json.loads(row["group_variances"]), rtol=1e-12, atol=1e-15)
@@ -64,5 +64,5 @@ def test_the_fully_degenerate_update_has_no_within_group_variance() -> None:
     """Update 99: all four groups tied, loss and grad_norm exactly 0 in the run's own log."""
     row = _updates().filter(pl.col("update") == 99).row(0, named=True)
     flat = np.asarray(json.loads(row["group_rewards"]), dtype=np.float32).ravel()
-    assert stats.zero_variance_fraction(flat, group_size=4).exact_fraction == 1.0
+    assert stats.zero_variance_fraction(flat, group_size=4).exact_frac == 1.0
     assert stats.variance_decomposition(flat, group_size=4).within == 0.0

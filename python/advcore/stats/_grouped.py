@@ -53,7 +53,7 @@ class ZeroVarianceFraction:
     n_nan : int
         Groups of two or more samples that contain NaN (only under ``nan_policy="propagate"``;
         they are neither exact nor near zero).
-    exact_fraction, near_fraction : float
+    exact_frac, near_frac : float
         ``n_exact_zero`` and ``n_near_zero`` over the ``n_groups - n_singleton`` groups of two
         or more samples, in [0, 1]. NaN when every group is a singleton, or when ``n_nan > 0``
         (NaN propagates).
@@ -66,8 +66,8 @@ class ZeroVarianceFraction:
     n_exact_zero: int
     n_near_zero: int
     n_nan: int
-    exact_fraction: float
-    near_fraction: float
+    exact_frac: float
+    near_frac: float
     atol: float
     rtol: float
 
@@ -208,7 +208,7 @@ def grouped_moments(
     >>> m = grouped_moments(np.array([1.0, 0.0, 1.0, 1.0]), group_size=2)
     >>> m.mean.tolist(), m.var.tolist()
     ([0.5, 1.0], [0.25, 0.0])
-    >>> m.zero_variance.exact_fraction
+    >>> m.zero_variance.exact_frac
     0.5
     >>> grouped_moments([3.0, 1.0, 2.0], group_ids=[7, 5, 7]).group.tolist()
     [5, 7]
@@ -296,8 +296,8 @@ def zero_variance_fraction(
     -----
     A group of ``n_g >= 2`` values has exact zero spread when ``max == min`` and near-zero
     spread when ``max - min <= atol + rtol * max(|min|, |max|)``, the test of
-    ``numpy.isclose(max, min)`` made symmetric. ``exact_fraction = n_exact_zero / (n_groups -
-    n_singleton)``, likewise ``near_fraction``. One pass over the values; computing it with the
+    ``numpy.isclose(max, min)`` made symmetric. ``exact_frac = n_exact_zero / (n_groups -
+    n_singleton)``, likewise ``near_frac``. One pass over the values; computing it with the
     moments costs nothing more (:attr:`GroupedMoments.zero_variance`).
 
     Examples
@@ -305,7 +305,7 @@ def zero_variance_fraction(
     >>> import numpy as np
     >>> rewards = np.array([1.0, 1.0, 0.0, 1.0, 0.5, 0.5 + 1e-9])
     >>> z = zero_variance_fraction(rewards, group_size=2)
-    >>> z.n_exact_zero, z.n_near_zero, z.exact_fraction
+    >>> z.n_exact_zero, z.n_near_zero, z.exact_frac
     (1, 2, 0.3333333333333333)
     """
     x = as_values(values, "values")
@@ -339,7 +339,7 @@ class VarianceDecomposition:
         ``sum_g n_g * var_g / N``: the spread inside groups, what GRPO learns from.
     between : float
         ``sum_g n_g * (mean_g - mean)**2 / N``: the spread of the group means.
-    within_fraction : float
+    within_frac : float
         ``within / total`` in [0, 1]; NaN when ``total == 0``.
     count : int
         Number of values ``N`` (after NaN omission).
@@ -350,7 +350,7 @@ class VarianceDecomposition:
     total: float
     within: float
     between: float
-    within_fraction: float
+    within_frac: float
     count: int
     n_groups: int
 
@@ -389,7 +389,7 @@ def variance_decomposition(
     Warns
     -----
     AdvcoreWarning
-        When ``total == 0`` (``within_fraction`` is NaN).
+        When ``total == 0`` (``within_frac`` is NaN).
 
     Notes
     -----
@@ -408,7 +408,7 @@ def variance_decomposition(
     --------
     >>> import numpy as np
     >>> d = variance_decomposition(np.array([0.0, 2.0, 10.0, 12.0]), group_size=2)
-    >>> d.total, d.within, d.between, d.within_fraction
+    >>> d.total, d.within, d.between, d.within_frac
     (26.0, 1.0, 25.0, 0.038461538461538464)
     """
     x = as_values(values, "values")
@@ -418,7 +418,7 @@ def variance_decomposition(
     )
     if total == 0:
         warnings.warn(
-            "the values have zero variance; within_fraction is NaN", AdvcoreWarning, stacklevel=2
+            "the values have zero variance; within_frac is NaN", AdvcoreWarning, stacklevel=2
         )
     return VarianceDecomposition(total, within, between, fraction, count, n_groups)
 
