@@ -408,6 +408,22 @@ where
         self.values.len() - self.n_nan
     }
 
+    /// The non-empty top-level buckets below the NaN bucket, in key order, as
+    /// `(lo, hi, count)`: the `count` keys of the bucket lie in `lo..=hi`.
+    pub(crate) fn top_buckets(&self) -> Vec<(u64, u64, u64)> {
+        let level = &self.top;
+        let width = 1u64 << level.shift;
+        level.counts[..N_BUCKETS - 1]
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c > 0)
+            .map(|(b, &c)| {
+                let start = level.lo + (b as u64) * width;
+                (start.max(level.min), (start + (width - 1)).min(level.max), c)
+            })
+            .collect()
+    }
+
     /// The keys at the given 0-based ranks of the sorted non-NaN keys (any order, repeats
     /// allowed; each rank `< n_valid`), as `u64`, in the order of `ranks`.
     pub(crate) fn select(&self, ranks: &[usize]) -> Vec<u64> {
