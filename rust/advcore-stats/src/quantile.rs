@@ -408,6 +408,22 @@ where
         self.values.len() - self.n_nan
     }
 
+    /// The non-empty top-level buckets below the NaN bucket, in key order, as
+    /// `(lo, hi, count)`: the `count` keys of the bucket lie in `lo..=hi`.
+    pub(crate) fn top_buckets(&self) -> Vec<(u64, u64, u64)> {
+        let level = &self.top;
+        let width = 1u64 << level.shift;
+        level.counts[..N_BUCKETS - 1]
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c > 0)
+            .map(|(b, &c)| {
+                let start = level.lo + (b as u64) * width;
+                (start.max(level.min), (start + (width - 1)).min(level.max), c)
+            })
+            .collect()
+    }
+
     /// The keys at the given 0-based ranks of the sorted non-NaN keys (any order, repeats
     /// allowed; each rank `< n_valid`), as `u64`, in the order of `ranks`.
     pub(crate) fn select(&self, ranks: &[usize]) -> Vec<u64> {
@@ -440,6 +456,7 @@ where
 
         let mut lut = vec![u8::MAX; STRIDE];
         let mut gathered: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+        let mut huge: Vec<(u64, u64, std::ops::Range<usize>)> = Vec::new();
         for (b, run) in buckets {
             let count = level.counts[b] as usize;
             let b_lo = (level.lo + ((b as u64) << level.shift)).max(level.min);
@@ -450,18 +467,7 @@ where
                     out[r.slot] = b_lo;
                 }
             } else if count > HUGE_MIN && count > self.values.len() / 4 {
-                // A cheap vectorised min/max pass first: a bucket of one repeated value ends
-                // here, and otherwise the refining histogram spans only the keys present.
-                let (min, max) = min_max_pass(self.values, self.key, K::from_u64(b_lo), K::from_u64(b_hi));
-                let (min, max) = (min.to_u64(), max.to_u64());
-                if min == max {
-                    for r in &requests[run] {
-                        out[r.slot] = min;
-                    }
-                } else {
-                    let child = histogram_level(self.values, self.key, min, max);
-                    self.resolve(&child, &mut requests[run], out);
-                }
+                huge.push((b_lo, b_hi, run));
             } else if gathered.len() < usize::from(u8::MAX) {
                 lut[b] = gathered.len() as u8;
                 gathered.push((b, run));
@@ -471,14 +477,35 @@ where
                 self.resolve(&child, &mut requests[run], out);
             }
         }
-        if gathered.is_empty() {
-            return;
+        // The gather pass also finds the smallest and largest key of the first huge bucket, so
+        // heavy ties (one repeated value) cost no pass of their own.
+        let watch = huge.first().map(|&(lo, hi, _)| (K::from_u64(lo), K::from_u64(hi)));
+        let mut watched = None;
+        if !gathered.is_empty() {
+            let mut bufs: Vec<Vec<K>> =
+                gathered.iter().map(|(b, _)| Vec::with_capacity(level.counts[*b] as usize)).collect();
+            let range = (K::from_u64(level.lo), K::from_u64(level.max));
+            watched = gather_pass(self.values, self.key, range, level.shift, &lut, &mut bufs, watch);
+            for ((_, run), mut buf) in gathered.into_iter().zip(bufs) {
+                select_in_buffer(&mut buf, &requests[run], out);
+            }
         }
-        let mut bufs: Vec<Vec<K>> =
-            gathered.iter().map(|(b, _)| Vec::with_capacity(level.counts[*b] as usize)).collect();
-        gather_pass(self.values, self.key, K::from_u64(level.lo), K::from_u64(level.max), level.shift, &lut, &mut bufs);
-        for ((_, run), mut buf) in gathered.into_iter().zip(bufs) {
-            select_in_buffer(&mut buf, &requests[run], out);
+        for (i, (b_lo, b_hi, run)) in huge.into_iter().enumerate() {
+            // A bucket of one repeated value ends here; otherwise the refining histogram spans
+            // only the keys present.
+            let (min, max) = match watched {
+                Some(min_max) if i == 0 => min_max,
+                _ => min_max_pass(self.values, self.key, K::from_u64(b_lo), K::from_u64(b_hi)),
+            };
+            let (min, max) = (min.to_u64(), max.to_u64());
+            if min == max {
+                for r in &requests[run] {
+                    out[r.slot] = min;
+                }
+            } else {
+                let child = histogram_level(self.values, self.key, min, max);
+                self.resolve(&child, &mut requests[run], out);
+            }
         }
     }
 }
@@ -605,15 +632,53 @@ where
     (min, max)
 }
 
-/// Append every key in `lo..=hi` whose bucket has a slot in `lut` to that slot's buffer.
+/// Append every key in `range` whose bucket has a slot in `lut` to that slot's buffer; with
+/// a `watch` range, return the smallest and largest key in it (`(MAX, MIN)` if none).
 #[dispatch(targets("x86_64+avx2+fma"))]
-fn gather_pass<T, K, F>(values: &[T], key: F, lo: K, hi: K, shift: u32, lut: &[u8], bufs: &mut [Vec<K>])
+fn gather_pass<T, K, F>(
+    values: &[T],
+    key: F,
+    range: (K, K),
+    shift: u32,
+    lut: &[u8],
+    bufs: &mut [Vec<K>],
+    watch: Option<(K, K)>,
+) -> Option<(K, K)>
 where
     T: Copy,
     K: RadixKey,
     F: Fn(T) -> K + Copy,
 {
+    match watch {
+        None => {
+            gather_keys::<T, K, F, false>(values, key, range, shift, lut, bufs, (K::MIN, K::MIN));
+            None
+        }
+        Some(watch) => Some(gather_keys::<T, K, F, true>(values, key, range, shift, lut, bufs, watch)),
+    }
+}
+
+/// The body of [`gather_pass`]; always inlined, so compiled with the caller's features.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+fn gather_keys<T, K, F, const WATCH: bool>(
+    values: &[T],
+    key: F,
+    (lo, hi): (K, K),
+    shift: u32,
+    lut: &[u8],
+    bufs: &mut [Vec<K>],
+    (watch_lo, watch_hi): (K, K),
+) -> (K, K)
+where
+    T: Copy,
+    K: RadixKey,
+    F: Fn(T) -> K + Copy,
+{
+    const LANES: usize = 16;
     let span = hi.wrapping_sub(lo);
+    let watch_span = watch_hi.wrapping_sub(watch_lo);
+    let (mut min, mut max) = ([K::MAX; LANES], [K::MIN; LANES]);
     let mut keys = [K::MIN; CHUNK];
     let mut buckets = [0u32; CHUNK];
     for chunk in values.chunks(CHUNK) {
@@ -626,6 +691,22 @@ where
             *k_slot = k;
             *b_slot = if offset <= span { offset.bucket(K::MIN, shift) } else { OUT_OF_RANGE as u32 };
         }
+        if WATCH {
+            // Apart, over keys still in L1: inside the loop above it stops the vectorisation.
+            // Explicit lanes: one vector of minima and one of maxima. A short last chunk pads
+            // with a key it holds, which changes neither.
+            if chunk.len() < CHUNK {
+                let first = keys[0];
+                keys[chunk.len()..].fill(first);
+            }
+            for block in keys.chunks_exact(LANES) {
+                for ((mn, mx), &k) in min.iter_mut().zip(&mut max).zip(block) {
+                    let inside = k.wrapping_sub(watch_lo) <= watch_span;
+                    *mn = (*mn).min(if inside { k } else { K::MAX });
+                    *mx = (*mx).max(if inside { k } else { K::MIN });
+                }
+            }
+        }
         for (&k, &b) in keys.iter().zip(&buckets[..chunk.len()]) {
             let slot = lut[b as usize];
             if slot != u8::MAX {
@@ -633,6 +714,7 @@ where
             }
         }
     }
+    (min.into_iter().fold(K::MAX, Ord::min), max.into_iter().fold(K::MIN, Ord::max))
 }
 
 /// Smallest and largest key in `lo..=hi` (`(MAX, MIN)` if none).

@@ -10,6 +10,7 @@
 use crate::error::{Result, StatsError, check_non_empty};
 use crate::quantile::{Method, RadixKey, Select, Selector, key_of, quantile};
 use crate::sample::{NanPolicy, raise_on_nan};
+use crate::simd::dispatch;
 use crate::sortkey::SortKey;
 
 /// `Phi^-1(3/4)`, the MAD of the standard normal; `scale = "normal"` divides by it (scipy's
@@ -37,6 +38,11 @@ pub fn median_abs_deviation<T: Select>(values: &[T], scale: f64, nan_policy: Nan
         return Ok(f64::NAN);
     }
     let center = median(&values_sel, |k| T::from_key(T::Key::from_u64(k)).to_f64());
+    if center.is_finite()
+        && let Some(mad) = deviation_median_by_bracketing(&values_sel, values, center)
+    {
+        return Ok(mad / scale);
+    }
     // NaN samples (omitted) and NaN deviations (inf - inf) both get the NaN key.
     let deviation = move |x: T| key_of::<f64>((x.to_f64() - center).abs());
     let deviations_sel = Selector::new(values, deviation);
@@ -44,6 +50,156 @@ pub fn median_abs_deviation<T: Select>(values: &[T], scale: f64, nan_policy: Nan
         return Ok(f64::NAN);
     }
     Ok(median(&deviations_sel, f64::from_key) / scale)
+}
+
+/// The median of `|x - center|` over the non-NaN `x`, from the values' top-level histogram and
+/// one more pass, or `None` when that pass would have to keep too many deviations (a huge
+/// common offset puts every value in a few buckets; the caller then selects on deviations).
+///
+/// Deviations are monotone in `x` on either side of `center` (rounding is monotone), so each
+/// bucket's key bounds bound its deviations. The `k`-th smallest lower bound and the `k`-th
+/// smallest upper bound, counted with the bucket counts, bracket the `k`-th smallest deviation.
+/// The pass counts the deviations below the bracket, counts those equal to its lower end (ties
+/// at the median cost nothing) and keeps only those inside it, computed in `f64` as scipy does.
+fn deviation_median_by_bracketing<T, F>(selector: &Selector<'_, T, T::Key, F>, values: &[T], center: f64) -> Option<f64>
+where
+    T: Select,
+    F: Fn(T) -> T::Key + Copy + Send + Sync,
+{
+    let n = selector.n_valid();
+    let (rank_lo, rank_hi) = if n % 2 == 1 { (n / 2, n / 2) } else { (n / 2 - 1, n / 2) };
+    // The upper key of the bucket holding +inf may be a NaN pattern: its values end at +inf.
+    let value = |k: u64| {
+        let v = T::from_key(T::Key::from_u64(k)).to_f64();
+        if v.is_nan() { f64::INFINITY } else { v }
+    };
+    let buckets = selector.top_buckets();
+    // Buckets before `centre` lie wholly left of the centre; the rest start at or right of it,
+    // but for the first, which may straddle it.
+    let centre = buckets.partition_point(|&(_, hi, _)| value(hi) < center);
+    let bounds: Vec<Bracket> = buckets
+        .into_iter()
+        .map(|(lo, hi, count)| {
+            let (lo, hi) = (value(lo), value(hi));
+            let (d_min, d_max) = if lo >= center {
+                (lo - center, hi - center)
+            } else if hi <= center {
+                (center - hi, center - lo)
+            } else {
+                (0.0, (center - lo).max(hi - center))
+            };
+            Bracket { d_min, d_max, count }
+        })
+        .collect();
+    let t_lo = weighted_rank(&bounds, centre, rank_lo, |b| b.d_min);
+    let t_hi = weighted_rank(&bounds, centre, rank_hi, |b| b.d_max);
+    // Past `cap` kept deviations, selecting on all of them costs less.
+    let cap = n / 8 + 1024;
+    let estimate: u64 = bounds.iter().filter(|b| b.d_max > t_lo && b.d_min <= t_hi).map(|b| b.count).sum();
+    let mut inside = Vec::with_capacity((estimate as usize).min(cap));
+    let (below, at_lo) = deviations_in(values, center, t_lo, t_hi, cap, &mut inside)?;
+    // Ranks `below..tied` are the ties at `t_lo`, the rest are among the kept deviations.
+    let tied = below + at_lo;
+    debug_assert!(below <= rank_lo && rank_hi < tied + inside.len());
+    let lo = if rank_lo < tied { t_lo } else { *inside.select_nth_unstable_by(rank_lo - tied, f64::total_cmp).1 };
+    if rank_hi == rank_lo {
+        return Some(lo);
+    }
+    let hi = if rank_hi < tied {
+        t_lo
+    } else if rank_lo < tied {
+        inside.iter().copied().fold(f64::INFINITY, f64::min)
+    } else {
+        // The smallest kept deviation right of the one just selected.
+        inside[rank_lo - tied + 1..].iter().copied().fold(f64::INFINITY, f64::min)
+    };
+    // numpy's `mean` of the two middle values, as in `median`.
+    #[allow(clippy::manual_midpoint)]
+    let mid = (lo + hi) / 2.0;
+    Some(mid)
+}
+
+/// Bounds on the deviations of one bucket's values, and their number.
+#[derive(Debug, Clone, Copy)]
+struct Bracket {
+    d_min: f64,
+    d_max: f64,
+    count: u64,
+}
+
+/// The `rank`-th smallest of `bound(b)` over the brackets `b`, each counted `b.count` times.
+/// `bound` grows away from bucket `centre` on both sides, except at `centre` itself.
+fn weighted_rank(brackets: &[Bracket], centre: usize, rank: usize, bound: impl Fn(&Bracket) -> f64) -> f64 {
+    let (mut left, mut right) = (centre, centre + 1);
+    let mut centre_pending = centre < brackets.len();
+    let mut seen = 0u64;
+    loop {
+        // The smallest head among the left run (walking down), the right run (walking up) and
+        // the centre bucket.
+        let candidates =
+            [(left > 0).then(|| left - 1), (right < brackets.len()).then_some(right), centre_pending.then_some(centre)];
+        let next = candidates
+            .into_iter()
+            .flatten()
+            .min_by(|&a, &b| bound(&brackets[a]).total_cmp(&bound(&brackets[b])))
+            .expect("rank below the number of values");
+        seen += brackets[next].count;
+        match next.cmp(&centre) {
+            std::cmp::Ordering::Less => left -= 1,
+            std::cmp::Ordering::Equal => centre_pending = false,
+            std::cmp::Ordering::Greater => right += 1,
+        }
+        if seen > rank as u64 {
+            return bound(&brackets[next]);
+        }
+    }
+}
+
+/// Count the `|x - center|` below `t_lo` and equal to it; append those in `(t_lo, t_hi]` to
+/// `inside`, giving up (`None`) once it holds more than `cap`. NaN deviations are in none of
+/// them.
+#[dispatch(targets("x86_64+avx2+fma"))]
+fn deviations_in<T: Select>(
+    values: &[T],
+    center: f64,
+    t_lo: f64,
+    t_hi: f64,
+    cap: usize,
+    inside: &mut Vec<f64>,
+) -> Option<(usize, usize)> {
+    const CHUNK: usize = 256;
+    let (mut below, mut at_lo) = (0usize, 0usize);
+    let (mut devs, mut kept) = ([0.0f64; CHUNK], [0.0f64; CHUNK]);
+    for chunk in values.chunks(CHUNK) {
+        // Deviations and counts in a loop the compiler vectorises ...
+        let (mut n_below, mut n_at, mut n_up_to_hi) = (0u32, 0u32, 0u32);
+        for (d, &x) in devs.iter_mut().zip(chunk) {
+            let dev = (x.to_f64() - center).abs();
+            *d = dev;
+            n_below += u32::from(dev < t_lo);
+            n_at += u32::from(dev == t_lo);
+            n_up_to_hi += u32::from(dev <= t_hi);
+        }
+        below += n_below as usize;
+        at_lo += n_at as usize;
+        // ... then, in the chunks holding any, a branch-free compaction of the kept ones (a
+        // branch per element mispredicts: half the deviations are below the bracket).
+        if n_up_to_hi > n_below + n_at {
+            let mut n_kept = 0;
+            for &d in &devs[..chunk.len()] {
+                kept[n_kept] = d;
+                // `&`, not `&&`: a second branch is what this loop avoids.
+                #[allow(clippy::needless_bitwise_bool)]
+                let keep = (d > t_lo) & (d <= t_hi);
+                n_kept += usize::from(keep);
+            }
+            inside.extend_from_slice(&kept[..n_kept]);
+        }
+        if inside.len() > cap {
+            return None;
+        }
+    }
+    Some((below, at_lo))
 }
 
 /// numpy's median of the selected keys: the middle one, or the mean of the middle two.
@@ -123,6 +279,34 @@ mod tests {
         assert_eq!(median_abs_deviation(&x, 1.0, NanPolicy::Propagate).unwrap(), 0.0);
         let key_max = <u32 as RadixKey>::MAX;
         assert_eq!(key_max, u32::MAX);
+    }
+
+    #[test]
+    fn bracketing_ties_and_infinities() {
+        // Large enough for the bracketing path; ties at the median, at the bracket's lower end,
+        // infinities and NaN (omitted), odd and even counts.
+        let base: Vec<f64> = (0..20_001u32).map(|i| f64::from((i * 7919) % 2003) * 0.01 - 10.0).collect();
+        let mut cases = vec![base.clone(), base[1..].to_vec()];
+        let mut tied = base.clone();
+        tied.iter_mut().step_by(3).for_each(|x| *x = 0.5);
+        cases.push(tied);
+        let mut zeros = base.clone();
+        zeros.iter_mut().take(12_000).for_each(|x| *x = 0.0);
+        cases.push(zeros);
+        let mut inf = base.clone();
+        inf[..3000].fill(f64::INFINITY);
+        inf[3000..4000].fill(f64::NEG_INFINITY);
+        cases.push(inf.clone());
+        for xs in &cases {
+            assert_eq!(median_abs_deviation(xs, 1.0, NanPolicy::Propagate).unwrap(), mad_by_sorting(xs));
+            let xf: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
+            let xfd: Vec<f64> = xf.iter().map(|&v| f64::from(v)).collect();
+            assert_eq!(median_abs_deviation(&xf, 1.0, NanPolicy::Propagate).unwrap(), mad_by_sorting(&xfd));
+        }
+        let mut with_nan = inf;
+        with_nan[5000..5500].fill(f64::NAN);
+        let finite: Vec<f64> = with_nan.iter().copied().filter(|x| !x.is_nan()).collect();
+        assert_eq!(median_abs_deviation(&with_nan, 1.0, NanPolicy::Omit).unwrap(), mad_by_sorting(&finite));
     }
 
     proptest! {
