@@ -38,8 +38,7 @@ macro_rules! with_floats {
 
 /// The contiguous data of a 1-D array, or an error naming the argument.
 pub fn slice<'a, T: Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice()
-        .map_err(|_| AdvcoreError::new_err(format!("`{name}` must be a C-contiguous 1-D array")))
+    a.as_slice().map_err(|_| AdvcoreError::new_err(format!("`{name}` must be a C-contiguous 1-D array")))
 }
 
 /// Resolve the two ways of giving groups (the Python layer has checked that exactly one is set).
@@ -77,9 +76,7 @@ where
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_owned());
-            Err(AdvcoreError::new_err(format!(
-                "internal error in advcore kernel `{name}` (please report it): {msg}"
-            )))
+            Err(AdvcoreError::new_err(format!("internal error in advcore kernel `{name}` (please report it): {msg}")))
         }
     }
 }

@@ -141,8 +141,7 @@ fn variance_decomposition<'py>(
 }
 
 /// `(overall, overall_undefined, labels or None, per-group or None, n_undefined_groups)`.
-type ExplainedTuple<'py> =
-    (f64, bool, Option<Bound<'py, PyArray1<i64>>>, Option<Bound<'py, PyArray1<f64>>>, u64);
+type ExplainedTuple<'py> = (f64, bool, Option<Bound<'py, PyArray1<i64>>>, Option<Bound<'py, PyArray1<f64>>>, u64);
 
 #[pyfunction]
 #[pyo3(signature = (returns, values, group_size, group_ids, nan_policy))]

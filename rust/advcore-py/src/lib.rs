@@ -27,5 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// panic reaches Python as an `AdvcoreError` instead of aborting the interpreter.
 #[pyfunction]
 fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
-    entry::run(py, "_panic_for_tests", || -> advcore_stats::Result<()> { panic!("deliberate panic for the test suite") })
+    entry::run(py, "_panic_for_tests", || -> advcore_stats::Result<()> {
+        panic!("deliberate panic for the test suite")
+    })
 }

@@ -33,11 +33,10 @@ fn within_group_spearman<'py>(
     let policy = self::nan_policy(nan_policy)?;
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
     let layout = layout(group_size, ids)?;
-    let out: GroupedSpearman = with_floats!(x, "x", |xs| with_floats!(y, "y", |ys| run(
-        py,
-        "within_group_spearman",
-        || rank::within_group_spearman(xs, ys, layout, policy)
-    )))?;
+    let out: GroupedSpearman =
+        with_floats!(x, "x", |xs| with_floats!(y, "y", |ys| run(py, "within_group_spearman", || {
+            rank::within_group_spearman(xs, ys, layout, policy)
+        })))?;
     Ok((
         out.labels.map(|l| l.into_pyarray(py)),
         out.rho.into_pyarray(py),

@@ -33,14 +33,29 @@ fn kernels(c: &mut Criterion) {
     let mut group = c.benchmark_group("kernels_1M_f32");
     group.throughput(Throughput::Elements(N as u64));
     group.bench_function("zero_variance_fraction_G8", |b| {
-        b.iter(|| zero_variance_fraction(black_box(&rewards), Groups::Contiguous { size: 8 }, Tolerance::default(), NanPolicy::Propagate));
+        b.iter(|| {
+            zero_variance_fraction(
+                black_box(&rewards),
+                Groups::Contiguous { size: 8 },
+                Tolerance::default(),
+                NanPolicy::Propagate,
+            )
+        });
     });
     group.bench_function("zero_variance_fraction_ids", |b| {
-        b.iter(|| zero_variance_fraction(black_box(&rewards), Groups::Ids(&ids), Tolerance::default(), NanPolicy::Propagate));
+        b.iter(|| {
+            zero_variance_fraction(black_box(&rewards), Groups::Ids(&ids), Tolerance::default(), NanPolicy::Propagate)
+        });
     });
-    group.bench_function("spearman_ties", |b| b.iter(|| spearman(black_box(&advantages), black_box(&rewards), NanPolicy::Propagate)));
-    group.bench_function("quantile_7_linear", |b| b.iter(|| quantile(black_box(&advantages), &q, Method::Linear, NanPolicy::Propagate)));
-    group.bench_function("median_abs_deviation", |b| b.iter(|| median_abs_deviation(black_box(&advantages), 1.0, NanPolicy::Propagate)));
+    group.bench_function("spearman_ties", |b| {
+        b.iter(|| spearman(black_box(&advantages), black_box(&rewards), NanPolicy::Propagate))
+    });
+    group.bench_function("quantile_7_linear", |b| {
+        b.iter(|| quantile(black_box(&advantages), &q, Method::Linear, NanPolicy::Propagate))
+    });
+    group.bench_function("median_abs_deviation", |b| {
+        b.iter(|| median_abs_deviation(black_box(&advantages), 1.0, NanPolicy::Propagate))
+    });
     group.finish();
 }
 

@@ -90,7 +90,8 @@ fn count_values<T: Sample>(xs: &[T], atol: f64) -> ValueCounts {
     for block in xs.chunks(BLOCK) {
         // Branch-free u32 lane counters; the comparisons below are false for NaN, and
         // `|x| <= atol` (atol finite) and `0 < x < inf` exclude the non-finite values.
-        let (mut nan, mut pinf, mut ninf, mut zero, mut near, mut pos, mut neg) = (0u32, 0u32, 0u32, 0u32, 0u32, 0u32, 0u32);
+        let (mut nan, mut pinf, mut ninf, mut zero, mut near, mut pos, mut neg) =
+            (0u32, 0u32, 0u32, 0u32, 0u32, 0u32, 0u32);
         for &x in block {
             let x = x.to_f64();
             nan += u32::from(x.is_nan());

@@ -48,7 +48,10 @@ impl StatsError {
     #[must_use]
     pub fn arg(&self) -> &'static str {
         match self {
-            Self::Empty { arg } | Self::LengthMismatch { arg, .. } | Self::NanFound { arg, .. } | Self::Invalid { arg, .. } => arg,
+            Self::Empty { arg }
+            | Self::LengthMismatch { arg, .. }
+            | Self::NanFound { arg, .. }
+            | Self::Invalid { arg, .. } => arg,
         }
     }
 }
@@ -79,11 +82,7 @@ pub type Result<T> = std::result::Result<T, StatsError>;
 /// # Errors
 /// [`StatsError::LengthMismatch`] naming `b_name`.
 pub fn check_same_len(a_name: &'static str, a: usize, b_name: &'static str, b: usize) -> Result<()> {
-    if a == b {
-        Ok(())
-    } else {
-        Err(StatsError::LengthMismatch { arg: b_name, found: b, other: a_name, expected: a })
-    }
+    if a == b { Ok(()) } else { Err(StatsError::LengthMismatch { arg: b_name, found: b, other: a_name, expected: a }) }
 }
 
 /// Check that an array is not empty.

@@ -351,11 +351,21 @@ pub struct Plan<'a, T> {
 enum Layout<'a> {
     Contiguous(usize),
     /// Ids in non-decreasing order: each group is one run of equal ids, `n_runs` of them.
-    Runs { ids: &'a [i64], n_runs: usize },
+    Runs {
+        ids: &'a [i64],
+        n_runs: usize,
+    },
     /// Keys `id - lo` in `0..n_keys`.
-    Direct { ids: &'a [i64], lo: i64, n_keys: usize },
+    Direct {
+        ids: &'a [i64],
+        lo: i64,
+        n_keys: usize,
+    },
     /// Keys from [`dense_ids`]: `labels[dense[i]]` is the id of sample `i`.
-    Dense { labels: Vec<i64>, dense: Vec<u32> },
+    Dense {
+        labels: Vec<i64>,
+        dense: Vec<u32>,
+    },
 }
 
 impl<'a, T: Sample> Plan<'a, T> {
@@ -455,7 +465,12 @@ fn contiguous<T: Sample, S: Sink>(xs: &[T], size: usize, omit: bool, tol: Tolera
 /// (one SIMD lane per group), then handed to the sink and the census as whole columns. A block
 /// holding a NaN, an infinity or an overflow is redone group by group on the exact path.
 #[dispatch(targets("x86_64+avx2+fma"))]
-fn contiguous_fixed<T: Sample, S: Sink, const G: usize>(xs: &[T], omit: bool, tol: Tolerance, sink: &mut S) -> SpreadCensus {
+fn contiguous_fixed<T: Sample, S: Sink, const G: usize>(
+    xs: &[T],
+    omit: bool,
+    tol: Tolerance,
+    sink: &mut S,
+) -> SpreadCensus {
     let mut census = SpreadCensus::default();
     let mut block = Block::new();
     for (b, chunk) in xs.chunks(BLOCK * G).enumerate() {
@@ -465,7 +480,8 @@ fn contiguous_fixed<T: Sample, S: Sink, const G: usize>(xs: &[T], omit: bool, to
             sink.emit_block(row, &block);
         } else {
             for (k, group) in chunk.chunks_exact(G).enumerate() {
-                let stat = if block.m2[k].is_finite() { block.stat(k) } else { GroupStat::exact(group.iter().copied(), omit) };
+                let stat =
+                    if block.m2[k].is_finite() { block.stat(k) } else { GroupStat::exact(group.iter().copied(), omit) };
                 census.record(&stat, tol);
                 sink.emit(row + k, &stat);
             }
@@ -952,7 +968,8 @@ pub struct Columns<'a, T> {
 impl<T: Sample> Sink for Columns<'_, T> {
     fn start(&mut self, max_groups: usize) {
         let count = self.count.as_ref().map_or(usize::MAX, |c| c.len());
-        let shortest = [self.mean.len(), self.var.len(), self.min.len(), self.max.len()].into_iter().fold(count, usize::min);
+        let shortest =
+            [self.mean.len(), self.var.len(), self.min.len(), self.max.len()].into_iter().fold(count, usize::min);
         assert!(shortest >= max_groups, "output columns hold {shortest} rows, {max_groups} needed");
     }
 
@@ -1011,7 +1028,14 @@ pub fn grouped_moments<T: Sample>(
     let m = plan.max_groups();
     let (mut count, mut mean, mut var) = (vec![0; m], vec![0.0; m], vec![0.0; m]);
     let (mut min, mut max) = (vec![T::default(); m], vec![T::default(); m]);
-    let info = plan.run(&mut Columns { count: Some(&mut count), mean: &mut mean, var: &mut var, min: &mut min, max: &mut max, ddof });
+    let info = plan.run(&mut Columns {
+        count: Some(&mut count),
+        mean: &mut mean,
+        var: &mut var,
+        min: &mut min,
+        max: &mut max,
+        ddof,
+    });
     let n = info.census.n_groups as usize;
     for v in [&mut mean, &mut var] {
         v.truncate(n);
@@ -1117,7 +1141,13 @@ pub fn variance_decomposition<T: Sample>(
     }
     let n = d.count as f64;
     let (within, between) = (d.within / n, d.between.max(0.0) / n);
-    Ok(VarianceDecomposition { total: within + between, within, between, count: d.count, n_groups: info.census.n_groups })
+    Ok(VarianceDecomposition {
+        total: within + between,
+        within,
+        between,
+        count: d.count,
+        n_groups: info.census.n_groups,
+    })
 }
 
 /// Explained variance overall and, when groups are given, per group.
@@ -1416,7 +1446,9 @@ mod tests {
                 assert!(close(m.mean[k], want.mean(), 1e-15, 0.0), "{k}: {} vs {}", m.mean[k], want.mean());
                 let var = want.m2 / want.count as f64;
                 assert!(close(m.var[k], var, 1e-9, 1e-12), "{k}: {} vs {var}", m.var[k]);
-                assert!(close(f64::from(m.min[k]), want.min, 0.0, 0.0) && close(f64::from(m.max[k]), want.max, 0.0, 0.0));
+                assert!(
+                    close(f64::from(m.min[k]), want.min, 0.0, 0.0) && close(f64::from(m.max[k]), want.max, 0.0, 0.0)
+                );
             }
             assert_eq!(m.census, census);
         }

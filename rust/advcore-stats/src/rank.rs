@@ -175,7 +175,13 @@ pub(crate) fn radix_sort_by<'a, I: Copy, K: RadixKey>(
 }
 
 #[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
-fn scatter<I: Copy, K: RadixKey>(src: &[I], dst: &mut [I], offsets: &mut Histogram, pass: usize, key: impl Fn(&I) -> K) {
+fn scatter<I: Copy, K: RadixKey>(
+    src: &[I],
+    dst: &mut [I],
+    offsets: &mut Histogram,
+    pass: usize,
+    key: impl Fn(&I) -> K,
+) {
     for it in src {
         let slot = &mut offsets[key(it).digit(pass)];
         dst[*slot] = *it;
@@ -230,7 +236,10 @@ pub(crate) fn histograms<I, K: RadixKey>(items: &[I], key: impl Fn(&I) -> K) -> 
 
 /// Sort `pairs` by x and overwrite each x key by its doubled, centred average rank; returns
 /// `Σ dx²` and `(sorted, spare)` as [`radix_sort_by`].
-fn rank_x<'a, W: RadixKey>(pairs: &'a mut [Pair<W>], scratch: &'a mut [Pair<W>]) -> (i128, &'a mut [Pair<W>], &'a mut [Pair<W>]) {
+fn rank_x<'a, W: RadixKey>(
+    pairs: &'a mut [Pair<W>],
+    scratch: &'a mut [Pair<W>],
+) -> (i128, &'a mut [Pair<W>], &'a mut [Pair<W>]) {
     let n = pairs.len();
     let (pairs, spare) = if n < RADIX_MIN_LEN {
         pairs.sort_unstable_by_key(|p| p[0]);
@@ -316,7 +325,13 @@ struct RankTable<K> {
 
 impl<K: RadixKey> RankTable<K> {
     fn new() -> Self {
-        Self { keys: vec![K::EMPTY; TABLE_SLOTS], counts: vec![0; TABLE_SLOTS], distinct: 0, ranks: Vec::new(), sum_sq: 0 }
+        Self {
+            keys: vec![K::EMPTY; TABLE_SLOTS],
+            counts: vec![0; TABLE_SLOTS],
+            distinct: 0,
+            ranks: Vec::new(),
+            sum_sq: 0,
+        }
     }
 
     /// Count `k` (not a NaN key) and return its slot, or `None` past [`TABLE_MAX_DISTINCT`]
@@ -537,7 +552,9 @@ fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) 
         // Rho is symmetric: rank y by table and sort x.
         if let Some(ranked) = table_rank_sums(y, x, omit) {
             return match ranked {
-                Ranked::Sums { sums, n_pairs } => Ranked::Sums { sums: RankSums { sxy: sums.sxy, sxx: sums.syy, syy: sums.sxx }, n_pairs },
+                Ranked::Sums { sums, n_pairs } => {
+                    Ranked::Sums { sums: RankSums { sxy: sums.sxy, sxx: sums.syy, syy: sums.sxx }, n_pairs }
+                }
                 Ranked::Nan => Ranked::Nan,
             };
         }
@@ -761,7 +778,8 @@ mod tests {
         // Long enough for the radix sort; x has 201 distinct values (table path), y is
         // continuous with mixed signs; zeros of both signs tie.
         let n = 3 * RADIX_MIN_LEN;
-        let coarse: Vec<f32> = (0..n).map(|i| ((i * 7919 % 201) as f32 - 100.0) / 100.0 * if i % 3 == 0 { -1.0 } else { 1.0 }).collect();
+        let coarse: Vec<f32> =
+            (0..n).map(|i| ((i * 7919 % 201) as f32 - 100.0) / 100.0 * if i % 3 == 0 { -1.0 } else { 1.0 }).collect();
         let fine: Vec<f64> = (0..n).map(|i| ((i * 104_729 % 1009) as f64 + i as f64 * 1e-3).sin() * 1e6).collect();
         let fine2: Vec<f64> = (0..n).map(|i| ((i * 31 % 4099) as f64).cos() + 1e6).collect();
         let coarse_f: Vec<f64> = coarse.iter().map(|&v| f64::from(v)).collect();
