@@ -48,13 +48,13 @@ fn kernels(c: &mut Criterion) {
         });
     });
     group.bench_function("spearman_ties", |b| {
-        b.iter(|| spearman(black_box(&advantages), black_box(&rewards), NanPolicy::Propagate))
+        b.iter(|| spearman(black_box(&advantages), black_box(&rewards), NanPolicy::Propagate));
     });
     group.bench_function("quantile_7_linear", |b| {
-        b.iter(|| quantile(black_box(&advantages), &q, Method::Linear, NanPolicy::Propagate))
+        b.iter(|| quantile(black_box(&advantages), &q, Method::Linear, NanPolicy::Propagate));
     });
     group.bench_function("median_abs_deviation", |b| {
-        b.iter(|| median_abs_deviation(black_box(&advantages), 1.0, NanPolicy::Propagate))
+        b.iter(|| median_abs_deviation(black_box(&advantages), 1.0, NanPolicy::Propagate));
     });
     group.finish();
 }
