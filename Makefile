@@ -22,7 +22,8 @@ test-python:  ## pytest against numpy/scipy oracles, and the stub check
 	$(PYTHON) -m pytest -q
 	$(PYTHON) -m mypy.stubtest advcore._core
 
-lint:  ## clippy and mypy
+lint:  ## rustfmt, clippy (pedantic, warnings are errors) and mypy (strict)
+	cargo fmt --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(PYTHON) -m mypy
 
