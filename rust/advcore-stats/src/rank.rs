@@ -153,12 +153,24 @@ pub(crate) fn radix_sort_by<'a, I: Copy, K: RadixKey>(
     hist: &[Histogram],
     key: impl Fn(&I) -> K + Copy,
 ) -> (&'a mut [I], &'a mut [I]) {
+    radix_sort_from(items, scratch, hist, 0, key)
+}
+
+/// [`radix_sort_by`] from pass `first` on: `items` are already ordered by the digits of the
+/// passes before.
+fn radix_sort_from<'a, I: Copy, K: RadixKey>(
+    items: &'a mut [I],
+    scratch: &'a mut [I],
+    hist: &[Histogram],
+    first: usize,
+    key: impl Fn(&I) -> K + Copy,
+) -> (&'a mut [I], &'a mut [I]) {
     let n = items.len();
     let (mut src, mut dst) = (items, &mut scratch[..n]);
     if n < 2 {
         return (src, dst);
     }
-    for (pass, counts) in hist.iter().enumerate() {
+    for (pass, counts) in hist.iter().enumerate().skip(first) {
         if counts.contains(&n) {
             continue;
         }
@@ -263,22 +275,22 @@ fn rank_x<'a, W: RadixKey>(
     (sxx, pairs, spare)
 }
 
-/// Sort `pairs` by y; returns `(Σ dx·dy, Σ dy²)` where `dx = rank_of(x slot)`. `hist` are
-/// the y digit histograms when the caller already counted them.
-fn rank_y<W: RadixKey>(
-    pairs: &mut [Pair<W>],
-    scratch: &mut [Pair<W>],
-    hist: Option<Vec<Histogram>>,
-    rank_of: impl Fn(W) -> i64,
-) -> (i128, i128) {
+/// Sort `pairs` by y; returns `(Σ dx·dy, Σ dy²)` where `dx = rank_of(x slot)`.
+fn rank_y<W: RadixKey>(pairs: &mut [Pair<W>], scratch: &mut [Pair<W>], rank_of: impl Fn(W) -> i64) -> (i128, i128) {
     let n = pairs.len();
     let pairs = if n < RADIX_MIN_LEN {
         pairs.sort_unstable_by_key(|p| p[1]);
         pairs
     } else {
-        let hist = hist.unwrap_or_else(|| histograms(pairs, |p| p[1]));
+        let hist = histograms(pairs, |p| p[1]);
         radix_sort_by(pairs, scratch, &hist, |p| p[1]).0
     };
+    y_runs(pairs, rank_of)
+}
+
+/// `(Σ dx·dy, Σ dy²)` of `pairs` sorted by y, where `dx = rank_of(x slot)`.
+fn y_runs<W: RadixKey>(pairs: &[Pair<W>], rank_of: impl Fn(W) -> i64) -> (i128, i128) {
+    let n = pairs.len();
     // Σ dx·dy = Σ over runs of equal y of dy · Σ dx (|Σ dx| < 2^62 within one run).
     let (mut sxy, mut syy) = (0i128, 0i128);
     let mut start = 0;
@@ -302,7 +314,7 @@ fn rank_y<W: RadixKey>(
 /// working memory.
 fn rank_sums<W: RadixKey>(pairs: &mut [Pair<W>], scratch: &mut [Pair<W>]) -> RankSums {
     let (sxx, sorted, spare) = rank_x(pairs, scratch);
-    let (sxy, syy) = rank_y(sorted, spare, None, RadixKey::to_rank);
+    let (sxy, syy) = rank_y(sorted, spare, RadixKey::to_rank);
     RankSums { sxy, sxx, syy }
 }
 
@@ -490,55 +502,105 @@ enum Ranked {
     Nan,
 }
 
-/// What [`pack_slots`] wrote.
+/// The slot of a pair dropped for NaN in [`count_slots`]' output.
+const NO_SLOT: u16 = u16::MAX;
+const _: () = assert!(TABLE_SLOTS <= NO_SLOT as usize);
+
+/// What [`count_slots`] found.
 enum Slots {
-    /// `len` pairs of (x's slot, y's key), and y's digit histograms.
-    Packed { len: usize, hist: Vec<Histogram> },
+    /// `len` pairs kept, and y's digit histograms over them.
+    Counted { len: usize, hist: Vec<Histogram> },
     /// A NaN pair when NaN is not omitted.
     Nan,
 }
 
-/// Write pairs of (x's slot in `table`, y's raw key) to `out`, NaN pairs dropped when `omit`,
-/// and count the y digit histograms; `None` when x has too many distinct values for the table.
-fn pack_slots<A: RankSample, B: RankSample>(
+/// Count x in `table`, writing each x's slot to `slots` ([`NO_SLOT`] for a NaN pair dropped
+/// when `omit`), and count y's digit histograms over the kept pairs; `None` when x has too
+/// many distinct values for the table.
+#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+fn count_slots<A: RankSample, B: RankSample>(
     x: &[A],
     y: &[B],
     omit: bool,
     table: &mut RankTable<A::Key>,
-    out: &mut [PairOf<A, B>],
+    slots: &mut [u16],
 ) -> Option<Slots> {
-    let mut hist = vec![[0usize; RADIX]; B::Key::PASSES];
+    // LANES interleaved copies of each histogram: the high digits of y take few values, and
+    // consecutive increments of one counter would form a chain through memory.
+    const LANES: usize = 4;
+    let passes = B::Key::PASSES;
+    let mut lanes = vec![[0u32; RADIX]; LANES * passes];
     let mut len = 0;
-    for (&a, &b) in x.iter().zip(y) {
+    for (i, ((s, &a), &b)) in slots.iter_mut().zip(x).zip(y).enumerate() {
         if a.is_nan() | b.is_nan() {
             if omit {
+                *s = NO_SLOT;
                 continue;
             }
             return Some(Slots::Nan);
         }
-        let slot = table.insert(a.rank_key())?;
+        *s = table.insert(a.rank_key())? as u16;
         let yk = b.rank_key();
-        for (pass, h) in hist.iter_mut().enumerate() {
+        let lane = &mut lanes[(i % LANES) * passes..][..passes];
+        for (pass, h) in lane.iter_mut().enumerate() {
             h[yk.digit(pass)] += 1;
         }
-        out[len] = pair(A::Key::from_rank(slot as i64), yk);
         len += 1;
     }
-    Some(Slots::Packed { len, hist })
+    // Counts fit u32: at most `MAX_LEN` pairs.
+    let mut hist = vec![[0usize; RADIX]; passes];
+    for (k, lane) in lanes.iter().enumerate() {
+        for (total, &c) in hist[k % passes].iter_mut().zip(lane) {
+            *total += c as usize;
+        }
+    }
+    Some(Slots::Counted { len, hist })
 }
 
-/// Rank sums when x has few distinct values: one hashing pass ranks x, only y is sorted.
+/// The first radix pass by y, reading the inputs: scatter the pairs (x's slot, y's raw key)
+/// of the kept pairs to `out` by y's lowest digit. `offsets` are the bucket starts.
+#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+fn scatter_slots<A: RankSample, B: RankSample>(
+    slots: &[u16],
+    y: &[B],
+    out: &mut [PairOf<A, B>],
+    offsets: &mut Histogram,
+) {
+    for (&s, &b) in slots.iter().zip(y) {
+        if s == NO_SLOT {
+            continue;
+        }
+        let yk = b.rank_key();
+        let o = &mut offsets[yk.digit(0)];
+        out[*o] = pair(A::Key::from_rank(i64::from(s)), yk);
+        *o += 1;
+    }
+}
+
+/// Rank sums when x has few distinct values: one hashing pass ranks x, only y is sorted, and
+/// the sort's first pass reads the inputs (no packed copy of the pairs is written).
 /// `None` when x has too many distinct values.
 fn table_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -> Option<Ranked> {
     with_buffers(x.len(), |pairs: &mut [PairOf<A, B>], scratch| {
         let mut table = RankTable::new();
-        let (len, hist) = match pack_slots(x, y, omit, &mut table, pairs)? {
-            Slots::Packed { len, hist } => (len, hist),
+        // The slots go to the scratch buffer's start: the first pass reads them from there
+        // and scatters to `pairs`, and the next pass overwrites them.
+        let slots = &mut bytemuck::cast_slice_mut::<_, u16>(&mut *scratch)[..x.len()];
+        let (len, hist) = match count_slots(x, y, omit, &mut table, slots)? {
+            Slots::Counted { len, hist } => (len, hist),
             Slots::Nan => return Some(Ranked::Nan),
         };
         table.finish(len);
+        let mut offsets = [0usize; RADIX];
+        let mut total = 0;
+        for (o, &c) in offsets.iter_mut().zip(&hist[0]) {
+            *o = total;
+            total += c;
+        }
+        scatter_slots::<A, B>(slots, y, pairs, &mut offsets);
+        let (sorted, _) = radix_sort_from(&mut pairs[..len], scratch, &hist, 1, |p| p[1]);
         let rank_of = |slot: <A::Key as RadixKey>::Join<B::Key>| table.ranks[slot.to_rank() as usize];
-        let (sxy, syy) = rank_y(&mut pairs[..len], scratch, Some(hist), rank_of);
+        let (sxy, syy) = y_runs(sorted, rank_of);
         Some(Ranked::Sums { sums: RankSums { sxy, sxx: table.sum_sq, syy }, n_pairs: len })
     })
 }
