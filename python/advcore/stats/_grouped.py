@@ -257,7 +257,10 @@ def zero_variance_fraction(
     """Share of groups whose values are all equal (exactly, or within a tolerance).
 
     In GRPO a group (prompt) whose completions all got the same reward has advantage 0 for
-    every completion and teaches nothing; this is TRL's ``frac_reward_zero_std``.
+    every completion and teaches nothing. TRL logs it as ``frac_reward_zero_std``, counting a
+    group when ``torch.isclose(std, 0)`` on its unbiased float32 std: compare that with
+    ``near_frac``, which also counts groups tied up to float rounding (``0.05 + 0.1`` vs
+    ``0.15``); ``exact_frac`` counts only ``max == min``.
 
     Parameters
     ----------
