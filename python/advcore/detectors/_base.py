@@ -1,0 +1,123 @@
+"""The detector framework (SPEC section 6): frozen specs, pure functions, findings.
+
+A detector is a pure function ``fn(run, knobs) -> Finding | NotEvaluable | None`` plus a frozen
+:class:`DetectorSpec` (ID, severity, stage, key metrics, knobs with defaults and validation). The
+registry lists them; users select, suppress and re-tune them by ID. A detector without its
+metrics returns :class:`NotEvaluable` naming what it needs; it never silently passes. Rendering
+lives in :mod:`advcore.report`, not here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from advcore.errors import AdvcoreError
+from advcore.ingest import Run
+
+__all__ = ["DetectorSpec", "Finding", "Knob", "NotEvaluable", "Severity", "Stage"]
+
+Severity = Literal["info", "warn", "error"]
+Stage = Literal["R", "A", "T", "U", "R/U", "any"]
+_ID = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """A tunable threshold of a detector."""
+
+    name: str
+    default: float | int
+    help: str
+    #: lower and upper bounds, inclusive; None for unbounded
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+
+    def validate(self, value: Any, detector: str) -> float | int:
+        """``value`` as this knob's type, or an AdvcoreError naming ``ID.knob``."""
+        where = f"{detector}.{self.name}"
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise AdvcoreError(f"`{where}` must be a number, got {value!r}") from None
+        if self.integer:
+            if number != int(number):
+                raise AdvcoreError(f"`{where}` must be an integer, got {value!r}")
+            number = int(number)
+        if (self.low is not None and number < self.low) or (self.high is not None and number > self.high):
+            raise AdvcoreError(f"`{where}` must be within [{self.low}, {self.high}], got {value!r}")
+        return number
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What a detector concluded about a run."""
+
+    id: str
+    severity: Severity
+    stage: Stage
+    onset_step: int | None
+    evidence: dict[str, Any]
+    message: str
+    what_to_try: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The finding as SPEC section 9 spells it."""
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "stage": self.stage,
+            "onset_step": self.onset_step,
+            "evidence": self.evidence,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class NotEvaluable:
+    """A detector that could not run for lack of metrics."""
+
+    id: str
+    needs: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "needs": list(self.needs)}
+
+
+Outcome = Finding | NotEvaluable | None
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorSpec:
+    """The frozen description of one detector."""
+
+    id: str
+    severity: Severity
+    stage: Stage
+    summary: str
+    key_metrics: tuple[str, ...]
+    fn: Callable[[Run, Mapping[str, float | int]], Outcome]
+    knobs: tuple[Knob, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not _ID.match(self.id):
+            raise ValueError(f"detector ID {self.id!r} is not UPPER_SNAKE")
+        for knob in self.knobs:
+            knob.validate(knob.default, self.id)
+
+    def defaults(self) -> dict[str, float | int]:
+        return {k.name: k.default for k in self.knobs}
+
+    def resolve(self, overrides: Mapping[str, Any]) -> dict[str, float | int]:
+        """Defaults updated with validated overrides; an unknown knob raises naming it."""
+        by_name = {k.name: k for k in self.knobs}
+        out = self.defaults()
+        for name, value in overrides.items():
+            if name not in by_name:
+                known = ", ".join(by_name) or "none"
+                raise AdvcoreError(f"`{self.id}.{name}` is not a knob of {self.id} (its knobs: {known})")
+            out[name] = by_name[name].validate(value, self.id)
+        return out

@@ -1,0 +1,59 @@
+"""Read training logs into canonical per-step frames (SPEC sections 4 and 5).
+
+``load(path)`` detects the format from the file's content, reads it with the format's module in
+:mod:`advcore.ingest.formats`, and maps the trainer's keys onto canonical names through the alias
+table. It never raises for a file it cannot read: the returned :class:`Run` carries the error
+(file, line, what was expected) and no rows, so a scan of many files goes on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from advcore.ingest import formats
+from advcore.ingest._aliases import AliasTable, load_aliases
+from advcore.ingest._canonical import canonicalize
+from advcore.ingest._model import IngestError, RawLog, Run
+
+__all__ = ["IngestError", "RawLog", "Run", "detect", "load", "load_aliases"]
+
+#: Bytes read to detect a format.
+HEAD_BYTES = 1 << 16
+
+
+def _head(path: Path) -> str | None:
+    with path.open("rb") as f:
+        data = f.read(HEAD_BYTES)
+    if b"\x00" in data[:4096] and not path.name.startswith("events.out.tfevents"):
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def detect(path: Path) -> ModuleType | None:
+    """The format module that recognises ``path``'s content, or None."""
+    head = _head(path)
+    for module in formats.ORDER:
+        if module.sniff(path, head):
+            return module
+    return None
+
+
+def load(path: Path | str, *, format: str | None = None, metric_map: Path | None = None) -> Run:
+    """Read one log file into a :class:`Run` (never raises for bad content: see ``Run.errors``)."""
+    path = Path(path)
+    aliases: AliasTable = load_aliases(metric_map)
+    try:
+        if not path.is_file():
+            return Run.failed(path, "not a file")
+        if path.stat().st_size == 0:
+            return Run.failed(path, "the file is empty")
+        module = formats.BY_NAME.get(format) if format else detect(path)
+        if module is None:
+            return Run.failed(path, "not a training log advcore can read (no known format matched its content)")
+        raw: RawLog = module.read(path)
+        return canonicalize(raw, path, aliases)
+    except OSError as e:
+        return Run.failed(path, f"could not be read: {e.strerror or e}")
+    except Exception as e:  # a reader bug must not end a scan of many files
+        return Run.failed(path, f"could not be parsed ({type(e).__name__}: {e})")

@@ -1,0 +1,102 @@
+"""The alias table: trainer key -> canonical metric name, with the trainer and the version range
+where the meaning holds. It is data (``aliases.csv`` next to this module); a user extends or
+overrides it with a file of the same columns (``advcore scan --metric-map FILE``), whose rows win.
+
+Columns: ``trainer`` (``trl``, ``verl``, ``openrlhf``, ``sb3``, ... or ``*`` for any), ``key``
+(the trainer's key; ``{name}`` matches one path component and carries over to the canonical
+name), ``canonical``, ``versions`` (empty, or comma-separated ``<0.27``/``>=0.27`` bounds),
+``note``. A key is also tried without a leading ``train/`` (W&B and TensorBoard prefixes).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["Alias", "AliasTable", "load_aliases"]
+
+_BUILTIN = Path(__file__).with_name("aliases.csv")
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", v)[:3])
+
+
+@dataclass(frozen=True, slots=True)
+class Alias:
+    """One row of the table."""
+
+    trainer: str
+    key: str
+    canonical: str
+    versions: str
+    note: str
+
+    def pattern(self) -> re.Pattern[str]:
+        parts = re.split(r"(\{name\})", self.key)
+        body = "".join("(?P<name>[^/]+?)" if p == "{name}" else re.escape(p) for p in parts)
+        return re.compile(f"^{body}$")
+
+    def holds_for(self, version: str | None) -> bool:
+        """Whether the version range holds; a row with a range never holds for an unknown version."""
+        if not self.versions:
+            return True
+        if version is None:
+            return False
+        v = _version_tuple(version)
+        for bound in self.versions.split(","):
+            bound = bound.strip()
+            op = re.match(r"(<=|>=|<|>|==)", bound)
+            if not op:
+                continue
+            b = _version_tuple(bound[op.end():])
+            ok = {"<": v < b, "<=": v <= b, ">": v > b, ">=": v >= b, "==": v == b}[op.group(1)]
+            if not ok:
+                return False
+        return True
+
+
+class AliasTable:
+    """Rows in priority order (user rows first, then the built-in ones)."""
+
+    def __init__(self, rows: list[Alias]) -> None:
+        self.rows = rows
+        self._compiled = [(row, row.pattern()) for row in rows]
+
+    def canonical(self, key: str, trainer: str | None, version: str | None = None) -> tuple[str, Alias] | None:
+        """The canonical name of ``key`` for ``trainer`` at ``version``, and the row that said so."""
+        candidates = [key.strip()]
+        if key.startswith("train/"):
+            candidates.append(key[len("train/"):])
+        for cand in candidates:
+            for row, pattern in self._compiled:
+                if row.trainer not in ("*", trainer):
+                    continue
+                m = pattern.match(cand)
+                if m and row.holds_for(version):
+                    name = m.groupdict().get("name")
+                    return (row.canonical.replace("{name}", name) if name else row.canonical), row
+        return None
+
+
+def _read(path: Path) -> list[Alias]:
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        missing = {"trainer", "key", "canonical"} - set(reader.fieldnames or ())
+        if missing:
+            raise ValueError(f"{path}: the metric map needs the columns {sorted(missing)}")
+        return [
+            Alias(r["trainer"].strip(), r["key"], r["canonical"].strip(), (r.get("versions") or "").strip(),
+                  r.get("note") or "")
+            for r in reader
+        ]
+
+
+@lru_cache(maxsize=8)
+def load_aliases(extra: Path | None = None) -> AliasTable:
+    """The built-in table, with the rows of ``extra`` (same columns) taking precedence."""
+    rows = _read(extra) if extra is not None else []
+    return AliasTable(rows + _read(_BUILTIN))

@@ -1,0 +1,60 @@
+"""Map a :class:`RawLog` (trainer keys) onto a :class:`Run` (canonical names, SPEC section 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from advcore.ingest._aliases import AliasTable
+from advcore.ingest._model import RawLog, Run
+
+__all__ = ["canonicalize"]
+
+
+def _with_steps(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, object]]:
+    """Ensure an Int64 ``step``; add ``phase`` when the step counter restarts."""
+    notes: dict[str, object] = {}
+    if "step" not in frame.columns or frame["step"].null_count() == frame.height:
+        frame = frame.drop("step", strict=False).with_row_index("step", offset=1).with_columns(
+            pl.col("step").cast(pl.Int64)
+        )
+        notes["step_inferred"] = True
+        return frame, notes
+    frame = frame.with_columns(pl.col("step").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False))
+    frame = frame.filter(pl.col("step").is_not_null())
+    restarts = (frame["step"].diff() < 0).fill_null(False)
+    if restarts.any():
+        frame = frame.with_columns(restarts.cum_sum().cast(pl.Int64).alias("phase"))
+        notes["phases"] = int(restarts.sum()) + 1
+    return frame, notes
+
+
+def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
+    """Rename the trainer's keys to canonical names; keys without an alias are dropped (their
+    names are kept in ``metadata["unmapped"]``). When several keys map to one name, the first
+    non-null value of each row wins, in column order."""
+    version = raw.metadata.get("trainer_version")
+    version = str(version) if version is not None else None
+    sources: dict[str, str] = {}
+    columns: dict[str, list[pl.Expr]] = {}
+    unmapped: list[str] = []
+    for col in raw.frame.columns:
+        hit = aliases.canonical(col, raw.trainer, version)
+        if hit is None:
+            unmapped.append(col)
+            continue
+        name = hit[0]
+        sources.setdefault(name, col)
+        dtype = pl.Int64 if name == "step" else pl.Float64
+        columns.setdefault(name, []).append(pl.col(col).cast(dtype, strict=False))
+    exprs = [pl.coalesce(e).alias(name) if len(e) > 1 else e[0].alias(name) for name, e in columns.items()]
+    frame = raw.frame.select(exprs) if exprs else pl.DataFrame()
+    # Rows where no metric has a value (a progress line, a log line between steps) carry nothing.
+    metric_cols = [c for c in frame.columns if c != "step"]
+    if metric_cols:
+        frame = frame.filter(pl.any_horizontal(pl.col(metric_cols).is_not_null()))
+    frame, notes = _with_steps(frame)
+    order = ["step", *(["phase"] if "phase" in frame.columns else []), *sorted(c for c in frame.columns if c not in ("step", "phase"))]
+    metadata = {**raw.metadata, **notes, "unmapped": unmapped}
+    return Run(str(path), raw.format, raw.trainer, frame.select(order), sources, metadata, raw.errors)

@@ -1,0 +1,85 @@
+"""What every ingest module produces: a :class:`Run`, one canonical per-step frame plus metadata.
+
+The canonical frame has one row per logged step, a ``step`` column (Int64) and one Float64
+column per canonical metric of SPEC section 4 (``reward_mean``, ``reward_std``, ``adv_std``, ...,
+``reward/<component>``). Steps that restart (curriculum phases) get a ``phase`` column (Int64,
+from 0) and keep their own step numbers; a log that begins mid-run keeps its first step number.
+Missing values are null, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+__all__ = ["IngestError", "RawLog", "Run"]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestError:
+    """A file, or a line of it, that could not be read."""
+
+    path: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class RawLog:
+    """What a format module read, before key names are mapped to canonical ones.
+
+    ``frame`` has the trainer's own keys as columns (Float64 where numeric) and a ``step``
+    column (Int64) when the log has one; rows are in log order.
+    """
+
+    format: str
+    frame: pl.DataFrame
+    trainer: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    errors: tuple[IngestError, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One training run's per-step metrics under canonical names, and where they came from."""
+
+    path: str
+    format: str
+    trainer: str | None
+    frame: pl.DataFrame
+    #: canonical name -> the trainer's own key it was read from
+    sources: dict[str, str]
+    metadata: dict[str, Any]
+    errors: tuple[IngestError, ...] = ()
+
+    @property
+    def steps(self) -> int:
+        """Number of logged steps (rows)."""
+        return self.frame.height
+
+    @property
+    def metrics(self) -> list[str]:
+        """Canonical metric names present with at least one non-null value."""
+        return [
+            c
+            for c in self.frame.columns
+            if c not in ("step", "phase") and self.frame[c].null_count() < self.frame.height
+        ]
+
+    def has(self, *names: str) -> bool:
+        """True when every metric in ``names`` is present."""
+        present = set(self.metrics)
+        return all(n in present for n in names)
+
+    @staticmethod
+    def failed(path: Path | str, message: str, line: int | None = None) -> Run:
+        """A run that could not be read at all: no rows, one error."""
+        return Run(str(path), "unknown", None, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), {}, {},
+                   (IngestError(str(path), message, line),))
