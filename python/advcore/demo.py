@@ -10,6 +10,7 @@ show what the change census reports.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -151,3 +152,53 @@ def render(result: DemoResult) -> None:
     for label, cells in lines:
         table.add_row(label, *cells)
     console.print(table)
+
+
+# The main job's embedded default: a TRL GRPO run whose learning signal dies by saturation.
+
+DEMO_RUN = Path(__file__).with_name("data") / "demo_grpo_collapse" / "trainer_state.json"
+
+
+def collapsed_run_log(steps: int = 120, group_size: int = 8, seed: int = 7) -> dict[str, object]:
+    """A ``trainer_state.json`` document as TRL's GRPOTrainer writes it (``logging_steps=1``),
+    computed from simulated per-sample rewards: each prompt's success rate climbs with training
+    until nearly every group is all-correct, so the groups tie, the advantages vanish, and the
+    gradient dies while the reward curve looks like success.
+
+    The metrics are those TRL logs, computed the way it computes them: ``reward`` the batch
+    mean, ``reward_std`` the mean of the per-group unbiased std (TRL <= 0.26),
+    ``frac_reward_zero_std`` the share of groups with zero std.
+    """
+    rng = np.random.default_rng(seed)
+    prompts = 16
+    history: list[dict[str, object]] = []
+    for step in range(1, steps + 1):
+        skill = 1.0 / (1.0 + np.exp(-(step - 60) / 9.0))  # about 0 -> 1 around step 60
+        success = np.clip(rng.beta(2, 2, size=prompts) * 0.8 + 0.1 + 1.2 * skill, 0.0, 1.0)
+        correct = (rng.random((prompts, group_size)) < success[:, None]).astype(np.float32)
+        groups = stats.grouped_moments(correct.ravel(), group_size=group_size, ddof=1)
+        frac_zero = groups.zero_variance.exact_frac
+        live = 1.0 - frac_zero
+        history.append({
+            "step": step,
+            "epoch": round(step / steps, 4),
+            "loss": round(float(rng.normal(0, 0.002) * live), 6),
+            "grad_norm": round(float(0.02 + 0.5 * live * rng.uniform(0.8, 1.2)), 6),
+            "learning_rate": 1e-6,
+            "reward": round(float(correct.mean()), 6),
+            "reward_std": round(float(np.nanmean(groups.std)), 6),
+            "frac_reward_zero_std": round(frac_zero, 6),
+            "rewards/accuracy_reward/mean": round(float(correct.mean()), 6),
+            "completions/mean_length": round(float(180 - 60 * skill + rng.normal(0, 4)), 2),
+            "kl": round(float(0.002 * step * live + 0.001), 6),
+        })
+    return {"global_step": steps, "max_steps": steps, "logging_steps": 1, "log_history": history}
+
+
+def write_collapsed_run(path: Path = DEMO_RUN) -> Path:
+    """Write :func:`collapsed_run_log` as JSON to ``path`` (the file shipped with the package)."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(collapsed_run_log(), indent=1) + "\n")
+    return path
