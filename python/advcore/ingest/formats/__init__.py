@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from advcore.ingest.formats import trainer_state
+from advcore.ingest.formats import openrlhf, samples, tensorboard, verl_console, verl_jsonl
 
-ORDER: list[ModuleType] = [trainer_state]
+ORDER: list[ModuleType] = [trainer_state, verl_jsonl, samples, openrlhf, verl_console, tensorboard]
 BY_NAME: dict[str, ModuleType] = {m.NAME: m for m in ORDER}

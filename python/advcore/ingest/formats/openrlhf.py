@@ -1,0 +1,95 @@
+"""OpenRLHF console logs: ``Global step N: {'policy_loss': ..., 'reward': ...}`` lines.
+
+The dict is the trainer's ``logs_dict`` (the status averaged over the PPO epochs: ``policy_loss``,
+``actor_lr``, ``reward``, ``return``, ``response_length``, ``total_length``, ``kl``,
+``critic_loss``, ``values``, ``critic_lr``, and in newer versions ``policy_entropy``,
+``ppo_clip_ratio``, ``ppo_kl``, ``actor_grad_norm``, ...), printed as a Python literal.
+Ray prefixes and ANSI codes are stripped; ``np.float64(x)``/``tensor(x)`` wrappers and
+``nan``/``inf`` are read. A dict that cannot be parsed (a truncated line) is an
+:class:`IngestError` naming the line.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest.formats.verl_console import clean, number
+
+NAME = "openrlhf"
+
+_LINE = re.compile(r"^\s*Global step (\d+)\s*:\s*(\{.*)$")
+_WRAP = re.compile(r"\b(?:np\.|numpy\.)?(?:float|int|uint)\d*\(\s*([^()]*?)\s*\)|\btensor\(\s*([^(),]*?)\s*(?:,[^()]*)?\)")
+_NONFINITE = re.compile(r"(?<![\w'\"])(-?)(nan|inf)(?![\w'\"])")
+
+
+def sniff(path: Path, head: str | None) -> bool:
+    if head is None:
+        return False
+    return any(_LINE.match(clean(line)) for line in head.splitlines() if "Global step" in line)
+
+
+def _literal(text: str) -> dict[str, Any] | None:
+    text = _WRAP.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+    # nan/inf are not literals: quote them, ``number`` reads them back.
+    text = _NONFINITE.sub(lambda m: f"'{m.group(1)}{m.group(2)}'", text)
+    try:
+        obj = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _value(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        return number(v)
+    return None
+
+
+def read(path: Path) -> RawLog:
+    path = Path(path)
+    rows: list[dict[str, Any]] = []
+    errors: list[IngestError] = []
+    with path.open("r", encoding="utf-8", errors="replace") as f:
+        for lineno, physical in enumerate(f, start=1):
+            if "Global step" not in physical:
+                continue
+            m = _LINE.match(clean(physical))
+            if m is None:
+                continue
+            obj = _literal(m.group(2).strip())
+            if obj is None:
+                errors.append(IngestError(str(path), "expected a Python dict literal after 'Global step N:'", lineno))
+                continue
+            row: dict[str, Any] = {"step": int(m.group(1))}
+            for k, v in obj.items():
+                x = _value(v)
+                if x is not None or v is None:
+                    row[str(k)] = x
+            rows.append(row)
+    if not rows:
+        if not errors:
+            errors.append(IngestError(str(path), "no 'Global step N: {...}' line found"))
+        return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), trainer="openrlhf",
+                      errors=tuple(errors))
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(k for k in r if k != "step"))
+    columns = {"step": pl.Series("step", [r["step"] for r in rows], dtype=pl.Int64)}
+    for k in keys:
+        columns[k] = pl.Series(k, [r.get(k) for r in rows], dtype=pl.Float64)
+    meta: dict[str, Any] = {"first_step": rows[0]["step"], "last_step": rows[-1]["step"]}
+    nonfinite = [k for k in keys if any(v is not None and not math.isfinite(v) for v in columns[k].to_list())]
+    if nonfinite:
+        meta["nonfinite_keys"] = nonfinite
+    return RawLog(NAME, pl.DataFrame(columns), trainer="openrlhf", metadata=meta, errors=tuple(errors))

@@ -1,0 +1,211 @@
+"""Per-sample input reduced to per-step canonical metrics with the statistics core.
+
+Two layouts are read:
+
+* the canonical long format of SPEC section 4 (Parquet or JSONL): ``step``, ``group``,
+  ``reward`` and any of ``adv``, ``adv_raw``, ``adv_clipped``, ``value``, ``return``, ...;
+* verl's rollout dump (``trainer.rollout_data_dir``, one ``<step>.jsonl`` per step):
+  ``input``, ``output``, ``score``, ``step`` and one field per reward component. The group of a
+  sample is its prompt (identical ``input`` text). When every ``input`` of a step is identical
+  (a VLM whose image is not in the text), the prompt says nothing and the groups are taken as
+  consecutive blocks of the rollout ``n`` (verl repeats each prompt ``n`` times, interleaved);
+  ``n`` must then be given (``read(path, rollout_n=64)``), otherwise the group statistics are
+  left null and ``metadata["groups"]`` says why.
+
+Per step: ``reward_mean``, ``reward_std`` (whole batch, ddof 0), ``reward_min``, ``reward_max``,
+``reward_std_within`` (mean of the per-group std, ddof 1 as TRL's ``reward_std`` up to 0.26;
+singleton groups skipped), ``zero_variance_group_frac`` (groups tied up to float rounding, as
+TRL's ``frac_reward_zero_std``), ``reward_within_var_frac`` (within-group share of the reward
+variance), ``adv_mean``/``adv_std``/``adv_min``/``adv_max``/``adv_zero_frac`` when ``adv`` is
+present, and ``reward/<name>`` means of other numeric per-sample columns. Missing rewards are
+null and left out of the statistics (counted in ``metadata["null_rewards"]``), never 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from advcore import stats
+from advcore.ingest._model import IngestError, RawLog
+
+NAME = "samples"
+
+_CANONICAL_SAMPLE_COLS = {"step", "group", "slice", "reward", "adv", "adv_raw", "adv_clipped", "value", "return",
+                          "mask", "logprob", "old_logprob", "ref_logprob"}
+_VERL_DUMP = {"input", "output", "score", "step"}
+
+
+def _first_object(head: str) -> dict[str, Any] | None:
+    for line in head.splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            return None
+        return obj if isinstance(obj, dict) else None
+    return None
+
+
+def _is_long(columns: set[str]) -> bool:
+    return {"step", "group", "reward"} <= columns
+
+
+def sniff(path: Path, head: str | None) -> bool:
+    if head is None:
+        if path.suffix.lower() != ".parquet":
+            return False
+        try:
+            return _is_long(set(pl.read_parquet_schema(path)))
+        except Exception:
+            return False
+    obj = _first_object(head)
+    if obj is None:
+        return False
+    keys = set(obj)
+    return _is_long(keys) or _VERL_DUMP <= keys
+
+
+def _load(path: Path) -> tuple[pl.DataFrame, list[IngestError]]:
+    if path.suffix.lower() == ".parquet":
+        return pl.read_parquet(path), []
+    rows: list[dict[str, Any]] = []
+    errors: list[IngestError] = []
+    with path.open("r", encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                errors.append(IngestError(str(path), f"invalid JSON ({e.msg}); expected one sample object per line",
+                                          lineno))
+                continue
+            if not isinstance(obj, dict):
+                errors.append(IngestError(str(path), "expected one sample object per line", lineno))
+                continue
+            rows.append(obj)
+    if not rows:
+        return pl.DataFrame(), errors
+    return pl.DataFrame(rows, infer_schema_length=None), errors
+
+
+def _numeric(frame: pl.DataFrame, col: str) -> np.ndarray[Any, np.dtype[np.float64]]:
+    return frame[col].cast(pl.Float64, strict=False).to_numpy().astype(np.float64)
+
+
+def _group_codes(part: pl.DataFrame, group_col: str | None, rollout_n: int | None) -> np.ndarray[Any, Any] | None:
+    if group_col is not None:
+        g = part[group_col].cast(pl.String)
+        if g.null_count():
+            return None
+        if group_col == "input" and g.n_unique() == 1 and part.height > 1:
+            if rollout_n and part.height % rollout_n == 0:
+                return np.arange(part.height, dtype=np.int64) // rollout_n
+            return None
+        return (g.rank("dense").cast(pl.Int64) - 1).to_numpy()
+    return None
+
+
+def _step_metrics(part: pl.DataFrame, reward_col: str, group_col: str | None, rollout_n: int | None,
+                  extra: list[str]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    reward = _numeric(part, reward_col)
+    finite = reward[~np.isnan(reward)]
+    if finite.size:
+        out["reward_mean"] = float(finite.mean())
+        out["reward_std"] = float(finite.std())
+        out["reward_min"] = float(finite.min())
+        out["reward_max"] = float(finite.max())
+    codes = _group_codes(part, group_col, rollout_n)
+    if codes is not None and finite.size:
+        keep = ~np.isnan(reward)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            moments = stats.grouped_moments(reward[keep], group_ids=codes[keep], ddof=1, nan_policy="omit")
+            stds = np.sqrt(moments.var[moments.count > 1])
+            out["reward_std_within"] = float(np.nanmean(stds)) if stds.size else None
+            zv = stats.zero_variance_fraction(reward[keep], group_ids=codes[keep], nan_policy="omit")
+            out["zero_variance_group_frac"] = None if math.isnan(zv.near_frac) else float(zv.near_frac)
+            vd = stats.variance_decomposition(reward[keep], group_ids=codes[keep], nan_policy="omit")
+            out["reward_within_var_frac"] = None if math.isnan(vd.within_frac) else float(vd.within_frac)
+            out["n_groups"] = float(moments.zero_variance.n_groups)
+    if "adv" in part.columns:
+        adv = _numeric(part, "adv")
+        adv = adv[~np.isnan(adv)]
+        if adv.size:
+            out["adv_mean"] = float(adv.mean())
+            out["adv_std"] = float(adv.std())
+            out["adv_min"] = float(adv.min())
+            out["adv_max"] = float(adv.max())
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out["adv_zero_frac"] = float(stats.value_census(adv).near_zero_frac)
+    for col in extra:
+        x = _numeric(part, col)
+        x = x[~np.isnan(x)]
+        out[f"reward/{col}"] = float(x.mean()) if x.size else None
+    out["n_samples"] = float(part.height)
+    return out
+
+
+def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
+    path = Path(path)
+    frame, errors = _load(path)
+    empty = pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)})
+    if frame.is_empty():
+        if not errors:
+            errors.append(IngestError(str(path), "no samples"))
+        return RawLog(NAME, empty, errors=tuple(errors))
+    columns = set(frame.columns)
+    if _is_long(columns):
+        layout, reward_col, group_col = "long", "reward", "group"
+        extra: list[str] = []
+        trainer: str | None = None
+    elif _VERL_DUMP <= columns:
+        layout, reward_col, group_col = "verl_rollout_dump", "score", "input"
+        skip = _VERL_DUMP | {"gts", "request_id", "uid", "data_source"}
+        extra = [c for c in frame.columns if c not in skip and frame[c].dtype.is_numeric()]
+        trainer = "verl"
+    else:
+        errors.append(IngestError(str(path), "expected per-sample columns step, group, reward "
+                                             "(or a verl rollout dump: input, output, score, step)"))
+        return RawLog(NAME, empty, errors=tuple(errors))
+    frame = frame.with_columns(pl.col("step").cast(pl.Int64, strict=False))
+    null_steps = frame["step"].null_count()
+    frame = frame.filter(pl.col("step").is_not_null())
+    rows: list[dict[str, Any]] = []
+    group_notes: set[str] = set()
+    for part in frame.partition_by("step", maintain_order=True):
+        step = int(part["step"][0])
+        row: dict[str, Any] = {"step": step, **_step_metrics(part, reward_col, group_col, rollout_n, extra)}
+        if "zero_variance_group_frac" not in row:
+            if layout == "verl_rollout_dump" and part["input"].n_unique() == 1:
+                group_notes.add("every input of a step is identical; pass rollout_n to group consecutive blocks")
+            else:
+                group_notes.add("group ids missing")
+        rows.append(row)
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(k for k in r if k != "step"))
+    out = {"step": pl.Series("step", [r["step"] for r in rows], dtype=pl.Int64)}
+    for k in keys:
+        out[k] = pl.Series(k, [r.get(k) for r in rows], dtype=pl.Float64)
+    meta: dict[str, Any] = {"layout": layout, "samples": frame.height,
+                            "null_rewards": int(frame[reward_col].cast(pl.Float64, strict=False).is_null().sum())}
+    if layout == "verl_rollout_dump":
+        blocks = frame["input"].n_unique() == 1 and frame.height > 1
+        meta["groups"] = f"consecutive blocks of rollout_n={rollout_n}" if blocks else "identical input text"
+        meta["reward_components"] = extra
+    if group_notes:
+        meta["groups"] = "; ".join(sorted(group_notes))
+    if null_steps:
+        meta["samples_without_step"] = null_steps
+    return RawLog(NAME, pl.DataFrame(out), trainer=trainer, metadata=meta, errors=tuple(errors))

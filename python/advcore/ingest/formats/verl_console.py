@@ -1,0 +1,197 @@
+"""verl console logs: ``step:N - key:value - key:value ...`` lines.
+
+What real consoles add around those lines, and how it is handled:
+
+* ANSI colour codes (``\\x1b[36m``) are removed before anything else.
+* Ray prefixes (``(TaskRunner pid=2021996)``, ``(main_task pid=19799)``, ``(pid=12)``,
+  ``(WorkerDict pid=3, ip=10.0.0.1)``) are stripped, as are ``[repeated 7x across cluster]``.
+* Values may be wrapped (``np.float64(0.5)``, ``np.int64(3)``, ``tensor(0.5)``); ``nan``/``inf``
+  are read as NaN/inf, text values are skipped.
+* One step split over several lines (a second ``step:N - ...`` line with other keys, or a
+  wrapped continuation line of bare ``key:value`` pairs) is merged into one row. A ``step:N``
+  line repeating keys already read for N starts a new row (a resumed run re-logging a step).
+* A log that begins mid-run (a fragment of a step line before the first ``step:N``) or resumes
+  from a checkpoint keeps its step numbers as logged; the fragment is noted in ``metadata``.
+* A pair that is not ``key:value`` (a truncated line) is an :class:`IngestError` naming the line;
+  the pairs read before it are kept.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore.ingest._model import IngestError, RawLog
+
+NAME = "verl_console"
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_PREFIX = re.compile(r"^\s*(?:\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:-]+)?\)\s*)+")
+_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+_STEP = re.compile(r"^\s*step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
+_PAIR = re.compile(r"^\s*([A-Za-z_][\w/@.\-\[\]]*):\s*(\S.*?)\s*$")
+_WRAPPED = re.compile(r"^(?:np\.)?(?:float|int|uint)\d*\((.*)\)$|^tensor\((.*?)(?:,\s*device=.*)?\)$")
+_RESUME = re.compile(r"(?:Load(?:ing)? from checkpoint folder|resum\w*)[^\n]*?global_step_(\d+)", re.IGNORECASE)
+
+#: How far ``sniff`` reads past the 64 KiB head when the head looks like a Ray/verl job
+#: (config dumps and worker noise can push the first step line far down).
+_DEEP_SNIFF_BYTES = 32 << 20
+
+
+def clean(line: str) -> str:
+    """A console line without ANSI codes, carriage-return overwrites and Ray prefixes."""
+    line = _ANSI.sub("", line)
+    if "\r" in line:
+        # A progress bar overwritten in place: keep the prefix and the text after the last \r.
+        prefix = _PREFIX.match(line)
+        tail = line.rsplit("\r", 1)[1]
+        line = (prefix.group(0) if prefix else "") + tail
+    line = _PREFIX.sub("", line)
+    return _REPEATED.sub("", line).rstrip()
+
+
+def number(text: str) -> float | None:
+    """A logged value as a float: plain numbers, ``np.float64(x)``, ``tensor(x)``, ``nan``,
+    ``True``/``False``; None for text."""
+    text = text.strip().strip(",")
+    m = _WRAPPED.match(text)
+    if m:
+        text = (m.group(1) if m.group(1) is not None else m.group(2)).strip()
+    if text in ("True", "False", "true", "false"):
+        return 1.0 if text[0] in "Tt" else 0.0
+    if text.startswith(("'", '"')) and text.endswith(("'", '"')) and len(text) >= 2:
+        text = text[1:-1]
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _is_step_line(line: str) -> bool:
+    m = _STEP.match(clean(line))
+    return m is not None and ":" in clean(line)[m.end():]
+
+
+def sniff(path: Path, head: str | None) -> bool:
+    if head is None:
+        return False
+    if any(_is_step_line(line) for line in head.splitlines()):
+        return True
+    if not re.search(r"pid=\d+\)|actor_rollout_ref|verl\.trainer|main_ppo", head):
+        return False
+    read = 0
+    with path.open("r", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            read += len(line)
+            if "step:" in line and _is_step_line(line):
+                return True
+            if read > _DEEP_SNIFF_BYTES:
+                break
+    return False
+
+
+def _pairs(body: str) -> tuple[list[tuple[str, str]], str | None]:
+    """``key:value`` pairs of the text after ``step:N -``; the first unparsable chunk, if any."""
+    out: list[tuple[str, str]] = []
+    chunks = [c for c in re.split(r"\s+-\s+", body.strip()) if c.strip()]
+    if chunks and chunks[-1].rstrip().endswith(" -"):
+        chunks[-1] = chunks[-1].rstrip()[:-2]
+    for chunk in chunks:
+        chunk = chunk.strip().rstrip("-").strip()
+        if not chunk:
+            continue
+        m = _PAIR.match(chunk)
+        if m is None:
+            return out, chunk
+        out.append((m.group(1), m.group(2)))
+    return out, None
+
+
+def _continuation(line: str) -> list[tuple[str, str]] | None:
+    """A wrapped line made only of ``key:value`` pairs with numeric values, or None."""
+    text = line.strip().lstrip("-").strip()
+    if not text or text.startswith("step:"):
+        return None
+    pairs, bad = _pairs(text)
+    if bad is not None or not pairs or any(number(v) is None for _, v in pairs):
+        return None
+    return pairs
+
+
+def read(path: Path) -> RawLog:
+    path = Path(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    rows: list[dict[str, Any]] = []
+    errors: list[IngestError] = []
+    fragments: list[int] = []
+    text_values: set[str] = set()
+    current: dict[str, Any] | None = None
+    resumed_from: int | None = None
+    previous_was_step = False
+
+    def add(row: dict[str, Any], pairs: list[tuple[str, str]]) -> None:
+        for key, raw in pairs:
+            value = number(raw)
+            if value is None:
+                text_values.add(key)
+                continue
+            row[key] = value
+
+    for lineno, physical in enumerate(text.splitlines(), start=1):
+        if resumed_from is None and "global_step_" in physical:
+            m = _RESUME.search(_ANSI.sub("", physical))
+            if m:
+                resumed_from = int(m.group(1))
+        line = clean(physical)
+        m = _STEP.match(line)
+        if m is None:
+            cont = _continuation(line) if ":" in line and " - " in line else None
+            if cont is not None and len(cont) >= 2:
+                if current is not None and previous_was_step:
+                    add(current, cont)
+                    continue
+                if current is None:
+                    fragments.append(lineno)
+                    continue
+            previous_was_step = False
+            continue
+        step = int(m.group(1))
+        pairs, bad = _pairs(line[m.end():])
+        if bad is not None:
+            errors.append(IngestError(str(path), f"expected key:value after step:{step}, got {bad[:60]!r}", lineno))
+        seen = {k for k, _ in pairs}
+        if current is not None and current["step"] == step and not (seen & current.keys()):
+            add(current, pairs)
+        else:
+            current = {"step": step}
+            add(current, pairs)
+            rows.append(current)
+        previous_was_step = bad is None
+
+    if not rows:
+        errors.append(IngestError(str(path), "no verl 'step:N - key:value' line found"))
+        return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), trainer="verl",
+                      errors=tuple(errors))
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(k for k in r if k != "step"))
+    columns: dict[str, pl.Series] = {"step": pl.Series("step", [r["step"] for r in rows], dtype=pl.Int64)}
+    for k in keys:
+        columns[k] = pl.Series(k, [r.get(k) for r in rows], dtype=pl.Float64)
+    frame = pl.DataFrame(columns)
+    steps = frame["step"]
+    meta: dict[str, Any] = {"first_step": int(steps[0]), "last_step": int(steps[-1])}
+    if resumed_from is not None:
+        meta["resumed_from_step"] = resumed_from
+    if fragments:
+        meta["fragment_lines"] = fragments
+    if text_values:
+        meta["text_valued_keys"] = sorted(text_values)
+    nonfinite = [k for k in keys if any(v is not None and not math.isfinite(v) for v in columns[k].to_list())]
+    if nonfinite:
+        meta["nonfinite_keys"] = nonfinite
+    return RawLog(NAME, frame, trainer="verl", metadata=meta, errors=tuple(errors))
