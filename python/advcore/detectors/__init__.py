@@ -63,3 +63,9 @@ def run_detectors(
         elif isinstance(outcome, NotEvaluable):
             missing.append(outcome)
     return findings, missing
+
+
+# The seed detectors (seed card 000) and DEAD_FROM_START; imported here so that they register.
+from advcore.detectors import adv_collapse, dead_from_start, degenerate_groups, reward_std_death  # noqa: E402
+
+_register(adv_collapse.SPEC, degenerate_groups.SPEC, reward_std_death.SPEC, dead_from_start.SPEC)

@@ -1,0 +1,204 @@
+"""Shared helpers of the seed detectors: per-step series, early/late windows, onsets, proxies.
+
+Windows. The *early* window is the first ``WINDOW_FRAC`` (20 %) of a series' logged points, the
+*late* window the last 20 %, each at least ``MIN_WINDOW`` (3) points. A series needs at least
+``2 * MIN_WINDOW`` non-null points to be judged. Windows count logged rows, not step numbers,
+so a log written every 10 steps and one written every step are treated alike.
+
+Onset. The first point of ``sustain`` consecutive logged points that satisfy the predicate (if
+fewer than ``sustain`` points remain at the end, all of them must satisfy it). It is reported as
+the ``step`` value of that row; with curriculum phases (``phase`` column, steps restarting per
+phase) rows stay in log order and the finding's evidence names the phase (``onset_phase``).
+
+Proxies (SPEC section 4), used when a trainer does not log ``adv_std``:
+
+* verl logs per-token ``adv_max``/``adv_min`` and no std: ``adv_max - adv_min`` (the range is
+  at least the std, so the seed thresholds applied to it are conservative for collapse);
+* GRPO-style TRL logs ``frac_reward_zero_std`` (``zero_variance_group_frac``): a group-normalised
+  advantage has std ~1 in a group with any reward spread and exactly 0 in a tied group, so the
+  batch advantage std is ``sqrt(1 - zero_variance_group_frac)`` and the seed thresholds apply
+  unchanged;
+* with only ``reward_std_within`` or ``reward_std``: the share of the step's advantages that are
+  non-zero is 1 when the spread is above ``TIE_EPS`` and 0 when every group is tied (exact when a
+  step holds one group, as in Unsloth notebooks; an upper bound otherwise).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import polars as pl
+
+from advcore.ingest import Run
+
+__all__ = [
+    "MIN_WINDOW",
+    "TIE_EPS",
+    "WINDOW_FRAC",
+    "Series",
+    "ADV_NEEDS",
+    "REWARD_PROXIES",
+    "adv_signal",
+    "metric",
+    "onset_index",
+    "reward_spread",
+    "tied_share",
+    "window_len",
+]
+
+#: Share of the logged points in each of the early and late windows.
+WINDOW_FRAC = 0.2
+#: Fewest points in a window.
+MIN_WINDOW = 3
+#: A reward spread at or below this is "tied" (float32 rounding of 0/1 or partial-credit rewards).
+TIE_EPS = 1e-6
+
+#: Names of the proxies built from rewards rather than from advantages.
+REWARD_PROXIES = ("sqrt(1 - zero_variance_group_frac)", "1[reward_std_within > 1e-6]", "1[reward_std > 1e-6]")
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One per-step quantity over the non-null rows of a run, in log order."""
+
+    #: what the values are: a canonical metric name or the proxy's formula
+    name: str
+    steps: tuple[int, ...]
+    phases: tuple[int, ...] | None
+    values: tuple[float, ...]
+    #: True when ``name`` is a proxy for the quantity the detector wants
+    proxy: bool = False
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def map(self, name: str, fn: Callable[[float], float], proxy: bool = True) -> Series:
+        return Series(name, self.steps, self.phases, tuple(fn(v) for v in self.values), proxy)
+
+    @property
+    def judgeable(self) -> bool:
+        """Enough points for an early and a late window."""
+        return len(self.values) >= 2 * MIN_WINDOW
+
+    def early(self) -> tuple[float, ...]:
+        return self.values[: window_len(len(self.values))]
+
+    def late(self) -> tuple[float, ...]:
+        return self.values[len(self.values) - window_len(len(self.values)) :]
+
+    def early_mean(self) -> float:
+        return _mean(self.early())
+
+    def late_mean(self) -> float:
+        return _mean(self.late())
+
+    def mean(self) -> float:
+        return _mean(self.values)
+
+    def where(self, index: int | None) -> dict[str, int | str | None]:
+        """Evidence naming the step (and phase, when the run has phases) of row ``index``."""
+        if index is None:
+            return {"onset_step": None}
+        out: dict[str, int | str | None] = {"onset_step": self.steps[index]}
+        if self.phases is not None:
+            out["onset_phase"] = self.phases[index]
+        return out
+
+    def step_at(self, index: int | None) -> int | None:
+        return None if index is None else self.steps[index]
+
+
+def _mean(values: tuple[float, ...]) -> float:
+    return math.fsum(values) / len(values) if values else math.nan
+
+
+def window_len(n: int) -> int:
+    """Points in the early (and in the late) window of a series of ``n`` points."""
+    return min(n, max(MIN_WINDOW, math.ceil(WINDOW_FRAC * n)))
+
+
+def onset_index(values: tuple[float, ...], pred: Callable[[float], bool], sustain: int) -> int | None:
+    """Index of the first of ``sustain`` consecutive values satisfying ``pred`` (a shorter tail
+    counts when it satisfies ``pred`` throughout), or None."""
+    run = 0
+    for i, v in enumerate(values):
+        run = run + 1 if pred(v) else 0
+        if run >= sustain:
+            return i - sustain + 1
+    if run > 0:
+        return len(values) - run
+    return None
+
+
+def metric(run: Run, name: str) -> Series | None:
+    """The finite, non-null values of canonical metric ``name`` in log order, or None if absent."""
+    return _from_expr(run, name, pl.col(name), proxy=False, needs=(name,))
+
+
+def _from_expr(run: Run, name: str, expr: pl.Expr, *, proxy: bool, needs: tuple[str, ...]) -> Series | None:
+    if not run.has(*needs):
+        return None
+    frame = run.frame
+    has_phase = "phase" in frame.columns and frame["phase"].null_count() < frame.height
+    cols = [pl.col("step"), expr.cast(pl.Float64).alias("__v")]
+    if has_phase:
+        cols.append(pl.col("phase"))
+    sel = frame.select(cols).filter(pl.col("__v").is_not_null() & pl.col("__v").is_finite() & pl.col("step").is_not_null())
+    if sel.height == 0:
+        return None
+    phases = tuple(int(p) if p is not None else 0 for p in sel["phase"].to_list()) if has_phase else None
+    return Series(name, tuple(int(s) for s in sel["step"].to_list()), phases,
+                  tuple(float(v) for v in sel["__v"].to_list()), proxy)
+
+
+def tied_share(run: Run) -> Series | None:
+    """Per step, the share of groups whose rewards are all equal (0..1).
+
+    ``zero_variance_group_frac`` when logged; otherwise the proxy ``1[reward_std_within <= 1e-6]``
+    or ``1[reward_std <= 1e-6]`` (1 when every group of the step is tied; exact for one group per
+    step, a lower bound otherwise).
+    """
+    s = metric(run, "zero_variance_group_frac")
+    if s is not None:
+        return s
+    for name in ("reward_std_within", "reward_std"):
+        s = metric(run, name)
+        if s is not None:
+            return s.map(f"1[{name} <= 1e-6]", lambda v: 1.0 if v <= TIE_EPS else 0.0)
+    return None
+
+
+def reward_spread(run: Run) -> Series | None:
+    """Per step, the reward spread: ``reward_std``, else ``reward_std_within``, else the proxy
+    ``reward_max - reward_min`` (in reward units)."""
+    for name in ("reward_std", "reward_std_within"):
+        s = metric(run, name)
+        if s is not None:
+            return s
+    return _from_expr(run, "reward_max - reward_min", pl.col("reward_max") - pl.col("reward_min"),
+                      proxy=True, needs=("reward_max", "reward_min"))
+
+
+def adv_signal(run: Run) -> Series | None:
+    """Per step, the advantage std or its SPEC section 4 proxy (see the module docstring)."""
+    s = metric(run, "adv_std")
+    if s is not None:
+        return s
+    s = _from_expr(run, "adv_max - adv_min", pl.col("adv_max") - pl.col("adv_min"), proxy=True,
+                   needs=("adv_max", "adv_min"))
+    if s is not None:
+        return s
+    s = metric(run, "zero_variance_group_frac")
+    if s is not None:
+        return s.map(REWARD_PROXIES[0], lambda v: math.sqrt(min(1.0, max(0.0, 1.0 - v))))
+    for proxy_name, name in zip(REWARD_PROXIES[1:], ("reward_std_within", "reward_std"), strict=True):
+        s = metric(run, name)
+        if s is not None:
+            return s.map(proxy_name, lambda v: 1.0 if v > TIE_EPS else 0.0)
+    return None
+
+
+#: What the advantage-signal detectors need, as NotEvaluable says it.
+ADV_NEEDS = ("adv_std (or a proxy: adv_max and adv_min, zero_variance_group_frac, reward_std_within or reward_std)",)

@@ -1,0 +1,73 @@
+"""REWARD_STD_DEATH (warn, stage R): the reward spread fell to ~0 relative to its own early level.
+
+Rule: the early-window mean of the reward spread (``reward_std``, else ``reward_std_within``, else
+the proxy ``reward_max - reward_min``; reward units) is above ``min_early`` (1e-3) and the
+late-window mean is below ``death_ratio`` (0.1) times it; the onset is the first of ``sustain``
+(5) consecutive logged points below ``death_ratio`` x the early mean. A spread that was ~0 from
+the start is left to DEAD_FROM_START. Windows: first and last 20 % of the logged points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._windows import onset_index, reward_spread
+from advcore.ingest import Run
+
+__all__ = ["SPEC", "detect"]
+
+ID = "REWARD_STD_DEATH"
+
+WHAT_TO_TRY = (
+    "Look at reward_mean: at its ceiling the task is exhausted (harder prompts); at its floor everything fails "
+    "(easier prompts, check the reward function); in between the policy became deterministic (entropy, temperature).",
+    "Check entropy and response length for mode collapse onto one answer template.",
+    "Raise the sampling temperature or the group size, or add prompts the policy does not yet solve.",
+)
+
+
+def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
+    """Evaluate REWARD_STD_DEATH on ``run`` with resolved ``knobs``."""
+    s = reward_spread(run)
+    if s is None:
+        return NotEvaluable(ID, ("reward_std (or reward_std_within, or reward_max and reward_min)",))
+    if not s.judgeable:
+        return None
+    ratio, min_early, sustain = float(knobs["death_ratio"]), float(knobs["min_early"]), int(knobs["sustain"])
+    early, late = s.early_mean(), s.late_mean()
+    if not (early > min_early and late < ratio * early):
+        return None
+    cut = ratio * early
+    idx = onset_index(s.values, lambda v: v < cut, sustain)
+    evidence: dict[str, object] = {
+        "metric": s.name,
+        "early_mean": early,
+        "late_mean": late,
+        "late_over_early": late / early,
+        "death_ratio": ratio,
+        **s.where(idx),
+    }
+    if s.proxy:
+        evidence["proxy"] = s.name
+    return Finding(
+        ID, "warn", "R", s.step_at(idx), dict(evidence),
+        f"Reward spread ({s.name}) fell from {early:.3g} early to {late:.3g} late "
+        f"({100 * late / early:.1f}% of its early level): the rewards no longer tell samples apart.",
+        WHAT_TO_TRY,
+    )
+
+
+SPEC = DetectorSpec(
+    id=ID,
+    severity="warn",
+    stage="R",
+    summary="reward spread fell to ~0 relative to its own early level",
+    key_metrics=("reward_std", "reward_std_within"),
+    fn=detect,
+    knobs=(
+        Knob("death_ratio", 0.1, "late spread below this fraction of the early spread = dead", low=0.0, high=1.0),
+        Knob("min_early", 1e-3, "early spread (reward units) must exceed this to be judged", low=0.0),
+        Knob("sustain", 5, "consecutive logged steps below the cut for the onset estimate", low=1, integer=True),
+    ),
+)

@@ -1,0 +1,153 @@
+"""The verdict of SPEC section 7: where the signal disappeared, since when, on what evidence.
+
+:func:`diagnose` orders the findings causally (the earliest stage first, non-finite values before
+what followed them, then by onset), reads them together as the seed card says (all of
+ADV_COLLAPSE, DEGENERATE_GROUPS and REWARD_STD_DEATH -> start from reward variance; ADV_COLLAPSE
+alone on a real ``adv_std`` -> the reward -> advantage plumbing), tells a saturated reward (mean at
+its ceiling) from a floor (everything fails) and from tied groups (each prompt tied at its own
+value), and lists what could not be checked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from advcore.detectors._base import Finding, NotEvaluable
+from advcore.detectors._windows import REWARD_PROXIES, metric, reward_spread
+from advcore.ingest import Run
+
+__all__ = ["Regime", "Verdict", "diagnose", "reward_regime"]
+
+VerdictStage = Literal["R", "A", "T", "U"]
+Regime = Literal["saturation", "floor", "tied_groups"]
+
+_RANK = {"any": 0, "R": 1, "R/U": 1, "A": 2, "T": 3, "U": 4}
+_SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Where the learning signal disappeared (``stage`` None when nothing fired)."""
+
+    stage: VerdictStage | None
+    summary: str
+    #: onset step of the first finding in causal order
+    onset: int | None
+    #: findings in causal order
+    findings: tuple[Finding, ...]
+    #: saturation / floor / tied_groups when the reward spread is gone, else None
+    regime: Regime | None
+    what_to_try: tuple[str, ...]
+    #: "ID: needs X" for each detector that could not run
+    not_checked: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"stage": self.stage, "summary": self.summary}
+
+
+def _order(findings: Sequence[Finding]) -> list[Finding]:
+    def key(f: Finding) -> tuple[int, int, float]:
+        rank = 0 if f.id == "NONFINITE" else _RANK.get(f.stage, 5)
+        onset = float(f.onset_step) if f.onset_step is not None else math.inf
+        return (rank, 0 if f.id == "DEAD_FROM_START" else 1, onset)
+
+    return sorted(findings, key=key)
+
+
+def reward_regime(run: Run, *, rel_tol: float = 0.02) -> Regime | None:
+    """How the reward lost its spread, judged on the late 20 % of the run.
+
+    ``saturation``: the late reward mean sits within ``rel_tol`` of the ceiling (``reward_max``
+    when logged, else the run's highest reward mean) and barely moves; ``floor``: it sits at the
+    floor (``reward_min`` or the run's lowest mean, or exactly 0 throughout); ``tied_groups``: the
+    late reward mean still moves from step to step (prompts differ) while the groups are tied.
+    None when the rewards are missing or still spread.
+    """
+    mean = metric(run, "reward_mean")
+    if mean is None or not mean.judgeable:
+        return None
+    spread = reward_spread(run)
+    late = mean.late()
+    lo, hi = min(mean.values), max(mean.values)
+    span = max(hi - lo, abs(hi), abs(lo), 1e-12)
+    tol = rel_tol * span
+    moves = max(late) - min(late) > tol
+    spread_late = spread.late_mean() if spread is not None and spread.judgeable else None
+    ceiling = hi
+    rmax = metric(run, "reward_max")
+    if rmax is not None:
+        ceiling = max(rmax.values)
+    floor = lo
+    rmin = metric(run, "reward_min")
+    if rmin is not None:
+        floor = min(rmin.values)
+    late_mean = math.fsum(late) / len(late)
+    if not moves and all(v == 0.0 for v in mean.values):
+        return "floor"
+    if not moves and abs(late_mean - ceiling) <= tol and late_mean > lo + tol:
+        return "saturation"
+    if not moves and abs(late_mean - floor) <= tol:
+        return "floor"
+    if spread_late is not None and spread_late <= 1e-6 * span and moves:
+        return "tied_groups"
+    tied = metric(run, "zero_variance_group_frac")
+    if tied is not None and tied.judgeable and tied.late_mean() >= 0.8:
+        return "tied_groups" if moves else ("saturation" if late_mean >= hi - tol else "floor")
+    return None
+
+
+_REGIME_TEXT = {
+    "saturation": "the reward mean sits at its ceiling (saturation: the task is exhausted; harder prompts, "
+    "not advantage plumbing)",
+    "floor": "the reward sits at its floor (everything fails, or the reward is not wired)",
+    "tied_groups": "each group is tied at its own reward value while prompts differ (tied groups: a deterministic "
+    "policy or a coarse reward, not saturation)",
+}
+
+
+def diagnose(run: Run, findings: Sequence[Finding], not_evaluable: Sequence[NotEvaluable]) -> Verdict:
+    """The verdict for ``run`` from the detectors' ``findings`` and ``not_evaluable`` outcomes."""
+    ordered = _order(findings)
+    not_checked = tuple(f"{n.id}: needs {', '.join(n.needs)}" for n in not_evaluable)
+    if not ordered:
+        summary = "no detector fired: no sign that the learning signal was lost"
+        if not_checked:
+            summary += f" ({len(not_checked)} detector(s) could not be checked)"
+        return Verdict(None, summary, None, (), None, (), not_checked)
+    ids = {f.id for f in ordered}
+    first = ordered[0]
+    regime = reward_regime(run)
+    parts: list[str] = []
+    if "DEAD_FROM_START" in ids:
+        parts.append("no usable signal from the first steps: a setup problem, not a collapse")
+    adv = next((f for f in ordered if f.id == "ADV_COLLAPSE"), None)
+    if all(i in ids for i in _SEED):
+        parts.append("advantages, groups and reward spread all collapsed: start from reward variance")
+    elif adv is not None and not ({"DEGENERATE_GROUPS", "REWARD_STD_DEATH"} & ids):
+        proxy = adv.evidence.get("proxy")
+        if proxy in REWARD_PROXIES:
+            parts.append(f"the advantage signal collapsed (read from the rewards through {proxy})")
+        else:
+            parts.append("only the advantages collapsed while rewards kept their spread: the bug is almost certainly "
+                         "in the reward -> advantage plumbing (scaling/normalization)")
+    if not parts:
+        parts.append(first.message.rstrip("."))
+    if regime is not None and ids & {"DEAD_FROM_START", "DEGENERATE_GROUPS", "REWARD_STD_DEATH", "ADV_COLLAPSE"}:
+        parts.append(_REGIME_TEXT[regime])
+    stage: VerdictStage | None = None
+    for f in ordered:
+        if f.stage != "any":
+            stage = "R" if f.stage == "R/U" else f.stage
+            break
+    onset = first.onset_step
+    summary = "; ".join(parts)
+    if onset is not None:
+        phase = first.evidence.get("onset_phase")
+        summary += f" (since step {onset}" + (f", phase {phase}" if phase is not None else "") + ")"
+    tries: list[str] = []
+    for f in ordered:
+        tries.extend(t for t in f.what_to_try if t not in tries)
+    return Verdict(stage, summary, onset, tuple(ordered), regime, tuple(tries), not_checked)

@@ -1,0 +1,239 @@
+"""The seed detectors (ADV_COLLAPSE, DEGENERATE_GROUPS, REWARD_STD_DEATH) and DEAD_FROM_START:
+synthetic fixtures with known ground truth, a registry self-test and checks on real logs."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
+from advcore.diagnose import diagnose, reward_regime
+from advcore.ingest import Run, load
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT.parent / "shared" / "data" / "real"
+SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH", "DEAD_FROM_START")
+SECTIONS = ("What is happening", "What it looks like", "How the detector decides", "Knobs", "What to try",
+            "Related detectors")
+
+
+def make_run(cols: dict[str, list[float]], *, steps: list[int] | None = None, phase: list[int] | None = None,
+             trainer: str | None = "trl") -> Run:
+    n = len(next(iter(cols.values())))
+    data: dict[str, pl.Series] = {"step": pl.Series("step", steps or list(range(1, n + 1)), dtype=pl.Int64)}
+    if phase is not None:
+        data["phase"] = pl.Series("phase", phase, dtype=pl.Int64)
+    for k, v in cols.items():
+        data[k] = pl.Series(k, v, dtype=pl.Float64)
+    return Run("synthetic", "synthetic", trainer, pl.DataFrame(data), {k: k for k in cols}, {})
+
+
+def one(run: Run, det: str, **knobs: float) -> Finding | NotEvaluable | None:
+    spec = REGISTRY[det]
+    return spec.fn(run, spec.resolve(knobs))
+
+
+def fired(run: Run) -> dict[str, Finding]:
+    findings, _ = run_detectors(run, only=SEED)
+    return {f.id: f for f in findings}
+
+
+# --- synthetic fixtures -------------------------------------------------------------------------
+
+RNG = np.random.default_rng(0)
+
+
+def collapse_adv(n: int = 100, at: int = 60) -> list[float]:
+    return [float(1.0 + 0.05 * RNG.standard_normal()) if i < at else 0.01 for i in range(n)]
+
+
+def test_adv_collapse_fires_with_onset_at_the_drop() -> None:
+    run = make_run({"adv_std": collapse_adv(), "reward_std": [0.5] * 100, "reward_mean": [0.5] * 100})
+    f = one(run, "ADV_COLLAPSE")
+    assert isinstance(f, Finding)
+    assert f.onset_step == 61 and f.evidence["onset_step"] == 61
+    assert f.evidence["late_mean"] < 0.1 < 0.5 < f.evidence["early_mean"]
+    assert "proxy" not in f.evidence
+    json.dumps(f.to_json())
+    # only ADV_COLLAPSE with rewards still spread -> the plumbing
+    v = diagnose(run, *run_detectors(run, only=SEED))
+    assert v.stage == "T" and "plumbing" in v.summary and v.onset == 61
+
+
+def test_adv_collapse_quiet_on_healthy_and_guarded_when_never_healthy() -> None:
+    healthy = make_run({"adv_std": [1.0 + 0.05 * math.sin(i) for i in range(100)]})
+    assert one(healthy, "ADV_COLLAPSE") is None
+    never = make_run({"adv_std": [0.01] * 100})
+    assert one(never, "ADV_COLLAPSE") is None  # the healthy-early guard
+    assert isinstance(one(never, "DEAD_FROM_START"), Finding)
+
+
+def test_adv_collapse_knob_override_and_not_evaluable() -> None:
+    run = make_run({"adv_std": [1.0] * 60 + [0.08] * 40})
+    assert isinstance(one(run, "ADV_COLLAPSE"), Finding)
+    assert one(run, "ADV_COLLAPSE", collapse_below=0.05) is None
+    ne = one(make_run({"kl": [0.1] * 50}), "ADV_COLLAPSE")
+    assert isinstance(ne, NotEvaluable) and "adv_std" in ne.needs[0]
+
+
+def test_adv_collapse_proxies_are_named() -> None:
+    verl = make_run({"adv_max": [2.0] * 60 + [0.02] * 40, "adv_min": [-2.0] * 60 + [0.0] * 40}, trainer="verl")
+    f = one(verl, "ADV_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["proxy"] == "adv_max - adv_min" and f.onset_step == 61
+    trl = make_run({"zero_variance_group_frac": [0.3] * 60 + [1.0] * 40, "reward_std": [0.4] * 60 + [0.0] * 40})
+    f = one(trl, "ADV_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["proxy"] == "sqrt(1 - zero_variance_group_frac)"
+
+
+def test_degenerate_groups_quiet_when_half_tied_and_learning() -> None:
+    # 0/1 rewards at moderate success: about half the groups tied, reward improving
+    n = 200
+    tied = [float(np.clip(0.5 + 0.1 * RNG.standard_normal(), 0, 1)) for _ in range(n)]
+    run = make_run({"zero_variance_group_frac": tied, "reward_mean": list(np.linspace(0.2, 0.7, n)),
+                    "reward_std": [0.4] * n})
+    assert fired(run) == {}
+    assert diagnose(run, *run_detectors(run, only=SEED)).stage is None
+
+
+def test_degenerate_groups_fires_when_tied_share_high() -> None:
+    n = 100
+    tied = [0.4] * 20 + [0.95] * 80
+    run = make_run({"zero_variance_group_frac": tied, "reward_mean": [0.5 + 0.1 * math.sin(i) for i in range(n)]})
+    f = one(run, "DEGENERATE_GROUPS")
+    assert isinstance(f, Finding) and f.onset_step == 21 and f.stage == "R"
+    assert "proxy" not in f.evidence
+
+
+def test_degenerate_groups_proxy_from_reward_std_steps() -> None:
+    # one group per step: 92 % of steps tied (unsloth-qwen3-vl-like) fires, 31 % stays quiet
+    flags = [0.0 if i % 12 == 0 else 1.0 for i in range(60)]
+    run = make_run({"reward_std": [0.3 * (1 - f) for f in flags], "reward_mean": [2.0] * 60})
+    f = one(run, "DEGENERATE_GROUPS")
+    assert isinstance(f, Finding) and f.evidence["proxy"] == "1[reward_std <= 1e-6]"
+    quiet = make_run({"reward_std": [0.0 if i % 3 == 0 else 0.5 for i in range(250)]})
+    assert one(quiet, "DEGENERATE_GROUPS") is None
+
+
+def test_reward_std_death_fires_and_quiet() -> None:
+    std = [0.4] * 50 + [0.4 * 0.5 ** k for k in range(1, 6)] + [0.001] * 45
+    run = make_run({"reward_std": std, "reward_mean": [0.9] * 100})
+    f = one(run, "REWARD_STD_DEATH")
+    assert isinstance(f, Finding) and f.onset_step == 54  # 0.4/16 = 0.025 < 0.04 from step 54
+    assert f.evidence["late_over_early"] < 0.1
+    assert one(make_run({"reward_std": [0.4] * 50 + [0.1] * 50}), "REWARD_STD_DEATH") is None
+    # ~0 from the start: not a death, DEAD_FROM_START's business
+    assert one(make_run({"reward_std": [1e-5] * 100}), "REWARD_STD_DEATH") is None
+    assert isinstance(one(make_run({"kl": [0.0] * 10}), "REWARD_STD_DEATH"), NotEvaluable)
+
+
+def test_dead_from_start_all_zero_and_quiet_on_live_run() -> None:
+    zero = make_run({"reward_mean": [0.0] * 50, "reward_std": [0.0] * 50, "grad_norm": [0.0] * 50, "kl": [0.0] * 50})
+    f = one(zero, "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.onset_step == 1 and f.severity == "error"
+    v = diagnose(zero, *run_detectors(zero, only=SEED))
+    assert v.stage == "R" and "setup problem" in v.summary and v.regime == "floor"
+    live = make_run({"reward_std": [0.3] * 50, "grad_norm": [0.5] * 50})
+    assert one(live, "DEAD_FROM_START") is None
+    # a slow start that recovers is not dead
+    slow = make_run({"reward_std": [0.0] * 20 + [0.3] * 80})
+    assert one(slow, "DEAD_FROM_START") is None
+    assert isinstance(one(make_run({"lr": [1e-5] * 10}), "DEAD_FROM_START"), NotEvaluable)
+
+
+def test_phases_are_named_in_evidence() -> None:
+    std = [0.4] * 20 + [0.4] * 20 + [0.0] * 20
+    run = make_run({"adv_std": [1.0] * 40 + [0.0] * 20}, steps=list(range(1, 21)) * 3, phase=[0] * 20 + [1] * 20 + [2] * 20)
+    f = one(run, "ADV_COLLAPSE")
+    assert isinstance(f, Finding) and f.onset_step == 1 and f.evidence["onset_phase"] == 2
+    assert std  # phases keep their own step numbers
+
+
+def test_all_three_fire_means_start_from_reward_variance_and_regimes() -> None:
+    n = 100
+    run = make_run({
+        "adv_std": [1.0] * 50 + [0.0] * 50,
+        "zero_variance_group_frac": [0.3] * 20 + [1.0] * 80,
+        "reward_std": [0.4] * 50 + [0.0] * 50,
+        "reward_mean": [0.5] * 20 + list(np.linspace(0.5, 1.0, 30)) + [1.0] * 50,
+    })
+    findings, ne = run_detectors(run, only=SEED)
+    assert {f.id for f in findings} >= {"ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH"}
+    v = diagnose(run, findings, ne)
+    assert "start from reward variance" in v.summary and v.regime == "saturation"
+    assert [f.stage for f in v.findings][-1] == "T"  # reward-side findings first
+    floor = make_run({"reward_mean": [0.3] * 20 + [0.0] * 80, "reward_std": [0.3] * 20 + [0.0] * 80})
+    assert reward_regime(floor) == "floor"
+    tied = make_run({"reward_mean": [0.8 + 0.05 * math.sin(i) for i in range(n)], "reward_std": [0.0] * n})
+    assert reward_regime(tied) == "tied_groups"
+
+
+# --- registry self-test -------------------------------------------------------------------------
+
+def test_registry_ids_cards_and_defaults() -> None:
+    for det in SEED:
+        spec = REGISTRY[det]
+        assert re.fullmatch(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*", spec.id)
+        assert spec.resolve({}) == spec.defaults()
+        for k in spec.knobs:
+            assert k.validate(k.default, det) == k.default
+        card = (ROOT / "docs" / "detectors" / f"{det}.md").read_text()
+        for section in SECTIONS:
+            assert re.search(rf"^#+ {section}", card, re.M | re.I), (det, section)
+        for k in spec.knobs:
+            assert f"`{k.name}`" in card and str(k.default) in card, (det, k.name)
+        assert spec.fn.__doc__ and spec.fn.__module__
+
+
+# --- real logs ----------------------------------------------------------------------------------
+
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/data/real not present")
+
+
+def csv_run(name: str) -> Run:
+    """An Unsloth notebook table (Step, reward, reward_std, ...) read directly for calibration."""
+    path = next((REAL / name).glob("*.csv"))
+    df = pl.read_csv(path)
+    return make_run({"reward_mean": df["reward"].cast(pl.Float64).to_list(),
+                     "reward_std": df["reward_std"].cast(pl.Float64).to_list()},
+                    steps=df["Step"].cast(pl.Int64).to_list())
+
+
+@needs_real
+def test_real_f1_strategist_dead_and_degenerate_from_the_start() -> None:
+    run = load(REAL / "f1-strategist-grpo-zero-std" / "trainer_state.json")
+    got = fired(run)
+    assert set(got) == {"DEGENERATE_GROUPS", "DEAD_FROM_START"}
+    assert got["DEGENERATE_GROUPS"].onset_step == 10 and got["DEAD_FROM_START"].onset_step == 10
+    assert got["DEGENERATE_GROUPS"].evidence["run_mean"] == pytest.approx(0.998, abs=1e-3)
+    assert got["DEAD_FROM_START"].evidence["proxy"] == "sqrt(1 - zero_variance_group_frac)"
+    v = diagnose(run, *run_detectors(run, only=SEED))
+    assert v.stage == "R" and "setup problem" in v.summary and v.regime == "tied_groups"
+    assert v.findings[0].id == "DEAD_FROM_START"
+
+
+@needs_real
+@pytest.mark.parametrize("name", ["legaloom-grpo-v3", "chaos-economy-grpo", "legaloom-grpo-curriculum"])
+def test_real_quiet_runs(name: str) -> None:
+    path = next(p for p in (REAL / name).glob("*.json"))
+    assert fired(load(path)) == {}
+
+
+@needs_real
+@pytest.mark.parametrize(("name", "expected"), [
+    # 92 % zero-std steps; the few live early steps give REWARD_STD_DEATH an early level to fall from
+    ("unsloth-qwen3-vl-8b-vision-grpo", {"DEGENERATE_GROUPS", "DEAD_FROM_START", "REWARD_STD_DEATH"}),
+    ("unsloth-qwen3-8b-fp8-grpo", {"DEGENERATE_GROUPS"}),  # 87 % zero-std steps
+    ("unsloth-qwen25-3b-grpo", set()),  # learns with 31 % zero-std steps
+    ("unsloth-llama32-3b-grpo-advanced", set()),  # healthy
+    ("unsloth-qwen3-4b-grpo", set()),  # 47 %: the "half tied" zone
+    ("unsloth-phi4-14b-grpo", set()),  # 43 %
+    ("unsloth-llama31-8b-grpo-userrun", set()),  # tied early (47 % of the first quarter), then learns
+])
+def test_real_unsloth_tables(name: str, expected: set[str]) -> None:
+    assert set(fired(csv_run(name))) == expected
