@@ -1,0 +1,179 @@
+"""Plain per-step records: JSONL (one JSON object per line) or Parquet (one row per step).
+
+Nested objects are flattened with ``/`` (``{"actor": {"kl": 0.1}}`` -> ``actor/kl``); values
+that are not numbers (or numeric strings) are dropped and their keys listed in
+``metadata["non_numeric"]``. NaN is read as null. The helpers here are shared by the other
+table-like formats (``csv_table``, ``wandb``, ``columnar_json``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore.ingest._model import IngestError, RawLog
+
+NAME = "plain"
+
+_PARQUET_MAGIC = b"PAR1"
+
+
+def number(v: Any) -> float | None:
+    """A log value as a float: numbers, booleans and numeric strings; anything else is None."""
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        f = float(v)
+    elif isinstance(v, str):
+        s = v.strip()
+        if s in ("True", "true", "False", "false"):
+            return 1.0 if s[0] in "Tt" else 0.0
+        try:
+            f = float(s)
+        except ValueError:
+            return None
+    else:
+        return None
+    return None if math.isnan(f) else f
+
+
+def is_missing(v: Any) -> bool:
+    """True for values that mean "not logged" (None, empty string, NaN, 'nan')."""
+    if v is None:
+        return True
+    if isinstance(v, float) and math.isnan(v):
+        return True
+    return isinstance(v, str) and v.strip().lower() in ("", "nan", "none", "null")
+
+
+def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts flattened with ``/`` separators."""
+    out: dict[str, Any] = {}
+    for k, v in record.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "/"))
+        else:
+            out[key] = v
+    return out
+
+
+def records_frame(rows: list[dict[str, Any]]) -> tuple[pl.DataFrame, list[str]]:
+    """One Float64 column per key (in first-seen order) and the keys dropped as non-numeric.
+
+    A key is kept when at least one of its values is a number; other values become null.
+    A ``step`` key becomes an Int64 ``step`` column.
+    """
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(r))
+    columns: dict[str, pl.Series] = {}
+    dropped: list[str] = []
+    for k in keys:
+        values = [number(r.get(k)) for r in rows]
+        if all(v is None for v in values) and any(not is_missing(r.get(k)) for r in rows):
+            dropped.append(k)
+            continue
+        columns[k] = pl.Series(k, values, dtype=pl.Float64)
+    frame = pl.DataFrame(list(columns.values())) if columns else pl.DataFrame()
+    if "step" in frame.columns:
+        frame = frame.with_columns(pl.col("step").cast(pl.Int64, strict=False))
+    return frame, dropped
+
+
+def numeric_frame(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """A frame read by Polars with every column as Float64 (strings parsed where numeric)."""
+    rows_kept: list[pl.Series] = []
+    dropped: list[str] = []
+    for name in frame.columns:
+        s = frame[name]
+        if s.dtype == pl.Boolean or s.dtype.is_numeric():
+            s = s.cast(pl.Float64)
+            rows_kept.append(s.fill_nan(None))
+            continue
+        if s.dtype in (pl.String, pl.Utf8):
+            parsed = pl.Series(name, [number(v) for v in s.to_list()], dtype=pl.Float64)
+            if parsed.null_count() == len(parsed) and any(not is_missing(v) for v in s.to_list()):
+                dropped.append(name)
+                continue
+            rows_kept.append(parsed)
+            continue
+        if s.null_count() == len(s):
+            rows_kept.append(s.cast(pl.Float64))
+            continue
+        dropped.append(name)
+    out = pl.DataFrame(rows_kept) if rows_kept else pl.DataFrame()
+    if "step" in out.columns:
+        out = out.with_columns(pl.col("step").cast(pl.Int64, strict=False))
+    return out, dropped
+
+
+def first_json_line(head: str) -> tuple[int, Any] | None:
+    """The first non-blank line of ``head`` parsed as JSON (and its 1-based number), or None."""
+    for i, line in enumerate(head.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            return i, json.loads(line)
+        except json.JSONDecodeError:
+            return None
+    return None
+
+
+def is_parquet(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(4) == _PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+def read_jsonl(path: Path, fmt: str) -> tuple[list[dict[str, Any]], list[IngestError]]:
+    """Records of a JSONL file; a line that is not a JSON object is an error with its number
+    (the rest of the file is still read)."""
+    rows: list[dict[str, Any]] = []
+    errors: list[IngestError] = []
+    with path.open(encoding="utf-8", errors="replace", newline=None) as f:
+        for n, line in enumerate(f, start=1):
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as e:
+                errors.append(IngestError(str(path), f"{fmt}: expected one JSON object per line ({e.msg})", n))
+                continue
+            if not isinstance(obj, dict):
+                errors.append(IngestError(str(path), f"{fmt}: expected a JSON object, got {type(obj).__name__}", n))
+                continue
+            rows.append(flatten(obj))
+    return rows, errors
+
+
+def sniff(path: Path, head: str | None) -> bool:
+    if head is None:
+        return path.suffix.lower() == ".parquet" or is_parquet(path)
+    first = first_json_line(head)
+    if first is None or not isinstance(first[1], dict) or not first[1]:
+        return False
+    record = first[1]
+    # verl's file logger ({"step": N, "data": {...}}) has its own module.
+    if isinstance(record.get("data"), dict):
+        return False
+    return any(number(v) is not None for v in flatten(record).values())
+
+
+def read(path: Path) -> RawLog:
+    if is_parquet(path):
+        frame, dropped = numeric_frame(pl.read_parquet(path))
+        return RawLog(NAME, frame, metadata={"non_numeric": dropped} if dropped else {})
+    rows, errors = read_jsonl(path, "plain JSONL")
+    if not rows:
+        errors.append(IngestError(str(path), "plain JSONL: no JSON object lines found"))
+        return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
+    frame, dropped = records_frame(rows)
+    return RawLog(NAME, frame, metadata={"non_numeric": dropped} if dropped else {}, errors=tuple(errors))

@@ -1,0 +1,95 @@
+"""TRL console output: the Python dict literals ``Trainer.log`` prints (``{'loss': 0.1, ...}``).
+
+Each dict is read with :func:`ast.literal_eval` (never ``eval``). Values may be numbers or
+numeric strings (``'reward': '0.5'``); keys missing from a dict are null. There is no step
+key: the step is the order of the train-metric dicts. Progress-bar redraws (``\\r``) and any
+other text between the dicts are skipped. The end-of-training summary dict (``train_runtime``)
+goes to ``metadata["summary"]`` and eval dicts (only ``eval_*`` keys) are not counted as steps.
+A line that starts a metric dict but does not parse (a truncated line) is an error with its
+line number; the other lines are still read.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest.formats.plain import number, records_frame
+
+NAME = "trl_console"
+
+#: A metric dict starts a line segment (after ``\r`` redraws and whitespace, or right after a tqdm
+#: bar ``... | 2/3 [00:02<00:01]`` it was glued to) with a Trainer key.
+_START = re.compile(
+    r"^(?:[^{]*\|[^{]*\]\s*)?\s*\{'(loss|grad_norm|learning_rate|reward|rewards/[^']*|kl|entropy|epoch|num_tokens|"
+    r"completion_length|completions/[^']*|frac_reward_zero_std|train_runtime|eval_[^']*)'\s*:"
+)
+_SEGMENTS = re.compile(r"\r")
+
+
+def _segments(text: str) -> list[tuple[int, str]]:
+    """(line number, segment) for every ``\\r``-separated piece of every line."""
+    out: list[tuple[int, str]] = []
+    for n, line in enumerate(text.split("\n"), start=1):
+        for seg in _SEGMENTS.split(line):
+            if seg.strip():
+                out.append((n, seg))
+    return out
+
+
+def sniff(path: Path, head: str | None) -> bool:
+    if head is None:
+        return False
+    return any(_START.match(seg) for _, seg in _segments(head))
+
+
+def _parse(seg: str) -> dict[str, Any] | None:
+    text = seg[seg.index("{"):].strip()
+    end = text.rfind("}")
+    if end < 0:
+        return None
+    try:
+        obj = ast.literal_eval(text[: end + 1])
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or not all(isinstance(k, str) for k in obj):
+        return None
+    return obj
+
+
+def read(path: Path) -> RawLog:
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    rows: list[dict[str, Any]] = []
+    errors: list[IngestError] = []
+    meta: dict[str, Any] = {}
+    evals = 0
+    for n, seg in _segments(text):
+        if not _START.match(seg):
+            continue
+        obj = _parse(seg)
+        if obj is None:
+            errors.append(IngestError(
+                str(path), "TRL console: expected a complete Python dict literal ({'key': value, ...}); "
+                "the line is truncated or malformed", n))
+            continue
+        if "train_runtime" in obj:
+            meta["summary"] = {k: number(v) for k, v in obj.items()}
+            continue
+        if all(k.startswith("eval_") or k == "epoch" for k in obj):
+            evals += 1
+            continue
+        rows.append(obj)
+    if evals:
+        meta["eval_dicts_skipped"] = evals
+    if not rows:
+        errors.append(IngestError(str(path), "TRL console: no train-metric dict lines ({'loss': ...}) found"))
+        return RawLog(NAME, pl.DataFrame(), trainer="trl", metadata=meta, errors=tuple(errors))
+    frame, dropped = records_frame(rows)
+    if dropped:
+        meta["non_numeric"] = dropped
+    return RawLog(NAME, frame, trainer="trl", metadata=meta, errors=tuple(errors))

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from advcore.ingest import detect, load
+from advcore.ingest.formats import samples
+
+from ._realdata import real
+
+
+def _long() -> pl.DataFrame:
+    return pl.DataFrame({
+        "step": [1, 1, 1, 1, 2, 2, 2, 2],
+        "group": ["a", "a", "b", "b", "a", "a", "b", "b"],
+        "reward": [1.0, 1.0, 0.0, 1.0, 0.0, 0.0, None, 1.0],
+        "adv": [0.0, 0.0, -0.7, 0.7, 0.0, 0.0, 0.0, 0.0],
+    })
+
+
+def test_long_jsonl_and_parquet(tmp_path: Path) -> None:
+    js = tmp_path / "s.jsonl"
+    js.write_text("\n".join(json.dumps(r) for r in _long().to_dicts()) + "\n", encoding="utf-8")
+    pq = tmp_path / "s.parquet"
+    _long().write_parquet(pq)
+    for p in (js, pq):
+        assert detect(p) is samples
+        run = load(p)
+        f = run.frame
+        assert f["step"].to_list() == [1, 2]
+        assert f["reward_mean"][0] == pytest.approx(0.75)
+        assert f["zero_variance_group_frac"].to_list() == [0.5, 1.0]  # step 2: the singleton b (after the null) is not counted
+        assert f["reward_std_within"][0] == pytest.approx(0.5 ** 0.5)  # ddof 1 std of (0, 1); group a is 0
+        assert f["adv_zero_frac"][0] == pytest.approx(0.5) and f["adv_zero_frac"][1] == 1.0
+        assert f["adv_std"][0] == pytest.approx(0.7 / 2 ** 0.5)
+        assert run.metadata["null_rewards"] == 1
+
+
+def test_truncated_line_and_empty(tmp_path: Path) -> None:
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"step": 1, "group": 0, "reward": 1.0}\n{"step": 1, "group": 0, "rew\n', encoding="utf-8")
+    raw = samples.read(p)
+    assert raw.frame["reward_mean"].to_list() == [1.0]
+    (err,) = raw.errors
+    assert err.line == 2 and err.path == str(p)
+    e = tmp_path / "e.jsonl"
+    e.write_text("\n", encoding="utf-8")
+    assert samples.read(e).errors
+
+
+def test_verl_dump_groups_by_prompt(tmp_path: Path) -> None:
+    p = tmp_path / "3.jsonl"
+    rows = [{"input": f"q{i // 2}", "output": "o", "score": float(i % 2 if i < 2 else 1), "step": 3, "acc": 1.0}
+            for i in range(4)]
+    p.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    run = load(p)
+    assert run.frame["zero_variance_group_frac"][0] == 0.5
+    assert run.frame["reward/acc"][0] == 1.0
+
+
+def test_real_verl_rollout_dump() -> None:
+    path = real("verl-vlm-svg-grpo-rollout-dump/1.jsonl")
+    assert detect(path) is samples
+    run = load(path)  # every input is identical: no groups without rollout_n
+    assert run.frame["step"].to_list() == [1]
+    assert run.frame["reward_min"][0] == pytest.approx(-84.04, abs=0.01)
+    assert run.frame["reward_max"][0] == pytest.approx(0.526, abs=0.001)
+    assert run.frame["reward/format"][0] == pytest.approx(968 / 1024)
+    assert "zero_variance_group_frac" not in run.metrics and "rollout_n" in run.metadata["groups"]
+    raw = samples.read(path, rollout_n=64)
+    f = raw.frame
+    assert f["n_groups"][0] == 16 and f["zero_variance_group_frac"][0] == 0.0
+    assert 4.5 < f["reward_std_within"][0] < 13

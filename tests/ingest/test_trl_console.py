@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advcore.ingest import detect, load
+from advcore.ingest.formats import trl_console
+
+from ._real import real
+
+SYNTH = (
+    "Loading model...\n"
+    "\r  0%|          | 0/3 [00:00<?, ?it/s]\r 33%|###       | 1/3\n"
+    "Updated tokens: {'bos_token_id': None, 'pad_token_id': 1}.\n"
+    "{'loss': '0.1', 'grad_norm': '0.5', 'reward': '0.25', 'reward_std': '0.1', 'epoch': '0.1'}\r\n"
+    "\r 66%|######    | 2/3 [00:02<00:01]{'loss': 0.2, 'grad_norm': 0.4, 'kl': 0.01, 'epoch': 0.2}\n"
+    "some other text line\n"
+    "{'loss': '0.3', 'grad_norm': '0.3', 'reward': '0.75', 'reward_std': '0', 'epoch': '0.3'}\n"
+    "{'eval_loss': 0.9, 'epoch': 0.3}\n"
+    "{'train_runtime': '12.5', 'train_loss': '0.2', 'epoch': '0.3'}\n"
+)
+
+
+def test_synthetic_console(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_text(SYNTH)
+    assert detect(p) is trl_console
+    run = load(p)
+    assert run.format == "trl_console" and run.trainer == "trl" and not run.errors
+    assert run.steps == 3
+    assert run.frame["step"].to_list() == [1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [0.25, None, 0.75]
+    assert run.frame["grad_norm"].to_list() == [0.5, 0.4, 0.3]
+    assert run.frame["kl"].to_list() == [None, 0.01, None]
+    assert run.metadata["summary"]["train_runtime"] == 12.5
+    assert run.metadata["eval_dicts_skipped"] == 1
+
+
+def test_truncated_line_is_an_error_with_its_line_number(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_text("{'loss': '0.1', 'reward': '0.5'}\nnoise\n{'loss': '0.2', 'reward': '0.\n")
+    run = load(p)
+    assert run.steps == 1
+    assert len(run.errors) == 1 and run.errors[0].line == 3
+    assert "truncated" in run.errors[0].message
+
+
+def test_no_metric_dicts_and_empty_file(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_text("{'loss': 'x\n")
+    run = load(p)
+    assert run.steps == 0 and run.errors
+    e = tmp_path / "empty.log"
+    e.write_text("")
+    assert load(e).errors[0].message == "the file is empty"
+
+
+def test_never_evaluates_code(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_text("{'loss': __import__('os').getcwd()}\n{'loss': '1', 'reward': '2'}\n")
+    run = load(p)
+    assert run.steps == 1 and run.errors[0].line == 1
+
+
+@pytest.mark.parametrize(
+    ("rel", "steps", "first", "last"),
+    [
+        ("grpo-dynamics-csd-pilot-dead/log_const_seed42.txt", 50, 0.0, 0.0),
+        ("grpo-dynamics-gate2-rho1-seed42/gate2_rho1.00_seed42.log", 200, 0.125, None),
+        ("trl-dapo-vlm-120531/run_terminal.md", 49, 1.75, None),
+        ("trl-dapo-vlm-181457/run_terminal.md", 4, 1.875, None),
+    ],
+)
+def test_real_console_logs(rel: str, steps: int, first: float, last: float | None) -> None:
+    run = load(real(rel))
+    assert run.format == "trl_console" and not run.errors
+    assert run.steps == steps
+    assert run.frame["reward_mean"][0] == pytest.approx(first)
+    if last is not None:
+        assert run.frame["reward_mean"][-1] == pytest.approx(last)
+    assert run.has("reward_mean", "reward_std", "grad_norm")
+
+
+def test_real_budget_router_sparse_reward_lines() -> None:
+    run = load(real("budget-router-grpo-probe/grpo_probe_0.6b_n8_t12_explore.log"))
+    assert run.steps == 30
+    rewards = run.frame["reward_mean"]
+    assert rewards.drop_nulls().len() == 4  # reward keys only on every 8th line
+    assert rewards[0] == pytest.approx(0.3101)
+    assert run.frame["zero_variance_group_frac"].drop_nulls().to_list() == [0.0] * 4
+    assert run.has("entropy", "kl", "clip_frac")

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advcore.ingest import detect, load
+from advcore.ingest.formats import verl_console
+
+from ._realdata import real
+
+ESC = "\x1b"
+
+
+def _write(tmp_path: Path, text: str, name: str = "run.log") -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_ansi_ray_prefix_np_float_and_split_step(tmp_path: Path) -> None:
+    pre = f"{ESC}[36m(TaskRunner pid=2021996){ESC}[0m "
+    text = (
+        "some config dump\n"
+        "t_length/mean:144.000 - prompt_length/max:146.000\n"  # fragment of a step before the excerpt
+        f"{pre}step:5 - rollout/too_good_sample_ratio:0.25 - rollout/total_num_samples:96\n"
+        f"{pre}step:5 - critic/score/mean:np.float64(0.5) - actor/entropy:1.25 - critic/kl:-0.001 - \n"
+        f"{pre}response_length/mean:120.0 - actor/pg_loss:nan\n"  # wrapped continuation
+        "(pid=77) Let's start with the first step:\n"
+        f"(WorkerDict pid=3, ip=10.0.0.1) step:6 - critic/score/mean:0.75 - actor/entropy:1.0 - mode:fast"
+        f"{ESC}[32m [repeated 7x across cluster]{ESC}[0m\n"
+    )
+    p = _write(tmp_path, text)
+    assert verl_console.sniff(p, text)
+    raw = verl_console.read(p)
+    f = raw.frame
+    assert f["step"].to_list() == [5, 6]
+    assert f["critic/score/mean"].to_list() == [0.5, 0.75]
+    assert f["rollout/too_good_sample_ratio"].to_list() == [0.25, None]
+    assert f["critic/kl"][0] == -0.001
+    assert f["response_length/mean"][0] == 120.0
+    assert raw.metadata["fragment_lines"] == [2]
+    assert raw.metadata["text_valued_keys"] == ["mode"]
+    assert raw.errors == ()
+    run = load(p)
+    assert run.format == "verl_console" and run.trainer == "verl"
+    assert run.frame["reward_mean"].to_list() == [0.5, 0.75]
+    assert run.frame["entropy"].to_list() == [1.25, 1.0]
+
+
+def test_resume_keeps_logged_steps_and_repeated_step_is_a_new_row(tmp_path: Path) -> None:
+    text = (
+        "Load from checkpoint folder: /checkpoints/global_step_100\n"
+        "step:101 - critic/score/mean:0.9\nstep:102 - critic/score/mean:0.8\n"
+        "step:102 - critic/score/mean:0.7\n"
+    )
+    raw = verl_console.read(_write(tmp_path, text))
+    assert raw.frame["step"].to_list() == [101, 102, 102]
+    assert raw.metadata["resumed_from_step"] == 100
+    assert raw.metadata["first_step"] == 101
+
+
+def test_truncated_line_names_file_and_line(tmp_path: Path) -> None:
+    p = _write(tmp_path, "step:1 - critic/score/mean:0.1\nstep:2 - critic/score/mean:0.2 - actor/entr")
+    raw = verl_console.read(p)
+    assert raw.frame["critic/score/mean"].to_list() == [0.1, 0.2]
+    (err,) = raw.errors
+    assert err.line == 2 and err.path == str(p) and "key:value" in err.message
+
+
+def test_empty_and_no_step_files(tmp_path: Path) -> None:
+    empty = _write(tmp_path, "", "empty.log")
+    run = load(empty)
+    assert run.steps == 0 and run.errors
+    p = _write(tmp_path, "hello\nstep: by step\n", "other.log")
+    assert not verl_console.sniff(p, p.read_text())
+    assert verl_console.read(p).errors[0].message.startswith("no verl")
+
+
+@pytest.mark.parametrize(
+    ("relative", "n", "first", "last", "score0", "score1", "ent0", "ent1"),
+    [
+        ("tinyzero-ppo-entropy-collapse/early-steps.log", 4, 2, 122, 0.025, 0.094, 1.213, 0.792),
+        ("tinyzero-ppo-entropy-collapse/part-of-logs.md", 17, 383, 399, 0.156, 0.297, 0.005, 0.008),
+        ("verl-gsm8k-ppo-quickstart/verl_getting_started.cell15_output.log", 61, 0, 60, 0.012, 0.621, 0.461, 0.173),
+        ("gui-cursor-verl-grpo/verl_demo.log", 10, 1, 10, 0.5721990466117859, 0.8335199356079102,
+         1.182466983795166, 1.1691490411758423),
+        ("verl-ppo-qwen7b-gsm8k-resumed/verl_demo.log", 335, 101, 435, 0.941, 0.918, 0.035, 0.030),
+    ],
+)
+def test_real_verl_consoles(relative: str, n: int, first: int, last: int, score0: float, score1: float,
+                            ent0: float, ent1: float) -> None:
+    path = real(relative)
+    assert detect(path) is verl_console
+    run = load(path)
+    assert run.errors == ()
+    f = run.frame
+    assert run.steps == n and f["step"][0] == first and f["step"][-1] == last
+    assert "phase" not in f.columns
+    assert f["step"].is_sorted()
+    assert f["reward_mean"][0] == pytest.approx(score0) and f["reward_mean"][-1] == pytest.approx(score1)
+    assert f["entropy"][0] == pytest.approx(ent0) and f["entropy"][-1] == pytest.approx(ent1)
+    assert run.has("kl", "adv_max", "adv_min", "response_length_mean")
+
+
+def test_real_gui_cursor_filter_ratios() -> None:
+    raw = verl_console.read(real("gui-cursor-verl-grpo/verl_demo.log"))
+    good = raw.frame["rollout/too_good_sample_ratio"]
+    assert good[0] == pytest.approx(0.010416666666666666) and good[-1] == pytest.approx(0.3854166666666667)
+    assert raw.frame["reward_extra_info/success"][0] == pytest.approx(0.29296875)

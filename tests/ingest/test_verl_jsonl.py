@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advcore.ingest import detect, load
+from advcore.ingest.formats import verl_jsonl
+
+from ._realdata import real
+
+
+def test_nulls_strings_key_order_and_truncated_line(tmp_path: Path) -> None:
+    p = tmp_path / "exp.jsonl"
+    p.write_text(
+        '{"step":1,"data":{"critic/score/mean":0.5,"actor/pg_loss":null,"resize/mode":"schedule","x":"0.25"}}\n'
+        '{"step":2,"data":{"actor/pg_loss":NaN,"critic/score/mean":0.75}}\n'
+        '{"step":3,"data":{"critic/score/mean":0.\n',
+        encoding="utf-8",
+    )
+    assert detect(p) is verl_jsonl
+    raw = verl_jsonl.read(p)
+    f = raw.frame
+    assert f["step"].to_list() == [1, 2]
+    assert f["critic/score/mean"].to_list() == [0.5, 0.75]
+    assert f["actor/pg_loss"][0] is None
+    assert f["x"][0] == 0.25
+    assert "resize/mode" not in f.columns and raw.metadata["text_valued_keys"] == ["resize/mode"]
+    (err,) = raw.errors
+    assert err.line == 3 and err.path == str(p)
+    assert load(p).frame["reward_mean"].to_list() == [0.5, 0.75]
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    p = tmp_path / "e.jsonl"
+    p.write_text("", encoding="utf-8")
+    assert verl_jsonl.read(p).errors
+    assert load(p).errors
+
+
+def test_real_filelogger() -> None:
+    path = real("verl-elastic-ppo-filelogger-broken/gsm8k.jsonl")
+    assert detect(path) is verl_jsonl
+    raw = verl_jsonl.read(path)
+    assert raw.frame["step"].to_list() == [0, 1, 2, 3]
+    assert raw.frame["actor/pg_loss"][3] is None and raw.frame["actor/ppo_kl"][3] is None
+    assert raw.frame["rollout_corr/kl"][1] == pytest.approx(9.97, abs=0.01)
+    run = load(path)
+    assert run.errors == ()
+    assert run.frame["step"].to_list() == [1, 2, 3]  # the validation-only line 0 has no training metric
+    assert run.frame["reward_mean"].to_list() == [0.0, 0.0, 0.0]
+    assert run.frame["truncated_frac"][1] == pytest.approx(1.0)
