@@ -31,7 +31,7 @@ def test_demo_numbers_match_numpy() -> None:
 
 
 def test_demo_command_prints_the_stage_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--prompts", "32"]) == 0
+    assert main(["demo", "--stats", "--prompts", "32"]) == 0
     out = capsys.readouterr().out
     assert "stage statistics" in out
     assert "groups with zero reward variance" in out

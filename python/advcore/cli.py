@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
 
 from advcore._core import __version__
+from advcore.errors import AdvcoreError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -14,14 +18,115 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--prompts", default=512, show_default=True, help="Groups (prompts) in the batch.")
-@click.option("--group-size", "-G", default=8, show_default=True, help="Completions per prompt.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the generated batch.")
-def demo(prompts: int, group_size: int, seed: int) -> None:
-    """Compute the stage statistics of a generated GRPO batch and print them."""
-    from advcore.demo import render, run_demo
+@click.option("--stats", "stage_stats", is_flag=True,
+              help="Instead, print the stage statistics of a generated GRPO batch (the statistics core).")
+@click.option("--prompts", default=512, show_default=True, help="With --stats: groups (prompts) in the batch.")
+@click.option("--group-size", "-G", default=8, show_default=True, help="With --stats: completions per prompt.")
+@click.option("--seed", default=0, show_default=True, help="With --stats: seed of the generated batch.")
+@click.pass_context
+def demo(ctx: click.Context, stage_stats: bool, prompts: int, group_size: int, seed: int) -> None:
+    """Scan the embedded example run (a TRL GRPO log whose signal dies) and print the diagnosis."""
+    from advcore.demo import DEMO_RUN, render, run_demo
 
-    render(run_demo(prompts=prompts, group_size=group_size, seed=seed))
+    if stage_stats:
+        render(run_demo(prompts=prompts, group_size=group_size, seed=seed))
+        return
+    click.echo(f"advcore scan {DEMO_RUN}  (an example TRL GRPO log shipped with advcore)\n")
+    ctx.invoke(scan, paths=(str(DEMO_RUN),))
+
+
+_SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["human", "json", "markdown"]), default="human",
+              show_default=True, help="Output for people (rich tables) or machines.")
+@click.option("--fail-on", type=click.Choice(["none", "warn", "error"]), default="none", show_default=True,
+              help="Exit with 1 when a finding of at least this severity is raised (for CI).")
+@click.option("--set", "settings", multiple=True, metavar="ID.KNOB=VALUE", help="Re-tune a detector knob.")
+@click.option("--only", multiple=True, metavar="ID", help="Run only these detectors.")
+@click.option("--skip", multiple=True, metavar="ID", help="Do not run these detectors.")
+@click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="CSV of extra aliases (trainer,key,canonical,versions,note); its rows win.")
+@click.option("--log-format", default=None, help="Force a log format instead of detecting it.")
+@click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: one per CPU).")
+def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ...], only: tuple[str, ...],
+         skip: tuple[str, ...], metric_map: Path | None, log_format: str | None, jobs: int | None) -> None:
+    """Diagnose the training logs in PATHS (files, folders searched recursively, globs)."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from advcore.detectors import parse_settings
+    from advcore.report import render_human, render_json, render_markdown
+    from advcore.scan import ScanOptions, collect_paths
+    from advcore.scan import scan as run_scan
+
+    try:
+        options = ScanOptions(tuple(only), tuple(skip), parse_settings(settings), metric_map, log_format)
+        _check_options(options)
+    except AdvcoreError as e:
+        raise click.UsageError(str(e)) from None
+    files, unmatched = collect_paths(paths)
+    err = Console(stderr=True)
+    for target in unmatched:
+        err.print(f"[yellow]nothing to scan at[/yellow] {target}")
+    if not files:
+        raise click.ClickException("no files to scan")
+    show_progress = fmt == "human" and len(files) > 20 and err.is_terminal
+    if show_progress:
+        with Progress(console=err, transient=True) as bar:
+            task = bar.add_task("scanning", total=len(files))
+            reports = run_scan(files, options, jobs=jobs, progress=lambda k: bar.advance(task, k))
+    else:
+        reports = run_scan(files, options, jobs=jobs)
+    if fmt == "json":
+        click.echo(render_json(reports))
+    elif fmt == "markdown":
+        click.echo(render_markdown(reports), nl=False)
+    else:
+        render_human(reports, Console())
+    if fail_on != "none":
+        worst = max((_SEVERITY_RANK[f.severity] for r in reports for f in r.findings), default=-1)
+        if worst >= _SEVERITY_RANK[fail_on]:
+            raise SystemExit(1)
+
+
+def _check_options(options: Any) -> None:
+    """Validate --only/--skip/--set against the registry before any file is read."""
+    from advcore.detectors import REGISTRY
+
+    for det_id in (*options.only, *options.skip, *options.settings):
+        if det_id not in REGISTRY:
+            raise AdvcoreError(f"unknown detector {det_id!r} (known: {', '.join(REGISTRY)})")
+    for det_id, knobs in options.settings.items():
+        REGISTRY[det_id].resolve(knobs)
+
+
+@cli.command()
+@click.argument("detector_id")
+def explain(detector_id: str) -> None:
+    """Print the card of a detector (what it means, how it decides, what to try)."""
+    from advcore.detectors import REGISTRY
+
+    spec = REGISTRY.get(detector_id.upper())
+    if spec is None:
+        raise click.UsageError(f"unknown detector {detector_id!r} (known: {', '.join(REGISTRY)})")
+    card = _card_path(spec.id)
+    if card is not None:
+        click.echo(card.read_text())
+        return
+    click.echo(f"{spec.id} ({spec.severity}, stage {spec.stage}): {spec.summary}")
+    for knob in spec.knobs:
+        click.echo(f"  {knob.name} = {knob.default}: {knob.help}")
+
+
+def _card_path(detector_id: str) -> Path | None:
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "cards" / f"{detector_id}.md", here.parents[1] / "docs" / "detectors" / f"{detector_id}.md"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,4 +138,6 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as e:
         e.show()
         return e.exit_code
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 1
     return 0

@@ -1,0 +1,103 @@
+"""Turn :class:`advcore.scan.RunReport` values into text for people (rich) and machines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from advcore.scan import RunReport
+
+__all__ = ["render_human", "render_json", "render_markdown"]
+
+_STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
+
+
+def _evidence(evidence: dict[str, Any]) -> str:
+    parts = []
+    for k, v in evidence.items():
+        if isinstance(v, float):
+            v = f"{v:.4g}"
+        parts.append(f"{k}={v}")
+    return ", ".join(parts)
+
+
+def render_json(reports: Sequence[RunReport]) -> str:
+    """The SPEC section 9 document."""
+    from advcore.scan import document
+
+    return json.dumps(document(reports), indent=2, allow_nan=False, default=_json_default)
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def render_human(reports: Sequence[RunReport], console: Console) -> None:
+    """One block per run: where it came from, the verdict first, then each finding (what, since
+    when, on what evidence), what to try, and what could not be checked."""
+    for r in reports:
+        run = r.run
+        console.rule(f"[bold]{run.path}", align="left")
+        if run.errors and run.steps == 0:
+            for e in run.errors:
+                console.print(f"[red]could not read[/red] {e}")
+            continue
+        console.print(
+            f"[dim]{run.format} | trainer {run.trainer or 'unknown'} | {run.steps} steps | "
+            f"metrics: {', '.join(run.metrics) or 'none'}[/dim]"
+        )
+        stage = r.verdict.stage
+        head = "[green]no finding[/green]" if stage is None else f"[bold red]signal lost at stage {stage}[/bold red]"
+        console.print(f"\n{head}: {r.verdict.summary}\n")
+        for f in r.findings:
+            since = "" if f.onset_step is None else f"  since step {f.onset_step}"
+            console.print(f"  [{_STYLE.get(f.severity, '')}]{f.severity.upper():5}[/] [bold]{f.id}[/bold]  stage {f.stage}{since}")
+            console.print(f"        {f.message}", highlight=False)
+            console.print(f"        [dim]evidence: {_evidence(f.evidence)}[/dim]", highlight=False)
+        tries = [t for f in r.findings for t in f.what_to_try]
+        if tries:
+            console.print("\n[bold]what to try[/bold]")
+            for t in dict.fromkeys(tries):
+                console.print(f"  - {t}", highlight=False)
+        if r.not_evaluable:
+            console.print(
+                "\n[dim]not evaluable: "
+                + "; ".join(f"{n.id} (needs {', '.join(n.needs)})" for n in r.not_evaluable)
+                + "[/dim]"
+            )
+        for e in run.errors:
+            console.print(f"[red]skipped[/red] {e}")
+        console.print()
+
+
+def render_markdown(reports: Sequence[RunReport]) -> str:
+    """A markdown report (for CI summaries and issues)."""
+    lines = ["# advcore scan", ""]
+    for r in reports:
+        run = r.run
+        lines += [f"## {run.path}", ""]
+        if run.errors and run.steps == 0:
+            lines += [f"- could not read: {e}" for e in run.errors] + [""]
+            continue
+        lines.append(f"{run.format}, trainer {run.trainer or 'unknown'}, {run.steps} steps.")
+        lines.append("")
+        stage = r.verdict.stage
+        lines.append(f"**Verdict**: {'no finding' if stage is None else f'stage {stage}'}: {r.verdict.summary}")
+        lines.append("")
+        if r.findings:
+            lines += ["| detector | severity | stage | onset | evidence | message |", "| --- | --- | --- | ---: | --- | --- |"]
+            for f in r.findings:
+                onset = "" if f.onset_step is None else str(f.onset_step)
+                lines.append(f"| {f.id} | {f.severity} | {f.stage} | {onset} | {_evidence(f.evidence)} | {f.message} |")
+            lines.append("")
+        if r.not_evaluable:
+            lines.append("Not evaluable: " + "; ".join(f"{n.id} (needs {', '.join(n.needs)})" for n in r.not_evaluable))
+            lines.append("")
+        lines += [f"- skipped: {e}" for e in run.errors]
+    return "\n".join(lines) + "\n"
