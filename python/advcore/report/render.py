@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 __all__ = ["render_human", "render_json", "render_markdown"]
 
 _STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
+#: Suggestions shown per run in the human report; the cards hold the rest.
+_TRIES_SHOWN = 4
 
 
 def _evidence(evidence: dict[str, Any]) -> str:
@@ -60,11 +62,14 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             console.print(f"  [{_STYLE.get(f.severity, '')}]{f.severity.upper():5}[/] [bold]{f.id}[/bold]  stage {f.stage}{since}")
             console.print(f"        {f.message}", highlight=False)
             console.print(f"        [dim]evidence: {_evidence(f.evidence)}[/dim]", highlight=False)
-        tries = [t for f in r.findings for t in f.what_to_try]
+        tries = r.verdict.what_to_try
         if tries:
-            console.print("\n[bold]what to try[/bold]")
-            for t in dict.fromkeys(tries):
+            console.print("\n[bold]what to try first[/bold]")
+            for t in tries[:_TRIES_SHOWN]:
                 console.print(f"  - {t}", highlight=False)
+            if len(tries) > _TRIES_SHOWN:
+                ids = " / ".join(f.id for f in r.findings)
+                console.print(f"  [dim]({len(tries) - _TRIES_SHOWN} more: advcore explain {ids})[/dim]")
         if r.not_evaluable:
             console.print(
                 "\n[dim]not evaluable: "
