@@ -33,7 +33,7 @@ def test_long_jsonl_and_parquet(tmp_path: Path) -> None:
         assert f["step"].to_list() == [1, 2]
         assert f["reward_mean"][0] == pytest.approx(0.75)
         assert f["zero_variance_group_frac"].to_list() == [0.5, 1.0]  # step 2: the singleton b (after the null) is not counted
-        assert f["reward_std_within"][0] == pytest.approx(0.5 ** 0.5)  # ddof 1 std of (0, 1); group a is 0
+        assert f["reward_std_within"][0] == pytest.approx(0.5 * 0.5 ** 0.5)  # mean of group a (0) and the ddof-1 std of (0, 1)
         assert f["adv_zero_frac"][0] == pytest.approx(0.5) and f["adv_zero_frac"][1] == 1.0
         assert f["adv_std"][0] == pytest.approx(0.7 / 2 ** 0.5)
         assert run.metadata["null_rewards"] == 1
