@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advcore.ingest import detect, load
+from advcore.ingest.formats import columnar_json
+
+from ._real import real
+
+
+def test_dict_of_arrays(tmp_path: Path) -> None:
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps({"rewards_avg": [0.1, "0.2", None], "kl_avg": [0, 0.01, 0.02], "seed": 3}))
+    assert detect(p) is columnar_json
+    run = load(p)
+    assert run.frame["step"].to_list() == [1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [0.1, 0.2, None]
+    assert run.metadata["seed"] == 3
+
+
+def test_unequal_arrays_and_bad_json(tmp_path: Path) -> None:
+    p = tmp_path / "m.json"
+    p.write_text('{"a": [1, 2], "b": [1]}')
+    assert "equal-length" in load(p).errors[0].message
+    q = tmp_path / "t.json"
+    q.write_text('{"a": [1, 2,\n')
+    e = load(q).errors[0]
+    assert e.line is not None
+
+
+def test_group_stat_records_per_micro_batch(tmp_path: Path) -> None:
+    rows = [
+        {"step": 0, "n_positive": 0, "n_negative": 0, "n_degenerate": 4, "n_groups": 2, "mean_pos_adv": 0.0},
+        {"step": 0, "n_positive": 1, "n_negative": 1, "n_degenerate": 2, "n_groups": 2, "mean_pos_adv": 0.7},
+        {"step": 1, "n_positive": 2, "n_negative": 2, "n_degenerate": 0, "n_groups": 2, "mean_pos_adv": 0.7},
+    ]
+    p = tmp_path / "g.json"
+    p.write_text(json.dumps(rows, indent=2))
+    assert detect(p) is columnar_json
+    run = load(p)
+    assert run.frame["step"].to_list() == [0, 1]
+    assert run.frame["zero_variance_group_frac"].to_list() == [0.75, 0.0]
+
+
+def test_real_countdown_arrays() -> None:
+    run = load(real("rlgrpo-countdown-healthy/grpo_metrics.json"))
+    assert run.steps == 120 and run.has("reward_mean", "kl")
+    assert run.frame["reward_mean"][0] == pytest.approx(0.19843749999999985)
+
+
+def test_real_rho_grpo_group_stats() -> None:
+    run = load(real("grpo-dynamics-gate2-rho1-seed42/rho_grpo_logs.json"))
+    assert run.steps == 200 and run.metadata["records_per_step"] == 2
+    # SOURCE.md: 1290 of 1600 samples sit in degenerate groups (8 samples per step)
+    assert (run.frame["zero_variance_group_frac"] * 8).sum() == pytest.approx(1290)
+    csd = load(real("grpo-dynamics-gate2-rho1-seed42/csd_logs.json"))
+    assert csd.steps == 200 and csd.frame["step"][0] == 1

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advcore.ingest import detect, load
+from advcore.ingest.formats import csv_table
+
+from ._real import real
+
+TABLE = (
+    "Step,Training Loss,reward,reward_std,completions / mean_length,completions / clipped_ratio,"
+    "kl,rewards / check_answer / mean,rewards / check_answer / std,rewards / fmt\r\n"
+    "1,0.000000,-7.5,0.0,1846,1.0,0.15,-2.0,0.0,0.5\r\n"
+    "2,-0.000000,-3.5,4.6,1737,0.5,,1.5,1.7,0.25\r\n"
+)
+
+
+def test_notebook_table_with_display_names_and_crlf(tmp_path: Path) -> None:
+    p = tmp_path / "table.csv"
+    p.write_bytes(TABLE.encode())
+    assert detect(p) is csv_table
+    run = load(p)
+    assert run.trainer == "trl" and not run.errors
+    assert run.frame["step"].to_list() == [1, 2]
+    assert run.frame["reward_mean"].to_list() == [-7.5, -3.5]
+    assert run.frame["kl"].to_list() == [0.15, None]  # blank cell is null, not 0
+    assert run.frame["truncated_frac"].to_list() == [1.0, 0.5]
+    assert run.frame["reward/check_answer"].to_list() == [-2.0, 1.5]
+    assert run.frame["reward/fmt"].to_list() == [0.5, 0.25]
+    assert run.sources["response_length_mean"] == "completions / mean_length"
+
+
+def test_bad_row_and_string_columns(tmp_path: Path) -> None:
+    p = tmp_path / "m.csv"
+    p.write_text("update,reward_mean,reason,ok\n1,0.5,not logged,True\n2,0.25\n3,0.75,\"a, b\",False\n")
+    run = load(p, format="csv_table")  # the bad row stops detection from the head; the reader reports it
+    assert run.frame["reward_mean"].to_list() == [0.5, 0.75]
+    assert [(e.line, "expected 4 fields" in e.message) for e in run.errors] == [(3, True)]
+    assert "reason" in run.metadata["non_numeric"]
+
+
+def test_header_only_is_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "h.csv"
+    p.write_text("step,reward\n")
+    run = csv_table.read(p)
+    assert run.errors and run.frame.height == 0
+
+
+@pytest.mark.parametrize(
+    ("rel", "steps", "first", "last"),
+    [
+        ("unsloth-llama32-3b-grpo-advanced/Advanced_Llama3_2_(3B)_GRPO_LoRA.ipynb.training_table.csv", 500, -0.65625, None),
+        ("unsloth-qwen25-3b-grpo/Qwen2.5_(3B)-GRPO.ipynb.training_table.csv", 250, 0.125, None),
+        ("unsloth-qwen3-8b-fp8-grpo/Qwen3_8B_FP8_GRPO.ipynb.training_table.csv", 100, -7.5, None),
+        ("unsloth-qwen3-4b-grpo/Qwen3_(4B)-GRPO.ipynb.training_table.csv", 100, -7.5, None),
+        ("unsloth-qwen3-4b-grpo-userrun/Qwen3_(4B)-GRPO.ipynb.training_table.csv", 46, -7.5, None),
+        ("unsloth-qwen3-vl-8b-vision-grpo/Qwen3_VL_(8B)-Vision-GRPO.ipynb.training_table.csv", 60, 2.0, None),
+        ("unsloth-phi4-14b-grpo/Phi_4_(14B)-GRPO.ipynb.training_table.csv", 100, 0.041667, None),
+        ("unsloth-gptoss-20b-grpo-kernel/gpt-oss-(20B)-GRPO.ipynb.training_table.csv", 100, -0.407694, None),
+        ("unsloth-llama31-8b-grpo-userrun/Llama3.1_(8B)-GRPO.ipynb.training_table.csv", 250, 0.0, None),
+    ],
+)
+def test_real_notebook_tables(rel: str, steps: int, first: float, last: float | None) -> None:
+    run = load(real(rel))
+    assert run.format == "csv_table" and run.trainer == "trl" and not run.errors
+    assert run.steps == steps and run.frame["step"][0] == 1 and run.frame["step"][-1] == steps
+    assert run.frame["reward_mean"][0] == pytest.approx(first)
+    assert run.has("reward_mean", "reward_std", "kl", "response_length_mean")
+
+
+def test_real_fp8_table_is_mostly_zero_std() -> None:
+    run = load(real("unsloth-qwen3-8b-fp8-grpo/Qwen3_8B_FP8_GRPO.ipynb.training_table.csv"))
+    assert (run.frame["reward_std"] == 0).sum() == 87  # SOURCE.md: 87 of 100 steps
+    assert run.has("truncated_frac", "reward/check_answer")
+
+
+def test_real_project_csvs() -> None:
+    run = load(real("trl-grpo-v2-math-rlvr-groups/update_metrics.csv"))
+    assert run.steps == 128 and not run.errors
+    assert run.frame["reward_mean"][0] == pytest.approx(0.36875)
+    assert run.frame["kl"].null_count() == 128  # explicitly unavailable: null, never 0
+    row99 = run.frame.filter(run.frame["step"] == 99)
+    assert row99["grad_norm"][0] == 0.0 and row99["zero_variance_group_frac"][0] == 1.0
+    groups = load(real("trl-grpo-v2-math-rlvr-groups/reward_group_statistics.csv"))
+    assert groups.steps == 128
+    assert groups.frame["zero_variance_group_frac"].mean() == pytest.approx(145 / 512)
