@@ -59,7 +59,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ..
 
     from advcore.detectors import parse_settings
     from advcore.report import render_human, render_json, render_markdown
-    from advcore.scan import ScanOptions, collect_paths
+    from advcore.scan import ScanOptions, collect_paths, is_quiet_miss
     from advcore.scan import scan as run_scan
 
     try:
@@ -67,7 +67,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ..
         _check_options(options)
     except AdvcoreError as e:
         raise click.UsageError(str(e)) from None
-    files, unmatched = collect_paths(paths)
+    files, unmatched, explicit = collect_paths(paths)
     err = Console(stderr=True)
     for target in unmatched:
         err.print(f"[yellow]nothing to scan at[/yellow] {target}")
@@ -80,6 +80,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ..
             reports = run_scan(files, options, jobs=jobs, progress=lambda k: bar.advance(task, k))
     else:
         reports = run_scan(files, options, jobs=jobs)
+    reports = [r for r in reports if not is_quiet_miss(r, explicit)]
     if fmt == "json":
         click.echo(render_json(reports))
     elif fmt == "markdown":

@@ -24,8 +24,11 @@ __all__ = ["RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
 
 #: Below this many files the scan runs in this process (worker start-up costs ~0.5 s).
 PARALLEL_FROM = 8
-_SKIP_SUFFIXES = {".md", ".ipynb", ".py", ".png", ".jpg", ".gz", ".zip", ".pt", ".bin", ".safetensors"}
+_SKIP_SUFFIXES = {".ipynb", ".py", ".png", ".jpg", ".gz", ".zip", ".pt", ".bin", ".safetensors"}
 _SKIP_NAMES = {"SOURCE.md", "README.md"}
+#: Found in a folder, files with these suffixes are tried (console logs get pasted into markdown)
+#: but left out of the report when no format recognises them: they are usually notes.
+_QUIET_SUFFIXES = {".md", ".txt"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +71,12 @@ def document(reports: Sequence[RunReport]) -> dict[str, Any]:
     return {"advcore": __version__, "runs": [r.to_json() for r in reports]}
 
 
-def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str]]:
-    """Files named by ``targets`` (files, folders searched recursively, globs), sorted, and the
-    targets that matched nothing."""
+def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str], set[Path]]:
+    """Files named by ``targets`` (files, folders searched recursively, globs), sorted; the
+    targets that matched nothing; and the files the user named explicitly."""
     files: list[Path] = []
     unmatched: list[str] = []
+    explicit_files: set[Path] = set()
     for target in targets:
         p = Path(target)
         if p.is_dir():
@@ -85,10 +89,12 @@ def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str]]:
             unmatched.append(target)
         for q in found:
             explicit = q == p
+            if explicit:
+                explicit_files.add(q)
             if explicit or (q.name not in _SKIP_NAMES and q.suffix.lower() not in _SKIP_SUFFIXES
                             and not any(part.startswith(".") for part in q.parts)):
                 files.append(q)
-    return list(dict.fromkeys(files)), unmatched
+    return list(dict.fromkeys(files)), unmatched, explicit_files
 
 
 def scan_file(path: Path, options: ScanOptions) -> RunReport:
@@ -105,6 +111,12 @@ def scan_file(path: Path, options: ScanOptions) -> RunReport:
 
 def _scan_one(args: tuple[Path, ScanOptions]) -> RunReport:
     return scan_file(*args)
+
+
+def is_quiet_miss(report: RunReport, explicit: set[Path]) -> bool:
+    """A document found in a folder (not named by the user) that holds no training log."""
+    p = Path(report.run.path)
+    return p not in explicit and p.suffix.lower() in _QUIET_SUFFIXES and report.run.format == "unknown"
 
 
 def scan(

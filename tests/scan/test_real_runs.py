@@ -1,0 +1,86 @@
+"""``advcore scan --format json`` over every real run in ``../shared/data/real``: every log loads,
+the healthy runs stay quiet, and the runs whose SOURCE.md describes a dead or collapsed signal
+are flagged by the right detector near the start."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advcore.cli import main
+from tests.stats.test_real_logs import REAL
+
+pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"real logs not found at {REAL}")
+
+
+@pytest.fixture(scope="module")
+def scanned() -> dict[str, dict[str, Any]]:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["scan", "--format", "json", str(REAL)]) == 0
+    doc = json.loads(out.getvalue())
+    return {str(Path(r["path"]).relative_to(REAL)): r for r in doc["runs"]}
+
+
+def _run_dirs() -> list[str]:
+    return sorted(p.name for p in REAL.iterdir() if p.is_dir()) if REAL.is_dir() else []
+
+
+@pytest.mark.parametrize("run_dir", _run_dirs())
+def test_every_run_loads(run_dir: str, scanned: dict[str, dict[str, Any]]) -> None:
+    runs = [r for key, r in scanned.items() if key.startswith(run_dir + "/")]
+    assert runs, f"no log of {run_dir} was read"
+    assert any(r["steps"] > 0 for r in runs)
+    for r in runs:
+        assert r["errors"] == [], r["errors"]
+
+
+# SOURCE.md: healthy runs and negative controls; none may get a warning.
+HEALTHY = [
+    "unsloth-llama32-3b-grpo-advanced",
+    "verl-gsm8k-ppo-quickstart",
+    "rlgrpo-countdown-healthy",
+    "gui-cursor-verl-grpo",
+    "legaloom-grpo-v3",
+    "unsloth-qwen25-3b-grpo",  # learns while 31% of steps have reward_std 0
+    "marl-mappo-schiphol-wandb-history",
+]
+
+
+@pytest.mark.parametrize("run_dir", HEALTHY)
+def test_healthy_runs_get_no_warning(run_dir: str, scanned: dict[str, dict[str, Any]]) -> None:
+    for key, r in scanned.items():
+        if key.startswith(run_dir + "/"):
+            assert [f["id"] for f in r["findings"] if f["severity"] in ("warn", "error")] == [], key
+
+
+# SOURCE.md: (run, file, detector, last acceptable onset step).
+DEAD = [
+    # frac_reward_zero_std about 1.0 at every log point (logged every 10 steps from step 10).
+    ("f1-strategist-grpo-zero-std", "trainer_state.json", "DEGENERATE_GROUPS", 10),
+    # everything exactly 0 from step 1 (a corrupted rollout, an infrastructure bug).
+    ("grpo-dynamics-csd-pilot-dead", "log_const_seed42.txt", "DEAD_FROM_START", 1),
+    # 92% zero-std steps, reward frozen at 2.0.
+    ("unsloth-qwen3-vl-8b-vision-grpo", "Qwen3_VL_(8B)-Vision-GRPO.ipynb.training_table.csv", "DEGENERATE_GROUPS", 5),
+    # 87% zero-std steps: all completions run into the length cap.
+    ("unsloth-qwen3-8b-fp8-grpo", "Qwen3_8B_FP8_GRPO.ipynb.training_table.csv", "DEGENERATE_GROUPS", 5),
+    # frac_zero_std >= 0.9 at most log points.
+    ("trl-dapo-vlm-120531", "run_terminal.md", "DEGENERATE_GROUPS", 10),
+]
+
+
+@pytest.mark.parametrize(("run_dir", "name", "detector", "onset_by"), DEAD)
+def test_dead_runs_are_flagged_early(
+    run_dir: str, name: str, detector: str, onset_by: int, scanned: dict[str, dict[str, Any]]
+) -> None:
+    r = scanned[f"{run_dir}/{name}"]
+    found = {f["id"]: f for f in r["findings"]}
+    assert detector in found, list(found)
+    assert found[detector]["onset_step"] is not None and found[detector]["onset_step"] <= onset_by
+    assert r["verdict"]["stage"] is not None
