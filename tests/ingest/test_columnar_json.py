@@ -8,7 +8,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import columnar_json
 
-from ._real import real
+from tests._real import real
 
 
 def test_dict_of_arrays(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import csv_table
 
-from ._real import real
+from tests._real import real
 
 TABLE = (
     "Step,Training Loss,reward,reward_std,completions / mean_length,completions / clipped_ratio,"

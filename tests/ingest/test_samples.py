@@ -9,7 +9,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import samples
 
-from ._realdata import real
+from tests._real import real
 
 
 def _long() -> pl.DataFrame:

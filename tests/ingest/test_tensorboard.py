@@ -7,7 +7,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import tensorboard
 
-from ._realdata import REAL
+from tests._real import REAL
 
 
 def _event(run: str) -> Path:

@@ -7,7 +7,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import trl_console
 
-from ._real import real
+from tests._real import real
 
 SYNTH = (
     "Loading model...\n"

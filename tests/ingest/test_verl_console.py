@@ -7,7 +7,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import verl_console
 
-from ._realdata import real
+from tests._real import real
 
 ESC = "\x1b"
 

@@ -7,7 +7,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import verl_jsonl
 
-from ._realdata import real
+from tests._real import real
 
 
 def test_nulls_strings_key_order_and_truncated_line(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import wandb
 
-from ._real import real
+from tests._real import real
 
 
 def test_chart_export_with_bands(tmp_path: Path) -> None:

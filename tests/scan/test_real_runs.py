@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from advcore.cli import main
-from tests.stats.test_real_logs import REAL
+from tests._real import REAL
 
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"real logs not found at {REAL}")
 

@@ -7,7 +7,6 @@ never copied into it.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +14,8 @@ import polars as pl
 import pytest
 
 from advcore import stats
+from tests._real import REAL
 
-_CANDIDATES = [
-    os.environ.get("ADVCORE_REAL_DATA"),
-    Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real",
-    "/work/shared/data/real",
-]
-REAL = next((Path(p) for p in _CANDIDATES if p and Path(p).is_dir()), Path("../shared/data/real"))
 GROUPS_RUN = REAL / "trl-grpo-v2-math-rlvr-groups"
 
 pytestmark = pytest.mark.skipif(

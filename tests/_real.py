@@ -9,7 +9,7 @@ import pytest
 
 _CANDIDATES = [
     os.environ.get("ADVCORE_REAL_DATA"),
-    Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real",
+    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real",
     "/work/shared/data/real",
 ]
 REAL = next((Path(p) for p in _CANDIDATES if p and Path(p).is_dir()), Path("../shared/data/real"))
