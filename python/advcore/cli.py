@@ -105,11 +105,16 @@ def _check_options(options: Any) -> None:
 
 
 @cli.command()
-@click.argument("detector_id")
-def explain(detector_id: str) -> None:
-    """Print the card of a detector (what it means, how it decides, what to try)."""
+@click.argument("detector_id", required=False)
+def explain(detector_id: str | None) -> None:
+    """Print the card of a detector (what it means, how it decides, what to try); without an ID,
+    list the detectors."""
     from advcore.detectors import REGISTRY
 
+    if detector_id is None:
+        for listed in REGISTRY.values():
+            click.echo(f"{listed.id:22} {listed.severity:5} stage {listed.stage:4} {listed.summary}")
+        return
     spec = REGISTRY.get(detector_id.upper())
     if spec is None:
         raise click.UsageError(f"unknown detector {detector_id!r} (known: {', '.join(REGISTRY)})")

@@ -43,6 +43,8 @@ class Verdict:
     what_to_try: tuple[str, ...]
     #: "ID: needs X" for each detector that could not run
     not_checked: tuple[str, ...]
+    #: False when the run could not be judged (no steps, too few, or no detector had its metrics)
+    judged: bool = True
 
     def to_json(self) -> dict[str, object]:
         return {"stage": self.stage, "summary": self.summary}
@@ -108,15 +110,34 @@ _REGIME_TEXT = {
 }
 
 
-def diagnose(run: Run, findings: Sequence[Finding], not_evaluable: Sequence[NotEvaluable]) -> Verdict:
-    """The verdict for ``run`` from the detectors' ``findings`` and ``not_evaluable`` outcomes."""
+#: Fewer logged steps than this cannot tell a collapse from noise (early and late windows of 3).
+MIN_STEPS = 6
+
+
+def diagnose(
+    run: Run, findings: Sequence[Finding], not_evaluable: Sequence[NotEvaluable], n_detectors: int | None = None
+) -> Verdict:
+    """The verdict for ``run`` from the detectors' ``findings`` and ``not_evaluable`` outcomes.
+
+    ``n_detectors`` is how many detectors were run; when every one of them lacked its metrics, or
+    the run is too short to judge, the verdict says so instead of reporting a clean run.
+    """
     ordered = _order(findings)
     not_checked = tuple(f"{n.id}: needs {', '.join(n.needs)}" for n in not_evaluable)
     if not ordered:
-        summary = "no detector fired: no sign that the learning signal was lost"
-        if not_checked:
-            summary += f" ({len(not_checked)} detector(s) could not be checked)"
-        return Verdict(None, summary, None, (), None, (), not_checked)
+        if run.steps == 0:
+            summary = "nothing to judge: no steps were read"
+        elif n_detectors is not None and len(not_evaluable) >= n_detectors:
+            summary = "could not check: every detector lacks a metric this log does not have"
+        elif run.steps < MIN_STEPS:
+            step_word = "step" if run.steps == 1 else "steps"
+            summary = f"too short to judge: {run.steps} {step_word} logged; no detector fired"
+        else:
+            summary = "no detector fired: no sign that the learning signal was lost"
+            if not_checked:
+                summary += f" ({len(not_checked)} detector(s) could not be checked)"
+            return Verdict(None, summary, None, (), None, (), not_checked)
+        return Verdict(None, summary, None, (), None, (), not_checked, judged=False)
     ids = {f.id for f in ordered}
     first = ordered[0]
     regime = reward_regime(run)

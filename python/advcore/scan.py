@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from advcore import __version__
-from advcore.detectors import Finding, NotEvaluable, run_detectors
+from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
 from advcore.ingest import Run, load
 
@@ -105,7 +105,8 @@ def scan_file(path: Path, options: ScanOptions) -> RunReport:
         missing: list[NotEvaluable] = []
     else:
         findings, missing = run_detectors(run, only=options.only, skip=options.skip, settings=options.settings)
-    verdict = diagnose(run, findings, missing)
+    n_run = sum(1 for i in REGISTRY if (not options.only or i in options.only) and i not in options.skip)
+    verdict = diagnose(run, findings, missing, n_run)
     return RunReport(run, tuple(verdict.findings), tuple(missing), verdict)
 
 

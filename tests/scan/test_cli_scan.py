@@ -90,3 +90,31 @@ def test_bad_files_are_reported_and_the_scan_goes_on(tmp_path: Path, capsys: pyt
         assert name in by_name[name]["errors"][0]
     assert by_name["trainer_state.json"]["steps"] == 120
     assert sorted(tmp_path.rglob("*")) == before  # nothing written to the user's folders
+
+
+def test_unjudgeable_runs_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log too short to judge, or one without any metric a detector needs, is 'not judged'
+    rather than reported clean."""
+    short = tmp_path / "short.jsonl"
+    short.write_text('{"step": 1, "reward": 0.5, "reward_std": 0.2}\n{"step": 2, "reward": 0.6, "reward_std": 0.2}\n')
+    blind = tmp_path / "blind.jsonl"
+    blind.write_text("".join(f'{{"step": {i}, "lr": 1e-6}}\n' for i in range(1, 30)))
+    _, doc = scan_json(capsys, str(short), str(blind))
+    summaries = {Path(r["path"]).name: r["verdict"] for r in doc["runs"]}
+    assert summaries["short.jsonl"]["stage"] is None and "too short" in summaries["short.jsonl"]["summary"]
+    assert summaries["blind.jsonl"]["stage"] is None and "could not check" in summaries["blind.jsonl"]["summary"]
+
+
+def test_human_output_keeps_bracketed_metric_names(capsys: pytest.CaptureFixture[str]) -> None:
+    """Proxy names such as ``1[reward_std <= 1e-6]`` are text, not rich markup."""
+    from advcore.detectors import Finding
+    from advcore.report import render_human
+    from advcore.scan import ScanOptions, scan_file
+    from rich.console import Console
+
+    report = scan_file(DEMO_RUN, ScanOptions())
+    finding = Finding("DEGENERATE_GROUPS", "warn", "R", 3, {"proxy": "1[reward_std <= 1e-6]"}, "tied by 1[x]")
+    patched = type(report)(report.run, (finding,), (), report.verdict)
+    render_human([patched], Console(width=200))
+    out = capsys.readouterr().out
+    assert "proxy=1[reward_std <= 1e-6]" in out and "tied by 1[x]" in out

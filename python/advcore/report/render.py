@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["render_human", "render_json", "render_markdown"]
 
 _STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
+_STAGES = "R reward (no contrast), A credit assignment (baseline, returns), T batch transformation (normalization, clipping, grouping), U policy update"
 #: Suggestions shown per run in the human report; the cards hold the rest.
 _TRIES_SHOWN = 4
 
@@ -43,30 +44,37 @@ def _json_default(o: Any) -> Any:
 def render_human(reports: Sequence[RunReport], console: Console) -> None:
     """One block per run: where it came from, the verdict first, then each finding (what, since
     when, on what evidence), what to try, and what could not be checked."""
+    from rich.markup import escape
+
     for r in reports:
         run = r.run
-        console.rule(f"[bold]{run.path}", align="left")
+        console.rule(f"[bold]{escape(run.path)}", align="left")
         if run.errors and run.steps == 0:
             for e in run.errors:
-                console.print(f"[red]could not read[/red] {e}")
+                console.print(f"[red]could not read[/red] {escape(str(e))}")
             continue
         console.print(
             f"[dim]{run.format} | trainer {run.trainer or 'unknown'} | {run.steps} steps | "
             f"metrics: {', '.join(run.metrics) or 'none'}[/dim]"
         )
         stage = r.verdict.stage
-        head = "[green]no finding[/green]" if stage is None else f"[bold red]signal lost at stage {stage}[/bold red]"
-        console.print(f"\n{head}: {r.verdict.summary}\n")
+        if not r.verdict.judged:
+            head = "[yellow]not judged[/yellow]"
+        elif stage is None:
+            head = "[green]no finding[/green]"
+        else:
+            head = f"[bold red]signal lost at stage {stage}[/bold red]"
+        console.print(f"\n{head}: {escape(r.verdict.summary)}\n")
         for f in r.findings:
             since = "" if f.onset_step is None else f"  since step {f.onset_step}"
             console.print(f"  [{_STYLE.get(f.severity, '')}]{f.severity.upper():5}[/] [bold]{f.id}[/bold]  stage {f.stage}{since}")
-            console.print(f"        {f.message}", highlight=False)
-            console.print(f"        [dim]evidence: {_evidence(f.evidence)}[/dim]", highlight=False)
+            console.print(f"        {escape(f.message)}", highlight=False)
+            console.print(f"        [dim]evidence: {escape(_evidence(f.evidence))}[/dim]", highlight=False)
         tries = r.verdict.what_to_try
         if tries:
             console.print("\n[bold]what to try first[/bold]")
             for t in tries[:_TRIES_SHOWN]:
-                console.print(f"  - {t}", highlight=False)
+                console.print(f"  - {escape(t)}", highlight=False)
             if len(tries) > _TRIES_SHOWN:
                 ids = " / ".join(f.id for f in r.findings)
                 console.print(f"  [dim]({len(tries) - _TRIES_SHOWN} more: advcore explain {ids})[/dim]")
@@ -77,8 +85,10 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
                 + "[/dim]"
             )
         for e in run.errors:
-            console.print(f"[red]skipped[/red] {e}")
+            console.print(f"[red]skipped[/red] {escape(str(e))}")
         console.print()
+    if any(r.findings for r in reports):
+        console.print(f"[dim]stages: {_STAGES}[/dim]")
 
 
 def render_markdown(reports: Sequence[RunReport]) -> str:
@@ -93,7 +103,8 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         lines.append(f"{run.format}, trainer {run.trainer or 'unknown'}, {run.steps} steps.")
         lines.append("")
         stage = r.verdict.stage
-        lines.append(f"**Verdict**: {'no finding' if stage is None else f'stage {stage}'}: {r.verdict.summary}")
+        head = "not judged" if not r.verdict.judged else "no finding" if stage is None else f"stage {stage}"
+        lines.append(f"**Verdict**: {head}: {r.verdict.summary}")
         lines.append("")
         if r.findings:
             lines += ["| detector | severity | stage | onset | evidence | message |", "| --- | --- | --- | ---: | --- | --- |"]
