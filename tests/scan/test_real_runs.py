@@ -72,6 +72,10 @@ DEAD = [
     ("unsloth-qwen3-8b-fp8-grpo", "Qwen3_8B_FP8_GRPO.ipynb.training_table.csv", "DEGENERATE_GROUPS", 5),
     # frac_zero_std >= 0.9 at most log points.
     ("trl-dapo-vlm-120531", "run_terminal.md", "DEGENERATE_GROUPS", 10),
+    # G=2: 81% of samples in zero-variance groups throughout (per micro-batch group counts).
+    ("grpo-dynamics-gate2-rho1-seed42", "rho_grpo_logs.json", "DEGENERATE_GROUPS", 20),
+    # mode collapse onto a fixed answer: reward_std about 0 on 25 of 40 steps, mostly from step 6.
+    ("legaloom-grpo-final", "training_log.json", "DEGENERATE_GROUPS", 20),
 ]
 
 

@@ -2,7 +2,7 @@
 
 Rule: the tied-group share (``zero_variance_group_frac``, 0..1, or the proxy
 ``1[reward_std(_within) <= 1e-6]`` per step, named in ``evidence["proxy"]``) has a late-window
-mean >= ``tied_above`` (0.8) and an onset exists; the onset is the first of
+mean >= ``tied_above`` (0.75) and an onset exists; the onset is the first of
 ``sustain`` (5) consecutive logged points whose tied share is >= ``tied_above``, or, when single
 steps alternate, the first point from which the running share over the rest of the run stays at or
 above ``tied_above``. A share near 0.5 is normal for 0/1 rewards at moderate success rates and
@@ -91,7 +91,7 @@ SPEC = DetectorSpec(
     key_metrics=("zero_variance_group_frac", "reward_std_within", "reward_std"),
     fn=detect,
     knobs=(
-        Knob("tied_above", 0.8, "late-window tied-group share at or above this = degenerate",
+        Knob("tied_above", 0.75, "late-window tied-group share at or above this = degenerate",
              low=0.0, high=1.0),
         Knob("sustain", 5, "consecutive logged steps at or above tied_above for the onset estimate", low=1, integer=True),
     ),
