@@ -15,9 +15,9 @@ import pytest
 from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import diagnose, reward_regime
 from advcore.ingest import Run, load
+from tests._real import REAL
 
 ROOT = Path(__file__).resolve().parents[2]
-REAL = ROOT.parent / "shared" / "data" / "real"
 SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH", "DEAD_FROM_START")
 SECTIONS = ("What is happening", "What it looks like", "How the detector decides", "Knobs", "What to try",
             "Related detectors")
@@ -192,7 +192,7 @@ def test_registry_ids_cards_and_defaults() -> None:
 
 # --- real logs ----------------------------------------------------------------------------------
 
-needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/data/real not present")
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real logs not found at {REAL} (set ADVCORE_REAL_DATA)")
 
 
 def csv_run(name: str) -> Run:
