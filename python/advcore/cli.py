@@ -128,11 +128,9 @@ def explain(detector_id: str | None) -> None:
 
 
 def _card_path(detector_id: str) -> Path | None:
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "cards" / f"{detector_id}.md", here.parents[1] / "docs" / "detectors" / f"{detector_id}.md"):
-        if candidate.is_file():
-            return candidate
-    return None
+    # The cards ship inside the package; docs/detectors in a checkout links to the same files.
+    card = Path(__file__).resolve().parent / "cards" / f"{detector_id}.md"
+    return card if card.is_file() else None
 
 
 def main(argv: list[str] | None = None) -> int:
