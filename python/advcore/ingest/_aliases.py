@@ -5,7 +5,8 @@ overrides it with a file of the same columns (``advcore scan --metric-map FILE``
 Columns: ``trainer`` (``trl``, ``verl``, ``openrlhf``, ``sb3``, ... or ``*`` for any), ``key``
 (the trainer's key; ``{name}`` matches one path component and carries over to the canonical
 name), ``canonical``, ``versions`` (empty, or comma-separated ``<0.27``/``>=0.27`` bounds),
-``note``. A key is also tried without a leading ``train/`` (W&B and TensorBoard prefixes).
+``note``, and an optional ``scale`` the values are multiplied by (``-1`` for a logged negative,
+such as stable-baselines3's entropy loss). A key is also tried without a leading ``train/`` (W&B and TensorBoard prefixes).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Alias:
     canonical: str
     versions: str
     note: str
+    scale: float = 1.0
 
     def pattern(self) -> re.Pattern[str]:
         parts = re.split(r"(\{name\})", self.key)
@@ -90,7 +92,7 @@ def _read(path: Path) -> list[Alias]:
             raise ValueError(f"{path}: the metric map needs the columns {sorted(missing)}")
         return [
             Alias(r["trainer"].strip(), r["key"], r["canonical"].strip(), (r.get("versions") or "").strip(),
-                  r.get("note") or "")
+                  r.get("note") or "", float(r.get("scale") or 1.0))
             for r in reader
         ]
 

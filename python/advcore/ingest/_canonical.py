@@ -44,10 +44,11 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
         if hit is None:
             unmapped.append(col)
             continue
-        name = hit[0]
+        name, row = hit
         sources.setdefault(name, col)
         dtype = pl.Int64 if name == "step" else pl.Float64
-        columns.setdefault(name, []).append(pl.col(col).cast(dtype, strict=False))
+        expr = pl.col(col).cast(dtype, strict=False)
+        columns.setdefault(name, []).append(expr * row.scale if row.scale != 1.0 else expr)
     exprs = [pl.coalesce(e).alias(name) if len(e) > 1 else e[0].alias(name) for name, e in columns.items()]
     frame = raw.frame.select(exprs) if exprs else pl.DataFrame()
     # Rows where no metric has a value (a progress line, a log line between steps) carry nothing.

@@ -1,0 +1,48 @@
+"""The alias table: version ranges, name patterns, user rows winning, and sign flips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from advcore.ingest import RawLog, load, load_aliases
+from advcore.ingest._canonical import canonicalize
+from tests._real import REAL
+
+
+def test_trl_reward_std_meaning_depends_on_the_version() -> None:
+    table = load_aliases()
+    assert table.canonical("reward_std", "trl", "0.24.0")[0] == "reward_std_within"  # type: ignore[index]
+    assert table.canonical("reward_std", "trl", "0.27.1")[0] == "reward_std"  # type: ignore[index]
+
+
+def test_patterns_and_prefixes() -> None:
+    table = load_aliases()
+    assert table.canonical("rewards/format_reward/mean", "trl")[0] == "reward/format_reward"  # type: ignore[index]
+    assert table.canonical("train/reward", "trl")[0] == "reward_mean"  # type: ignore[index]
+    assert table.canonical("no_such_key", "trl") is None
+
+
+def test_user_rows_win(tmp_path: Path) -> None:
+    extra = tmp_path / "map.csv"
+    extra.write_text("trainer,key,canonical,versions,note\n*,my_score,reward_mean,,ours\ntrl,reward,reward_max,,odd\n")
+    table = load_aliases(extra)
+    assert table.canonical("my_score", None)[0] == "reward_mean"  # type: ignore[index]
+    assert table.canonical("reward", "trl")[0] == "reward_max"  # type: ignore[index]
+
+
+def test_scale_flips_a_logged_negative() -> None:
+    raw = RawLog("plain", pl.DataFrame({"step": [1.0, 2.0], "train/entropy_loss": [-2.5, -2.0]}), trainer="sb3")
+    run = canonicalize(raw, "x", load_aliases())
+    assert run.frame["entropy"].to_list() == [2.5, 2.0]
+
+
+def test_sb3_entropy_is_positive_on_the_real_run() -> None:
+    """SOURCE.md: entropy_loss goes from -2.82 to -2.51, so the entropy from 2.82 to 2.51."""
+    path = next((REAL / "carla-sb3-ppo-constant-obs").glob("events.out.tfevents.*"), None)
+    if path is None:
+        pytest.skip(f"real logs not found at {REAL}")
+    entropy = load(path).frame["entropy"].drop_nulls()
+    assert entropy[0] == pytest.approx(2.82, abs=0.01) and entropy[-1] == pytest.approx(2.51, abs=0.01)
