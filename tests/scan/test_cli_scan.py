@@ -118,3 +118,12 @@ def test_human_output_keeps_bracketed_metric_names(capsys: pytest.CaptureFixture
     render_human([patched], Console(width=200))
     out = capsys.readouterr().out
     assert "proxy=1[reward_std <= 1e-6]" in out and "tied by 1[x]" in out
+
+
+def test_markdown_summarises_a_multi_file_scan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"log_history": [')
+    assert main(["scan", "--format", "markdown", str(DEMO_RUN), str(broken)]) == 0
+    out = capsys.readouterr().out
+    assert "2 files: 1 with a lost signal, 0 with no finding, 0 not judged, 1 unreadable." in out
+    assert "| stage R | DEGENERATE_GROUPS" in out

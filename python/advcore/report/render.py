@@ -89,11 +89,30 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         console.print()
     if any(r.findings for r in reports):
         console.print(f"[dim]stages: {_STAGES}[/dim]")
+    if len(reports) > 1:
+        console.print(f"[bold]{_totals(reports)}[/bold]")
+
+
+def _totals(reports: Sequence[RunReport]) -> str:
+    """One line over a whole scan: how many runs lost their signal, were clean, or were not read."""
+    unread = sum(1 for r in reports if r.run.errors and r.run.steps == 0)
+    lost = sum(1 for r in reports if r.verdict.stage is not None)
+    unjudged = sum(1 for r in reports if not r.verdict.judged and not (r.run.errors and r.run.steps == 0))
+    clean = len(reports) - unread - lost - unjudged
+    return (f"{len(reports)} files: {lost} with a lost signal, {clean} with no finding, "
+            f"{unjudged} not judged, {unread} unreadable")
 
 
 def render_markdown(reports: Sequence[RunReport]) -> str:
-    """A markdown report (for CI summaries and issues)."""
+    """A markdown report (for CI summaries and issues): a summary table, then one section per run."""
     lines = ["# advcore scan", ""]
+    if len(reports) > 1:
+        lines += [_totals(reports) + ".", "", "| run | verdict | findings |", "| --- | --- | --- |"]
+        for r in reports:
+            head = ("unreadable" if r.run.errors and r.run.steps == 0 else "not judged" if not r.verdict.judged
+                    else "no finding" if r.verdict.stage is None else f"stage {r.verdict.stage}")
+            lines.append(f"| {r.run.path} | {head} | {', '.join(f.id for f in r.findings)} |")
+        lines.append("")
     for r in reports:
         run = r.run
         lines += [f"## {run.path}", ""]
