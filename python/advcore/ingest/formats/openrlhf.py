@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats.verl_console import clean, number
+from advcore.ingest.formats.verl_console import clean, value
 
 NAME = "openrlhf"
 
@@ -46,16 +46,6 @@ def _literal(text: str) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def _value(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        return number(v)
-    return None
-
-
 def read(path: Path) -> RawLog:
     path = Path(path)
     rows: list[dict[str, Any]] = []
@@ -73,7 +63,7 @@ def read(path: Path) -> RawLog:
                 continue
             row: dict[str, Any] = {"step": int(m.group(1))}
             for k, v in obj.items():
-                x = _value(v)
+                x = value(v)
                 if x is not None or v is None:
                     row[str(k)] = x
             rows.append(row)

@@ -71,6 +71,18 @@ def number(text: str) -> float | None:
         return None
 
 
+def value(v: Any) -> float | None:
+    """A JSON or Python-literal value as a float (strings through :func:`number`); None for
+    anything else. NaN stays NaN."""
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        return number(v)
+    return None
+
+
 def _is_step_line(line: str) -> bool:
     m = _STEP.match(clean(line))
     return m is not None and ":" in clean(line)[m.end():]

@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats.verl_console import number
+from advcore.ingest.formats.verl_console import value
 
 NAME = "verl_jsonl"
 
@@ -31,18 +31,6 @@ def sniff(path: Path, head: str | None) -> bool:
         if line.strip():
             return _HEAD.match(line) is not None
     return False
-
-
-def _value(v: Any) -> float | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        return number(v)
-    return None
 
 
 def read(path: Path) -> RawLog:
@@ -63,13 +51,13 @@ def read(path: Path) -> RawLog:
             if not (isinstance(obj, dict) and isinstance(obj.get("data"), dict) and "step" in obj):
                 errors.append(IngestError(str(path), 'expected an object {"step":N,"data":{...}}', lineno))
                 continue
-            step = _value(obj["step"])
+            step = value(obj["step"])
             if step is None:
                 errors.append(IngestError(str(path), f"step is not a number: {obj['step']!r}", lineno))
                 continue
             row: dict[str, Any] = {"step": int(step)}
             for k, v in obj["data"].items():
-                x = _value(v)
+                x = value(v)
                 if x is None and isinstance(v, str):
                     text_values.add(k)
                     continue
