@@ -12,7 +12,6 @@ Ray prefixes and ANSI codes are stripped; ``np.float64(x)``/``tensor(x)`` wrappe
 from __future__ import annotations
 
 import ast
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest.formats.plain import records_frame
 from advcore.ingest.formats.verl_console import clean, value
 
 NAME = "openrlhf"
@@ -62,24 +62,16 @@ def read(path: Path) -> RawLog:
                 errors.append(IngestError(str(path), "expected a Python dict literal after 'Global step N:'", lineno))
                 continue
             row: dict[str, Any] = {"step": int(m.group(1))}
-            for k, v in obj.items():
-                x = value(v)
-                if x is not None or v is None:
-                    row[str(k)] = x
+            row.update((str(k), v) for k, v in obj.items() if v is None or value(v) is not None)
             rows.append(row)
     if not rows:
         if not errors:
             errors.append(IngestError(str(path), "no 'Global step N: {...}' line found"))
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), trainer="openrlhf",
                       errors=tuple(errors))
-    keys: dict[str, None] = {}
-    for r in rows:
-        keys.update(dict.fromkeys(k for k in r if k != "step"))
-    columns = {"step": pl.Series("step", [r["step"] for r in rows], dtype=pl.Int64)}
-    for k in keys:
-        columns[k] = pl.Series(k, [r.get(k) for r in rows], dtype=pl.Float64)
+    frame, _ = records_frame(rows, parse=value)
     meta: dict[str, Any] = {"first_step": rows[0]["step"], "last_step": rows[-1]["step"]}
-    nonfinite = [k for k in keys if any(v is not None and not math.isfinite(v) for v in columns[k].to_list())]
+    nonfinite = [c for c in frame.columns if c != "step" and (~frame[c].drop_nulls().is_finite()).any()]
     if nonfinite:
         meta["nonfinite_keys"] = nonfinite
-    return RawLog(NAME, pl.DataFrame(columns), trainer="openrlhf", metadata=meta, errors=tuple(errors))
+    return RawLog(NAME, frame, trainer="openrlhf", metadata=meta, errors=tuple(errors))

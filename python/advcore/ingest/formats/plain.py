@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,19 +63,23 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def records_frame(rows: list[dict[str, Any]]) -> tuple[pl.DataFrame, list[str]]:
+def records_frame(
+    rows: list[dict[str, Any]], parse: Callable[[Any], float | None] | None = None
+) -> tuple[pl.DataFrame, list[str]]:
     """One Float64 column per key (in first-seen order) and the keys dropped as non-numeric.
 
     A key is kept when at least one of its values is a number; other values become null.
-    A ``step`` key becomes an Int64 ``step`` column.
+    A ``step`` key becomes an Int64 ``step`` column. ``parse`` turns a value into a float
+    (default :func:`number`, which reads NaN as null).
     """
+    parse = parse or number
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(r))
     columns: dict[str, pl.Series] = {}
     dropped: list[str] = []
     for k in keys:
-        values = [number(r.get(k)) for r in rows]
+        values = [parse(r.get(k)) for r in rows]
         if all(v is None for v in values) and any(not is_missing(r.get(k)) for r in rows):
             dropped.append(k)
             continue
@@ -132,9 +137,12 @@ def is_parquet(path: Path) -> bool:
         return False
 
 
-def read_jsonl(path: Path, fmt: str) -> tuple[list[dict[str, Any]], list[IngestError]]:
-    """Records of a JSONL file; a line that is not a JSON object is an error with its number
-    (the rest of the file is still read)."""
+def read_jsonl(
+    path: Path, fmt: str, *, flat: bool = True, check: Callable[[dict[str, Any]], str | None] | None = None
+) -> tuple[list[dict[str, Any]], list[IngestError]]:
+    """Records of a JSONL file (nested objects flattened to ``a/b`` keys unless ``flat=False``).
+    A line that is not a JSON object, or that ``check`` rejects (it returns the reason), is an
+    error with its line number; the rest of the file is still read."""
     rows: list[dict[str, Any]] = []
     errors: list[IngestError] = []
     with path.open(encoding="utf-8", errors="replace", newline=None) as f:
@@ -150,7 +158,11 @@ def read_jsonl(path: Path, fmt: str) -> tuple[list[dict[str, Any]], list[IngestE
             if not isinstance(obj, dict):
                 errors.append(IngestError(str(path), f"{fmt}: expected a JSON object, got {type(obj).__name__}", n))
                 continue
-            rows.append(flatten(obj))
+            reason = check(obj) if check else None
+            if reason:
+                errors.append(IngestError(str(path), f"{fmt}: {reason}", n))
+                continue
+            rows.append(flatten(obj) if flat else obj)
     return rows, errors
 
 

@@ -33,6 +33,7 @@ import numpy as np
 import polars as pl
 
 from advcore import stats
+from advcore.ingest.formats.plain import read_jsonl
 from advcore.ingest._model import IngestError, RawLog
 
 NAME = "samples"
@@ -76,22 +77,7 @@ def sniff(path: Path, head: str | None) -> bool:
 def _load(path: Path) -> tuple[pl.DataFrame, list[IngestError]]:
     if path.suffix.lower() == ".parquet":
         return pl.read_parquet(path), []
-    rows: list[dict[str, Any]] = []
-    errors: list[IngestError] = []
-    with path.open("r", encoding="utf-8", errors="replace") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                errors.append(IngestError(str(path), f"invalid JSON ({e.msg}); expected one sample object per line",
-                                          lineno))
-                continue
-            if not isinstance(obj, dict):
-                errors.append(IngestError(str(path), "expected one sample object per line", lineno))
-                continue
-            rows.append(obj)
+    rows, errors = read_jsonl(path, "per-sample JSONL (expected one sample object per line)", flat=False)
     if not rows:
         return pl.DataFrame(), errors
     return pl.DataFrame(rows, infer_schema_length=None), errors

@@ -9,7 +9,6 @@ the other lines are kept.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest.formats.plain import read_jsonl, records_frame
 from advcore.ingest.formats.verl_console import value
 
 NAME = "verl_jsonl"
@@ -33,48 +33,34 @@ def sniff(path: Path, head: str | None) -> bool:
     return False
 
 
+def _check(obj: dict[str, Any]) -> str | None:
+    if not isinstance(obj.get("data"), dict) or "step" not in obj:
+        return 'expected an object {"step":N,"data":{...}}'
+    if value(obj["step"]) is None:
+        return f"step is not a number: {obj['step']!r}"
+    return None
+
+
 def read(path: Path) -> RawLog:
     path = Path(path)
+    records, errors = read_jsonl(path, "verl JSONL", flat=False, check=_check)
     rows: list[dict[str, Any]] = []
-    errors: list[IngestError] = []
     text_values: set[str] = set()
-    with path.open("r", encoding="utf-8", errors="replace") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
+    for obj in records:
+        row: dict[str, Any] = {"step": value(obj["step"])}
+        for k, v in obj["data"].items():
+            if isinstance(v, str) and value(v) is None:
+                text_values.add(k)
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                errors.append(IngestError(str(path), f"invalid JSON ({e.msg}); expected {{\"step\":N,\"data\":{{...}}}}",
-                                          lineno))
-                continue
-            if not (isinstance(obj, dict) and isinstance(obj.get("data"), dict) and "step" in obj):
-                errors.append(IngestError(str(path), 'expected an object {"step":N,"data":{...}}', lineno))
-                continue
-            step = value(obj["step"])
-            if step is None:
-                errors.append(IngestError(str(path), f"step is not a number: {obj['step']!r}", lineno))
-                continue
-            row: dict[str, Any] = {"step": int(step)}
-            for k, v in obj["data"].items():
-                x = value(v)
-                if x is None and isinstance(v, str):
-                    text_values.add(k)
-                    continue
-                row[k] = x
-            rows.append(row)
+            row[k] = v
+        rows.append(row)
     if not rows:
         if not errors:
             errors.append(IngestError(str(path), 'no {"step":N,"data":{...}} line found'))
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), trainer="verl",
                       errors=tuple(errors))
-    keys: dict[str, None] = {}
-    for r in rows:
-        keys.update(dict.fromkeys(k for k in r if k != "step"))
-    columns = {"step": pl.Series("step", [r["step"] for r in rows], dtype=pl.Int64)}
-    for k in keys:
-        columns[k] = pl.Series(k, [r.get(k) for r in rows], dtype=pl.Float64)
-    meta: dict[str, Any] = {"first_step": rows[0]["step"], "last_step": rows[-1]["step"]}
+    frame, _ = records_frame(rows, parse=value)
+    meta: dict[str, Any] = {"first_step": frame["step"][0], "last_step": frame["step"][-1]}
     if text_values:
         meta["text_valued_keys"] = sorted(text_values)
-    return RawLog(NAME, pl.DataFrame(columns), trainer="verl", metadata=meta, errors=tuple(errors))
+    return RawLog(NAME, frame, trainer="verl", metadata=meta, errors=tuple(errors))
