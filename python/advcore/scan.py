@@ -71,6 +71,11 @@ def document(reports: Sequence[RunReport]) -> dict[str, Any]:
     return {"advcore": __version__, "runs": [r.to_json() for r in reports]}
 
 
+def _hidden(relative: Path) -> bool:
+    """Whether a path found under a scanned folder lies in a hidden file or folder (``.git``, ``.venv``)."""
+    return any(part.startswith(".") for part in relative.parts)
+
+
 def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str], set[Path]]:
     """Files named by ``targets`` (files, folders searched recursively, globs), sorted; the
     targets that matched nothing; and the files the user named explicitly."""
@@ -80,7 +85,7 @@ def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str], set[Pa
     for target in targets:
         p = Path(target)
         if p.is_dir():
-            found = [q for q in sorted(p.rglob("*")) if q.is_file()]
+            found = [q for q in sorted(p.rglob("*")) if q.is_file() and not _hidden(q.relative_to(p))]
         elif p.is_file():
             found = [p]
         else:
@@ -91,8 +96,7 @@ def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str], set[Pa
             explicit = q == p
             if explicit:
                 explicit_files.add(q)
-            if explicit or (q.name not in _SKIP_NAMES and q.suffix.lower() not in _SKIP_SUFFIXES
-                            and not any(part.startswith(".") for part in q.parts)):
+            if explicit or (q.name not in _SKIP_NAMES and q.suffix.lower() not in _SKIP_SUFFIXES):
                 files.append(q)
     return list(dict.fromkeys(files)), unmatched, explicit_files
 

@@ -127,3 +127,18 @@ def test_markdown_summarises_a_multi_file_scan(tmp_path: Path, capsys: pytest.Ca
     out = capsys.readouterr().out
     assert "2 files: 1 with a lost signal, 0 with no finding, 0 not judged, 1 unreadable." in out
     assert "| stage R | DEGENERATE_GROUPS" in out
+
+
+def test_folders_are_found_through_dot_dot_and_hidden_folders_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "logs" / "run1" / "trainer_state.json"
+    hidden = tmp_path / "logs" / ".cache" / "trainer_state.json"
+    for p in (run, hidden):
+        p.parent.mkdir(parents=True)
+        p.write_text(DEMO_RUN.read_text())
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    code, doc = scan_json(capsys, "../logs")
+    assert code == 0
+    assert [Path(r["path"]).parent.name for r in doc["runs"]] == ["run1"]
