@@ -76,6 +76,9 @@ DEAD = [
     ("grpo-dynamics-gate2-rho1-seed42", "rho_grpo_logs.json", "DEGENERATE_GROUPS", 20),
     # mode collapse onto a fixed answer: reward_std about 0 on 25 of 40 steps, mostly from step 6.
     ("legaloom-grpo-final", "training_log.json", "DEGENERATE_GROUPS", 20),
+    # four curriculum phases, steps restarting at 1; the first collapses to short outputs with
+    # reward_std exactly 0 on 12 of its last 17 steps (and on steps 15, 16, 18, 19, 20).
+    ("legaloom-grpo-curriculum", "training_log.json", "DEGENERATE_GROUPS", 20),
 ]
 
 
@@ -88,3 +91,13 @@ def test_dead_runs_are_flagged_early(
     assert detector in found, list(found)
     assert found[detector]["onset_step"] is not None and found[detector]["onset_step"] <= onset_by
     assert r["verdict"]["stage"] is not None
+
+
+def test_a_collapsed_curriculum_phase_is_named(scanned: dict[str, dict[str, Any]]) -> None:
+    r = scanned["legaloom-grpo-curriculum/training_log.json"]
+    found = {f["id"]: f for f in r["findings"]}
+    # the whole run averages the collapsed phase with the live third phase; the first phase alone
+    # has reward_std 0 on steps 15-16 and 18-20, so its tied share from step 15 on is 5/6
+    assert found["DEGENERATE_GROUPS"]["evidence"]["onset_phase"] == 0
+    assert found["DEGENERATE_GROUPS"]["evidence"]["phases_flagged"] == [0]
+    assert "phase 0" in r["verdict"]["summary"]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable
 from advcore.errors import AdvcoreError
 from advcore.ingest import Run
 
-__all__ = ["REGISTRY", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "run_detectors"]
+__all__ = ["REGISTRY", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases", "run_detectors"]
 
 #: Every detector by ID, in catalog order. Detector modules add their SPEC here.
 REGISTRY: dict[str, DetectorSpec] = {}
@@ -40,6 +41,15 @@ def _check_ids(ids: Iterable[str], what: str) -> None:
             raise AdvcoreError(f"`{what}`: unknown detector {i!r} (known: {', '.join(REGISTRY)})")
 
 
+def phases(run: Run) -> list[Run]:
+    """The run split at its curriculum phases (steps restarting: a ``phase`` column with more than
+    one value), each part a run of its own; ``[]`` for a run without phases."""
+    frame = run.frame
+    if "phase" not in frame.columns or frame["phase"].drop_nulls().n_unique() < 2:
+        return []
+    return [replace(run, frame=part) for part in frame.partition_by("phase", maintain_order=True)]
+
+
 def run_detectors(
     run: Run,
     *,
@@ -47,21 +57,36 @@ def run_detectors(
     skip: Iterable[str] = (),
     settings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[list[Finding], list[NotEvaluable]]:
-    """Run the selected detectors; returns the findings and the detectors that could not run."""
+    """Run the selected detectors; returns the findings and the detectors that could not run.
+
+    A run with curriculum phases (each phase a separate ``trainer.train()`` whose steps restart)
+    is judged as a whole and phase by phase, each phase with its own early and late windows: a
+    phase that collapses and a later one that recovers would otherwise average out. A detector
+    reports its whole-run finding when it has one, else its finding in the earliest flagged
+    phase; ``evidence["phases_flagged"]`` lists every phase (from 0) where it fired.
+    """
     only, skip, settings = list(only), list(skip), dict(settings or {})
     _check_ids(only, "only")
     _check_ids(skip, "skip")
     _check_ids(settings, "set")
+    parts = phases(run)
     findings: list[Finding] = []
     missing: list[NotEvaluable] = []
     for det_id, spec in REGISTRY.items():
         if (only and det_id not in only) or det_id in skip:
             continue
-        outcome = spec.fn(run, spec.resolve(settings.get(det_id, {})))
-        if isinstance(outcome, Finding):
-            findings.append(outcome)
-        elif isinstance(outcome, NotEvaluable):
+        knobs = spec.resolve(settings.get(det_id, {}))
+        outcome = spec.fn(run, knobs)
+        if isinstance(outcome, NotEvaluable):
             missing.append(outcome)
+            continue
+        flagged = [(i, f) for i, part in enumerate(parts) if isinstance(f := spec.fn(part, knobs), Finding)]
+        if outcome is None and flagged:
+            outcome = flagged[0][1]
+        if isinstance(outcome, Finding):
+            if flagged:
+                outcome = replace(outcome, evidence={**outcome.evidence, "phases_flagged": [i for i, _ in flagged]})
+            findings.append(outcome)
     return findings, missing
 
 
