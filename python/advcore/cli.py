@@ -50,9 +50,13 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 @click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="CSV of extra aliases (trainer,key,canonical,versions,note); its rows win.")
 @click.option("--log-format", default=None, help="Force a log format instead of detecting it.")
+@click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Samples per prompt, for per-sample dumps whose prompts are all identical (groups are then "
+                   "consecutive blocks of N).")
 @click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: one per CPU).")
 def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ...], only: tuple[str, ...],
-         skip: tuple[str, ...], metric_map: Path | None, log_format: str | None, jobs: int | None) -> None:
+         skip: tuple[str, ...], metric_map: Path | None, log_format: str | None, rollout_n: int | None,
+         jobs: int | None) -> None:
     """Diagnose the training logs in PATHS (files, folders searched recursively, globs)."""
     from rich.console import Console
     from rich.progress import Progress
@@ -63,7 +67,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ..
     from advcore.scan import scan as run_scan
 
     try:
-        options = ScanOptions(tuple(only), tuple(skip), parse_settings(settings), metric_map, log_format)
+        options = ScanOptions(tuple(only), tuple(skip), parse_settings(settings), metric_map, log_format, rollout_n)
         _check_options(options)
     except AdvcoreError as e:
         raise click.UsageError(str(e)) from None

@@ -40,6 +40,7 @@ class ScanOptions:
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metric_map: Path | None = None
     format: str | None = None
+    rollout_n: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +104,7 @@ def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str], set[Pa
 
 def scan_file(path: Path, options: ScanOptions) -> RunReport:
     """Load, detect and diagnose one file (never raises for bad content)."""
-    run = load(path, format=options.format, metric_map=options.metric_map)
+    run = load(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n)
     if run.errors and run.steps == 0:
         findings: list[Finding] = []
         missing: list[NotEvaluable] = []

@@ -101,3 +101,20 @@ def test_a_collapsed_curriculum_phase_is_named(scanned: dict[str, dict[str, Any]
     assert found["DEGENERATE_GROUPS"]["evidence"]["onset_phase"] == 0
     assert found["DEGENERATE_GROUPS"]["evidence"]["phases_flagged"] == [0]
     assert "phase 0" in r["verdict"]["summary"]
+
+
+def test_rollout_n_groups_a_dump_whose_prompts_are_identical(capsys: pytest.CaptureFixture[str]) -> None:
+    # SOURCE.md: 16 prompts x 64 rollouts, every `input` identical; under consecutive blocks of 64
+    # the score std is 4.5 to 13 in every block, so no group is tied
+    dump = str(REAL / "verl-vlm-svg-grpo-rollout-dump" / "1.jsonl")
+    assert main(["scan", "--format", "json", dump]) == 0
+    without = json.loads(capsys.readouterr().out)["runs"][0]
+    assert "zero_variance_group_frac" not in without["metrics"]
+    assert main(["scan", "--format", "json", "--rollout-n", "64", dump]) == 0
+    grouped = json.loads(capsys.readouterr().out)["runs"][0]
+    assert "zero_variance_group_frac" in grouped["metrics"] and grouped["errors"] == []
+    from advcore.ingest import load
+
+    frame = load(dump, rollout_n=64).frame
+    assert frame["zero_variance_group_frac"].to_list() == [0.0]
+    assert 4.5 <= frame["reward_std_within"][0] <= 13.0

@@ -39,8 +39,14 @@ def detect(path: Path) -> ModuleType | None:
     return None
 
 
-def load(path: Path | str, *, format: str | None = None, metric_map: Path | None = None) -> Run:
-    """Read one log file into a :class:`Run` (never raises for bad content: see ``Run.errors``)."""
+def load(path: Path | str, *, format: str | None = None, metric_map: Path | None = None,
+         rollout_n: int | None = None) -> Run:
+    """Read one log file into a :class:`Run` (never raises for bad content: see ``Run.errors``).
+
+    ``rollout_n`` (samples per prompt) groups per-sample dumps whose prompt text cannot tell the
+    groups apart (every prompt of a step identical, e.g. a VLM whose image is not in the text)
+    into consecutive blocks of that size; other formats ignore it.
+    """
     path = Path(path)
     aliases: AliasTable = load_aliases(metric_map)
     try:
@@ -51,7 +57,7 @@ def load(path: Path | str, *, format: str | None = None, metric_map: Path | None
         module = formats.BY_NAME.get(format) if format else detect(path)
         if module is None:
             return Run.failed(path, "not a training log advcore can read (no known format matched its content)")
-        raw: RawLog = module.read(path)
+        raw: RawLog = module.read(path, rollout_n=rollout_n) if module is formats.samples else module.read(path)
         return canonicalize(raw, path, aliases)
     except OSError as e:
         return Run.failed(path, f"could not be read: {e.strerror or e}")
