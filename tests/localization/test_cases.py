@@ -1,0 +1,43 @@
+"""The trace issue's localization cases that run through per-sample input and the verdict.
+
+Each case is built per sample, written in the canonical long format, read back by the same ingest
+as any dump (reduced per step by the statistics core), and judged by the detectors and
+:func:`advcore.diagnose.diagnose`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from advcore.detectors import run_detectors
+from advcore.diagnose import diagnose
+from advcore.ingest import load
+
+
+def test_uniform_groups_with_a_wide_batch_spread_are_degenerate_not_signal(tmp_path: Path) -> None:
+    # 12 steps x 32 groups x G=8: every group's 8 rewards are equal, but the group values differ
+    # across prompts with a batch std of about 5 (a "correctness" component scored per prompt)
+    rng = np.random.default_rng(7)
+    steps, groups, g = 12, 32, 8
+    group_value = rng.normal(0.0, 5.0, size=(steps, groups))
+    frame = pl.DataFrame({
+        "step": np.repeat(np.arange(1, steps + 1), groups * g),
+        "group": np.tile(np.repeat(np.arange(groups), g), steps),
+        "reward": np.repeat(group_value.ravel(), g),
+    })
+    path = tmp_path / "samples.parquet"
+    frame.write_parquet(path)
+    run = load(path)
+    batch_std = frame.group_by("step").agg(pl.col("reward").std(ddof=0)).sort("step")["reward"].to_numpy()
+    assert 3.5 < batch_std.mean() < 6.5  # the batch looks full of contrast...
+    np.testing.assert_allclose(run.frame["reward_std"].to_numpy(), batch_std, rtol=1e-12)
+    assert run.frame["zero_variance_group_frac"].to_list() == [1.0] * steps  # ...but no group has any
+    findings, _ = run_detectors(run)
+    ids = {f.id for f in findings}
+    assert "DEGENERATE_GROUPS" in ids
+    verdict = diagnose(run, findings, [])
+    assert verdict.stage == "R"
+    assert verdict.onset == 1
