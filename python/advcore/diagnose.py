@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advcore.detectors._base import Finding, NotEvaluable
-from advcore.detectors._windows import REWARD_PROXIES, metric, reward_spread
+from advcore.detectors._reward import REL_TOL, Regime, reward_level
+from advcore.detectors._windows import REWARD_PROXIES
 from advcore.ingest import Run
 
 __all__ = ["Regime", "Verdict", "diagnose", "reward_regime"]
 
 VerdictStage = Literal["R", "A", "T", "U"]
-Regime = Literal["saturation", "floor", "tied_groups"]
 
 _RANK = {"any": 0, "R": 1, "R/U": 1, "A": 2, "T": 3, "U": 4}
 _SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH")
@@ -59,46 +59,19 @@ def _order(findings: Sequence[Finding]) -> list[Finding]:
     return sorted(findings, key=key)
 
 
-def reward_regime(run: Run, *, rel_tol: float = 0.02) -> Regime | None:
+def reward_regime(run: Run, *, rel_tol: float = REL_TOL) -> Regime | None:
     """How the reward lost its spread, judged on the late 20 % of the run.
 
     ``saturation``: the late reward mean sits within ``rel_tol`` of the ceiling (``reward_max``
-    when logged, else the run's highest reward mean) and barely moves; ``floor``: it sits at the
-    floor (``reward_min`` or the run's lowest mean, or exactly 0 throughout); ``tied_groups``: the
-    late reward mean still moves from step to step (prompts differ) while the groups are tied.
-    None when the rewards are missing or still spread.
+    when logged, else the run's highest reward mean), barely moves and has no spread left;
+    ``floor``: it sits at the floor (``reward_min`` or the run's lowest mean, or exactly 0
+    throughout) with no spread; ``tied_groups``: the late reward mean still moves from step to
+    step (prompts differ) while the groups are tied. None when the rewards are missing or still
+    spread. The rule lives in :func:`advcore.detectors._reward.reward_level`, which the
+    REWARD_SATURATION and REWARD_FLOOR detectors read too.
     """
-    mean = metric(run, "reward_mean")
-    if mean is None or not mean.judgeable:
-        return None
-    spread = reward_spread(run)
-    late = mean.late()
-    lo, hi = min(mean.values), max(mean.values)
-    span = max(hi - lo, abs(hi), abs(lo), 1e-12)
-    tol = rel_tol * span
-    moves = max(late) - min(late) > tol
-    spread_late = spread.late_mean() if spread is not None and spread.judgeable else None
-    ceiling = hi
-    rmax = metric(run, "reward_max")
-    if rmax is not None:
-        ceiling = max(rmax.values)
-    floor = lo
-    rmin = metric(run, "reward_min")
-    if rmin is not None:
-        floor = min(rmin.values)
-    late_mean = math.fsum(late) / len(late)
-    if not moves and all(v == 0.0 for v in mean.values):
-        return "floor"
-    if not moves and abs(late_mean - ceiling) <= tol and late_mean > lo + tol:
-        return "saturation"
-    if not moves and abs(late_mean - floor) <= tol:
-        return "floor"
-    if spread_late is not None and spread_late <= 1e-6 * span and moves:
-        return "tied_groups"
-    tied = metric(run, "zero_variance_group_frac")
-    if tied is not None and tied.judgeable and tied.late_mean() >= 0.8:
-        return "tied_groups" if moves else ("saturation" if late_mean >= hi - tol else "floor")
-    return None
+    level = reward_level(run, rel_tol=rel_tol)
+    return level.regime if level is not None else None
 
 
 _REGIME_TEXT = {

@@ -1,0 +1,131 @@
+"""Where the reward mean sits and whether its spread is gone: the one reading of the reward level
+shared by :func:`advcore.diagnose.reward_regime` and the REWARD_SATURATION / REWARD_FLOOR detectors.
+
+Regimes, judged on the late window (last 20 % of the logged points, see :mod:`._windows`):
+
+* ``saturation``: the late reward mean sits within ``rel_tol`` x span of the *ceiling*
+  (``max(reward_max)`` when logged, else the run's highest reward mean), barely moves (late range
+  at most ``rel_tol`` x span), lies above the run's lowest mean, and the spread is gone;
+* ``floor``: the same at the *floor* (``min(reward_min)`` or the run's lowest mean), or a reward
+  mean of exactly 0 at every logged step (the reward is not wired), with the spread gone;
+* ``tied_groups``: the late mean still moves from step to step (prompts differ) while the spread
+  is ~0 (``<= 1e-6`` x span) or at least 80 % of the groups are tied.
+
+``span = max(hi - lo, |hi|, |lo|, 1e-12)`` over the run's reward means (reward units).
+
+The spread is gone when the late-window mean of the reward spread (``reward_std``, else
+``reward_std_within``, else ``reward_max - reward_min``) is at most ``spread_gone`` (0.1) x
+``ceiling - floor`` (or ``<= 1e-6`` x span when that range is 0). Without a spread metric the
+tied-group share (``zero_variance_group_frac`` late mean >= 0.8) decides; without either, a late
+reward mean that is exactly constant counts as no spread (a batch mean does not stay bit-identical
+while samples differ).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from advcore.detectors._windows import Series, metric, onset_index, reward_spread
+from advcore.ingest import Run
+
+__all__ = ["REL_TOL", "SPREAD_GONE", "TIED_LATE", "Regime", "RewardLevel", "reward_level"]
+
+Regime = Literal["saturation", "floor", "tied_groups"]
+
+#: Relative tolerance (of the reward span) for "at the ceiling / floor" and "does not move".
+REL_TOL = 0.02
+#: Late spread at most this fraction of ``ceiling - floor`` = no spread left.
+SPREAD_GONE = 0.1
+#: Late tied-group share at or above this = the groups carry no spread.
+TIED_LATE = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class RewardLevel:
+    """The late reward level of a run (reward units) and the regime it is in."""
+
+    regime: Regime | None
+    #: ``reward_mean`` over the run
+    mean: Series
+    late_mean: float
+    #: late-window range of the reward mean
+    late_range: float
+    ceiling: float
+    #: ``reward_max`` or ``reward_mean`` (where the ceiling was read)
+    ceiling_from: str
+    floor: float
+    floor_from: str
+    #: absolute tolerance, ``rel_tol`` x span
+    tol: float
+    moves: bool
+    #: the spread series used (None when the run logs no spread)
+    spread: Series | None
+    spread_late: float | None
+    tied_late: float | None
+    #: True / False when a spread or tied share was logged; None when judged from a constant mean
+    spread_gone: bool | None
+
+    def pinned_onset(self, level: float, sustain: int) -> int | None:
+        """Index of the first of ``sustain`` consecutive reward means within ``tol`` of ``level``."""
+        return onset_index(self.mean.values, lambda v: abs(v - level) <= self.tol, sustain)
+
+    def evidence(self) -> dict[str, object]:
+        """The numbers the regime was decided on."""
+        return {
+            "late_mean": self.late_mean,
+            "late_range": self.late_range,
+            "ceiling": self.ceiling,
+            "ceiling_from": self.ceiling_from,
+            "floor": self.floor,
+            "floor_from": self.floor_from,
+            "tolerance": self.tol,
+            "spread_metric": self.spread.name if self.spread is not None else None,
+            "spread_late": self.spread_late,
+            "tied_late": self.tied_late,
+        }
+
+
+def reward_level(run: Run, *, rel_tol: float = REL_TOL, spread_gone: float = SPREAD_GONE) -> RewardLevel | None:
+    """The late reward level and regime of ``run``; None without ``reward_mean`` or with fewer than
+    six logged reward means (too short for early and late windows)."""
+    mean = metric(run, "reward_mean")
+    if mean is None or not mean.judgeable:
+        return None
+    late = mean.late()
+    lo, hi = min(mean.values), max(mean.values)
+    span = max(hi - lo, abs(hi), abs(lo), 1e-12)
+    tol = rel_tol * span
+    late_range = max(late) - min(late)
+    moves = late_range > tol
+    rmax, rmin = metric(run, "reward_max"), metric(run, "reward_min")
+    ceiling, ceiling_from = (max(rmax.values), "reward_max") if rmax is not None else (hi, "reward_mean")
+    floor, floor_from = (min(rmin.values), "reward_min") if rmin is not None else (lo, "reward_mean")
+    spread = reward_spread(run)
+    spread_late = spread.late_mean() if spread is not None and spread.judgeable else None
+    tied = metric(run, "zero_variance_group_frac")
+    tied_late = tied.late_mean() if tied is not None and tied.judgeable else None
+    gone: bool | None
+    if spread_late is not None:
+        width = ceiling - floor
+        gone = spread_late <= (spread_gone * width if width > 0 else 1e-6 * span)
+    elif tied_late is not None:
+        gone = tied_late >= TIED_LATE
+    else:
+        gone = None
+    no_spread = gone if gone is not None else late_range == 0.0
+    late_mean = math.fsum(late) / len(late)
+    regime: Regime | None = None
+    if not moves and no_spread and all(v == 0.0 for v in mean.values):
+        regime = "floor"
+    elif not moves and no_spread and abs(late_mean - ceiling) <= tol and late_mean > lo + tol:
+        regime = "saturation"
+    elif not moves and no_spread and abs(late_mean - floor) <= tol:
+        regime = "floor"
+    elif spread_late is not None and spread_late <= 1e-6 * span and moves:
+        regime = "tied_groups"
+    elif tied_late is not None and tied_late >= TIED_LATE:
+        regime = "tied_groups" if moves else ("saturation" if late_mean >= hi - tol else "floor")
+    return RewardLevel(regime, mean, late_mean, late_range, ceiling, ceiling_from, floor, floor_from, tol, moves,
+                       spread, spread_late, tied_late, gone)
