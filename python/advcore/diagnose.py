@@ -19,6 +19,7 @@ from advcore.detectors._base import Finding, NotEvaluable
 from advcore.detectors._reward import REL_TOL, Regime, reward_level
 from advcore.detectors._windows import REWARD_PROXIES
 from advcore.ingest import Run
+from advcore.stages import StageLevel, had_contrast, stage_signal
 
 __all__ = ["Regime", "Verdict", "diagnose", "reward_regime"]
 
@@ -45,6 +46,8 @@ class Verdict:
     not_checked: tuple[str, ...]
     #: False when the run could not be judged (no steps, too few, or no detector had its metrics)
     judged: bool = True
+    #: the signal at each observed stage, early and late (see :mod:`advcore.stages`)
+    signal: tuple[StageLevel, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {"stage": self.stage, "summary": self.summary}
@@ -83,6 +86,20 @@ _REGIME_TEXT = {
 }
 
 
+def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel]) -> list[str]:
+    """The evidence that tells "the reward had no contrast" from "the pipeline removed it": the
+    reward stage's own late level, set against the stage that was blamed."""
+    reward = next((s for s in signal if s.stage == "R"), None)
+    if stage is None or stage == "R":
+        return []
+    if reward is None:
+        return ["the reward stage was not logged, so a reward without contrast is not ruled out"]
+    if had_contrast(reward):
+        return [f"the rewards still had contrast late ({reward.describe()}), so the signal was lost after the reward, "
+                f"at stage {stage}"]
+    return [f"the rewards had lost their contrast too ({reward.describe()}): start from the reward"]
+
+
 #: Fewer logged steps than this cannot tell a collapse from noise (early and late windows of 3).
 MIN_STEPS = 6
 
@@ -109,7 +126,7 @@ def diagnose(
             summary = "no detector fired: no sign that the learning signal was lost"
             if not_checked:
                 summary += f" ({len(not_checked)} detector(s) could not be checked)"
-            return Verdict(None, summary, None, (), None, (), not_checked)
+            return Verdict(None, summary, None, (), None, (), not_checked, signal=stage_signal(run))
         return Verdict(None, summary, None, (), None, (), not_checked, judged=False)
     ids = {f.id for f in ordered}
     first = ordered[0]
@@ -136,6 +153,8 @@ def diagnose(
         if f.stage != "any":
             stage = "R" if f.stage == "R/U" else f.stage
             break
+    signal = stage_signal(run)
+    parts.extend(_localize(stage, signal))
     onset = first.onset_step
     summary = "; ".join(parts)
     if onset is not None:
@@ -144,4 +163,4 @@ def diagnose(
     tries: list[str] = []
     for f in ordered:
         tries.extend(t for t in f.what_to_try if t not in tries)
-    return Verdict(stage, summary, onset, tuple(ordered), regime, tuple(tries), not_checked)
+    return Verdict(stage, summary, onset, tuple(ordered), regime, tuple(tries), not_checked, signal=signal)

@@ -41,3 +41,23 @@ def test_uniform_groups_with_a_wide_batch_spread_are_degenerate_not_signal(tmp_p
     verdict = diagnose(run, findings, [])
     assert verdict.stage == "R"
     assert verdict.onset == 1
+
+
+def test_the_verdict_tells_a_pipeline_loss_from_a_reward_without_contrast() -> None:
+    from tests.detectors.test_seed_detectors import collapse_adv, make_run
+
+    adv = collapse_adv()  # adv_std ~1 for 60 steps, then 0.01
+    # rewards keep contrast: 30 % of groups tied throughout -> the pipeline removed the signal
+    kept = make_run({"adv_std": adv, "zero_variance_group_frac": [0.3] * 100, "reward_std": [0.4] * 100})
+    v = diagnose(kept, *run_detectors(kept))
+    assert v.stage == "T"
+    assert "signal was lost after the reward, at stage T" in v.summary
+    r_level = next(s for s in v.signal if s.stage == "R")
+    assert r_level.metric == "1 - zero_variance_group_frac"
+    assert abs(r_level.late - 0.7) < 1e-12 and abs(r_level.early - 0.7) < 1e-12
+    t_level = next(s for s in v.signal if s.stage == "T")
+    assert t_level.late == 0.01  # the last 20 points are all 0.01
+    # the same advantages with no reward metric at all: the reward is not ruled out
+    blind = make_run({"adv_std": adv})
+    v = diagnose(blind, *run_detectors(blind))
+    assert v.stage == "T" and "not ruled out" in v.summary

@@ -64,7 +64,11 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             head = "[green]no finding[/green]"
         else:
             head = f"[bold red]signal lost at stage {stage}[/bold red]"
-        console.print(f"\n{head}: {escape(r.verdict.summary)}\n")
+        console.print(f"\n{head}: {escape(r.verdict.summary)}")
+        if r.verdict.signal:
+            levels = "  |  ".join(level.describe() for level in r.verdict.signal)
+            console.print(f"[dim]signal by stage (early -> late): {escape(levels)}[/dim]", highlight=False)
+        console.print()
         for f in r.findings:
             since = "" if f.onset_step is None else f"  since step {f.onset_step}"
             console.print(f"  [{_STYLE.get(f.severity, '')}]{f.severity.upper():5}[/] [bold]{f.id}[/bold]  stage {f.stage}{since}")

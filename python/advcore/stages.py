@@ -1,0 +1,77 @@
+"""The learning signal stage by stage (SPEC section 4): how much contrast each stage still carried.
+
+For the verdict to say *where* the signal was lost it has to show the signal on both sides of the
+loss. Per stage, the quantity that carries the signal in a per-step log, early and late (the
+detectors' windows: first and last 20 % of the logged points):
+
+* **R** — the rewards' contrast *within* groups, which is what a group baseline can use:
+  ``1 - zero_variance_group_frac`` (share of groups with any spread) when logged, else
+  ``reward_std_within``, else ``reward_std`` (reward units);
+* **A** — ``vf_explained_var`` (how much of the return the value baseline explains), PPO only;
+* **T** — ``adv_std``, else the verl range ``adv_max - adv_min`` (proxies built from rewards are
+  not shown here: they would repeat R);
+* **U** — ``grad_norm``, ``kl``, ``entropy`` (the first of them the log has).
+
+A stage whose metrics the log lacks is left out: it could not be observed, which is different
+from a stage that carried nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric
+from advcore.ingest import Run
+
+__all__ = ["StageLevel", "had_contrast", "stage_signal"]
+
+
+@dataclass(frozen=True, slots=True)
+class StageLevel:
+    """One stage's signal in one run: the metric it was read from and its early and late means."""
+
+    stage: str
+    metric: str
+    early: float
+    late: float
+
+    def describe(self) -> str:
+        return f"{self.stage} {self.metric} {self.early:.3g} -> {self.late:.3g}"
+
+
+def _first(*series: Series | None) -> Series | None:
+    return next((s for s in series if s is not None), None)
+
+
+def _candidates(run: Run) -> list[tuple[str, Series | None]]:
+    tied = metric(run, "zero_variance_group_frac")
+    contrast = None if tied is None else tied.map("1 - zero_variance_group_frac", lambda v: 1.0 - v)
+    adv = adv_signal(run)
+    if adv is not None and adv.name in REWARD_PROXIES:
+        adv = None
+    return [
+        ("R", _first(contrast, metric(run, "reward_std_within"), metric(run, "reward_std"))),
+        ("A", metric(run, "vf_explained_var")),
+        ("T", adv),
+        ("U", _first(metric(run, "grad_norm"), metric(run, "kl"), metric(run, "entropy"))),
+    ]
+
+
+def stage_signal(run: Run) -> tuple[StageLevel, ...]:
+    """Per observed stage, in R -> A -> T -> U order, the early and late level of its signal."""
+    out = []
+    for stage, s in _candidates(run):
+        if s is not None and s.judgeable:
+            out.append(StageLevel(stage, s.name, s.early_mean(), s.late_mean()))
+    return tuple(out)
+
+
+def had_contrast(level: StageLevel, *, floor: float = 1e-6) -> bool:
+    """Whether an R-stage level still shows contrast late in the run (a tied-group share below
+    one half, or a reward spread above ``floor``)."""
+    if not math.isfinite(level.late):
+        return False
+    if level.metric == "1 - zero_variance_group_frac":
+        return level.late >= 0.5
+    return level.late > floor
