@@ -19,14 +19,13 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats.plain import records_frame
-from advcore.ingest.formats.verl_console import clean, value
+from advcore.ingest.formats.plain import quote_nonfinite, records_frame, value
+from advcore.ingest.formats.verl_console import clean
 
 NAME = "openrlhf"
 
 _LINE = re.compile(r"^\s*Global step (\d+)\s*:\s*(\{.*)$")
 _WRAP = re.compile(r"\b(?:np\.|numpy\.)?(?:float|int|uint)\d*\(\s*([^()]*?)\s*\)|\btensor\(\s*([^(),]*?)\s*(?:,[^()]*)?\)")
-_NONFINITE = re.compile(r"(?<![\w'\"])(-?)(nan|inf)(?![\w'\"])")
 
 
 def sniff(path: Path, head: str | None) -> bool:
@@ -37,8 +36,7 @@ def sniff(path: Path, head: str | None) -> bool:
 
 def _literal(text: str) -> dict[str, Any] | None:
     text = _WRAP.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
-    # nan/inf are not literals: quote them, ``number`` reads them back.
-    text = _NONFINITE.sub(lambda m: f"'{m.group(1)}{m.group(2)}'", text)
+    text = quote_nonfinite(text)
     try:
         obj = ast.literal_eval(text)
     except (ValueError, SyntaxError):

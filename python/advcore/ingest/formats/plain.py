@@ -2,14 +2,17 @@
 
 Nested objects are flattened with ``/`` (``{"actor": {"kl": 0.1}}`` -> ``actor/kl``); values
 that are not numbers (or numeric strings) are dropped and their keys listed in
-``metadata["non_numeric"]``. NaN is read as null. The helpers here are shared by the other
-table-like formats (``csv_table``, ``wandb``, ``columnar_json``).
+``metadata["non_numeric"]``. NaN and +-inf are kept as float values (a trainer that logged NaN
+had a NaN: the NONFINITE detector reports it); only what a format itself writes for "not
+logged" (JSON ``null``, an empty cell, a Parquet null) is null. The helpers here, and the one
+scalar parser :func:`number`, are shared by the other formats.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,23 +26,49 @@ NAME = "plain"
 _PARQUET_MAGIC = b"PAR1"
 
 
+_WRAPPED = re.compile(r"^(?:np\.)?(?:float|int|uint)\d*\((.*)\)$|^tensor\((.*?)(?:,\s*device=.*)?\)$")
+
+
 def number(v: Any) -> float | None:
-    """A log value as a float: numbers, booleans and numeric strings; anything else is None."""
+    """A logged scalar as a float, or None when it is not a number.
+
+    Numbers and booleans (1.0 / 0.0) as they are; strings when they hold a number, possibly
+    wrapped as Python/numpy/torch print it (``np.float64(0.5)``, ``np.int64(3)``,
+    ``tensor(0.5, device='cuda:0')``), quoted (``'0.5'``), ``True``/``False``, or non-finite
+    (``nan``, ``NaN``, ``inf``, ``-Infinity``). NaN and +-inf are returned as such, never as
+    None: every format reads its values through this one function.
+    """
     if isinstance(v, bool):
         return float(v)
     if isinstance(v, (int, float)):
-        f = float(v)
-    elif isinstance(v, str):
-        s = v.strip()
-        if s in ("True", "true", "False", "false"):
-            return 1.0 if s[0] in "Tt" else 0.0
-        try:
-            f = float(s)
-        except ValueError:
-            return None
-    else:
+        return float(v)
+    if not isinstance(v, str):
         return None
-    return None if math.isnan(f) else f
+    text = v.strip().strip(",").strip()
+    m = _WRAPPED.match(text)
+    if m:
+        text = (m.group(1) if m.group(1) is not None else m.group(2)).strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1].strip()
+    if text in ("True", "true", "False", "false"):
+        return 1.0 if text[0] in "Tt" else 0.0
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+#: The same parser under the name the JSON/literal readers use.
+value = number
+
+_NONFINITE = re.compile(r"(?<![\w'\"])(-?)(nan|inf)(?![\w'\"])")
+
+
+def quote_nonfinite(literal: str) -> str:
+    """A printed Python literal with its bare ``nan``/``inf``/``-inf`` (how Python prints
+    non-finite floats; not literals, so :func:`ast.literal_eval` rejects them) quoted as strings,
+    which :func:`number` reads back as NaN/inf."""
+    return _NONFINITE.sub(lambda m: f"'{m.group(1)}{m.group(2)}'", literal)
 
 
 def is_missing(v: Any) -> bool:
@@ -70,7 +99,7 @@ def records_frame(
 
     A key is kept when at least one of its values is a number; other values become null.
     A ``step`` key becomes an Int64 ``step`` column. ``parse`` turns a value into a float
-    (default :func:`number`, which reads NaN as null).
+    (default :func:`number`, which keeps NaN and +-inf).
     """
     parse = parse or number
     keys: dict[str, None] = {}
@@ -97,8 +126,7 @@ def numeric_frame(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     for name in frame.columns:
         s = frame[name]
         if s.dtype == pl.Boolean or s.dtype.is_numeric():
-            s = s.cast(pl.Float64)
-            rows_kept.append(s.fill_nan(None))
+            rows_kept.append(s.cast(pl.Float64))  # NaN stays NaN; a Parquet null stays null
             continue
         if s.dtype in (pl.String, pl.Utf8):
             parsed = pl.Series(name, [number(v) for v in s.to_list()], dtype=pl.Float64)

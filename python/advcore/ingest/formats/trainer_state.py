@@ -2,7 +2,8 @@
 of per-step dicts (as notebooks dump ``trainer.state.log_history``).
 
 Train rows and eval rows share the list; rows are kept as logged, and keys missing from a row
-are null. Values written as strings (``"0.5"``) are read as numbers.
+are null. Values written as strings (``"0.5"``) are read as numbers; ``NaN``/``Infinity`` (as
+Python's ``json`` writes them) stay NaN/inf.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest.formats.plain import number
 
 NAME = "trainer_state"
 
@@ -25,19 +27,6 @@ def sniff(path: Path, head: str | None) -> bool:
     if text.startswith("{"):
         return '"log_history"' in head
     return text.startswith("[") and text[1:].lstrip().startswith("{")
-
-
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return None
-    return None
 
 
 def read(path: Path) -> RawLog:
@@ -56,6 +45,6 @@ def read(path: Path) -> RawLog:
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(r))
-    frame = pl.DataFrame({k: pl.Series(k, [_number(r.get(k)) for r in rows], dtype=pl.Float64) for k in keys})
+    frame = pl.DataFrame({k: pl.Series(k, [number(r.get(k)) for r in rows], dtype=pl.Float64) for k in keys})
     trainer = "trl" if any(k.startswith(("rewards/", "frac_reward_zero_std", "completions/")) or k == "reward" for k in keys) else None
     return RawLog(NAME, frame, trainer=trainer, metadata=meta)

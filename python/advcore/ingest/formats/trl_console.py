@@ -1,7 +1,8 @@
 """TRL console output: the Python dict literals ``Trainer.log`` prints (``{'loss': 0.1, ...}``).
 
 Each dict is read with :func:`ast.literal_eval` (never ``eval``). Values may be numbers or
-numeric strings (``'reward': '0.5'``); keys missing from a dict are null. There is no step
+numeric strings (``'reward': '0.5'``); ``nan``/``inf`` as Python prints them (``'grad_norm': nan``)
+are read as NaN/inf; keys missing from a dict are null. There is no step
 key: the step is the order of the train-metric dicts. Progress-bar redraws (``\\r``) and any
 other text between the dicts are skipped. The end-of-training summary dict (``train_runtime``)
 goes to ``metadata["summary"]`` and eval dicts (only ``eval_*`` keys) are not counted as steps.
@@ -19,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats.plain import number, records_frame
+from advcore.ingest.formats.plain import number, quote_nonfinite, records_frame
 
 NAME = "trl_console"
 
@@ -54,7 +55,7 @@ def _parse(seg: str) -> dict[str, Any] | None:
     if end < 0:
         return None
     try:
-        obj = ast.literal_eval(text[: end + 1])
+        obj = ast.literal_eval(quote_nonfinite(text[: end + 1]))
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
     if not isinstance(obj, dict) or not all(isinstance(k, str) for k in obj):

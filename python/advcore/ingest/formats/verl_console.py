@@ -6,7 +6,8 @@ What real consoles add around those lines, and how it is handled:
 * Ray prefixes (``(TaskRunner pid=2021996)``, ``(main_task pid=19799)``, ``(pid=12)``,
   ``(WorkerDict pid=3, ip=10.0.0.1)``) are stripped, as are ``[repeated 7x across cluster]``.
 * Values may be wrapped (``np.float64(0.5)``, ``np.int64(3)``, ``tensor(0.5)``); ``nan``/``inf``
-  are read as NaN/inf, text values are skipped.
+  are read as NaN/inf (by the shared :func:`advcore.ingest.formats.plain.number`), text values
+  are skipped.
 * One step split over several lines (a second ``step:N - ...`` line with other keys, or a
   wrapped continuation line of bare ``key:value`` pairs) is merged into one row. A ``step:N``
   line repeating keys already read for N starts a new row (a resumed run re-logging a step).
@@ -26,6 +27,9 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+# ``value`` is re-exported for readers that import the scalar parser from here (simplevla).
+from advcore.ingest.formats.plain import number
+from advcore.ingest.formats.plain import value as value
 
 NAME = "verl_console"
 
@@ -34,7 +38,6 @@ _PREFIX = re.compile(r"^\s*(?:\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:-]+)?\)\s*)+")
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _STEP = re.compile(r"^\s*step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
 _PAIR = re.compile(r"^\s*([A-Za-z_][\w/@.\-\[\]]*):\s*(\S.*?)\s*$")
-_WRAPPED = re.compile(r"^(?:np\.)?(?:float|int|uint)\d*\((.*)\)$|^tensor\((.*?)(?:,\s*device=.*)?\)$")
 _RESUME = re.compile(r"(?:Load(?:ing)? from checkpoint folder|resum\w*)[^\n]*?global_step_(\d+)", re.IGNORECASE)
 
 #: How far ``sniff`` reads past the 64 KiB head when the head looks like a Ray/verl job
@@ -52,35 +55,6 @@ def clean(line: str) -> str:
         line = (prefix.group(0) if prefix else "") + tail
     line = _PREFIX.sub("", line)
     return _REPEATED.sub("", line).rstrip()
-
-
-def number(text: str) -> float | None:
-    """A logged value as a float: plain numbers, ``np.float64(x)``, ``tensor(x)``, ``nan``,
-    ``True``/``False``; None for text."""
-    text = text.strip().strip(",")
-    m = _WRAPPED.match(text)
-    if m:
-        text = (m.group(1) if m.group(1) is not None else m.group(2)).strip()
-    if text in ("True", "False", "true", "false"):
-        return 1.0 if text[0] in "Tt" else 0.0
-    if text.startswith(("'", '"')) and text.endswith(("'", '"')) and len(text) >= 2:
-        text = text[1:-1]
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def value(v: Any) -> float | None:
-    """A JSON or Python-literal value as a float (strings through :func:`number`); None for
-    anything else. NaN stays NaN."""
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        return number(v)
-    return None
 
 
 def _is_step_line(line: str) -> bool:

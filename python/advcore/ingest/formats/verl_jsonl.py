@@ -16,8 +16,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats.plain import read_jsonl, records_frame
-from advcore.ingest.formats.verl_console import value
+from advcore.ingest.formats.plain import read_jsonl, records_frame, value
 
 NAME = "verl_jsonl"
 
