@@ -37,7 +37,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _PREFIX = re.compile(r"^\s*(?:\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:-]+)?\)\s*)+")
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _STEP = re.compile(r"^\s*step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
-_PAIR = re.compile(r"^\s*([A-Za-z_][\w/@.\-\[\]]*):\s*(\S.*?)\s*$")
+# Keys may hold parentheses: PRIME/SimpleVLA-RL log ``actor/lr(1e-4)`` (the lr times 1e4).
+_PAIR = re.compile(r"^\s*([A-Za-z_][\w/@.\-\[\]()]*):\s*(\S.*?)\s*$")
 _RESUME = re.compile(r"(?:Load(?:ing)? from checkpoint folder|resum\w*)[^\n]*?global_step_(\d+)", re.IGNORECASE)
 
 #: How far ``sniff`` reads past the 64 KiB head when the head looks like a Ray/verl job
