@@ -164,6 +164,25 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
         errors.append(IngestError(str(path), "expected per-sample columns step, group, reward "
                                              "(or a verl rollout dump: input, output, score, step)"))
         return RawLog(NAME, empty, errors=tuple(errors))
+    return reduce(frame, layout=layout, reward_col=reward_col, group_col=group_col, extra=extra, trainer=trainer,
+                  rollout_n=rollout_n, errors=errors)
+
+
+def reduce(frame: pl.DataFrame, *, layout: str, reward_col: str, group_col: str | None, extra: list[str],
+           trainer: str | None, rollout_n: int | None = None, errors: list[IngestError] | None = None,
+           format: str = NAME, metadata: dict[str, Any] | None = None) -> RawLog:
+    """Reduce a long per-sample frame to the per-step metrics listed in the module docstring.
+
+    ``frame`` has one row per sample: an integer-like ``step`` column (rows without one are
+    dropped and counted in ``metadata["samples_without_step"]``), the numeric ``reward_col``
+    (null = missing, left out of the statistics), the prompt/group key ``group_col`` (None: no
+    group statistics) and the numeric ``extra`` columns (reduced to ``reward/<name>`` means).
+    ``layout`` is recorded in ``metadata["layout"]``; ``"verl_rollout_dump"`` groups identical
+    ``input`` texts in blocks of ``rollout_n``. ``errors`` (the loader's) and ``metadata`` (merged
+    over the computed one) are passed through; ``format`` names the result. Returns a
+    :class:`RawLog` with one row per step, in order of first appearance.
+    """
+    errors = list(errors or [])
     frame = frame.with_columns(pl.col("step").cast(pl.Int64, strict=False))
     null_steps = frame["step"].null_count()
     frame = frame.filter(pl.col("step").is_not_null())
@@ -194,4 +213,5 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
         meta["groups"] = "; ".join(sorted(group_notes))
     if null_steps:
         meta["samples_without_step"] = null_steps
-    return RawLog(NAME, pl.DataFrame(out), trainer=trainer, metadata=meta, errors=tuple(errors))
+    meta.update(metadata or {})
+    return RawLog(format, pl.DataFrame(out), trainer=trainer, metadata=meta, errors=tuple(errors))
