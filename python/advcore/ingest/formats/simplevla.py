@@ -1,0 +1,318 @@
+"""SimpleVLA-RL run logs: its tab-separated file logger, and the ``Accuracy distribution:`` lines
+of its console.
+
+SimpleVLA-RL (PRIME-RL/SimpleVLA-RL, a fork of verl 0.2 for vision-language-action models, RL on
+LIBERO and RoboTwin) writes two things this module reads. The sources were read in the code
+library, never copied; paths are inside that repository (or a fork of it where the upstream file
+is not stored):
+
+* **The file logger** (``verl/utils/logger/aggregate_logger.py``, ``LocalLogger``; forks
+  CZtheHusky/SimpleVLA-RL@4e799ca and Jixingyue/simplevla-rl@409b9f0, lines 79-81 and 100-102).
+  ``trainer.logger=['console']`` creates ``<trainer.default_local_dir>/run_<YYYYmmdd_HHMMSS>.log``
+  with two header lines, ``# Log started at <ISO time>`` and the literal
+  ``# Format: {timestamp}\\t{step}\\t{data_json}``, then appends one line per ``logger.log`` call:
+  ``<datetime.now().isoformat()> TAB <step> TAB <json.dumps(metrics)>`` (full precision, ``NaN``
+  as JSON's ``NaN``). The same call prints the verl console line ``step:N - key:value`` (3
+  decimals) to stdout.
+* **The accuracy filter** (``verl/trainer/ppo/ray_trainer.py``, ``RayTrainer.filter``;
+  Jixingyue/simplevla-rl@1ff5325). With ``data.filter_accuracy=True`` every batch of tasks drawn
+  from the dataloader is rolled out ``data.n_samples`` (G) times, the G binary success flags of
+  each task are averaged (``reward_matrix.reshape(-1, n_samples).mean(-1)``) and a
+  ``collections.Counter`` of those per-task success rates is printed, sorted by rate, as
+  ``Accuracy distribution: 0.00:3 0.25:2 1.00:11`` (``{rate:.2f}:{tasks}``). Tasks whose rate
+  falls outside ``[data.accuracy_lower_bound, data.accuracy_upper_bound]`` are then dropped, and
+  ``RayTrainer.fit`` keeps drawing batches until ``train_batch_size`` tasks survive, so one
+  training step prints one such line per batch drawn, all before that step's metrics are logged.
+
+Why the all-0 and all-1 shares are the tied groups: the success flag is the episode's
+``complete`` bit (``verl/trainer/main_ppo.py``, ``RobRewardManager.verify``: ``score =
+[float(item) for item in completes]``), so a rate is ``k/G`` with ``k`` successes out of G, and
+a task at ``0.00`` or ``1.00`` has G identical rewards: its GRPO advantages are all zero. (The
+2-decimal rounding only makes a rate print as ``0.00``/``1.00`` when ``k`` is 0/G for ``G <=
+200``.) The share ``(n[0.00] + n[1.00]) / sum(n)`` over all lines of a step is therefore the
+zero-variance group share of the groups *sampled* for that step, before the filter; it is
+emitted as ``accuracy_distribution/tied_frac`` and mapped to ``zero_variance_group_frac``. With
+the usual bounds (0.1..0.9) those groups are dropped before training and cost rollouts rather
+than gradient; with an upper bound of 1.0 (seen in the issue tracker, PRIME-RL/SimpleVLA-RL#25)
+the all-success groups are trained on with zero advantage. PRIME and other verl forks print the
+same line from the same code; a line with a rate outside ``[0, 1]`` (a reward that is not a 0/1
+success) gets no tied share (``metadata["accuracy_rates_outside_unit"]``).
+
+Columns added per step (Float64, null on steps without accuracy lines):
+``accuracy_distribution/groups`` (tasks sampled), ``.../batches`` (lines, i.e. batches drawn),
+``.../all_fail_frac``, ``.../all_success_frac``, ``.../tied_frac`` (the sum, 0..1) and
+``.../mean`` (the task-weighted mean success rate of the sampled rollouts, +-0.005 from rounding).
+
+Reading rules:
+
+* Lines are cleaned as :func:`verl_console.clean` does (ANSI codes, Ray ``(pid=...)`` prefixes).
+* Records of one step are merged (the trainer logs validation metrics, then all metrics with the
+  validation keys repeated, at the same step); a record repeating a key with another value starts
+  a new row (a run resumed from a checkpoint re-logging the step).
+* ``Accuracy distribution:`` lines belong to the next metrics record (TSV line, or verl console
+  ``step:N`` line when the file is a console capture, whose metrics :mod:`verl_console` reads).
+  Lines after the last record are listed in ``metadata["unattached_accuracy_lines"]``.
+* A line that cannot be read (a truncated record, a bad JSON object, an accuracy line whose pairs
+  are not ``rate:count``) is an :class:`IngestError` with its line number; the rest is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest.formats import verl_console
+from advcore.ingest.formats.plain import flatten, number, records_frame
+from advcore.ingest.formats.verl_console import clean
+
+NAME = "simplevla"
+
+#: ``LocalLogger``'s second header line, verbatim (with real tab characters).
+FORMAT_HEADER = "# Format: {timestamp}\t{step}\t{data_json}"
+#: Prefix of the derived per-step columns.
+PREFIX = "accuracy_distribution/"
+
+_STARTED = re.compile(r"^# Log started at (\S+)")
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d")
+_RECORD = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)\t(-?\d+)\t(.*)$")
+_RECORD_HEAD = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?\t-?\d+\t\{")
+_ACCURACY = re.compile(r"^Accuracy distribution:(.*)$")
+_RATE_COUNT = re.compile(r"^(-?\d+(?:\.\d+)?):(\d+)$")
+# A verl console step line (the same lines verl_console reads): ``step:N - ...`` or a bare ``step:N``.
+_STEP_LINE = re.compile(r"^step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
+
+#: Bytes read past the head while looking for a first accuracy line in a verl-looking console.
+_DEEP_SNIFF_BYTES = 32 << 20
+#: Step lines after which a console without accuracy lines is left to verl_console.
+_SNIFF_STEP_LINES = 3
+
+
+@dataclass
+class _Row:
+    step: int
+    values: dict[str, Any]
+    line: int
+    rates: Counter[float] = field(default_factory=Counter)
+    batches: int = 0
+
+
+def _accuracy(line: str) -> Counter[float] | str | None:
+    """The ``rate -> tasks`` counts of an accuracy line, the reason it is malformed, or None when
+    ``line`` is not one."""
+    m = _ACCURACY.match(line)
+    if m is None:
+        return None
+    counts: Counter[float] = Counter()
+    for pair in m.group(1).split():
+        p = _RATE_COUNT.match(pair)
+        if p is None:
+            return f"expected 'rate:count' pairs after 'Accuracy distribution:', got {pair[:40]!r}"
+        counts[float(p.group(1))] += int(p.group(2))
+    if not counts:
+        return "an 'Accuracy distribution:' line without any 'rate:count' pair"
+    return counts
+
+
+def sniff(path: Path, head: str | None) -> bool:
+    if head is None:
+        return False
+    lines = head.splitlines()
+    if any(line.rstrip("\r") == FORMAT_HEADER for line in lines[:5]):
+        return True
+    if any(_RECORD_HEAD.match(line) for line in lines[:20]):
+        return True
+    if not verl_console.sniff(path, head):
+        return False
+    if "Accuracy distribution:" in head:
+        return any(isinstance(_accuracy(clean(line)), Counter) for line in lines if "Accuracy distribution:" in line)
+    # A verl console whose first accuracy line lies past the head (config dumps are long).
+    steps = read = 0
+    with path.open("r", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            read += len(line)
+            if "Accuracy distribution:" in line and isinstance(_accuracy(clean(line)), Counter):
+                return True
+            if "step:" in line and _STEP_LINE.match(clean(line)):
+                steps += 1
+            if steps >= _SNIFF_STEP_LINES or read > _DEEP_SNIFF_BYTES:
+                return False
+    return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def _merge(rows: list[_Row]) -> list[_Row]:
+    """Consecutive rows of one step merged, unless a shared key has another value."""
+    out: list[_Row] = []
+    for row in rows:
+        last = out[-1] if out else None
+        if (last is not None and last.step == row.step
+                and all(_same(last.values[k], v) for k, v in row.values.items() if k in last.values)):
+            last.values.update(row.values)
+            last.rates.update(row.rates)
+            last.batches += row.batches
+        else:
+            out.append(row)
+    return out
+
+
+def _runs(steps: list[int]) -> list[int]:
+    """Steps of the maximal runs of equal consecutive values."""
+    return [s for i, s in enumerate(steps) if i == 0 or steps[i - 1] != s]
+
+
+def _derived(row: _Row) -> tuple[dict[str, float], bool]:
+    """The accuracy columns of one row, and whether its rates leave ``[0, 1]``."""
+    total = sum(row.rates.values())
+    if total == 0:
+        return {}, False
+    outside = any(r < 0.0 or r > 1.0 for r in row.rates)
+    zero, one = row.rates.get(0.0, 0), row.rates.get(1.0, 0)
+    out = {
+        f"{PREFIX}groups": float(total),
+        f"{PREFIX}batches": float(row.batches),
+        f"{PREFIX}mean": sum(r * n for r, n in row.rates.items()) / total,
+    }
+    if not outside:
+        out[f"{PREFIX}all_fail_frac"] = zero / total
+        out[f"{PREFIX}all_success_frac"] = one / total
+        out[f"{PREFIX}tied_frac"] = (zero + one) / total
+    return out, outside
+
+
+def read(path: Path) -> RawLog:
+    path = Path(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    errors: list[IngestError] = []
+    meta: dict[str, Any] = {}
+    records: list[_Row] = []
+    step_lines: list[int] = []  # console ``step:N`` lines: their steps, in order
+    #: accuracy counts waiting for the next record: (record index, counts, line)
+    accuracy: list[tuple[int, int, Counter[float], int]] = []
+    text_values: set[str] = set()
+    pure = False
+    for lineno, physical in enumerate(text.splitlines(), start=1):
+        line = clean(physical)
+        if not line.strip():
+            continue
+        if lineno <= 2 and line == FORMAT_HEADER.rstrip():
+            pure = True
+            continue
+        started = _STARTED.match(line)
+        if started:
+            meta["log_started"] = started.group(1)
+            pure = pure or lineno == 1
+            continue
+        counts = _accuracy(line)
+        if isinstance(counts, str):
+            errors.append(IngestError(str(path), counts, lineno))
+            continue
+        if counts is not None:
+            accuracy.append((len(records), len(step_lines), counts, lineno))
+            continue
+        m = _RECORD.match(line)
+        if m is not None:
+            try:
+                data = json.loads(m.group(3))
+            except json.JSONDecodeError as e:
+                errors.append(IngestError(str(path), f"SimpleVLA-RL log: the JSON after the step is cut or malformed "
+                                                     f"({e.msg})", lineno))
+                continue
+            if not isinstance(data, dict):
+                errors.append(IngestError(str(path), "SimpleVLA-RL log: expected a JSON object after the step, got "
+                                                     f"{type(data).__name__}", lineno))
+                continue
+            values: dict[str, Any] = {}
+            for k, v in flatten(data).items():
+                if number(v) is None and v is not None:
+                    text_values.add(k)
+                    continue
+                values[k] = v
+            records.append(_Row(int(m.group(2)), values, lineno))
+            continue
+        if (step := _STEP_LINE.match(line)) is not None:
+            step_lines.append(int(step.group(1)))
+            continue
+        if pure or _TIMESTAMP.match(line):
+            errors.append(IngestError(str(path), "SimpleVLA-RL log: expected '<ISO time>\\t<step>\\t<JSON object>', "
+                                                 f"got {line[:60]!r}", lineno))
+
+    trainer = "simplevla"
+    if records:
+        meta["logger"] = "file"
+        rows = records
+        for index, _, counts, _ in accuracy:
+            if index < len(rows):
+                rows[index].rates.update(counts)
+                rows[index].batches += 1
+        unattached = [ln for index, _, _, ln in accuracy if index >= len(rows)]
+        rows = _merge(rows)
+    else:
+        console = verl_console.read(path)
+        errors.extend(e for e in console.errors if "no verl 'step:N" not in e.message)
+        meta.update({k: v for k, v in console.metadata.items() if k not in ("first_step", "last_step")})
+        meta["logger"] = "console"
+        rows = _merge([_Row(int(r["step"]), {k: v for k, v in r.items() if k != "step" and v is not None}, 0)
+                       for r in console.frame.to_dicts()])
+        # Accuracy lines before the i-th block of equal ``step:N`` lines belong to that block,
+        # which is the i-th run of equal steps among the merged rows (its last row).
+        blocks = _runs(step_lines)
+        block_of_line = [0] * len(step_lines)
+        for i in range(1, len(step_lines)):
+            block_of_line[i] = block_of_line[i - 1] + (step_lines[i] != step_lines[i - 1])
+        run_steps = _runs([r.step for r in rows])
+        last_row_of_run: list[int] = []
+        for i, r in enumerate(rows):
+            if i + 1 == len(rows) or rows[i + 1].step != r.step:
+                last_row_of_run.append(i)
+        aligned = run_steps == blocks
+        if not aligned:
+            meta["accuracy_aligned_by"] = "step"
+        unattached = []
+        for _, at, counts, ln in accuracy:
+            if at >= len(step_lines):
+                unattached.append(ln)
+                continue
+            block = block_of_line[at]
+            target: int | None = last_row_of_run[block] if aligned else next(
+                (i for i in range(len(rows) - 1, -1, -1) if rows[i].step == blocks[block]), None)
+            if target is None:
+                unattached.append(ln)
+                continue
+            rows[target].rates.update(counts)
+            rows[target].batches += 1
+
+    if unattached:
+        meta["unattached_accuracy_lines"] = unattached
+    meta["accuracy_lines"] = len(accuracy)
+    if not rows:
+        errors.append(IngestError(str(path),
+                                  "no SimpleVLA-RL record ('<time>\\t<step>\\t{...}' or 'step:N - k:v') found"))
+        return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), trainer=trainer, metadata=meta,
+                      errors=tuple(errors))
+    table: list[dict[str, Any]] = []
+    outside = False
+    for row in rows:
+        derived, out = _derived(row)
+        outside = outside or out
+        table.append({"step": row.step, **row.values, **derived})
+    frame, dropped = records_frame(table, parse=number)
+    text_values.update(dropped)
+    meta["first_step"], meta["last_step"] = int(frame["step"][0]), int(frame["step"][-1])
+    if outside:
+        meta["accuracy_rates_outside_unit"] = True
+    if text_values:
+        meta["text_valued_keys"] = sorted(text_values | set(meta.get("text_valued_keys", [])))
+    return RawLog(NAME, frame, trainer=trainer, metadata=meta, errors=tuple(errors))
