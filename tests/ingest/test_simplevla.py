@@ -254,6 +254,12 @@ def test_sniff_leaves_plain_verl_consoles_alone(tmp_path: Path) -> None:
     deep = _write(tmp_path, noise + [_accuracy([0, 8, 4]), _console(0, {"critic/score/mean": 0.5})], "deep.log")
     assert deep.stat().st_size > 1 << 16
     assert detect(deep) is simplevla
+    # Without the accuracy filter the actor's own entropy key still tells SimpleVLA-RL apart.
+    unfiltered = _write(tmp_path, [_console(s, {"actor/lr(1e-4)": 0.05, "actor_after/entropy_loss_eval": 1.5})
+                                   for s in range(2)], "unfiltered.log")
+    assert detect(unfiltered) is simplevla
+    run = load(unfiltered)
+    assert run.frame["entropy"].to_list() == [1.5, 1.5] and run.frame["lr"].to_list() == pytest.approx([5e-6] * 2)
     jsonl = _write(tmp_path, [json.dumps({"step": 1, "data": {"critic/score/mean": 0.5}})], "verl.jsonl")
     assert detect(jsonl) is not simplevla
 

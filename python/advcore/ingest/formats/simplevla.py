@@ -6,8 +6,9 @@ LIBERO and RoboTwin) writes two things this module reads. The sources were read 
 library, never copied; paths are inside that repository (or a fork of it where the upstream file
 is not stored):
 
-* **The file logger** (``verl/utils/logger/aggregate_logger.py``, ``LocalLogger``; forks
-  CZtheHusky/SimpleVLA-RL@4e799ca and Jixingyue/simplevla-rl@409b9f0, lines 79-81 and 100-102).
+* **The file logger** (``verl/utils/logger/aggregate_logger.py``, ``LocalLogger``: lines 79-81
+  and 100-102 in the fork CZtheHusky/SimpleVLA-RL@4e799ca; the same code in
+  Jixingyue/simplevla-rl@409b9f0).
   ``trainer.logger=['console']`` creates ``<trainer.default_local_dir>/run_<YYYYmmdd_HHMMSS>.log``
   with two header lines, ``# Log started at <ISO time>`` and the literal
   ``# Format: {timestamp}\\t{step}\\t{data_json}``, then appends one line per ``logger.log`` call:
@@ -42,6 +43,13 @@ Columns added per step (Float64, null on steps without accuracy lines):
 ``accuracy_distribution/groups`` (tasks sampled), ``.../batches`` (lines, i.e. batches drawn),
 ``.../all_fail_frac``, ``.../all_success_frac``, ``.../tied_frac`` (the sum, 0..1) and
 ``.../mean`` (the task-weighted mean success rate of the sampled rollouts, +-0.005 from rounding).
+
+Detection: the ``# Format:`` header or a first record line; or a verl console (as
+:mod:`verl_console` detects it) holding an accuracy line or a ``step:N`` line with the actor's
+entropy key ``actor_after/entropy_loss_eval`` (``verl/workers/actor/dp_rob.py``,
+``compute_entropy``; in the code library only SimpleVLA-RL and its forks log it), looked for up
+to the third step line. A console of a run without the accuracy filter and without that key stays
+a plain verl console.
 
 Reading rules:
 
@@ -88,6 +96,7 @@ _ACCURACY = re.compile(r"^Accuracy distribution:(.*)$")
 _RATE_COUNT = re.compile(r"^(-?\d+(?:\.\d+)?):(\d+)$")
 # A verl console step line (the same lines verl_console reads): ``step:N - ...`` or a bare ``step:N``.
 _STEP_LINE = re.compile(r"^step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
+_ENTROPY_KEY = re.compile(r"\bactor_(?:after|before)/entropy_loss_(?:train|eval):")
 
 #: Bytes read past the head while looking for a first accuracy line in a verl-looking console.
 _DEEP_SNIFF_BYTES = 32 << 20
@@ -131,20 +140,31 @@ def sniff(path: Path, head: str | None) -> bool:
         return True
     if not verl_console.sniff(path, head):
         return False
-    if "Accuracy distribution:" in head:
-        return any(isinstance(_accuracy(clean(line)), Counter) for line in lines if "Accuracy distribution:" in line)
+    if any(_marks(line) for line in lines):
+        return True
     # A verl console whose first accuracy line lies past the head (config dumps are long).
     steps = read = 0
     with path.open("r", encoding="utf-8", errors="replace") as f:
         for line in f:
             read += len(line)
-            if "Accuracy distribution:" in line and isinstance(_accuracy(clean(line)), Counter):
+            if _marks(line):
                 return True
             if "step:" in line and _STEP_LINE.match(clean(line)):
                 steps += 1
             if steps >= _SNIFF_STEP_LINES or read > _DEEP_SNIFF_BYTES:
                 return False
     return False
+
+
+def _marks(line: str) -> bool:
+    """A console line only SimpleVLA-RL (or a PRIME-lineage fork) prints: an accuracy line, or a
+    step line with the entropy key of its actor (``verl/workers/actor/dp_rob.py``,
+    ``compute_entropy``: ``actor_after/entropy_loss_eval`` and its three siblings)."""
+    if "Accuracy distribution:" in line:
+        return isinstance(_accuracy(clean(line)), Counter)
+    if "/entropy_loss_" not in line or _ENTROPY_KEY.search(line) is None:
+        return False
+    return _STEP_LINE.match(clean(line)) is not None
 
 
 def _same(a: Any, b: Any) -> bool:
