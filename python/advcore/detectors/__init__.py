@@ -94,3 +94,8 @@ def run_detectors(
 from advcore.detectors import adv_collapse, dead_from_start, degenerate_groups, reward_std_death  # noqa: E402
 
 _register(adv_collapse.SPEC, degenerate_groups.SPEC, reward_std_death.SPEC, dead_from_start.SPEC)
+
+# The R-stage detectors on the reward level, its components and truncation (SPEC section 6).
+from advcore.detectors import component_collapse, reward_floor, reward_saturation, truncation_reward  # noqa: E402
+
+_register(reward_saturation.SPEC, reward_floor.SPEC, component_collapse.SPEC, truncation_reward.SPEC)

@@ -41,6 +41,7 @@ __all__ = [
     "ADV_NEEDS",
     "REWARD_PROXIES",
     "adv_signal",
+    "aligned",
     "metric",
     "onset_index",
     "reward_spread",
@@ -108,6 +109,20 @@ class Series:
 
     def step_at(self, index: int | None) -> int | None:
         return None if index is None else self.steps[index]
+
+    def keys(self) -> tuple[tuple[int, int], ...]:
+        """``(phase, step)`` of every point (phase 0 without phases): the order of the run."""
+        phases = self.phases or (0,) * len(self.steps)
+        return tuple(zip(phases, self.steps, strict=True))
+
+
+def aligned(a: Series, b: Series) -> tuple[tuple[float, ...], tuple[float, ...], tuple[int, ...]]:
+    """The values of ``a`` and ``b`` at the logged points both have (matched on phase and step),
+    in ``a``'s order, and the indices of those points in ``a``."""
+    at = dict(zip(b.keys(), b.values, strict=True))
+    idx = tuple(i for i, k in enumerate(a.keys()) if k in at)
+    keys = a.keys()
+    return tuple(a.values[i] for i in idx), tuple(at[keys[i]] for i in idx), idx
 
 
 def _mean(values: tuple[float, ...]) -> float:

@@ -1,0 +1,361 @@
+"""The R-stage detectors REWARD_SATURATION, REWARD_FLOOR, COMPONENT_COLLAPSE and TRUNCATION_REWARD:
+synthetic firing and quiet fixtures with hand-computed onsets, agreement with the verdict's
+reward regime, the registry and cards, and checks on real logs against numbers read from the raw
+files (not from our own ingest)."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import scipy.stats
+
+from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
+from advcore.diagnose import reward_regime
+from advcore.ingest import Run, load, load_aliases
+from tests._real import REAL, real
+
+ROOT = Path(__file__).resolve().parents[2]
+R_STAGE = ("REWARD_SATURATION", "REWARD_FLOOR", "COMPONENT_COLLAPSE", "TRUNCATION_REWARD")
+SECTIONS = ("What is happening", "What it looks like", "How the detector decides", "Knobs", "What to try",
+            "Related detectors")
+
+
+def make_run(cols: dict[str, list[float]], *, steps: list[int] | None = None, trainer: str | None = "trl") -> Run:
+    n = len(next(iter(cols.values())))
+    data: dict[str, pl.Series] = {"step": pl.Series("step", steps or list(range(1, n + 1)), dtype=pl.Int64)}
+    for k, v in cols.items():
+        data[k] = pl.Series(k, v, dtype=pl.Float64)
+    return Run("synthetic", "synthetic", trainer, pl.DataFrame(data), {k: k for k in cols}, {})
+
+
+def one(run: Run, det: str, **knobs: float) -> Finding | NotEvaluable | None:
+    spec = REGISTRY[det]
+    return spec.fn(run, spec.resolve(knobs))
+
+
+RNG = np.random.default_rng(7)
+
+
+# --- REWARD_SATURATION / REWARD_FLOOR -----------------------------------------------------------
+
+def saturating(n: int = 100, reach: int = 60) -> Run:
+    """0/1 reward whose success rate climbs linearly to 1.0 at step ``reach`` and stays there;
+    the std of a Bernoulli(p) batch is sqrt(p (1 - p))."""
+    p = [min(1.0, 0.2 + 0.8 * i / (reach - 1)) for i in range(n)]
+    return make_run({"reward_mean": p, "reward_std": [math.sqrt(q * (1 - q)) for q in p],
+                     "reward_max": [1.0] * n, "reward_min": [0.0 if q < 1 else 1.0 for q in p]})
+
+
+def test_saturation_fires_at_the_ceiling_with_onset_where_the_mean_arrives() -> None:
+    run = saturating()
+    f = one(run, "REWARD_SATURATION")
+    assert isinstance(f, Finding) and f.severity == "warn" and f.stage == "R"
+    # span 1.0, tolerance 0.02: p >= 0.98 first at i with 0.2 + 0.8 i / 59 >= 0.98 -> i = 58 (step 59)
+    first = next(i for i in range(100) if 0.2 + 0.8 * i / 59 >= 0.98)
+    assert f.onset_step == first + 1 == 59
+    assert f.evidence["ceiling"] == 1.0 and f.evidence["ceiling_from"] == "reward_max"
+    assert f.evidence["spread_late"] == 0.0
+    assert reward_regime(run) == "saturation"
+    assert one(run, "REWARD_FLOOR") is None
+    json.dumps(f.to_json())
+
+
+def test_saturation_quiet_on_a_plateau_that_keeps_its_spread() -> None:
+    # the mean settles at 0.6 (its own maximum, no reward_max logged) but samples still differ:
+    # a learned plateau, not an exhausted task
+    n = 100
+    p = [0.2 + 0.4 * min(1.0, i / 50) for i in range(n)]
+    run = make_run({"reward_mean": p, "reward_std": [math.sqrt(q * (1 - q)) for q in p]})
+    assert reward_regime(run) is None
+    assert one(run, "REWARD_SATURATION") is None and one(run, "REWARD_FLOOR") is None
+    # the same plateau with a bit-identical mean and no spread metric at all counts as no spread
+    flat = make_run({"reward_mean": p})
+    assert reward_regime(flat) == "saturation"
+    assert isinstance(one(flat, "REWARD_SATURATION"), Finding)
+
+
+def test_floor_all_zero_and_after_a_decline() -> None:
+    zero = make_run({"reward_mean": [0.0] * 40, "reward_std": [0.0] * 40})
+    f = one(zero, "REWARD_FLOOR")
+    assert isinstance(f, Finding) and f.severity == "error" and f.onset_step == 1 and f.evidence["all_zero"] is True
+    assert reward_regime(zero) == "floor"
+    # declines from 0.5 to 0.1 by step 31 and stays there with no spread
+    mean = [0.5 - 0.4 * min(1.0, i / 30) for i in range(80)]
+    std = [0.3 * max(0.0, 1 - i / 30) for i in range(80)]
+    run = make_run({"reward_mean": mean, "reward_std": std})
+    f = one(run, "REWARD_FLOOR")
+    assert isinstance(f, Finding) and f.evidence["all_zero"] is False
+    # span = max(0.4, 0.5, 0.1) = 0.5 -> tolerance 0.01: mean <= 0.11 from 0.5 - 0.4 i/30 <= 0.11 -> i >= 29.25
+    assert f.onset_step == 31
+    assert f.evidence["floor"] == pytest.approx(0.1)
+    assert one(run, "REWARD_SATURATION") is None
+
+
+def test_floor_quiet_when_low_but_alive() -> None:
+    # legaloom-grpo-v3-like: low reward with spread on most steps
+    n = 40
+    mean = [float(0.05 + 0.03 * abs(RNG.standard_normal())) for _ in range(n)]
+    run = make_run({"reward_mean": mean, "reward_std": [0.05] * n})
+    assert one(run, "REWARD_FLOOR") is None and reward_regime(run) is None
+    # a zero mean that hides live groups (tied share 0.75 < 0.8) is not a floor
+    hidden = make_run({"reward_mean": [0.0] * 50, "zero_variance_group_frac": [0.75] * 50})
+    assert one(hidden, "REWARD_FLOOR") is None and reward_regime(hidden) is None
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_saturation_and_floor_agree_with_reward_regime(case: int) -> None:
+    rng = np.random.default_rng(case)
+    n = int(rng.integers(8, 120))
+    level = float(rng.choice([0.0, 0.5, 1.0]))
+    start = float(rng.uniform(0, 1))
+    mean = [start + (level - start) * min(1.0, i / (n / 2)) + (float(rng.normal(0, 0.05)) if case % 3 == 0 else 0.0)
+            for i in range(n)]
+    std = [float(abs(rng.normal(0, 0.3))) * max(0.0, 1 - i / (n / 2)) for i in range(n)]
+    run = make_run({"reward_mean": mean, "reward_std": std, "reward_max": [1.0] * n, "reward_min": [0.0] * n})
+    regime = reward_regime(run)
+    assert isinstance(one(run, "REWARD_SATURATION"), Finding) == (regime == "saturation")
+    assert isinstance(one(run, "REWARD_FLOOR"), Finding) == (regime == "floor")
+
+
+def test_reward_level_not_evaluable_without_reward_mean() -> None:
+    run = make_run({"kl": [0.1] * 20})
+    for det in ("REWARD_SATURATION", "REWARD_FLOOR"):
+        ne = one(run, det)
+        assert isinstance(ne, NotEvaluable) and ne.needs == ("reward_mean",)
+    # too short to judge: None, not a finding
+    assert one(make_run({"reward_mean": [0.0] * 5}), "REWARD_FLOOR") is None
+
+
+# --- TRUNCATION_REWARD --------------------------------------------------------------------------
+
+def test_truncation_fires_with_onset_and_all_cut_step() -> None:
+    n = 50
+    share = [0.2] * 10 + [0.6] * 10 + [1.0] * 30
+    reward = [1.0 - s + 0.01 * math.sin(i) for i, s in enumerate(share)]
+    run = make_run({"truncated_frac": share, "reward_mean": reward}, steps=[5 * (i + 1) for i in range(n)])
+    f = one(run, "TRUNCATION_REWARD")
+    assert isinstance(f, Finding) and f.stage == "R" and f.severity == "warn"
+    assert f.onset_step == 55 and f.evidence["all_truncated_from"] == 105
+    assert f.evidence["late_mean"] == 1.0
+    assert f.evidence["reward_corr"] == pytest.approx(scipy.stats.pearsonr(share, reward)[0], abs=1e-12)
+    assert "proxy" not in f.evidence and "follows the truncated share" in f.message
+
+
+def test_truncation_quiet_and_knob() -> None:
+    n = 60
+    share = [float(np.clip(0.2 + 0.1 * RNG.standard_normal(), 0, 1)) for _ in range(n)]
+    run = make_run({"truncated_frac": share, "reward_mean": [0.5] * n})
+    assert one(run, "TRUNCATION_REWARD") is None
+    half = make_run({"truncated_frac": [0.6] * n})
+    f = one(half, "TRUNCATION_REWARD")
+    assert isinstance(f, Finding) and f.evidence["all_truncated_from"] is None and f.evidence["reward_corr"] is None
+    assert one(half, "TRUNCATION_REWARD", truncated_above=0.7) is None
+
+
+def test_truncation_proxy_from_lengths_and_not_evaluable() -> None:
+    n = 40
+    length = [300.0] * 20 + [512.0] * 20
+    run = make_run({"response_length_mean": length, "response_length_max": [512.0] * n})
+    f = one(run, "TRUNCATION_REWARD")
+    assert isinstance(f, Finding) and f.onset_step == 21
+    assert f.evidence["proxy"] == "1[response_length_mean >= 0.99 x 512]"
+    only_mean = make_run({"response_length_mean": length})
+    ne = one(only_mean, "TRUNCATION_REWARD")
+    assert isinstance(ne, NotEvaluable) and "truncated_frac" in ne.needs[0]
+    # the user gives the cap
+    f = one(only_mean, "TRUNCATION_REWARD", max_length=512)
+    assert isinstance(f, Finding) and f.onset_step == 21
+    assert one(only_mean, "TRUNCATION_REWARD", max_length=2048) is None
+
+
+# --- COMPONENT_COLLAPSE -------------------------------------------------------------------------
+
+def hacked(n: int = 100, at: int = 60, kl_jump: bool = True) -> Run:
+    """correctness 1.0 -> 0.0 at step ``at``; format 0.0 -> 1.0 at the same step: the total holds."""
+    correct = [0.8 + 0.05 * math.sin(i) if i < at - 1 else 0.0 for i in range(n)]
+    fmt = [0.2 if i < at - 1 else 1.0 for i in range(n)]
+    kl = [0.002] * (at - 1) + ([0.08] if kl_jump else [0.002]) * (n - at + 1)
+    return make_run({"reward/correctness": correct, "reward/format": fmt,
+                     "reward_mean": [a + b for a, b in zip(correct, fmt, strict=True)], "kl": kl})
+
+
+def test_component_collapse_fires_with_kl_spike_as_possible_hacking() -> None:
+    f = one(hacked(), "COMPONENT_COLLAPSE")
+    assert isinstance(f, Finding) and f.stage == "R"
+    assert f.evidence["component"] == "reward/correctness" and f.evidence["rule"] == "fell"
+    assert f.onset_step == 60 and f.evidence["kl_spike"] is True
+    assert f.evidence["kl_before_median"] == 0.002 and f.evidence["kl_peak_after"] == 0.08
+    assert "possible reward hacking" in f.message
+    quiet_kl = one(hacked(kl_jump=False), "COMPONENT_COLLAPSE")
+    assert isinstance(quiet_kl, Finding) and quiet_kl.evidence["kl_spike"] is False
+    assert "hacking" not in quiet_kl.message
+
+
+def test_component_collapse_quiet_when_the_total_falls_or_a_component_saturates() -> None:
+    n = 100
+    # correctness dies and nothing compensates: the total falls, that is REWARD_STD_DEATH/FLOOR territory
+    correct = [0.8 if i < 59 else 0.0 for i in range(n)]
+    fmt = [0.2] * n
+    falls = make_run({"reward/correctness": correct, "reward/format": fmt,
+                      "reward_mean": [a + b for a, b in zip(correct, fmt, strict=True)]})
+    assert one(falls, "COMPONENT_COLLAPSE") is None
+    # healthy: format learned to its ceiling, correctness rising
+    fmt = [min(1.0, i / 30) for i in range(n)]
+    correct = [0.1 + 0.5 * i / n for i in range(n)]
+    healthy = make_run({"reward/format": fmt, "reward/correctness": correct,
+                        "reward_mean": [a + b for a, b in zip(correct, fmt, strict=True)]})
+    assert one(healthy, "COMPONENT_COLLAPSE") is None
+    # a penalty that goes from -1 to 0 rises to its ceiling: not a collapse
+    pen = [-1.0 if i < 50 else 0.0 for i in range(n)]
+    better = make_run({"reward/penalty": pen, "reward/correctness": correct,
+                       "reward_mean": [a + b for a, b in zip(pen, correct, strict=True)]})
+    assert one(better, "COMPONENT_COLLAPSE") is None
+
+
+def test_component_collapse_silent_component_and_logged_total_excluded() -> None:
+    n = 60
+    live = {5, 20, 30, 40, 50, 55}
+    fmt_std = [0.7 if i in live else 0.0 for i in range(n)]
+    fmt = [1.5 if i in live else 2.0 for i in range(n)]
+    correct = [2.0 if i % 11 == 3 else 0.0 for i in range(n)]
+    total = [a + b for a, b in zip(fmt, correct, strict=True)]
+    run = make_run({"reward/format": fmt, "reward_std/format": fmt_std, "reward/correctness": correct,
+                    "reward_std/correctness": [0.0] * n, "reward/total": total, "reward_mean": total,
+                    "reward_std": fmt_std})
+    f = one(run, "COMPONENT_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "silent"
+    assert f.evidence["component"] == "reward/correctness" and f.evidence["live_steps"] == len(live)
+    assert f.evidence["silent_share"] == 1.0 and f.onset_step == min(live) + 1
+    assert f.evidence["collapsed"] == ["reward/correctness"]  # reward/total equals reward_mean: not a component
+
+
+def test_component_collapse_not_evaluable_and_short() -> None:
+    ne = one(make_run({"reward_mean": [0.5] * 30, "reward/fn": [0.5] * 30}), "COMPONENT_COLLAPSE")
+    assert isinstance(ne, NotEvaluable) and "two reward components" in ne.needs[0]
+    ne = one(make_run({"reward/a": [0.5] * 30, "reward/b": [0.5] * 30}), "COMPONENT_COLLAPSE")
+    assert isinstance(ne, NotEvaluable) and ne.needs == ("reward_mean",)
+    short = hacked(n=15, at=8)
+    assert one(short, "COMPONENT_COLLAPSE") is None
+    assert isinstance(one(short, "COMPONENT_COLLAPSE", min_points=6), Finding)
+
+
+# --- registry and cards -------------------------------------------------------------------------
+
+def test_registry_ids_cards_and_defaults() -> None:
+    for det in R_STAGE:
+        spec = REGISTRY[det]
+        assert spec.stage == "R" and spec.resolve({}) == spec.defaults()
+        card = (ROOT / "docs" / "detectors" / f"{det}.md").read_text()
+        assert card.startswith(f"# {det}")
+        for section in SECTIONS:
+            assert re.search(rf"^#+ {section}", card, re.M | re.I), (det, section)
+        for k in spec.knobs:
+            assert k.validate(k.default, det) == k.default
+            assert f"`{k.name}`" in card and str(k.default) in card, (det, k.name)
+        assert spec.fn.__doc__
+
+
+def test_component_std_aliases() -> None:
+    table = load_aliases()
+    assert table.canonical("rewards/format_reward/std", "trl")[0] == "reward_std/format_reward"  # type: ignore[index]
+    assert table.canonical("rewards / check_answer / std", "trl")[0] == "reward_std/check_answer"  # type: ignore[index]
+    assert table.canonical("completions/max_length", "trl")[0] == "response_length_max"  # type: ignore[index]
+
+
+# --- real logs ----------------------------------------------------------------------------------
+
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real logs not found at {REAL} (set ADVCORE_REAL_DATA)")
+
+
+def fired(run: Run) -> dict[str, Finding]:
+    findings, _ = run_detectors(run, only=R_STAGE)
+    return {f.id: f for f in findings}
+
+
+@needs_real
+def test_real_chaos_economy_truncation_from_the_raw_log_history() -> None:
+    path = real("chaos-economy-grpo/training_logs.json")
+    history = [e for e in json.loads(path.read_text())["log_history"] if "completions/clipped_ratio" in e]
+    steps = [int(e["step"]) for e in history]
+    clipped = [float(e["completions/clipped_ratio"]) for e in history]
+    # the oracle: clipped_ratio 0.6 at step 5, 1.0 at every log point from step 80 except 205 (0.9)
+    assert steps[0] == 5 and clipped[0] == 0.6
+    from80 = steps.index(80)
+    assert all(c == 1.0 for s, c in zip(steps[from80:], clipped[from80:], strict=True) if s != 205)
+    assert all(c < 1.0 for c in clipped[from80 - 2: from80])
+    got = fired(load(path))
+    assert set(got) == {"TRUNCATION_REWARD"}  # the contrast case: no component or reward-level finding
+    f = got["TRUNCATION_REWARD"]
+    assert f.onset_step == 5 and f.evidence["all_truncated_from"] == 80
+    late = clipped[-10:]  # 50 points -> a late window of 10
+    assert f.evidence["late_mean"] == pytest.approx(sum(late) / 10)
+
+
+@needs_real
+def test_real_vision_run_correctness_never_separates_samples() -> None:
+    path = real("unsloth-qwen3-vl-8b-vision-grpo/Qwen3_VL_(8B)-Vision-GRPO.ipynb.training_table.csv")
+    with path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    live = [r for r in rows if float(r["reward_std"]) > 0]
+    assert [int(r["Step"]) for r in live] == [2, 25, 29, 32, 38]
+    assert all(float(r["rewards / correctness_reward_func / std"]) == 0.0 for r in rows)
+    got = fired(load(path))
+    f = got["COMPONENT_COLLAPSE"]
+    assert f.evidence["component"] == "reward/correctness_reward_func" and f.evidence["rule"] == "silent"
+    assert f.evidence["live_steps"] == 5 and f.evidence["silent_share"] == 1.0 and f.onset_step == 2
+    # 7 of 60 steps fully truncated, 3 of them in the last 12: quiet
+    assert sum(float(r["completions / clipped_ratio"]) == 1.0 for r in rows) == 7
+    assert "TRUNCATION_REWARD" not in got
+
+
+@needs_real
+def test_real_dapo_vlm_mdi_reward_falls_to_its_floor() -> None:
+    path = real("trl-dapo-vlm-120531/run_terminal.md")
+    mdi = [float(v) for v in re.findall(r"'rewards/mdi_reward/mean': ([-0-9.e]+)", path.read_text())]
+    assert len(mdi) == 49
+    frozen = next(i for i in range(len(mdi)) if all(v == -1.0 for v in mdi[i:]))
+    assert frozen == 9 and max(mdi[1:9]) == -0.1
+    f = fired(load(path))["COMPONENT_COLLAPSE"]
+    assert f.evidence["component"] == "reward/mdi_reward" and f.evidence["rule"] == "fell"
+    assert f.onset_step == frozen + 1 and f.evidence["kl"] == "not logged"
+
+
+@needs_real
+def test_real_fp8_truncation_and_the_reward_follows_it() -> None:
+    path = real("unsloth-qwen3-8b-fp8-grpo/Qwen3_8B_FP8_GRPO.ipynb.training_table.csv")
+    with path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    clipped = [float(r["completions / clipped_ratio"]) for r in rows]
+    reward = [float(r["reward"]) for r in rows]
+    f = fired(load(path))["TRUNCATION_REWARD"]
+    assert f.evidence["late_mean"] == pytest.approx(np.mean(clipped[-20:]))
+    assert f.evidence["reward_corr"] == pytest.approx(scipy.stats.pearsonr(clipped, reward)[0], abs=1e-9)
+    first = next(i for i in range(len(clipped)) if all(c >= 0.5 for c in clipped[i:i + 5]))
+    assert f.onset_step == int(rows[first]["Step"])
+
+
+@needs_real
+def test_real_csd_pilot_dead_reward_floor_from_step_one() -> None:
+    path = real("grpo-dynamics-csd-pilot-dead/log_const_seed42.txt")
+    rewards = [float(ast.literal_eval(m)) for m in re.findall(r"'reward': ('?[-0-9.e]+'?)", path.read_text())]
+    assert rewards and all(r == 0.0 for r in rewards)
+    f = fired(load(path))["REWARD_FLOOR"]
+    assert f.onset_step == 1 and f.evidence["all_zero"] is True
+
+
+@needs_real
+@pytest.mark.parametrize("name", [
+    "unsloth-llama32-3b-grpo-advanced", "unsloth-qwen25-3b-grpo", "unsloth-qwen3-4b-grpo", "unsloth-phi4-14b-grpo",
+    "unsloth-llama31-8b-grpo-userrun",
+])
+def test_real_uncapped_unsloth_tables_stay_quiet(name: str) -> None:
+    path = next((REAL / name).glob("*.csv"))
+    assert fired(load(path)) == {}
