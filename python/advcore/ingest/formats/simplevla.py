@@ -95,7 +95,7 @@ _RECORD_HEAD = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?\t-?\d+\t\{
 _ACCURACY = re.compile(r"^Accuracy distribution:(.*)$")
 _RATE_COUNT = re.compile(r"^(-?\d+(?:\.\d+)?):(\d+)$")
 # A verl console step line (the same lines verl_console reads): ``step:N - ...`` or a bare ``step:N``.
-_STEP_LINE = re.compile(r"^step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
+_STEP_LINE = re.compile(r"^\s*step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
 _ENTROPY_KEY = re.compile(r"\bactor_(?:after|before)/entropy_loss_(?:train|eval):")
 
 #: Bytes read past the head while looking for a first accuracy line in a verl-looking console.
@@ -108,7 +108,6 @@ _SNIFF_STEP_LINES = 3
 class _Row:
     step: int
     values: dict[str, Any]
-    line: int
     rates: Counter[float] = field(default_factory=Counter)
     batches: int = 0
 
@@ -212,6 +211,50 @@ def _derived(row: _Row) -> tuple[dict[str, float], bool]:
     return out, outside
 
 
+@dataclass(frozen=True)
+class _Accuracy:
+    """One accuracy line: the index of the next file record and of the next console step line
+    when it was read, its counts and its line number."""
+
+    record: int
+    step_line: int
+    counts: Counter[float]
+    line: int
+
+
+def _attach_to_console_rows(rows: list[_Row], step_lines: list[int], accuracy: list[_Accuracy],
+                            meta: dict[str, Any]) -> list[int]:
+    """Add each accuracy line's counts to the row of the console step it precedes; return the
+    line numbers of those that precede no step.
+
+    The lines before the i-th block of equal consecutive ``step:N`` lines belong to that block,
+    which is the i-th run of equal steps among the merged rows (counts go to its last row). When
+    the two sequences differ (verl_console split a block), the last row of the step is used and
+    ``meta["accuracy_aligned_by"]`` says so.
+    """
+    blocks = _runs(step_lines)
+    block_of_line = [0] * len(step_lines)
+    for i in range(1, len(step_lines)):
+        block_of_line[i] = block_of_line[i - 1] + (step_lines[i] != step_lines[i - 1])
+    last_row_of_run = [i for i, r in enumerate(rows) if i + 1 == len(rows) or rows[i + 1].step != r.step]
+    aligned = _runs([r.step for r in rows]) == blocks
+    if not aligned:
+        meta["accuracy_aligned_by"] = "step"
+    unattached: list[int] = []
+    for acc in accuracy:
+        target: int | None = None
+        if acc.step_line < len(step_lines):
+            block = block_of_line[acc.step_line]
+            target = last_row_of_run[block] if aligned else next(
+                (i for i in range(len(rows) - 1, -1, -1) if rows[i].step == blocks[block]), None)
+        if target is None:
+            unattached.append(acc.line)
+            continue
+        rows[target].rates.update(acc.counts)
+        rows[target].batches += 1
+    return unattached
+
+
 def read(path: Path) -> RawLog:
     path = Path(path)
     text = path.read_text(encoding="utf-8", errors="replace")
@@ -219,8 +262,7 @@ def read(path: Path) -> RawLog:
     meta: dict[str, Any] = {}
     records: list[_Row] = []
     step_lines: list[int] = []  # console ``step:N`` lines: their steps, in order
-    #: accuracy counts waiting for the next record: (record index, counts, line)
-    accuracy: list[tuple[int, int, Counter[float], int]] = []
+    accuracy: list[_Accuracy] = []
     text_values: set[str] = set()
     pure = False
     for lineno, physical in enumerate(text.splitlines(), start=1):
@@ -240,7 +282,7 @@ def read(path: Path) -> RawLog:
             errors.append(IngestError(str(path), counts, lineno))
             continue
         if counts is not None:
-            accuracy.append((len(records), len(step_lines), counts, lineno))
+            accuracy.append(_Accuracy(len(records), len(step_lines), counts, lineno))
             continue
         m = _RECORD.match(line)
         if m is not None:
@@ -260,7 +302,7 @@ def read(path: Path) -> RawLog:
                     text_values.add(k)
                     continue
                 values[k] = v
-            records.append(_Row(int(m.group(2)), values, lineno))
+            records.append(_Row(int(m.group(2)), values))
             continue
         if (step := _STEP_LINE.match(line)) is not None:
             step_lines.append(int(step.group(1)))
@@ -273,46 +315,20 @@ def read(path: Path) -> RawLog:
     if records:
         meta["logger"] = "file"
         rows = records
-        for index, _, counts, _ in accuracy:
-            if index < len(rows):
-                rows[index].rates.update(counts)
-                rows[index].batches += 1
-        unattached = [ln for index, _, _, ln in accuracy if index >= len(rows)]
+        for acc in accuracy:
+            if acc.record < len(rows):
+                rows[acc.record].rates.update(acc.counts)
+                rows[acc.record].batches += 1
+        unattached = [acc.line for acc in accuracy if acc.record >= len(rows)]
         rows = _merge(rows)
     else:
         console = verl_console.read(path)
         errors.extend(e for e in console.errors if "no verl 'step:N" not in e.message)
         meta.update({k: v for k, v in console.metadata.items() if k not in ("first_step", "last_step")})
         meta["logger"] = "console"
-        rows = _merge([_Row(int(r["step"]), {k: v for k, v in r.items() if k != "step" and v is not None}, 0)
+        rows = _merge([_Row(int(r["step"]), {k: v for k, v in r.items() if k != "step" and v is not None})
                        for r in console.frame.to_dicts()])
-        # Accuracy lines before the i-th block of equal ``step:N`` lines belong to that block,
-        # which is the i-th run of equal steps among the merged rows (its last row).
-        blocks = _runs(step_lines)
-        block_of_line = [0] * len(step_lines)
-        for i in range(1, len(step_lines)):
-            block_of_line[i] = block_of_line[i - 1] + (step_lines[i] != step_lines[i - 1])
-        run_steps = _runs([r.step for r in rows])
-        last_row_of_run: list[int] = []
-        for i, r in enumerate(rows):
-            if i + 1 == len(rows) or rows[i + 1].step != r.step:
-                last_row_of_run.append(i)
-        aligned = run_steps == blocks
-        if not aligned:
-            meta["accuracy_aligned_by"] = "step"
-        unattached = []
-        for _, at, counts, ln in accuracy:
-            if at >= len(step_lines):
-                unattached.append(ln)
-                continue
-            block = block_of_line[at]
-            target: int | None = last_row_of_run[block] if aligned else next(
-                (i for i in range(len(rows) - 1, -1, -1) if rows[i].step == blocks[block]), None)
-            if target is None:
-                unattached.append(ln)
-                continue
-            rows[target].rates.update(counts)
-            rows[target].batches += 1
+        unattached = _attach_to_console_rows(rows, step_lines, accuracy, meta)
 
     if unattached:
         meta["unattached_accuracy_lines"] = unattached
