@@ -118,3 +118,47 @@ def test_rollout_n_groups_a_dump_whose_prompts_are_identical(capsys: pytest.Capt
     frame = load(dump, rollout_n=64).frame
     assert frame["zero_variance_group_frac"].to_list() == [0.0]
     assert 4.5 <= frame["reward_std_within"][0] <= 13.0
+
+
+# SOURCE.md and the raw files: the R-stage detectors (run, file, detector, last acceptable onset step).
+R_STAGE = [
+    # completions/clipped_ratio 0.6 at step 5, 1.0 at every log point from step 80 (but 0.9 at 205)
+    ("chaos-economy-grpo", "training_logs.json", "TRUNCATION_REWARD", 80),
+    # every completion at the 96-token cap, clipped_ratio 1.0 at every log point from step 10
+    ("f1-strategist-grpo-zero-std", "trainer_state.json", "TRUNCATION_REWARD", 10),
+    # all 4 completions at the ~1846-token cap on most steps (clipped_ratio 1.0 on steps 6-10)
+    ("unsloth-qwen3-8b-fp8-grpo", "Qwen3_8B_FP8_GRPO.ipynb.training_table.csv", "TRUNCATION_REWARD", 6),
+    # reward exactly 0 at all 50 steps
+    ("grpo-dynamics-csd-pilot-dead", "log_const_seed42.txt", "REWARD_FLOOR", 1),
+    # correctness std 0 at all 60 steps, also on the 5 steps (2, 25, 29, 32, 38) where reward_std > 0
+    ("unsloth-qwen3-vl-8b-vision-grpo", "Qwen3_VL_(8B)-Vision-GRPO.ipynb.training_table.csv", "COMPONENT_COLLAPSE", 2),
+    # rewards/mdi_reward/mean -1.0 from the 10th log line to the last (49), total reward about 2.4
+    ("trl-dapo-vlm-120531", "run_terminal.md", "COMPONENT_COLLAPSE", 10),
+]
+
+
+@pytest.mark.parametrize(("run_dir", "name", "detector", "onset_by"), R_STAGE)
+def test_r_stage_detectors_on_real_runs(
+    run_dir: str, name: str, detector: str, onset_by: int, scanned: dict[str, dict[str, Any]]
+) -> None:
+    r = scanned[f"{run_dir}/{name}"]
+    found = {f["id"]: f for f in r["findings"]}
+    assert detector in found, list(found)
+    assert found[detector]["onset_step"] is not None and found[detector]["onset_step"] <= onset_by
+    if run_dir == "chaos-economy-grpo":
+        # the contrast case: truncation, not a reward-level or component problem
+        assert found[detector]["evidence"]["all_truncated_from"] == 80
+        assert not {"REWARD_SATURATION", "REWARD_FLOOR", "COMPONENT_COLLAPSE"} & set(found)
+
+
+def test_r_stage_quiet_where_completions_are_not_capped(scanned: dict[str, dict[str, Any]]) -> None:
+    for key, r in scanned.items():
+        ids = {f["id"] for f in r["findings"]}
+        missing = {n["id"] for n in r["not_evaluable"]}
+        if key.startswith(("unsloth-qwen3-vl-8b-vision-grpo/", "trl-grpo-v2-math-rlvr-groups/update",
+                           "verl-ppo-qwen7b-gsm8k-resumed/", "trl-dapo-vlm-120531/run")):
+            # clipped share logged and low late in the run (0.25, 0.11, 0.008, 0)
+            assert "TRUNCATION_REWARD" not in ids | missing, key
+        if key.startswith(("legaloom-grpo-v3/", "unsloth-qwen25-3b-grpo/", "unsloth-phi4-14b-grpo/")):
+            # older TRL logs only completion_length: not evaluable, not silently passed
+            assert "TRUNCATION_REWARD" in missing, key
