@@ -41,7 +41,7 @@ def test_group_stat_records_per_micro_batch(tmp_path: Path) -> None:
     p.write_text(json.dumps(rows, indent=2))
     assert detect(p) is columnar_json
     run = load(p)
-    assert run.frame["step"].to_list() == [0, 1]
+    assert run.frame["step"].to_list() == [1, 2]  # the trainer's global_step during the step, + 1
     assert run.frame["zero_variance_group_frac"].to_list() == [0.75, 0.0]
 
 

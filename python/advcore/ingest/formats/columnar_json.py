@@ -3,17 +3,32 @@ one array per metric, one index per logged point. Scalar entries go to ``metadat
 ``step`` array the step is the index order (the file does not say how many trainer steps one point
 spans).
 
-Also read here: JSON lists of per-group statistics records (keys ``n_degenerate`` with
-``n_pos``/``n_positive`` and ``n_neg``/``n_negative``, as rho-GRPO writes them, possibly one
-record per micro-batch with the step repeated). Records of one step are combined (counts summed,
-other numbers averaged) and ``zero_variance_group_frac`` is derived as
-``n_degenerate / (n_positive + n_negative + n_degenerate)`` (the counts are samples; with equal
-group sizes this is the share of zero-variance groups).
+Also read here: JSON lists of per-group statistics records with ``n_degenerate``, in the two
+layouts of rho-GRPO (Sunshine535/nips-grpo-dynamics, ``src/rho_grpo_trainer*.py`` and
+``src/csd_logging.py``):
+
+* ``rho_grpo_logs.json``, the trainer's own records (``n_positive``/``n_negative``): one per
+  micro-batch (``compute_loss`` call), the step repeated. Records of one step are combined (counts
+  summed, other numbers averaged) and ``zero_variance_group_frac`` is derived as
+  ``n_degenerate / (n_positive + n_negative + n_degenerate)`` (the counts are samples with
+  positive, negative and exactly zero advantage; with equal group sizes this is the share of
+  zero-variance groups). The trainer writes ``state.global_step`` during the step, i.e. before the
+  optimizer step counts it; ``step`` is that + 1, the step TRL logs the same batch under
+  (grpo-dynamics-gate2: the record of step s matches the console's ``reward_std`` of line s + 1 at
+  200 of 200 steps, and at 68 without the shift).
+* ``csd_logs.json``, the CSD callback's records (``n_pos``/``n_neg``): written at each ``on_log``
+  from the trainer's *latest* record only, so the counts cover the last micro-batch of the step
+  (grpo-dynamics-gate2: 4 of its 8 samples; the step's share differs at 96 of 200 steps).
+  ``zero_variance_group_frac`` is therefore not derived from them (``metadata["groups"]`` says
+  why). A step's later records (the end-of-training log repeats the last step) are repeats: the
+  first is kept. An integer ``0`` under ``reward_mean`` or ``grad_norm`` is the callback's default
+  for a key the trainer's log lacks (TRL logs ``reward``, not ``reward_mean``), so it is null.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -38,15 +53,45 @@ def sniff(path: Path, head: str | None) -> bool:
     return bool(_GROUP_STATS.match(text))
 
 
+#: keys the CSD callback fills with an integer 0 when the trainer's log lacks them
+_CSD_DEFAULT_ZERO = ("reward_mean", "grad_norm")
+
+
+def _csd_snapshots(by_step: dict[Any, list[dict[str, Any]]]) -> RawLog:
+    kept: list[dict[str, Any]] = []
+    for recs in by_step.values():
+        r = dict(recs[0])
+        for k in _CSD_DEFAULT_ZERO:
+            if type(r.get(k)) is int and r[k] == 0:
+                r[k] = None
+        kept.append(r)
+    not_logged = [k for k in _CSD_DEFAULT_ZERO if any(k in r for r in kept) and all(r.get(k) is None for r in kept)]
+    frame, dropped = records_frame([{k: v for k, v in r.items() if k not in not_logged} for r in kept])
+    meta: dict[str, Any] = {
+        "layout": "csd_callback",
+        "groups": "n_pos/n_neg/n_degenerate cover only the step's last micro-batch (the CSD callback copies the "
+                  "trainer's latest record); zero_variance_group_frac is not derived from them",
+        "repeated_records": sum(len(v) - 1 for v in by_step.values()),
+    }
+    if not_logged:
+        meta["not_logged"] = not_logged
+    if dropped:
+        meta["non_numeric"] = dropped
+    return RawLog(NAME, frame, metadata=meta)
+
+
 def _group_stats(path: Path, rows: list[Any]) -> RawLog:
     if not all(isinstance(r, dict) for r in rows):
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "expected a list of JSON objects"),))
     by_step: dict[Any, list[dict[str, Any]]] = {}
     for r in rows:
         by_step.setdefault(r.get("step"), []).append(r)
+    if not any("n_positive" in r for r in rows) and any("n_pos" in r for r in rows):
+        return _csd_snapshots(by_step)
     combined: list[dict[str, Any]] = []
     for step, recs in by_step.items():
-        out: dict[str, Any] = {"step": step}
+        s = number(step)
+        out: dict[str, Any] = {"step": s + 1 if s is not None and math.isfinite(s) and s == int(s) else step}
         keys: dict[str, None] = {}
         for r in recs:
             keys.update(dict.fromkeys(r))
@@ -65,7 +110,8 @@ def _group_stats(path: Path, rows: list[Any]) -> RawLog:
         combined.append(out)
     frame, dropped = records_frame(combined)
     per_step = max(len(v) for v in by_step.values())
-    meta: dict[str, Any] = {"records_per_step": per_step}
+    meta: dict[str, Any] = {"layout": "rho_grpo_trainer", "records_per_step": per_step,
+                            "step": "the trainer's global_step during the step + 1 (the step TRL logs it under)"}
     if dropped:
         meta["non_numeric"] = dropped
     return RawLog(NAME, frame, metadata=meta)
