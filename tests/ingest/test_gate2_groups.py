@@ -7,11 +7,13 @@ from __future__ import annotations
 import ast
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from advcore.ingest import load
+from advcore.ingest.formats import columnar_json
 
 from tests._real import real
 
@@ -100,3 +102,22 @@ def test_csd_records_hold_the_last_micro_batch_only() -> None:
 def test_group_count_files_load_without_errors(name: str) -> None:
     run = load(real(f"{RUN}/{name}"))
     assert run.format == "columnar_json" and run.errors == ()
+
+
+def test_csd_callback_layout_fixture(tmp_path: Path) -> None:
+    rows: list[dict[str, float]] = [
+        {"step": 1, "n_pos": 1, "n_neg": 1, "n_degenerate": 2, "reward_mean": 0, "grad_norm": 0.25},
+        {"step": 2, "n_pos": 0, "n_neg": 0, "n_degenerate": 4, "reward_mean": 0, "grad_norm": 0.0},
+        {"step": 2, "n_pos": 0, "n_neg": 0, "n_degenerate": 4, "reward_mean": 0, "grad_norm": 0},
+    ]
+    p = tmp_path / "csd_logs.json"
+    p.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    raw = columnar_json.read(p)
+    assert raw.frame["step"].to_list() == [1, 2]
+    assert raw.frame["n_degenerate"].to_list() == [2.0, 4.0]  # the repeat is not summed
+    assert raw.frame["grad_norm"].to_list() == [0.25, 0.0]  # a logged 0.0 stays, the first record is kept
+    assert "reward_mean" not in raw.frame.columns and raw.metadata["not_logged"] == ["reward_mean"]
+    assert "zero_variance_group_frac" not in raw.frame.columns and raw.metadata["repeated_records"] == 1
+    rows[0]["reward_mean"] = 0.5
+    p.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    assert columnar_json.read(p).frame["reward_mean"].to_list() == [0.5, None]
