@@ -31,11 +31,12 @@ advantages are given):
 ``reward_null_frac``
     Share of the step's samples whose reward is NaN, None or infinite (unscored), in [0, 1].
 ``reward_imputed_zero_frac``
-    Share of the samples whose reward is exactly 0 when 0 looks imputed: the finite rewards
-    are discrete (at most 8 distinct non-zero levels), take both negative and positive
-    non-zero levels, and 0 lies strictly between them. A 0/1 (or -1/0) reward has 0 at an
-    end of its range and gives 0.0; a continuous reward gives 0.0. A reward with a genuine
-    middle level 0 (e.g. -1 wrong / 0 abstain / +1 right) is indistinguishable within a step.
+    Share of the samples whose reward is exactly 0 when 0 looks imputed: the non-zero rewards
+    take 2 to 8 distinct levels, and 0 is off the lattice those levels lie on (``l_1 + k d``,
+    ``d`` the greatest common step of their differences), so the scoring rule cannot produce
+    it. ``{-1, +1}`` plus zeros gives the share of zeros; a 0/1 reward (one non-zero level),
+    ``{-1, 3, 4}`` plus zeros (a sum of integer components, 0 = -1 + 1) and continuous rewards
+    give 0.0. A genuine ``-1 / 0 / +1`` reward is indistinguishable within a step.
 ``reward_low_precision``
     1.0 when the rewards were held in bfloat16 or float16 (declared with ``reward_dtype``,
     or a float16 / torch bfloat16 input), or when at least 8 distinct rewards that are not
@@ -285,6 +286,9 @@ def _check_ddof(ddof: Any) -> int:
 
 
 def _singletons(a: F64, gr: _Groups, singleton: str, raw: F64) -> F64:
+    if gr.tied.any():
+        # A tied group's advantages are exactly 0 (not 0/0 with eps 0, not the rounding of its mean).
+        a[gr.per_sample("tied") & gr.finite] = 0.0
     if gr.single.any():
         mask = gr.per_sample("single") & gr.finite
         a[mask] = 0.0 if singleton == "zero" else (np.nan if singleton == "nan" else raw[mask])
@@ -685,25 +689,41 @@ def _guess_dtype(x: Any) -> str:
 _MAX_LEVELS = 8
 
 
+def _lattice_step(levels: F64) -> float:
+    """The largest ``d`` with every level ``levels[0] + k * d`` (float Euclid on the differences)."""
+    diffs = np.diff(levels)
+    scale = float(np.max(np.abs(levels)))
+    d = float(diffs[0])
+    for x in diffs[1:]:
+        a, b = max(d, float(x)), min(d, float(x))
+        while b > 1e-9 * scale:
+            a, b = b, math.fmod(a, b)
+            if b > a - 1e-9 * scale:  # fmod left a value equal to the divisor: a multiple
+                b = 0.0
+        d = a
+    return d
+
+
 def _imputed_zero_frac(gr: _Groups) -> float:
     x = gr.x
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         lo, hi = np.nanmin(gr.min), np.nanmax(gr.max)
-    if not (lo <= 0.0 <= hi) or lo == 0.0 or hi == 0.0:
-        return 0.0 if np.isfinite(lo) else math.nan  # 0 absent or at an end of the range
+    if not (lo <= 0.0 <= hi):
+        return 0.0 if np.isfinite(lo) else math.nan  # no exact zero can be there
     v = x[gr.finite] if not gr.all_finite else x
-    if v.size == 0:
-        return math.nan
     zero = v == 0.0
     if not zero.any():
         return 0.0
-    nz = v[~zero]
-    if nz.size == 0 or not (nz.min() < 0.0 < nz.max()):
+    levels = np.unique(v[~zero])
+    if levels.size < 2 or levels.size > _MAX_LEVELS:
         return 0.0
-    levels = np.unique(nz)
-    if levels.size > _MAX_LEVELS or not (levels[0] < 0.0 < levels[-1]):
-        return 0.0
+    d = _lattice_step(levels)
+    if d <= 1e-6 * float(np.max(np.abs(levels))):
+        return 0.0  # no common step: not a discrete reward
+    k = -float(levels[0]) / d
+    if abs(k - round(k)) <= 1e-6 * max(1.0, abs(k)):
+        return 0.0  # 0 is a level the scoring rule can produce
     return float(zero.sum()) / x.size
 
 
