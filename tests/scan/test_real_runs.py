@@ -162,3 +162,41 @@ def test_r_stage_quiet_where_completions_are_not_capped(scanned: dict[str, dict[
         if key.startswith(("legaloom-grpo-v3/", "unsloth-qwen25-3b-grpo/", "unsloth-phi4-14b-grpo/")):
             # older TRL logs only completion_length: not evaluable, not silently passed
             assert "TRUNCATION_REWARD" in missing, key
+
+
+# SOURCE.md and the numbers checked in the files: (run, file, detector, exact onset step).
+AU_STAGE = [
+    # entropy 0.956 at the first log point; below 0.25 x its early mean (0.349) from log point 13 on
+    ("trl-dapo-vlm-120531", "run_terminal.md", "ENTROPY_COLLAPSE", 13),
+    # an excerpt that begins after the collapse: entropy 0.003 to 0.008 from its first step, 383
+    ("tinyzero-ppo-entropy-collapse", "part-of-logs.md", "ENTROPY_COLLAPSE", 383),
+    # explained variance exactly 0 (within 2.4e-7) from the first update (2048 timesteps): constant observation
+    ("carla-sb3-ppo-constant-obs", "events.out.tfevents.1755698806.Legion.237536.0", "BASELINE_BROKEN", 2048),
+]
+
+
+@pytest.mark.parametrize(("run_dir", "name", "detector", "onset"), AU_STAGE)
+def test_a_and_u_stage_detectors_on_real_runs(
+    run_dir: str, name: str, detector: str, onset: int, scanned: dict[str, dict[str, Any]]
+) -> None:
+    r = scanned[f"{run_dir}/{name}"]
+    found = {f["id"]: f for f in r["findings"]}
+    assert detector in found, list(found)
+    assert found[detector]["onset_step"] == onset
+
+
+def test_a_and_u_stage_negative_controls(scanned: dict[str, dict[str, Any]]) -> None:
+    for key, r in scanned.items():
+        ids = {f["id"] for f in r["findings"]}
+        missing = {n["id"] for n in r["not_evaluable"]}
+        # no real log has a NaN or inf in a canonical metric (verl's JSONL writes NaN as null)
+        assert "NONFINITE" not in ids, key
+        if key.startswith("carla-sb3-ppo-kl-blowup/"):
+            # updates far too large, the opposite of suppressed; SB3 logs no advantage signal
+            assert "UPDATE_SUPPRESSED" in missing and "UPDATE_SUPPRESSED" not in ids
+        if key.startswith(("verl-gsm8k-ppo-quickstart/", "verl-ppo-qwen7b-gsm8k-resumed/", "carla-sb3-ppo-")):
+            # PPO with a critic: group statistics do not apply, so not "not evaluable" either
+            assert "DEGENERATE_GROUPS" not in ids | missing, key
+        if key.startswith("grpo-dynamics-csd-pilot-dead/"):
+            # grad_norm and kl exactly 0, but so is every reward: dead, not suppressed
+            assert "UPDATE_SUPPRESSED" not in ids and "DEAD_FROM_START" in ids

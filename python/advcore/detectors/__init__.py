@@ -99,3 +99,8 @@ _register(adv_collapse.SPEC, degenerate_groups.SPEC, reward_std_death.SPEC, dead
 from advcore.detectors import component_collapse, reward_floor, reward_saturation, truncation_reward  # noqa: E402
 
 _register(reward_saturation.SPEC, reward_floor.SPEC, component_collapse.SPEC, truncation_reward.SPEC)
+
+# The A/U-stage detectors and NONFINITE (SPEC section 6).
+from advcore.detectors import baseline_broken, entropy_collapse, nonfinite, update_suppressed  # noqa: E402
+
+_register(nonfinite.SPEC, baseline_broken.SPEC, update_suppressed.SPEC, entropy_collapse.SPEC)

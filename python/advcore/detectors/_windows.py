@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import polars as pl
 
@@ -39,12 +40,15 @@ __all__ = [
     "WINDOW_FRAC",
     "Series",
     "ADV_NEEDS",
+    "CRITIC_METRICS",
+    "GROUP_METRICS",
     "REWARD_PROXIES",
     "adv_signal",
     "aligned",
     "metric",
     "onset_index",
     "reward_spread",
+    "run_kind",
     "tied_share",
     "window_len",
 ]
@@ -217,3 +221,25 @@ def adv_signal(run: Run) -> Series | None:
 
 #: What the advantage-signal detectors need, as NotEvaluable says it.
 ADV_NEEDS = ("adv_std (or a proxy: adv_max and adv_min, zero_variance_group_frac, reward_std_within or reward_std)",)
+
+
+#: Metrics only a learned value baseline (a PPO/GAE critic) produces.
+CRITIC_METRICS = ("vf_explained_var", "value_mean")
+#: Metrics only a group-relative estimator (GRPO, RLOO, DAPO: advantages within a prompt's group) produces.
+GROUP_METRICS = ("zero_variance_group_frac", "reward_std_within")
+
+
+def run_kind(run: Run) -> Literal["critic", "group"] | None:
+    """``"critic"`` when the run logs a value baseline (``vf_explained_var`` or ``value_mean``) and no
+    group statistic (``zero_variance_group_frac``, ``reward_std_within``); ``"group"`` for the
+    reverse; None when it logs both or neither (the kind is not evident from the metrics).
+
+    A detector of the other kind is not applicable to such a run and returns None instead of
+    NotEvaluable: group statistics mean nothing for a PPO run with a critic, and an explained
+    variance means nothing for GRPO, whose baseline is the group mean.
+    """
+    critic = any(run.has(m) for m in CRITIC_METRICS)
+    group = any(run.has(m) for m in GROUP_METRICS)
+    if critic == group:
+        return None
+    return "critic" if critic else "group"

@@ -7,6 +7,11 @@ mean >= ``tied_above`` (0.75) and an onset exists; the onset is the first of
 steps alternate, the first point from which the running share over the rest of the run stays at or
 above ``tied_above``. A share near 0.5 is normal for 0/1 rewards at moderate success rates and
 stays quiet. Windows: first and last 20 % of the logged points.
+
+Not applicable (None, not "not evaluable") to a run that is evidently not group-based: it logs a
+critic (``vf_explained_var`` or ``value_mean``) and no group statistic (``zero_variance_group_frac``,
+``reward_std_within``) nor any reward spread to build the proxy from, as verl PPO and SB3 runs do
+(:func:`advcore.detectors._windows.run_kind`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import math
 from collections.abc import Mapping
 
 from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import onset_index, tied_share
+from advcore.detectors._windows import onset_index, run_kind, tied_share
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -50,6 +55,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate DEGENERATE_GROUPS on ``run`` with resolved ``knobs``."""
     s = tied_share(run)
     if s is None:
+        if run_kind(run) == "critic":
+            return None
         return NotEvaluable(ID, ("zero_variance_group_frac (or reward_std_within or reward_std)",))
     if not s.judgeable:
         return None

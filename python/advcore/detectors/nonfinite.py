@@ -1,0 +1,119 @@
+"""NONFINITE (error, any stage): a NaN or an infinity in a per-step metric.
+
+Rule: any canonical metric column of the run (Float64; ``step`` and ``phase`` excluded) holds a
+value that is not null and not finite. The finding names the *first* non-finite value in log
+order (its metric, step, phase and value ``nan``/``inf``/``-inf``; several metrics when they went
+non-finite on the same row), the last finite value that metric had before it, and every other
+metric that went non-finite later (``evidence["then"]``, with its first step), so that the cause is
+read ahead of its consequences; :func:`advcore.diagnose.diagnose` orders this finding first.
+
+Ingest keeps NaN and +-inf as float values (one parser for every format); a value a format writes
+as "missing" (verl's JSONL ``null``, an empty CSV cell) stays null and is not counted here. Only
+canonical metrics are judged (keys without an alias are not in the run's frame). Not evaluable:
+a run without any metric column, or whose metrics are all finite and none of them is read by
+another detector (a log of ``lr`` only): such a run is reported as not judged, not as clean.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from advcore.detectors._base import DetectorSpec, Finding, NotEvaluable, Outcome
+from advcore.ingest import Run
+
+__all__ = ["SPEC", "detect"]
+
+ID = "NONFINITE"
+
+WHAT_TO_TRY = (
+    "Start from the first non-finite metric: what is computed from it afterwards (loss, grad norm, then the weights "
+    "and every later metric) is a consequence, not a cause.",
+    "NaN/inf grad_norm or loss: lower the learning rate, check gradient clipping is on, prefer bf16 to fp16 "
+    "(or check the fp16 loss scaler), and look for a division by a zero std (advantage normalisation without eps) "
+    "or a log of 0 in the loss.",
+    "NaN rewards: the reward function fails on some completions (empty, unparsable, a timeout) and returns NaN; "
+    "score them explicitly and count them (REWARD_MISSING).",
+    "NaN/inf kl or entropy: a log-probability of -inf (a masked or zero-probability token, a mismatched tokenizer "
+    "between the rollout engine and the trainer).",
+)
+
+
+_NEEDS = ("any metric another detector reads",)
+
+
+def _judged_elsewhere(names: list[str]) -> bool:
+    """Whether any of ``names`` is a key metric of another registered detector. A log of only
+    bookkeeping columns (``lr``) that are all finite is "not evaluable" rather than passed, so that
+    a run no detector can read is still reported as not judged."""
+    from advcore.detectors import REGISTRY  # the registry imports this module
+
+    read = {m for spec in REGISTRY.values() if spec.id != ID for m in spec.key_metrics}
+    return any(n in read or n.split("/", 1)[0] in read for n in names)
+
+
+def _text(v: float) -> str:
+    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
+def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
+    """Evaluate NONFINITE on ``run`` (no knobs: one non-finite value is already a finding)."""
+    frame = run.frame
+    names = [c for c in frame.columns if c not in ("step", "phase") and frame[c].dtype == pl.Float64]
+    if not names or frame.height == 0:
+        return NotEvaluable(ID, _NEEDS)
+    has_phase = "phase" in frame.columns and frame["phase"].null_count() < frame.height
+    rows = frame.with_row_index("__row")
+    # (row, metric, value, count) of each metric's first non-finite value
+    firsts: list[tuple[int, str, float, int]] = []
+    for name in names:
+        bad = rows.filter(pl.col(name).is_not_null() & ~pl.col(name).is_finite()).select("__row", name)
+        if bad.height:
+            firsts.append((int(bad["__row"][0]), name, float(bad[name][0]), bad.height))
+    if not firsts:
+        return None if _judged_elsewhere(names) else NotEvaluable(ID, _NEEDS)
+    firsts.sort(key=lambda t: t[0])
+    row, metric, value, _ = firsts[0]
+
+    def where(r: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"step": frame["step"][r]}
+        if has_phase:
+            out["phase"] = frame["phase"][r]
+        return out
+
+    at_onset = [name for r, name, _, _ in firsts if r == row]
+    before = rows.filter((pl.col("__row") < row) & pl.col(metric).is_not_null() & pl.col(metric).is_finite())
+    onset = where(row)
+    evidence: dict[str, Any] = {
+        "metric": metric,
+        "value": _text(value),
+        "onset_step": onset["step"],
+        **({"onset_phase": onset["phase"]} if has_phase else {}),
+        "metrics_at_onset": at_onset,
+        "last_finite_value": float(before[metric][-1]) if before.height else None,
+        "then": [{"metric": name, **where(r), "value": _text(v)} for r, name, v, _ in firsts if r != row],
+        "nonfinite_counts": {name: n for _, name, _, n in firsts},
+    }
+    others = "" if len(at_onset) == 1 else f" (with {', '.join(n for n in at_onset if n != metric)})"
+    later = [t["metric"] for t in evidence["then"]]
+    then = f"; then {', '.join(later)}" if later else ""
+    return Finding(
+        ID, "error", "any", onset["step"], evidence,
+        f"{metric} is {_text(value)} at step {onset['step']}{others}, the first non-finite value of the run{then}: "
+        "what follows it is a consequence, start from here.",
+        WHAT_TO_TRY,
+    )
+
+
+SPEC = DetectorSpec(
+    id=ID,
+    severity="error",
+    stage="any",
+    summary="NaN or inf in a per-step metric; the first occurrence is reported ahead of its consequences",
+    key_metrics=("grad_norm", "kl", "entropy", "reward_mean", "adv_std"),
+    fn=detect,
+    knobs=(),
+)

@@ -1,0 +1,162 @@
+"""UPDATE_SUPPRESSED (error, stage U): the batch carries signal but the policy update is ~0.
+
+A logged point is *suppressed* when the advantage signal is present there (``adv_std`` or its
+SPEC section 4 proxy, as ADV_COLLAPSE uses it, at or above ``signal_above`` (0.5): with
+``zero_variance_group_frac`` that is at most 75 % of the groups tied, the level DEGENERATE_GROUPS
+flags) and, at the same step (and phase), the update is not happening:
+
+* ``grad_norm`` at or below ``grad_below`` (1e-06): no gradient reaches the parameters;
+* ``kl`` with ``|kl|`` at or below ``kl_below`` (1e-9, i.e. exactly 0), judged only when
+  ``grad_norm`` is not logged: the policy did not move. verl's ``actor/ppo_kl`` never counts: it
+  is 0 by construction for one on-policy mini-batch per step (gui-cursor-verl-grpo: 0 at all 10
+  steps while grad_norm is 3 to 8), and a KL to the reference starts at 0;
+* ``clip_frac`` at or above ``clip_pinned`` (0.9): nearly every token is outside the PPO trust
+  region, where the clipped objective has no gradient.
+
+Fires when at least ``late_share`` (0.5) of the late window's points are suppressed and an onset
+exists: the first of ``sustain`` (5) consecutive suppressed points (or a suppressed tail). The
+checks are tried in the order above; the first that fires is reported, the others are named in
+``evidence["also"]``. A point where the signal is absent (every group tied) is not suppressed:
+no update is then expected, and DEGENERATE_GROUPS or DEAD_FROM_START says why. Not evaluable
+without any of the update metrics, or without an advantage signal (SB3 logs neither advantages
+nor reward spread). A KL early stop (SB3 ``target_kl``) is printed, not logged as a metric, and
+is not seen here.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._windows import (
+    ADV_NEEDS,
+    MIN_WINDOW,
+    Series,
+    adv_signal,
+    aligned,
+    metric,
+    onset_index,
+    window_len,
+)
+from advcore.ingest import Run
+
+__all__ = ["SPEC", "detect"]
+
+ID = "UPDATE_SUPPRESSED"
+
+#: Source keys of a KL that is 0 by construction for an on-policy mini-batch (not evidence of no update).
+ON_POLICY_KL_KEYS = ("ppo_kl",)
+
+WHAT_TO_TRY = (
+    "Check that the loss reaches the parameters: a detached tensor, a loss multiplied by an all-zero mask or "
+    "coefficient, frozen or unattached LoRA adapters, a learning rate of 0, an optimizer step that is skipped.",
+    "Check gradient clipping (a max_grad_norm far too small) and mixed precision (fp16 gradients underflowing to 0, "
+    "or every step skipped by the loss scaler after an overflow).",
+    "With clip_frac pinned near 1, the rollout policy and the trained policy differ: stale rollouts, a failed weight "
+    "sync between the inference engine and the trainer, or wrong old log-probabilities; inspect the importance ratio.",
+    "If grad_norm is logged for one micro-step per logging interval, compare with the loss and the logging cadence "
+    "before concluding.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    name: str
+    series: Series
+    no_update: Callable[[float], bool]
+    describe: str
+
+
+def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
+    grad_below, kl_below, pinned = float(knobs["grad_below"]), float(knobs["kl_below"]), float(knobs["clip_pinned"])
+    out: list[_Check] = []
+    grad = metric(run, "grad_norm")
+    if grad is not None:
+        out.append(_Check("grad_norm", grad, lambda v: v <= grad_below, f"grad_norm <= {grad_below:g}"))
+    else:
+        kl = metric(run, "kl")
+        source = run.sources.get("kl", "kl")
+        if kl is not None and not any(k in source for k in ON_POLICY_KL_KEYS):
+            out.append(_Check("kl", kl, lambda v: abs(v) <= kl_below, f"|kl| <= {kl_below:g}"))
+    clip = metric(run, "clip_frac")
+    if clip is not None:
+        out.append(_Check("clip_frac", clip, lambda v: v >= pinned, f"clip_frac >= {pinned:g}"))
+    return out
+
+
+def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
+    """Evaluate UPDATE_SUPPRESSED on ``run`` with resolved ``knobs``."""
+    checks = _checks(run, knobs)
+    if not checks:
+        return NotEvaluable(ID, ("grad_norm, kl (to the reference policy) or clip_frac",))
+    signal = adv_signal(run)
+    if signal is None:
+        return NotEvaluable(ID, ADV_NEEDS)
+    above, share, sustain = float(knobs["signal_above"]), float(knobs["late_share"]), int(knobs["sustain"])
+    hits: list[tuple[_Check, Finding]] = []
+    for check in checks:
+        xs, sig, idx = aligned(check.series, signal)
+        if len(xs) < 2 * MIN_WINDOW:
+            continue
+        flags = tuple(1.0 if check.no_update(x) and g >= above else 0.0 for x, g in zip(xs, sig, strict=True))
+        late = flags[len(flags) - window_len(len(flags)):]
+        late_share = math.fsum(late) / len(late)
+        if late_share < share:
+            continue
+        on = onset_index(flags, lambda f: f == 1.0, sustain)
+        if on is None:
+            continue
+        kept = [i for i, f in enumerate(flags) if f == 1.0]
+        values = [xs[i] for i in kept]
+        signals = [sig[i] for i in kept]
+        s = check.series
+        evidence: dict[str, object] = {
+            "metric": check.name,
+            "source": run.sources.get(check.name),
+            "condition": check.describe,
+            "signal": signal.name,
+            "signal_above": above,
+            "suppressed_points": len(kept),
+            "judged_points": len(flags),
+            "late_share_suppressed": late_share,
+            "metric_median_when_suppressed": statistics.median(values),
+            "signal_mean_when_suppressed": math.fsum(signals) / len(signals),
+            **s.where(idx[on]),
+        }
+        if signal.proxy:
+            evidence["proxy"] = signal.name
+        what = {"grad_norm": "no gradient reaches the parameters",
+                "kl": "the policy does not move (KL exactly 0)",
+                "clip_frac": "nearly every token is clipped, where the PPO objective has no gradient"}[check.name]
+        message = (f"From step {s.steps[idx[on]]} the update is suppressed ({check.describe} at "
+                   f"{100 * late_share:.0f}% of the late points) while the advantages still carry signal "
+                   f"({signal.name} {evidence['signal_mean_when_suppressed']:.3g} on average there): {what}.")
+        hits.append((check, Finding(ID, "error", "U", s.steps[idx[on]], evidence, message, WHAT_TO_TRY)))
+    if not hits:
+        return None
+    first = hits[0][1]
+    if len(hits) > 1:
+        first = replace(first, evidence={**first.evidence, "also": [c.name for c, _ in hits[1:]]})
+    return first
+
+
+SPEC = DetectorSpec(
+    id=ID,
+    severity="error",
+    stage="U",
+    summary="the batch carries signal but grad norm / KL are ~0 or the clip fraction is pinned: no update",
+    key_metrics=("grad_norm", "kl", "clip_frac", "adv_std", "zero_variance_group_frac"),
+    fn=detect,
+    knobs=(
+        Knob("grad_below", 1e-6, "grad_norm at or below this = no gradient", low=0.0),
+        Knob("kl_below", 1e-9, "|kl| at or below this = the policy did not move (only without grad_norm)", low=0.0),
+        Knob("clip_pinned", 0.9, "clip_frac at or above this = pinned (no gradient through the clipped objective)",
+             low=0.0, high=1.0),
+        Knob("signal_above", 0.5, "advantage std (or proxy) at or above this = the batch carries signal", low=0.0),
+        Knob("late_share", 0.5, "share of the late window's points that must be suppressed", low=0.0, high=1.0),
+        Knob("sustain", 5, "consecutive suppressed points for the onset", low=1, integer=True),
+    ),
+)
