@@ -70,7 +70,8 @@ advantages are given):
     estimators. Groups without spread are left to ``tied_group_adv_nonzero_frac``. > 1 is an
     artefact (precision loss, eps division of a near-zero spread).
 ``adv_group_mean_max``
-    ``max_g |mean(a_g)|`` over the batch std of the advantages: 0 for group-centred estimators.
+    ``max_g |mean(a_g)|`` over the groups of two or more scored samples, over the batch std of
+    the advantages: 0 for group-centred estimators; NaN without such groups.
 ``tied_group_adv_nonzero_frac``
     Share of the tied groups (two or more samples, all rewards equal) holding an advantage
     above the dtype tolerance; 0 for GRPO, Dr. GRPO, RLOO and DAPO.
@@ -120,6 +121,8 @@ __all__ = [
 ]
 
 F64 = npt.NDArray[np.float64]
+#: Per-sample rewards: an array, a Polars Series, a CPU torch tensor, or a list that may hold None.
+Rewards = npt.ArrayLike | Sequence[float | None]
 Singleton = Literal["zero", "raw", "nan"]
 Scale = Literal["group", "batch", "none"]
 
@@ -316,7 +319,7 @@ def _grpo(gr: _Groups, eps: float, ddof: int, scale: str, singleton: str) -> F64
 
 
 def grpo(
-    rewards: npt.ArrayLike,
+    rewards: Rewards,
     group_ids: npt.ArrayLike,
     *,
     eps: float = 1e-4,
@@ -375,7 +378,8 @@ def grpo(
     sc = _check_choice(("group" if scale else "none") if isinstance(scale, bool) else scale, "scale",
                        ("group", "batch", "none"))
     gr = _Groups(rewards, group_ids)
-    return _grpo(gr, _check_eps(eps), _check_ddof(ddof), sc, _check_choice(singleton, "singleton", ("zero", "raw", "nan")))
+    single = _check_choice(singleton, "singleton", ("zero", "raw", "nan"))
+    return _grpo(gr, _check_eps(eps), _check_ddof(ddof), sc, single)
 
 
 def _rloo(gr: _Groups, singleton: str) -> F64:
@@ -385,7 +389,7 @@ def _rloo(gr: _Groups, singleton: str) -> F64:
     return _singletons(a, gr, singleton, gr.x.copy())
 
 
-def rloo(rewards: npt.ArrayLike, group_ids: npt.ArrayLike, *, singleton: Singleton = "zero") -> F64:
+def rloo(rewards: Rewards, group_ids: npt.ArrayLike, *, singleton: Singleton = "zero") -> F64:
     """RLOO advantages: each reward minus the mean of the other rewards of its group.
 
     Parameters
@@ -429,7 +433,7 @@ def _reinforce_pp(gr: _Groups, baseline: bool, ddof: int, eps: float) -> F64:
 
 
 def reinforce_pp(
-    rewards: npt.ArrayLike,
+    rewards: Rewards,
     group_ids: npt.ArrayLike | None = None,
     *,
     baseline: bool = False,
@@ -484,7 +488,7 @@ def _dapo(gr: _Groups, eps: float, ddof: int) -> F64:
     return a
 
 
-def dapo(rewards: npt.ArrayLike, group_ids: npt.ArrayLike, *, eps: float = 1e-6, ddof: int = 1) -> F64:
+def dapo(rewards: Rewards, group_ids: npt.ArrayLike, *, eps: float = 1e-6, ddof: int = 1) -> F64:
     """DAPO advantages: GRPO with the tied groups (every reward equal) dropped.
 
     Returns
@@ -620,7 +624,7 @@ def _compare(adv: F64, gr: _Groups, rtol: float, names: Sequence[str]) -> Compar
 
 def compare(
     logged_adv: npt.ArrayLike,
-    rewards: npt.ArrayLike,
+    rewards: Rewards,
     group_ids: npt.ArrayLike,
     *,
     dtype: Any = None,
@@ -749,7 +753,7 @@ def _low_precision(gr: _Groups, declared: str | None) -> str | None:
 
 
 def step_checks(
-    rewards: npt.ArrayLike,
+    rewards: Rewards,
     group_ids: npt.ArrayLike,
     adv: npt.ArrayLike | None = None,
     *,
@@ -852,7 +856,7 @@ def _adv_checks(gr: _Groups, adv_in: Any, adv_dtype: Any) -> dict[str, float]:
     out["adv_bound_excess"] = float(ratio.max()) if ratio.size else math.nan
     # Group means of the advantages, over the batch std of the advantages.
     sd = float(np.std(adv[fin])) if fin.sum() > 1 else math.nan
-    gmean = np.abs(am.mean[np.asarray(am.count) > 0])
+    gmean = np.abs(am.mean[(np.asarray(am.count) > 0) & (gr.count >= 2)])  # groups of one are singletons
     if sd > 0 and gmean.size:
         out["adv_group_mean_max"] = float(gmean.max()) / sd
     else:

@@ -78,7 +78,7 @@ def test_nan_rewards_are_left_out_not_propagated() -> None:
     # the three scored: mean 1/3, unbiased std sqrt(1/3)
     np.testing.assert_allclose(a[[0, 2, 3]], np.array([2 / 3, -1 / 3, -1 / 3]) / math.sqrt(1 / 3), rtol=1e-14)
     assert math.isnan(a[1])
-    assert step_checks([1.0, None, 0.0, 0.0], [0, 0, 0, 0])["reward_null_frac"] == 0.25  # type: ignore[list-item]
+    assert step_checks([1.0, None, 0.0, 0.0], [0, 0, 0, 0])["reward_null_frac"] == 0.25
 
 
 # --- an independent oracle: one group at a time, plain numpy --------------------------------------

@@ -104,3 +104,15 @@ _register(reward_saturation.SPEC, reward_floor.SPEC, component_collapse.SPEC, tr
 from advcore.detectors import baseline_broken, entropy_collapse, nonfinite, update_suppressed  # noqa: E402
 
 _register(nonfinite.SPEC, baseline_broken.SPEC, update_suppressed.SPEC, entropy_collapse.SPEC)
+
+# The T-stage detectors and REWARD_MISSING, on per-sample evidence (advcore.reference.step_checks).
+from advcore.detectors import (  # noqa: E402
+    adv_reward_decorrelation,
+    grouping_error,
+    noise_amplification,
+    precision_loss,
+    reward_missing,
+)
+
+_register(reward_missing.SPEC, noise_amplification.SPEC, grouping_error.SPEC, adv_reward_decorrelation.SPEC,
+          precision_loss.SPEC)

@@ -1,0 +1,89 @@
+"""Shared helpers of the detectors that read per-step evidence computed from per-sample data
+(:func:`advcore.reference.step_checks` and the trace's Spearman columns).
+
+These columns exist only when per-sample rewards (and advantages) were traced; a run of per-step
+logs lacks them and the detectors say so (:data:`PER_SAMPLE`). A condition is evaluated per row
+on the finite values of its columns (NaN and null count as "not measured" on that row, never as
+passing); a detector fires when at least ``min_steps`` rows meet it, and its onset is the first
+such row. One row suffices by default: these are checks of a pipeline's arithmetic (an advantage
+of 1e6, a tied group with a non-zero advantage), not noisy training curves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+from advcore.detectors._windows import Series, _from_expr, metric
+from advcore.ingest import Run
+
+__all__ = ["PER_SAMPLE", "Hits", "finite", "hits", "needs", "padded", "summary"]
+
+#: What NotEvaluable says after the metric names.
+PER_SAMPLE = "needs per-sample rewards and advantages (advcore trace)"
+
+
+def needs(*names: str) -> tuple[str, ...]:
+    """The ``needs`` of a NotEvaluable: the metric names and where they come from."""
+    return (f"{' or '.join(names)}: {PER_SAMPLE}",)
+
+
+def finite(name: str) -> pl.Expr:
+    """Column ``name`` with NaN and infinities as null (Polars orders NaN above every number)."""
+    col = pl.col(name)
+    return pl.when(col.is_finite()).then(col).otherwise(None)
+
+
+@dataclass(frozen=True, slots=True)
+class Hits:
+    """The rows where a condition holds, among the rows where it could be evaluated."""
+
+    series: Series
+    index: tuple[int, ...]
+
+    @property
+    def onset(self) -> int | None:
+        return self.index[0] if self.index else None
+
+    def evidence(self) -> dict[str, object]:
+        out: dict[str, object] = {"steps_flagged": len(self.index), "steps_evaluated": len(self.series)}
+        out.update(self.series.where(self.onset))
+        return out
+
+
+def hits(run: Run, name: str, condition: pl.Expr, columns: tuple[str, ...]) -> Hits | None:
+    """Rows where ``condition`` (a boolean expression over ``columns``) is true; None when no row
+    has any of ``columns`` (a condition that is null on a row is not evaluated there)."""
+    present = tuple(c for c in columns if run.has(c))
+    if not present:
+        return None
+    run = padded(run, condition)
+    s = _from_expr(run, name, condition.cast(pl.Float64), proxy=False, needs=present[:1])
+    if s is None:
+        return None
+    return Hits(s, tuple(i for i, v in enumerate(s.values) if v >= 1.0))
+
+
+def padded(run: Run, *exprs: pl.Expr) -> Run:
+    """``run`` with every column the expressions read, those it lacks as all-null Float64."""
+    names = {n for e in exprs for n in e.meta.root_names()}
+    missing = sorted(n for n in names if n not in run.frame.columns)
+    if not missing:
+        return run
+    frame = run.frame.with_columns([pl.lit(None, dtype=pl.Float64).alias(c) for c in missing])
+    return Run(run.path, run.format, run.trainer, frame, run.sources, run.metadata, run.errors)
+
+
+def summary(run: Run, names: tuple[str, ...], onset_step: int | None) -> dict[str, float]:
+    """For each metric in ``names`` that the run has: its value at the onset step and its largest value."""
+    out: dict[str, float] = {}
+    for name in names:
+        s = metric(run, name)
+        if s is None:
+            continue
+        out[f"{name}_max"] = max(s.values)
+        if onset_step is not None and onset_step in s.steps:
+            out[name] = s.values[s.steps.index(onset_step)]
+    return {k: v for k, v in out.items() if not (isinstance(v, float) and math.isnan(v))}

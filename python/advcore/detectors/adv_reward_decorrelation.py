@@ -1,0 +1,66 @@
+"""ADV_REWARD_DECORRELATION (error, stage T): advantages no longer rank samples as the rewards do.
+
+Rule: on a step, ``spearman_adv_reward_within`` (mean over the groups with reward spread of
+Spearman's rho between advantage and reward, computed by the trace) is below ``within_below``
+(0.5). Every group-centred or batch-normalised estimator is increasing in the reward within a
+group (rho = 1); a permutation, a sign flip or mixed-up group ids break that. Fires when at least
+``min_steps`` (1) steps do; onset: the first. The global ``spearman_adv_reward`` is reported, not
+judged: across groups of different difficulty a healthy GRPO run has a global rho well below 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._evidence import finite, hits, needs, summary
+from advcore.ingest import Run
+
+__all__ = ["SPEC", "detect"]
+
+ID = "ADV_REWARD_DECORRELATION"
+METRIC = "spearman_adv_reward_within"
+
+WHAT_TO_TRY = (
+    "Check that advantages and rewards stay aligned sample by sample: a shuffle, a sort or a gather between the "
+    "reward computation and the advantage (e.g. after dynamic sampling or padding removal) misaligns them.",
+    "Check the group ids: advantages computed with another batch's ids, or ids repeated in the wrong order "
+    "(interleaved vs blocked), centre each sample on the wrong group.",
+    "Check the sign: a reward used as a cost (or a negated advantage in the loss) gives rho = -1.",
+)
+
+
+def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
+    """Evaluate ADV_REWARD_DECORRELATION on ``run`` with resolved ``knobs``."""
+    below = float(knobs["within_below"])
+    h = hits(run, "spearman_adv_reward_within < within_below", finite(METRIC) < below, (METRIC,))
+    if h is None:
+        return NotEvaluable(ID, needs(METRIC))
+    if len(h.index) < int(knobs["min_steps"]) or h.onset is None:
+        return None
+    onset = h.series.steps[h.onset]
+    evidence: dict[str, object] = {**h.evidence(), **summary(run, (METRIC, "spearman_adv_reward", "adv_recompute_err"),
+                                                             onset), "within_below": below}
+    rho = evidence.get(METRIC, float("nan"))
+    return Finding(
+        ID, "error", "T", onset, evidence,
+        f"From step {onset}, advantages rank the completions of a group unlike their rewards (mean within-group "
+        f"Spearman {rho:.3g}) on {len(h.index)} of {len(h.series)} traced steps: the policy is pushed towards "
+        "completions the reward did not prefer.",
+        WHAT_TO_TRY,
+    )
+
+
+SPEC = DetectorSpec(
+    id=ID,
+    severity="error",
+    stage="T",
+    summary="advantages no longer rank samples as the rewards do",
+    key_metrics=(METRIC, "spearman_adv_reward"),
+    fn=detect,
+    knobs=(
+        Knob("within_below", 0.5, "mean within-group Spearman(advantage, reward) below this = decorrelated",
+             low=-1.0, high=1.0),
+        Knob("min_steps", 1, "traced steps that must show it", low=1, integer=True),
+    ),
+)
