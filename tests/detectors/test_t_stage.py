@@ -269,6 +269,22 @@ def test_correct_pipelines_are_quiet(estimator: str) -> None:
     assert run.frame["adv_recompute_err"].max() <= 1  # type: ignore[operator]
 
 
+def test_token_weighted_reinforce_pp_is_quiet() -> None:
+    # verl/OpenRLHF whiten over tokens: each sample weighs by its length, so the per-sample values
+    # match no per-sample preset, yet they are whitened and affine in the (group-centred) reward
+    rng = np.random.default_rng(11)
+    g = np.repeat(np.arange(32), 8)
+    r = (rng.uniform(size=256) < rng.uniform(size=32)[g]).astype(np.float64)
+    lengths = rng.integers(20, 400, 256).astype(np.float64)
+    for y in (r, r - np.bincount(g, r)[g] / 8):  # REINFORCE++ and REINFORCE++-baseline (groups of 8)
+        mu = np.sum(lengths * y) / lengths.sum()
+        var = np.sum(lengths * (y - mu) ** 2) / (lengths.sum() - 1)
+        adv = ((y - mu) / np.sqrt(var + 1e-8)).astype(np.float32)
+        row = traced(r, g, adv)
+        assert row["adv_recompute_err"] > 1 and row["adv_batch_normalized"] == 1.0
+        assert fired(make_run([row])) == set()
+
+
 def test_per_step_logs_are_not_evaluable() -> None:
     run = make_run([{}] * 20, extra={"reward_std": [0.4] * 20, "adv_std": [1.0] * 20})
     for det in ("NOISE_AMPLIFICATION", "GROUPING_ERROR", "ADV_REWARD_DECORRELATION", "PRECISION_LOSS"):
