@@ -376,3 +376,12 @@ def test_real_dead_run_is_not_called_suppressed() -> None:
     # grad_norm and kl exactly 0 from step 1, but so is every reward: nothing to suppress
     got = fired(load(real("grpo-dynamics-csd-pilot-dead/log_const_seed42.txt")))
     assert "DEAD_FROM_START" in got and "UPDATE_SUPPRESSED" not in got
+
+
+def test_a_trl_grpo_log_has_no_value_baseline_to_check() -> None:
+    # TRL's GRPO trainers log reward_std and no critic metric: BASELINE_BROKEN does not apply there,
+    # while a log of the same shape from an unknown trainer still says what it would need
+    grpo = build({"reward_std": [0.4] * 20, "reward_mean": [0.5] * 20})
+    assert one(grpo, "BASELINE_BROKEN") is None
+    unknown = build({"reward_std": [0.4] * 20, "reward_mean": [0.5] * 20}, trainer=None)
+    assert isinstance(one(unknown, "BASELINE_BROKEN"), NotEvaluable)

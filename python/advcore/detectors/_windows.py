@@ -232,14 +232,16 @@ GROUP_METRICS = ("zero_variance_group_frac", "reward_std_within")
 def run_kind(run: Run) -> Literal["critic", "group"] | None:
     """``"critic"`` when the run logs a value baseline (``vf_explained_var`` or ``value_mean``) and no
     group statistic (``zero_variance_group_frac``, ``reward_std_within``); ``"group"`` for the
-    reverse; None when it logs both or neither (the kind is not evident from the metrics).
+    reverse; None when it logs both or neither (the kind is not evident from the metrics). A TRL
+    log with ``reward_std`` and no critic metric is a group run too: TRL's GRPO-family trainers log
+    ``reward_std``, its PPO trainer logs value metrics instead.
 
     A detector of the other kind is not applicable to such a run and returns None instead of
     NotEvaluable: group statistics mean nothing for a PPO run with a critic, and an explained
     variance means nothing for GRPO, whose baseline is the group mean.
     """
     critic = any(run.has(m) for m in CRITIC_METRICS)
-    group = any(run.has(m) for m in GROUP_METRICS)
+    group = any(run.has(m) for m in GROUP_METRICS) or (run.trainer == "trl" and run.has("reward_std") and not critic)
     if critic == group:
         return None
     return "critic" if critic else "group"
