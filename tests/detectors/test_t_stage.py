@@ -157,6 +157,14 @@ def test_grouping_error_batch_centred() -> None:
     assert one(make_run([good]), "GROUPING_ERROR", uneven_above=1.0) is None
 
 
+def test_critic_runs_are_not_judged_on_group_bounds() -> None:
+    r = np.array([1, 2, 3, 4, 10, 12, 5, 6, 7], dtype=np.float64)
+    row = traced(r, [0, 0, 0, 0, 1, 1, 2, 2, 2], r - r.mean())
+    row["value_mean"] = 5.0  # a PPO trace: advantages come from a learned value, not from the groups
+    assert one(make_run([row]), "GROUPING_ERROR") is None
+    assert one(make_run([row]), "NOISE_AMPLIFICATION") is None
+
+
 def test_grouping_error_tied_group_gets_nonzero_advantage() -> None:
     r = np.array([1, 2, 3, 4, 5, 5, 5, 5, 7, 8, 9, 10], dtype=np.float64)
     g = [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]  # group 1 holds 5, 5, 5 and 5

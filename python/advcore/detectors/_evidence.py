@@ -16,13 +16,19 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from advcore.detectors._windows import Series, _from_expr, metric
+from advcore.detectors._windows import CRITIC_METRICS, Series, _from_expr, metric
 from advcore.ingest import Run
 
-__all__ = ["PER_SAMPLE", "Hits", "finite", "hits", "needs", "padded", "summary"]
+__all__ = ["PER_SAMPLE", "Hits", "finite", "has_critic", "hits", "needs", "padded", "summary"]
 
 #: What NotEvaluable says after the metric names.
 PER_SAMPLE = "needs per-sample rewards and advantages (advcore trace)"
+
+
+def has_critic(run: Run) -> bool:
+    """The run logs a learned value baseline (PPO/GAE): its advantages are not a function of the
+    rewards and groups alone, so the group-estimator bounds and sums do not apply."""
+    return any(run.has(m) for m in CRITIC_METRICS)
 
 
 def needs(*names: str) -> tuple[str, ...]:

@@ -15,7 +15,8 @@ Rule: on a step, any of (columns from :func:`advcore.reference.step_checks`):
 
 The last two are by design for batch-normalised estimators (REINFORCE++), and are not judged on
 steps whose advantages match one (``adv_batch_normalized == 1``). Fires when at least
-``min_steps`` (1) steps do; onset: the first.
+``min_steps`` (1) steps do; onset: the first. Not applicable (None) to a run with a critic
+(``vf_explained_var`` or ``value_mean``): its advantages are not formed within groups.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._evidence import finite, hits, needs, padded, summary
+from advcore.detectors._evidence import finite, has_critic, hits, needs, padded, summary
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -55,6 +56,8 @@ _REASONS = (
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate GROUPING_ERROR on ``run`` with resolved ``knobs``."""
+    if has_critic(run):
+        return None  # a value baseline (PPO): advantages are not formed within groups
     single, uneven = float(knobs["singleton_above"]), float(knobs["uneven_above"])
     gmean, tied = float(knobs["group_mean_above"]), float(knobs["tied_adv_above"])
     s = finite("singleton_group_frac")

@@ -4,7 +4,9 @@ Rule: on a step, ``adv_bound_excess`` (the largest advantage over the largest th
 estimator can give in its group, :func:`advcore.reference.step_checks`) is at least
 ``blowup_above`` (10), or ``noise_group_adv_max`` (the largest |advantage| in a group whose
 rewards differ only by rounding noise) is at least ``noise_adv_above`` (0.1). Fires when at least
-``min_steps`` (1) steps do; onset: the first. Needs per-sample rewards and advantages.
+``min_steps`` (1) steps do; onset: the first. Needs per-sample rewards and advantages; not
+applicable (None) to a run with a critic (``vf_explained_var`` or ``value_mean``), whose
+advantages are not bounded by the rewards alone.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._evidence import finite, hits, needs, summary
+from advcore.detectors._evidence import finite, has_critic, hits, needs, summary
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -33,6 +35,8 @@ WHAT_TO_TRY = (
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate NOISE_AMPLIFICATION on ``run`` with resolved ``knobs``."""
+    if has_critic(run):
+        return None  # a value baseline (PPO): the reward-only bounds do not hold
     blowup, noise = float(knobs["blowup_above"]), float(knobs["noise_adv_above"])
     cond = (finite("adv_bound_excess") >= blowup) | (finite("noise_group_adv_max") >= noise)
     h = hits(run, "adv_bound_excess >= blowup_above or noise_group_adv_max >= noise_adv_above", cond, METRICS)
