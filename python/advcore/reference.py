@@ -250,6 +250,14 @@ class _Groups:
         self.single = self.count == 1
         self._cache: dict[str, F64] = {}
 
+    def centred(self) -> F64:
+        """``x - m_g`` per sample (cached)."""
+        out = self._cache.get("centred")
+        if out is None:
+            out = self.x - self.per_sample("mean")
+            self._cache["centred"] = out
+        return out
+
     def per_sample(self, key: str) -> F64:
         """A per-group column broadcast to the samples (cached)."""
         out = self._cache.get(key)
@@ -291,13 +299,19 @@ def _check_ddof(ddof: Any) -> int:
     return int(ddof)
 
 
-def _singletons(a: F64, gr: _Groups, singleton: str, raw: F64) -> F64:
-    if gr.tied.any():
-        # A tied group's advantages are exactly 0 (not 0/0 with eps 0, not the rounding of its mean).
-        a[gr.per_sample("tied") & gr.finite] = 0.0
-    if gr.single.any():
+def _scaled(gr: _Groups, factor: F64, singleton: str, raw_factor: float) -> F64:
+    """``(x - m_g) * factor_g`` per sample, with tied groups at exactly 0 (not 0/0 with eps 0, not the
+    rounding of their mean) and groups of one scored sample as ``singleton`` says (``raw``: the
+    reward times ``raw_factor``). ``factor`` has one value per group."""
+    f = factor.copy()
+    f[gr.tied] = 0.0
+    if singleton != "raw":
+        f[gr.single] = 0.0 if singleton == "zero" else np.nan
+    with np.errstate(invalid="ignore"):
+        a = gr.centred() * f[gr.inv]
+    if singleton == "raw" and gr.single.any():
         mask = gr.per_sample("single") & gr.finite
-        a[mask] = 0.0 if singleton == "zero" else (np.nan if singleton == "nan" else raw[mask])
+        a[mask] = gr.x[mask] * raw_factor
     return a
 
 
@@ -306,19 +320,17 @@ def _singletons(a: F64, gr: _Groups, singleton: str, raw: F64) -> F64:
 
 def _grpo(gr: _Groups, eps: float, ddof: int, scale: str, singleton: str) -> F64:
     with np.errstate(invalid="ignore", divide="ignore"):
-        d = gr.x - gr.per_sample("mean")
         if scale == "group":
-            s = np.sqrt(gr.per_sample("var1" if ddof == 1 else "var0"))
-            a = d / (s + eps)
-            raw = gr.x / (1.0 + eps)
+            factor = 1.0 / (np.sqrt(gr.var1 if ddof == 1 else gr.var0) + eps)
+            raw = 1.0 / (1.0 + eps)  # verl: a group of one has mean 0 and std 1
         elif scale == "batch":
             _, sb = gr.batch_std(gr.x, ddof)
-            a = d / (sb + eps)
-            raw = gr.x / (sb + eps)
+            factor = np.full(gr.k, 1.0 / (sb + eps))
+            raw = float(factor[0]) if gr.k else 1.0
         else:
-            a = d
-            raw = gr.x
-    return _singletons(a, gr, singleton, raw)
+            factor = np.ones(gr.k)
+            raw = 1.0
+    return _scaled(gr, factor, singleton, raw)
 
 
 def grpo(
@@ -387,9 +399,8 @@ def grpo(
 
 def _rloo(gr: _Groups, singleton: str) -> F64:
     with np.errstate(invalid="ignore", divide="ignore"):
-        n = gr.per_sample("count")
-        a = n / (n - 1.0) * (gr.x - gr.per_sample("mean"))
-    return _singletons(a, gr, singleton, gr.x.copy())
+        factor = gr.count / (gr.count - 1.0)
+    return _scaled(gr, factor, singleton, 1.0)
 
 
 def rloo(rewards: Rewards, group_ids: npt.ArrayLike, *, singleton: Singleton = "zero") -> F64:
@@ -878,7 +889,7 @@ def _adv_checks(gr: _Groups, adv_in: Any, adv_dtype: Any) -> dict[str, float]:
     out["adv_batch_normalized"] = 1.0 if batch else 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AdvcoreWarning)
-        am = grouped_moments(np.where(fin, adv, np.nan), group_ids=gr.inv, nan_policy="omit")
+        am = grouped_moments(adv if fin.all() else np.where(fin, adv, np.nan), group_ids=gr.inv, nan_policy="omit")
     gmax = np.nan_to_num(np.maximum(np.abs(np.asarray(am.max, np.float64)), np.abs(np.asarray(am.min, np.float64))))
     cnt = gr.count
     if cmp.family == "batch":
@@ -897,7 +908,8 @@ def _adv_checks(gr: _Groups, adv_in: Any, adv_dtype: Any) -> dict[str, float]:
     ratio = ratio[np.isfinite(ratio)]
     out["adv_bound_excess"] = float(ratio.max()) if ratio.size else math.nan
     # Group means of the advantages, over the batch std of the advantages.
-    sd = float(np.std(adv[fin])) if fin.sum() > 1 else math.nan
+    n_fin = int(fin.sum())
+    sd = (float(np.std(adv if n_fin == adv.shape[0] else adv[fin])) if n_fin > 1 else math.nan)
     gmean = np.abs(am.mean[(np.asarray(am.count) > 0) & (gr.count >= 2)])  # groups of one are singletons
     if sd > 0 and gmean.size:
         out["adv_group_mean_max"] = float(gmean.max()) / sd
