@@ -19,6 +19,7 @@ from advcore import __version__
 from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
 from advcore.ingest import Run, load
+from advcore.ingest.formats import trl_completions
 
 __all__ = ["RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
 
@@ -77,9 +78,21 @@ def _hidden(relative: Path) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
 
+def _fold_step_tables(found: list[Path]) -> list[Path]:
+    """Replace TRL's per-step ``completions_<step>.parquet`` files by their folder, once, where the
+    first of them was: the folder is read as one run (:mod:`advcore.ingest.formats.trl_completions`)."""
+    out: list[Path] = []
+    for q in found:
+        if trl_completions.is_step_file(q):
+            q = q.parent
+        out.append(q)
+    return list(dict.fromkeys(out))
+
+
 def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str], set[Path]]:
     """Files named by ``targets`` (files, folders searched recursively, globs), sorted; the
-    targets that matched nothing; and the files the user named explicitly."""
+    targets that matched nothing; and the files the user named explicitly. Found in a folder or by
+    a glob, TRL's ``completions_<step>.parquet`` files count as one entry, their folder."""
     files: list[Path] = []
     unmatched: list[str] = []
     explicit_files: set[Path] = set()
@@ -93,6 +106,8 @@ def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str], set[Pa
             found = [Path(q) for q in sorted(glob.glob(target, recursive=True)) if Path(q).is_file()]
         if not found:
             unmatched.append(target)
+        if not p.is_file():
+            found = _fold_step_tables(found)
         for q in found:
             explicit = q == p
             if explicit:

@@ -31,7 +31,10 @@ def _head(path: Path) -> str | None:
 
 
 def detect(path: Path) -> ModuleType | None:
-    """The format module that recognises ``path``'s content, or None."""
+    """The format module that recognises ``path``'s content, or None. A folder is recognised only by
+    a format that reads a folder of files as one run (``READS_FOLDERS``, e.g. TRL's ``completions/``)."""
+    if path.is_dir():
+        return next((m for m in formats.ORDER if getattr(m, "READS_FOLDERS", False) and m.sniff(path, None)), None)
     head = _head(path)
     for module in formats.ORDER:
         if module.sniff(path, head):
@@ -41,7 +44,8 @@ def detect(path: Path) -> ModuleType | None:
 
 def load(path: Path | str, *, format: str | None = None, metric_map: Path | None = None,
          rollout_n: int | None = None) -> Run:
-    """Read one log file into a :class:`Run` (never raises for bad content: see ``Run.errors``).
+    """Read one log file (or a folder of TRL ``completions_*.parquet``) into a :class:`Run` (never
+    raises for bad content: see ``Run.errors``).
 
     ``rollout_n`` (samples per prompt) groups per-sample dumps whose prompt text cannot tell the
     groups apart (every prompt of a step identical, e.g. a VLM whose image is not in the text)
@@ -50,14 +54,20 @@ def load(path: Path | str, *, format: str | None = None, metric_map: Path | None
     path = Path(path)
     aliases: AliasTable = load_aliases(metric_map)
     try:
-        if not path.is_file():
+        if path.is_dir():
+            module = formats.BY_NAME.get(format) if format else detect(path)
+            if module is None or not getattr(module, "READS_FOLDERS", False):
+                return Run.failed(path, "a folder, and not one advcore reads as one run (TRL completions/)")
+        elif not path.is_file():
             return Run.failed(path, "not a file")
-        if path.stat().st_size == 0:
+        elif path.stat().st_size == 0:
             return Run.failed(path, "the file is empty")
-        module = formats.BY_NAME.get(format) if format else detect(path)
+        else:
+            module = formats.BY_NAME.get(format) if format else detect(path)
         if module is None:
             return Run.failed(path, "not a training log advcore can read (no known format matched its content)")
-        raw: RawLog = module.read(path, rollout_n=rollout_n) if module is formats.samples else module.read(path)
+        takes_n = module in (formats.samples, formats.trl_completions)
+        raw: RawLog = module.read(path, rollout_n=rollout_n) if takes_n else module.read(path)
         return canonicalize(raw, path, aliases)
     except OSError as e:
         return Run.failed(path, f"could not be read: {e.strerror or e}")

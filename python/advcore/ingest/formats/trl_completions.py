@@ -1,0 +1,218 @@
+"""TRL ``GRPOTrainer`` completion tables: ``<output_dir>/completions/completions_<step:05d>.parquet``.
+
+Written by TRL 1.x (checked against trl 1.16.0, ``GRPOTrainer.log``) at every logging step when
+``GRPOConfig(log_completions=True)``: one row per completion of the latest generation batch, with
+the columns ``step`` (the optimizer step, as ``trainer_state.json``'s ``log_history`` numbers it),
+``prompt``, ``completion``, one float64 column per reward function (named after the function) and
+``advantage``; extra columns a reward function logged through ``log_extra`` may sit between them.
+
+``read(path)`` takes one such file or a folder of them (the ``completions/`` folder; its
+``completions_*.parquet`` files are read in step order as one run) and builds the long
+per-sample frame of SPEC section 4, reduced per step by :func:`advcore.ingest.formats.samples.reduce`:
+
+* ``reward``: the sum of the reward-function columns, as TRL's ``reward`` with its default
+  ``reward_weights`` (all 1; other weights are not recorded in the table, so a run that set them
+  gets an unweighted sum). A reward function that returned None is NaN in the table and is left
+  out of the sum; a completion with no reward at all has a null reward (TRL: unscorable).
+  The reward-function columns are every numeric column other than ``step`` and ``advantage``;
+  when ``trainer_state.json`` sits next to the ``completions/`` folder, only the columns it names
+  as ``rewards/<name>/mean`` count (the rest are ``log_extra`` columns and are ignored).
+  Each component is also reduced to ``reward/<name>`` (per-step mean).
+* ``adv``: the ``advantage`` column.
+* ``group``: TRL's sampler repeats each prompt ``num_generations`` times in a row, so a group is
+  a block of consecutive rows. Without ``rollout_n``, the blocks are the runs of identical
+  consecutive ``prompt`` values, cut into pieces of the greatest common divisor of all run lengths
+  in the files read (two neighbouring groups of one repeated prompt make a run of twice the group
+  size; every run is a whole number of groups). With ``rollout_n`` (the user's
+  ``num_generations``) the blocks are exactly that size; a batch whose size it does not divide gets
+  no group statistics and an error.
+* Duplicate batches: with ``steps_per_generation > 1`` (or ``num_iterations > 1``) a step that did
+  not generate writes the previous batch again with only ``step`` changed. A batch whose prompts,
+  completions and reward columns equal the previous file's is dropped (counted in
+  ``metadata["duplicate_batches"]``), so such steps are absent rather than counted twice.
+
+Only the latest batch is kept by TRL, so with ``logging_steps > 1`` the batches in between are not
+in any table; the steps that are present are exact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore.errors import AdvcoreError
+from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest.formats import samples
+
+NAME = "trl_completions"
+#: File names TRL gives the completion tables.
+FILE_NAME = re.compile(r"completions_(\d+)\.parquet")
+_REQUIRED = ("step", "prompt", "completion", "advantage")
+#: ``load`` may hand this module a folder (``completions/``): it is read as one run.
+READS_FOLDERS = True
+
+
+def is_step_file(path: Path) -> bool:
+    """Whether ``path`` is named as one of TRL's per-step completion tables."""
+    return FILE_NAME.fullmatch(path.name) is not None
+
+
+def _files(path: Path) -> list[Path]:
+    if not path.is_dir():
+        return [path]
+    found = [p for p in path.iterdir() if p.is_file() and is_step_file(p)]
+    return sorted(found, key=lambda p: (int(FILE_NAME.fullmatch(p.name).group(1)), p.name))  # type: ignore[union-attr]
+
+
+def _has_columns(path: Path) -> bool:
+    try:
+        return set(_REQUIRED) <= set(pl.read_parquet_schema(path))
+    except (OSError, pl.exceptions.PolarsError):
+        return False
+
+
+def sniff(path: Path, head: str | None) -> bool:
+    """A Parquet file (or a folder whose first ``completions_*.parquet``) with ``step, prompt,
+    completion, advantage`` columns."""
+    if path.is_dir():
+        files = _files(path)
+        return bool(files) and _has_columns(files[0])
+    return head is None and path.suffix.lower() == ".parquet" and _has_columns(path)
+
+
+def _reward_names(folder: Path) -> list[str] | None:
+    """Reward-function names from ``trainer_state.json`` next to the ``completions/`` folder."""
+    state = folder.parent / "trainer_state.json"
+    if not state.is_file():
+        return None
+    try:
+        doc = json.loads(state.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    history = doc.get("log_history") if isinstance(doc, dict) else None
+    if not isinstance(history, list):
+        return None
+    names: dict[str, None] = {}
+    for row in history:
+        if isinstance(row, dict):
+            for key in row:
+                m = re.fullmatch(r"rewards/(.+)/mean", str(key))
+                if m:
+                    names[m.group(1)] = None
+    return list(names) or None
+
+
+def _runs(keys: pl.Series) -> list[int]:
+    """Lengths of the runs of equal consecutive values of ``keys``."""
+    lengths: list[int] = []
+    prev: object = object()
+    for k in keys.to_list():
+        if lengths and k == prev:
+            lengths[-1] += 1
+        else:
+            lengths.append(1)
+            prev = k
+    return lengths
+
+
+def _same_batch(a: pl.DataFrame, b: pl.DataFrame, cols: list[str]) -> bool:
+    return a.height == b.height and a.select(cols).equals(b.select(cols), null_equal=True)
+
+
+def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
+    """Read one ``completions_*.parquet`` or a folder of them; see the module docstring.
+
+    ``rollout_n`` (``num_generations``, a positive int) groups rows in consecutive blocks of that
+    size. Returns per-step canonical metrics (``reward_mean``, ``zero_variance_group_frac``,
+    ``adv_std``, ``reward/<function>``, ...) from :func:`samples.reduce`; metadata records the
+    files read, the reward functions summed, the grouping and the dropped duplicate batches.
+    Unreadable files, missing columns and batches ``rollout_n`` does not divide are reported in
+    ``RawLog.errors``. Raises :class:`AdvcoreError` for a ``rollout_n`` that is not a positive int.
+    """
+    path = Path(path)
+    empty = pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)})
+    if rollout_n is not None and (isinstance(rollout_n, bool) or not isinstance(rollout_n, int) or rollout_n < 1):
+        raise AdvcoreError(f"rollout_n must be a positive int (num_generations), got {rollout_n!r}")
+    files = _files(path)
+    if not files:
+        message = "no completions_<step>.parquet files in the folder"
+        return RawLog(NAME, empty, errors=(IngestError(str(path), message),))
+    errors: list[IngestError] = []
+    batches: list[pl.DataFrame] = []
+    for f in files:
+        try:
+            batch = pl.read_parquet(f)
+        except (OSError, pl.exceptions.PolarsError) as e:
+            errors.append(IngestError(str(f), f"could not be read as Parquet ({type(e).__name__})"))
+            continue
+        missing = [c for c in _REQUIRED if c not in batch.columns]
+        if missing:
+            errors.append(IngestError(str(f), f"not a TRL completions table: missing column(s) {', '.join(missing)}"))
+            continue
+        if batch.height:
+            batches.append(batch)
+    if not batches:
+        if not errors:
+            errors.append(IngestError(str(path), "no samples"))
+        return RawLog(NAME, empty, errors=tuple(errors))
+
+    numeric = [c for c in batches[0].columns if c not in ("step", "advantage") and batches[0][c].dtype.is_numeric()]
+    named = _reward_names(files[0].parent)
+    components = [c for c in numeric if named is None or c in named]
+    if not components:
+        errors.append(IngestError(str(path), "no reward-function columns (numeric columns besides step, advantage)"))
+        return RawLog(NAME, empty, errors=tuple(errors))
+
+    compare = ["prompt", "completion", *components]
+    kept: list[pl.DataFrame] = []
+    duplicates: list[int] = []
+    for batch in batches:
+        if any(c not in batch.columns for c in components):
+            errors.append(IngestError(str(path), f"step {batch['step'][0]}: reward columns differ from the first file"))
+            continue
+        if kept and _same_batch(kept[-1], batch, compare):
+            duplicates.append(int(batch["step"][0]))
+            continue
+        kept.append(batch)
+
+    if rollout_n is None:
+        lengths = [n for b in kept for n in _runs(b["prompt"].hash())]
+        size = math.gcd(*lengths)
+        grouping = f"runs of identical consecutive prompts, cut into blocks of {size} (gcd of the run lengths)"
+    else:
+        size = rollout_n
+        grouping = f"consecutive blocks of rollout_n={rollout_n}"
+    frames: list[pl.DataFrame] = []
+    for batch in kept:
+        step = int(batch["step"][0])
+        if batch.height % size:
+            errors.append(IngestError(str(path), f"step {step}: {batch.height} rows are not a whole number of "
+                                                 f"groups of {size} (rollout_n); no group statistics"))
+            group = pl.lit(None, dtype=pl.Int64)
+        else:
+            group = pl.int_range(pl.len(), dtype=pl.Int64) // size
+        comp = [pl.col(c).cast(pl.Float64).fill_nan(None) for c in components]
+        frames.append(batch.select(
+            pl.col("step").cast(pl.Int64),
+            group.alias("group"),
+            pl.when(pl.any_horizontal([c.is_not_null() for c in comp]))
+            .then(pl.sum_horizontal(comp)).otherwise(None).alias("reward"),
+            pl.col("advantage").cast(pl.Float64).alias("adv"),
+            *[c.alias(name) for c, name in zip(comp, components, strict=True)],
+        ))
+    long = pl.concat(frames, how="vertical")
+    meta: dict[str, Any] = {
+        "files": len(files),
+        "reward_components": components,
+        "reward": "sum of the reward-function columns (TRL's default reward_weights, all 1)",
+        "groups": grouping,
+        "duplicate_batches": len(duplicates),
+        "duplicate_steps": duplicates,
+    }
+    return samples.reduce(long, layout="trl_completions", reward_col="reward", group_col="group", extra=components,
+                          trainer="trl", errors=errors, format=NAME, metadata=meta)
