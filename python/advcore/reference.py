@@ -44,7 +44,9 @@ advantages are given):
     probability 2^-16: such rewards were rounded through bfloat16 on the way); else 0.0.
 ``reward_rounding_adv_err``
     First-order bound of the advantage error caused by rounding the rewards to their precision
-    (unit roundoff ``u``: 2^-8 bfloat16, 2^-11 float16, 2^-24 float32, 2^-53 float64):
+    (unit roundoff ``u``: 2^-8 bfloat16, 2^-11 float16, 2^-24 float32, 2^-53 float64; the
+    precision is ``reward_dtype``, else a low-precision input's, else float32 when every reward
+    is a float32 value and float64 when some carry more digits):
     ``max_g u * (max|r_g| + |m_g|) / s_g`` over the groups with spread (``s_g`` with ddof 1).
     About 2 for ``[1, 1, 1, 1.0078125]`` in bfloat16; about 2e-7 for float32 0/1 rewards.
 ``reward_onepass_relerr``
@@ -70,8 +72,9 @@ advantages are given):
     estimator can give in that group: ``b_g = (G-1)/sqrt(G)`` for std-scaled group estimators
     (Samuelson's inequality; GRPO with unbiased std cannot exceed it), ``(G-1)/G * range_g``
     for Dr. GRPO, ``range_g`` for RLOO, ``(N-1)/sqrt(N)`` over the batch for batch-normalised
-    estimators. Groups without spread are left to ``tied_group_adv_nonzero_frac``. > 1 is an
-    artefact (precision loss, eps division of a near-zero spread).
+    estimators (also when ``adv_batch_normalized`` is 1). Groups without spread are left to
+    ``tied_group_adv_nonzero_frac``. > 1 is an artefact (precision loss, eps division of a
+    near-zero spread).
 ``adv_group_mean_max``
     ``max_g |mean(a_g)|`` over the groups of two or more scored samples, over the batch std of
     the advantages: 0 for group-centred estimators; NaN without such groups.
@@ -79,7 +82,8 @@ advantages are given):
     Share of the tied groups (two or more samples, all rewards equal) holding an advantage
     above the dtype tolerance; 0 for GRPO, Dr. GRPO, RLOO and DAPO.
 ``noise_group_adv_max``
-    Largest |advantage| in a group whose rewards differ only by rounding noise
+    Largest deviation of an advantage from its group's mean advantage (``|a|`` for group-centred
+    estimators) in a group whose rewards differ only by rounding noise
     (``0 < max - min <= 1e-8 + 1e-5 * max|r_g|``, numpy's ``isclose``, the tolerance of TRL's
     ``frac_reward_zero_std``); an ``eps`` of 1e-9 turns that noise into advantages of about 1.
 
@@ -779,6 +783,13 @@ def _low_precision(gr: _Groups, declared: str | None) -> str | None:
     return None
 
 
+def _held_in(gr: _Groups) -> str:
+    """float32 when every finite reward is a float32 value (what trainers hold rewards in), else
+    float64: values with more digits than float32 were not rounded through it."""
+    v = gr.x if gr.all_finite else gr.x[gr.finite]
+    return "float32" if bool(np.all(v.astype(np.float32) == v)) else "float64"
+
+
 def step_checks(
     rewards: Rewards,
     group_ids: npt.ArrayLike,
@@ -799,7 +810,8 @@ def step_checks(
         The advantages the trainer used (per sequence). Without them only the reward and
         group metrics are returned.
     reward_dtype, adv_dtype : str or numpy/torch dtype, optional
-        The precision the rewards were held in (default: inferred, see ``reward_low_precision``)
+        The precision the rewards were held in (default: inferred, see ``reward_low_precision``
+        and ``reward_rounding_adv_err``)
         and the advantages computed in (default float32; sets the tolerance of :func:`compare`).
 
     Returns
@@ -824,7 +836,7 @@ def step_checks(
     n = gr.x.shape[0]
     declared = _dtype_name(reward_dtype, "reward_dtype")
     low = _low_precision(gr, declared)
-    precision = low or declared or "float32"
+    precision = low or declared or _held_in(gr)
     out: dict[str, float] = {
         "reward_null_frac": float(n - int(gr.finite.sum())) / n,
         "reward_imputed_zero_frac": _imputed_zero_frac(gr),
@@ -892,7 +904,7 @@ def _adv_checks(gr: _Groups, adv_in: Any, adv_dtype: Any) -> dict[str, float]:
         am = grouped_moments(adv if fin.all() else np.where(fin, adv, np.nan), group_ids=gr.inv, nan_policy="omit")
     gmax = np.nan_to_num(np.maximum(np.abs(np.asarray(am.max, np.float64)), np.abs(np.asarray(am.min, np.float64))))
     cnt = gr.count
-    if cmp.family == "batch":
+    if batch or cmp.family == "batch":
         nb = float(np.count_nonzero(fin & gr.finite))
         bound = np.full(gr.k, (nb - 1.0) / math.sqrt(nb) if nb > 1 else math.nan)
     elif cmp.family == "scaled":
@@ -920,5 +932,13 @@ def _adv_checks(gr: _Groups, adv_in: Any, adv_dtype: Any) -> dict[str, float]:
     out["tied_group_adv_nonzero_frac"] = (float(np.count_nonzero(gmax[tied] > rtol)) / n_tied) if n_tied else 0.0
     scale = np.maximum(np.abs(gr.max), np.abs(gr.min))
     noise = sp & (gr.max - gr.min <= 1e-8 + 1e-5 * scale)
-    out["noise_group_adv_max"] = float(gmax[noise].max()) if noise.any() else 0.0
+    if noise.any():
+        # The spread the advantages got inside those groups: |a| for group-centred estimators, and
+        # rounding-sized for batch-normalised ones (whose group offset is by design).
+        mean_a = np.asarray(am.mean, np.float64)[noise]
+        dev = np.maximum(np.asarray(am.max, np.float64)[noise] - mean_a, mean_a - np.asarray(am.min, np.float64)[noise])
+        dev = dev[np.isfinite(dev)]
+        out["noise_group_adv_max"] = float(dev.max()) if dev.size else 0.0
+    else:
+        out["noise_group_adv_max"] = 0.0
     return out

@@ -290,7 +290,19 @@ def test_token_weighted_reinforce_pp_is_quiet() -> None:
         adv = ((y - mu) / np.sqrt(var + 1e-8)).astype(np.float32)
         row = traced(r, g, adv)
         assert row["adv_recompute_err"] > 1 and row["adv_batch_normalized"] == 1.0
+        assert row["adv_bound_excess"] <= 1  # against the batch bound (N-1)/sqrt(N), not the group's
         assert fired(make_run([row])) == set()
+
+
+def test_reinforce_pp_on_near_tied_groups_is_not_noise() -> None:
+    # continuous rewards; one group tied up to 1e-9: REINFORCE++ gives it its batch offset, not noise
+    rng = np.random.default_rng(4)
+    g = np.repeat(np.arange(16), 4)
+    r = rng.normal(0.0, 1.0, 64)
+    r[:4] = 2.5 + np.array([0.0, 1e-9, 0.0, 2e-9])
+    row = traced(r, g, reinforce_pp(r).astype(np.float32))
+    assert row["adv_batch_normalized"] == 1.0 and row["noise_group_adv_max"] < 1e-6
+    assert fired(make_run([row])) == set()
 
 
 def test_per_step_logs_are_not_evaluable() -> None:
@@ -362,5 +374,6 @@ def test_real_verl_svg_dump_stays_quiet() -> None:
     assert score.size == 1024
     row = step_checks(score, np.arange(1024) // 64)  # 16 prompts x 64 rollouts, blocks of 64
     assert row["reward_null_frac"] == 0.0 and row["singleton_group_frac"] == 0.0
-    assert row["reward_rounding_adv_err"] < 1e-5  # float32 rounding against within-block stds of 4.5-13
+    # the scores carry float64 digits (not float32 values): 2^-53 rounding against stds of 4.5-13
+    assert row["reward_rounding_adv_err"] < 1e-14
     assert fired(make_run([row])) == set()
