@@ -268,3 +268,29 @@ def test_verl_itself_when_installed() -> None:
     np.testing.assert_allclose(adv[:, 0].numpy(), grpo(R, G, eps=1e-6, singleton="raw"), rtol=1e-5, atol=1e-6)
     adv, _ = core.compute_rloo_outcome_advantage(token_level_rewards=scores, response_mask=mask, index=idx)
     np.testing.assert_allclose(adv[:, 0].numpy(), rloo(R, G, singleton="raw"), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["length1", "constant", "all_nan", "huge_offset"])
+def test_degenerate_inputs(case: str) -> None:
+    r = {"length1": np.array([2.0]), "constant": np.full(6, 0.3), "all_nan": np.full(4, np.nan),
+         "huge_offset": 1e9 + np.array([0.0, 1.0, 0.0, 1.0, 2.0, 2.0])}[case]
+    g = np.arange(r.size) // 2 if r.size > 1 else np.zeros(1, np.int64)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no stray numpy warnings
+        a = grpo(r, g, eps=0.0)
+        lo = rloo(r, g)
+        out = step_checks(r, g, np.zeros(r.size))
+    if case == "length1":
+        assert a.tolist() == [0.0] and lo.tolist() == [0.0] and out["singleton_group_frac"] == 1.0
+    elif case == "constant":
+        assert a.tolist() == [0.0] * 6 and lo.tolist() == [0.0] * 6  # tied: exactly 0, never 0/0
+        assert out["adv_recompute_err"] <= 1 and out["tied_group_adv_nonzero_frac"] == 0.0
+    elif case == "all_nan":
+        assert np.isnan(a).all() and out["reward_null_frac"] == 1.0 and math.isnan(out["adv_recompute_err"])
+    else:
+        # 1e9 + {0, 1}: deviations +-0.5 over an unbiased std of sqrt(1/2), whatever the offset
+        np.testing.assert_allclose(a, [-math.sqrt(0.5), math.sqrt(0.5)] * 2 + [0.0, 0.0], rtol=1e-12)
+        np.testing.assert_allclose(lo, [-1.0, 1.0, -1.0, 1.0, 0.0, 0.0], rtol=1e-12)
+        assert out["reward_onepass_relerr"] == pytest.approx(2.0**-24 * (1 + (1e9 + 0.5) ** 2 / 0.25), rel=1e-9)
