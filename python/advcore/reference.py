@@ -32,11 +32,13 @@ advantages are given):
     Share of the step's samples whose reward is NaN, None or infinite (unscored), in [0, 1].
 ``reward_imputed_zero_frac``
     Share of the samples whose reward is exactly 0 when 0 looks imputed: the non-zero rewards
-    take 2 to 8 distinct levels, and 0 is off the lattice those levels lie on (``l_1 + k d``,
-    ``d`` the greatest common step of their differences), so the scoring rule cannot produce
-    it. ``{-1, +1}`` plus zeros gives the share of zeros; a 0/1 reward (one non-zero level),
-    ``{-1, 3, 4}`` plus zeros (a sum of integer components, 0 = -1 + 1) and continuous rewards
-    give 0.0. A genuine ``-1 / 0 / +1`` reward is indistinguishable within a step.
+    take 2 to 8 distinct levels, some negative and some positive, and 0 lies between them but
+    off the lattice those levels lie on (``l_1 + k d``, ``d`` the greatest common step of their
+    differences), so the scoring rule cannot produce it and it ranks above the failures.
+    ``{-1, +1}`` plus zeros gives the share of zeros; a 0/1 reward, ``{0, 0.25, 1.25}`` (0 at
+    the floor), ``{-1, 3, 4}`` plus zeros (a sum of integer components, 0 = -1 + 1) and
+    continuous rewards give 0.0. A genuine ``-1 / 0 / +1`` reward is indistinguishable within
+    a step.
 ``reward_low_precision``
     1.0 when the rewards were held in bfloat16 or float16 (declared with ``reward_dtype``,
     or a float16 / torch bfloat16 input), or when at least 8 distinct rewards that are not
@@ -741,8 +743,10 @@ def _imputed_zero_frac(gr: _Groups) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         lo, hi = np.nanmin(gr.min), np.nanmax(gr.max)
-    if not (lo <= 0.0 <= hi):
-        return 0.0 if np.isfinite(lo) else math.nan  # no exact zero can be there
+    if not (lo < 0.0 < hi):
+        # No zero, or zero at an end of the range (a 0/1 reward's failures): a missing reward
+        # scored as the floor does not reorder anything.
+        return 0.0 if np.isfinite(lo) else math.nan
     v = x[gr.finite] if not gr.all_finite else x
     zero = v == 0.0
     if not zero.any():

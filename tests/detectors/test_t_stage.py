@@ -377,3 +377,22 @@ def test_real_verl_svg_dump_stays_quiet() -> None:
     # the scores carry float64 digits (not float32 values): 2^-53 rounding against stds of 4.5-13
     assert row["reward_rounding_adv_err"] < 1e-14
     assert fired(make_run([row])) == set()
+
+
+@pytest.mark.parametrize("run_id", ["healthy", "dead", "gen2"])
+def test_real_trl_grpo_completions_stay_quiet(run_id: str) -> None:
+    """TRL 1.16.0's own per-sample output (tests/fixtures/trl_grpo_cpu: rewards and advantages)."""
+    files = sorted((ROOT / "tests" / "fixtures" / "trl_grpo_cpu" / run_id / "completions").glob("*.parquet"))
+    if not files:
+        pytest.skip("TRL fixtures not found")
+    rows = []
+    for f in files:
+        d = pl.read_parquet(f)
+        funcs = [c for c in d.columns if c not in ("step", "prompt", "completion", "advantage")]
+        reward = np.sum([d[c].to_numpy() for c in funcs], axis=0)
+        rows.append(traced(reward, np.arange(d.height) // 4, d["advantage"].to_numpy()))
+    run = make_run(rows)
+    assert fired(run) == set()
+    assert all(r["adv_recompute_err"] <= 1 for r in rows)
+    _, missing = run_detectors(run, only=MINE)
+    assert missing == []  # every one of them could judge the traced run

@@ -5,6 +5,7 @@ loop-per-group numpy oracle, the trainers' own outputs recorded in the peer-orac
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -252,6 +253,9 @@ def test_imputed_zero_rule() -> None:
     assert step_checks([1, -1, 0, -1, 1, 0, -1, -1], [0, 0, 0, 0, 1, 1, 1, 1])["reward_imputed_zero_frac"] == 0.25
     assert step_checks([1, 0, 0, 1, 1, 0, 0, 0], [0] * 8)["reward_imputed_zero_frac"] == 0.0  # healthy 0/1
     assert step_checks([-1, 0, 3, 4], [0] * 4)["reward_imputed_zero_frac"] == 0.0  # 0 = -1 + 1: on the lattice
+    # TRL fixture levels: contains_target (0/1) + brevity (0/0.25); a step may show only 0, 0.25, 1.25,
+    # whose lattice (step 1 from 0.25) misses 0, but 0 is the floor: a missing reward there reorders nothing
+    assert step_checks([0.0, 0.25, 1.25, 0.25], [0] * 4)["reward_imputed_zero_frac"] == 0.0
     assert step_checks(np.linspace(-1, 1, 50).tolist() + [0.0], [0] * 51)["reward_imputed_zero_frac"] == 0.0
 
 
@@ -294,3 +298,30 @@ def test_degenerate_inputs(case: str) -> None:
         np.testing.assert_allclose(a, [-math.sqrt(0.5), math.sqrt(0.5)] * 2 + [0.0, 0.0], rtol=1e-12)
         np.testing.assert_allclose(lo, [-1.0, 1.0, -1.0, 1.0, 0.0, 0.0], rtol=1e-12)
         assert out["reward_onepass_relerr"] == pytest.approx(2.0**-24 * (1 + (1e9 + 0.5) ** 2 / 0.25), rel=1e-9)
+
+
+# --- TRL 1.16.0's own advantages (tests/fixtures/trl_grpo_cpu, log_completions parquets) ---------
+
+TRL_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trl_grpo_cpu"
+
+
+@pytest.mark.parametrize("run", ["healthy", "dead", "gen2"])
+def test_trl_written_advantages_match_the_trl_preset(run: str) -> None:
+    import polars as pl
+
+    files = sorted((TRL_FIXTURES / run / "completions").glob("completions_*.parquet"))
+    if not files:
+        pytest.skip(f"TRL fixtures not found under {TRL_FIXTURES}")
+    for f in files:
+        d = pl.read_parquet(f)
+        funcs = [c for c in d.columns if c not in ("step", "prompt", "completion", "advantage")]
+        reward = np.sum([d[c].to_numpy() for c in funcs], axis=0)  # default reward_weights: all 1
+        groups = np.arange(d.height) // 4  # num_generations=4; TRL groups positionally
+        c = compare(d["advantage"].to_numpy(), reward, groups)
+        assert (c.best, c.within_tolerance) == ("trl_grpo", True), (f.name, c)
+        assert c.max_abs_err < 1e-6  # TRL computes in float32
+        if run != "dead":  # verl's eps 1e-6 is told apart (groups of std ~0.5: 2e-4 relative)
+            assert not compare(d["advantage"].to_numpy(), reward, groups, presets=["verl_grpo"]).within_tolerance
+        out = step_checks(reward, groups, d["advantage"].to_numpy())
+        assert out["tied_group_adv_nonzero_frac"] == 0.0 and out["adv_group_mean_max"] < 1e-6
+        assert not out["adv_bound_excess"] > 1.0  # NaN for the dead run: no group has spread

@@ -2,16 +2,19 @@
 (:func:`advcore.reference.step_checks` and the trace's Spearman columns).
 
 These columns exist only when per-sample rewards (and advantages) were traced; a run of per-step
-logs lacks them and the detectors say so (:data:`PER_SAMPLE`). A condition is evaluated per row
-on the finite values of its columns (NaN and null count as "not measured" on that row, never as
-passing); a detector fires when at least ``min_steps`` rows meet it, and its onset is the first
-such row. One row suffices by default: these are checks of a pipeline's arithmetic (an advantage
-of 1e6, a tied group with a non-zero advantage), not noisy training curves.
+logs lacks them and the detectors say so (:data:`PER_SAMPLE`). A row is judged when any of the
+detector's columns is finite on it, and meets the rule when any of its conditions holds on the
+finite values there (NaN and null never pass a condition); a detector fires when at least
+``min_steps`` rows meet it, and its onset is the first such row. One row suffices by default:
+these are checks of a pipeline's arithmetic (an advantage of 1e6, a tied group with a non-zero
+advantage), not noisy training curves. A traced run with no judgeable row (no group with reward
+spread on any step) is quiet, not "not evaluable".
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -59,16 +62,23 @@ class Hits:
         return out
 
 
-def hits(run: Run, name: str, condition: pl.Expr, columns: tuple[str, ...]) -> Hits | None:
-    """Rows where ``condition`` (a boolean expression over ``columns``) is true; None when no row
-    has any of ``columns`` (a condition that is null on a row is not evaluated there)."""
+def hits(run: Run, name: str, conditions: Sequence[pl.Expr], columns: tuple[str, ...]) -> Hits | None:
+    """Rows where any of ``conditions`` holds (a condition that is null on a row, for lack of its
+    values there, counts as false), among the rows where any of ``columns`` is finite.
+
+    None when the run has none of ``columns`` (per-step logs: not evaluable). A run that has them
+    but no row with a finite value (e.g. no group with reward spread on any traced step) gives an
+    empty :class:`Hits`: traced, nothing to judge, quiet.
+    """
     present = tuple(c for c in columns if run.has(c))
     if not present:
         return None
-    run = padded(run, condition)
+    run = padded(run, *conditions, *(pl.col(c) for c in columns))
+    measured = pl.any_horizontal(*(finite(c).is_not_null() for c in columns))
+    condition = pl.when(measured).then(pl.any_horizontal(*(c.fill_null(False) for c in conditions)))
     s = _from_expr(run, name, condition.cast(pl.Float64), proxy=False, needs=present[:1])
     if s is None:
-        return None
+        return Hits(Series(name, (), None, ()), ())
     return Hits(s, tuple(i for i, v in enumerate(s.values) if v >= 1.0))
 
 

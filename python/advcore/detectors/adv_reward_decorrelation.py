@@ -33,7 +33,7 @@ WHAT_TO_TRY = (
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate ADV_REWARD_DECORRELATION on ``run`` with resolved ``knobs``."""
     below = float(knobs["within_below"])
-    h = hits(run, "spearman_adv_reward_within < within_below", finite(METRIC) < below, (METRIC,))
+    h = hits(run, "spearman_adv_reward_within < within_below", (finite(METRIC) < below,), (METRIC,))
     if h is None:
         return NotEvaluable(ID, needs(METRIC))
     if len(h.index) < int(knobs["min_steps"]) or h.onset is None:

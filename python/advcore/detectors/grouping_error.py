@@ -69,10 +69,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "adv_group_mean_max": (finite("adv_group_mean_max") > gmean) & not_batch,
         "tied_group_adv_nonzero_frac": (finite("tied_group_adv_nonzero_frac") > tied) & not_batch,
     }
-    cond = pl.any_horizontal(*(c.fill_null(False) for c in conds.values()))
-    # A row where no column was measured is not evaluated.
-    measured = pl.any_horizontal(*(finite(c).is_not_null() for c in conds))
-    h = hits(run, "grouping conditions", pl.when(measured).then(cond), tuple(conds))
+    h = hits(run, "grouping conditions", tuple(conds.values()), tuple(conds))
     if h is None:
         return NotEvaluable(ID, needs("singleton_group_frac", "adv_group_mean_max"))
     if len(h.index) < int(knobs["min_steps"]) or h.onset is None:

@@ -38,8 +38,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if has_critic(run):
         return None  # a value baseline (PPO): the reward-only bounds do not hold
     blowup, noise = float(knobs["blowup_above"]), float(knobs["noise_adv_above"])
-    cond = (finite("adv_bound_excess") >= blowup) | (finite("noise_group_adv_max") >= noise)
-    h = hits(run, "adv_bound_excess >= blowup_above or noise_group_adv_max >= noise_adv_above", cond, METRICS)
+    conds = (finite("adv_bound_excess") >= blowup, finite("noise_group_adv_max") >= noise)
+    h = hits(run, "adv_bound_excess >= blowup_above or noise_group_adv_max >= noise_adv_above", conds, METRICS)
     if h is None:
         return NotEvaluable(ID, needs(*METRICS))
     if len(h.index) < int(knobs["min_steps"]) or h.onset is None:

@@ -37,10 +37,10 @@ WHAT_TO_TRY = (
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate PRECISION_LOSS on ``run`` with resolved ``knobs``."""
     rounding, onepass = float(knobs["rounding_err_above"]), float(knobs["onepass_above"])
-    cond = (finite("reward_rounding_adv_err") >= rounding) | (
-        (finite("reward_onepass_relerr") >= onepass) & (finite("adv_recompute_err") > 1.0))
+    conds = (finite("reward_rounding_adv_err") >= rounding,
+             (finite("reward_onepass_relerr") >= onepass) & (finite("adv_recompute_err") > 1.0))
     h = hits(run, "reward_rounding_adv_err >= rounding_err_above or (reward_onepass_relerr >= onepass_above and "
-                  "adv_recompute_err > 1)", cond, METRICS)
+                  "adv_recompute_err > 1)", conds, METRICS)
     if h is None:
         return NotEvaluable(ID, needs(*METRICS))
     if len(h.index) < int(knobs["min_steps"]) or h.onset is None:

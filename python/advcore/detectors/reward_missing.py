@@ -49,17 +49,17 @@ def _per_step(run: Run) -> Hits | None:
         return None
     r = pl.col("reward_mean")
     trained = pl.any_horizontal(*(finite(c).is_not_null() for c in others))
-    cond = pl.when(r.is_not_null() & trained).then(r.is_nan())
-    frame = run.frame.with_columns(pl.lit(1.0).alias("__row"))
+    # "__row" is finite exactly on the rows where a step trained and logged a reward (NaN or not).
+    frame = run.frame.with_columns(pl.when(r.is_not_null() & trained).then(1.0).alias("__row"))
     probe = Run(run.path, run.format, run.trainer, frame, run.sources, run.metadata, run.errors)
-    return hits(probe, "reward_mean is NaN on a logged training step", cond, ("__row",))
+    return hits(probe, "reward_mean is NaN on a logged training step", (r.is_nan(),), ("__row",))
 
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate REWARD_MISSING on ``run`` with resolved ``knobs``."""
     null_above, imputed_above = float(knobs["null_above"]), float(knobs["imputed_above"])
-    cond = (finite("reward_null_frac") > null_above) | (finite("reward_imputed_zero_frac") >= imputed_above)
-    sample = hits(run, "reward_null_frac > null_above or reward_imputed_zero_frac >= imputed_above", cond, METRICS)
+    conds = (finite("reward_null_frac") > null_above, finite("reward_imputed_zero_frac") >= imputed_above)
+    sample = hits(run, "reward_null_frac > null_above or reward_imputed_zero_frac >= imputed_above", conds, METRICS)
     step = _per_step(run)
     if sample is None and step is None:
         return NotEvaluable(ID, (f"reward_null_frac ({PER_SAMPLE}) or reward_mean with other per-step metrics",))
