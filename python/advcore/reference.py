@@ -255,6 +255,7 @@ class _Groups:
         self.spread = (self.count >= 2) & (self.max > self.min)
         self.single = self.count == 1
         self._cache: dict[str, F64] = {}
+        self._moments: dict[str, tuple[float, float]] = {}
 
     def centred(self) -> F64:
         """``x - m_g`` per sample (cached)."""
@@ -272,15 +273,32 @@ class _Groups:
             self._cache[key] = out
         return out
 
-    def batch_std(self, y: F64, ddof: int) -> tuple[float, float]:
-        """Mean and std of the finite values of ``y`` (NaN std when too few)."""
-        v = y[np.isfinite(y)]
-        if v.size == 0:
-            return math.nan, math.nan
-        mu = float(v.mean())
-        if v.size <= ddof:
-            return mu, math.nan
-        return mu, float(np.sqrt(np.sum((v - mu) ** 2) / (v.size - ddof)))
+    def baseline_centred(self) -> F64:
+        """``x - m_g`` with a singleton's mean taken as 0 (verl's REINFORCE++-baseline; cached)."""
+        out = self._cache.get("baseline_centred")
+        if out is None:
+            out = self.centred()
+            if self.single.any():
+                out = np.where(self.per_sample("single"), self.x, out)
+            self._cache["baseline_centred"] = out
+        return out
+
+    def batch_std(self, which: Literal["rewards", "baseline_centred"], ddof: int) -> tuple[float, float]:
+        """Mean and std (``ddof``) over the scored samples of the rewards or of
+        :meth:`baseline_centred` (cached; NaN std when too few)."""
+        key = f"{which}/{ddof}"
+        hit = self._moments.get(key)
+        if hit is None:
+            y = self.x if which == "rewards" else self.baseline_centred()
+            v = y if self.all_finite else y[self.finite]
+            if v.size == 0:
+                hit = (math.nan, math.nan)
+            else:
+                mu = float(v.mean())
+                sd = float(np.sqrt(np.sum((v - mu) ** 2) / (v.size - ddof))) if v.size > ddof else math.nan
+                hit = (mu, sd)
+            self._moments[key] = hit
+        return hit
 
 
 def _check_eps(eps: Any) -> float:
@@ -330,7 +348,7 @@ def _grpo(gr: _Groups, eps: float, ddof: int, scale: str, singleton: str) -> F64
             factor = 1.0 / (np.sqrt(gr.var1 if ddof == 1 else gr.var0) + eps)
             raw = 1.0 / (1.0 + eps)  # verl: a group of one has mean 0 and std 1
         elif scale == "batch":
-            _, sb = gr.batch_std(gr.x, ddof)
+            _, sb = gr.batch_std("rewards", ddof)
             factor = np.full(gr.k, 1.0 / (sb + eps))
             raw = float(factor[0]) if gr.k else 1.0
         else:
@@ -444,11 +462,9 @@ def rloo(rewards: Rewards, group_ids: npt.ArrayLike, *, singleton: Singleton = "
 
 
 def _reinforce_pp(gr: _Groups, baseline: bool, ddof: int, eps: float) -> F64:
-    if baseline:
-        y = gr.x - np.where(gr.per_sample("single"), 0.0, gr.per_sample("mean"))
-    else:
-        y = gr.x
-    mu, sd = gr.batch_std(y, ddof)
+    which: Literal["rewards", "baseline_centred"] = "baseline_centred" if baseline else "rewards"
+    y = gr.baseline_centred() if baseline else gr.x
+    mu, sd = gr.batch_std(which, ddof)
     return np.asarray((y - mu) / math.sqrt(sd * sd + eps), dtype=np.float64)
 
 
@@ -611,13 +627,87 @@ class Comparison:
     errors: dict[str, float]
 
 
-def _compare(adv: F64, gr: _Groups, rtol: float, names: Sequence[str]) -> Comparison:
+@dataclass(frozen=True, slots=True)
+class _AdvGroups:
+    """Per-group statistics of the logged advantages of the scored samples."""
+
+    mean: F64
+    min: F64
+    max: F64
+    count: F64
+
+    @classmethod
+    def of(cls, adv: F64, gr: _Groups) -> _AdvGroups:
+        ok = np.isfinite(adv) & gr.finite
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AdvcoreWarning)
+            m = grouped_moments(adv if ok.all() else np.where(ok, adv, np.nan), group_ids=gr.inv, nan_policy="omit")
+        return cls(m.mean, np.asarray(m.min, np.float64), np.asarray(m.max, np.float64),
+                   np.asarray(m.count, np.float64))
+
+
+def _screen(gr: _Groups, ag: _AdvGroups, rtol: float) -> Callable[[str], bool]:
+    """A cheap necessary condition for each preset to match (True = possible): group-centred
+    presets leave every group's mean advantage at 0, and every preset fixes the ratio of the
+    advantage range to the reward range within a group (1 for Dr. GRPO, ``n/(n-1)`` for RLOO,
+    ``1/(s_g + eps)`` for GRPO, ``1/s_B`` for the batch ones), checked on the group with the
+    widest reward range, both with 4 times the slack of :func:`compare`'s tolerance."""
+    full = (ag.count >= 2) & (ag.count == gr.count)  # groups whose every scored sample has an advantage
+    if not full.any():
+        return lambda name: True
+    # Each logged advantage may be off by rtol * max(1, |a|); a group mean and a range by 1 and 2 times that.
+    scale = max(1.0, float(np.nanmax(np.maximum(np.abs(ag.max[full]), np.abs(ag.min[full])))))
+    centred_ok = float(np.nanmax(np.abs(ag.mean[full]))) <= 4 * rtol * scale
+    spread = full & gr.spread
+    ratio: tuple[int, float, float] | None = None
+    if spread.any():
+        width = np.where(spread, gr.max - gr.min, -np.inf)
+        g = int(np.argmax(width))
+        arange = float(ag.max[g] - ag.min[g])
+        if arange > 0.0:
+            tol = 8 * rtol * max(1.0, abs(float(ag.max[g])), abs(float(ag.min[g]))) / arange
+            ratio = (g, arange / float(width[g]), tol)
+
+    def possible(name: str) -> bool:
+        if PRESETS[name].family != "batch" and not centred_ok:
+            return False
+        if ratio is None:
+            return True
+        g, rho, tol = ratio
+        expected = _range_ratio(gr, g, name)
+        return abs(rho - expected) <= tol * expected
+
+    return possible
+
+
+def _range_ratio(gr: _Groups, g: int, name: str) -> float:
+    """Advantage range over reward range in group ``g`` (which has spread) under preset ``name``."""
+    n = float(gr.count[g])
+    fixed = {"dr_grpo": 1.0, "verl_dr_grpo": 1.0, "rloo": n / (n - 1.0), "verl_rloo": n / (n - 1.0)}
+    if name in fixed:
+        return fixed[name]
+    eps = {"trl_grpo": 1e-4, "verl_grpo": 1e-6, "openrlhf_group_norm": 1e-9, "dapo": 1e-6}
+    if name in eps:
+        return 1.0 / (math.sqrt(float(gr.var1[g])) + eps[name])
+    if name == "trl_grpo_batch":
+        return 1.0 / (gr.batch_std("rewards", 1)[1] + 1e-4)
+    which: Literal["rewards", "baseline_centred"] = "rewards" if name == "reinforce_pp" else "baseline_centred"
+    sd = gr.batch_std(which, 0 if name == "openrlhf_reinforce_baseline" else 1)[1]
+    return 1.0 / math.sqrt(sd * sd + 1e-8)
+
+
+def _compare(adv: F64, gr: _Groups, rtol: float, names: Sequence[str], ag: _AdvGroups | None = None) -> Comparison:
     fin_adv = np.isfinite(adv) & gr.finite
     best: tuple[float, str, F64, npt.NDArray[np.bool_]] | None = None
     errors: dict[str, float] = {}
     n_max = int(fin_adv.sum())
     all_fin = n_max == adv.shape[0]
-    for name in names:
+    possible = _screen(gr, ag if ag is not None else _AdvGroups.of(adv, gr), rtol)
+    # The screen's passes first (it never turns away a match), then, when none of them matches,
+    # the rest, so that a mismatch still reports the closest preset of all.
+    passes = [n for n in names if possible(n)] if len(names) > 1 else list(names)
+    order = passes + [n for n in names if n not in passes]
+    for name in order:
         ref = PRESETS[name].fn(gr)
         if all_fin and bool(np.isfinite(ref).all()):
             # The common case: nothing to mask.
@@ -877,8 +967,7 @@ def _whitened(adv: F64, gr: _Groups, rtol: float) -> bool:
     sd = float(np.sqrt(np.mean(ac * ac)))
     if not (abs(float(a.mean())) <= 0.5 and 0.5 <= sd <= 2.0):
         return False
-    centred = gr.x - np.where(gr.per_sample("single"), 0.0, gr.per_sample("mean"))
-    for y in (gr.x[fin], centred[fin]):
+    for y in (gr.x[fin], gr.baseline_centred()[fin]):
         yc = y - y.mean()
         ss = float(yc @ yc)
         if ss <= 0.0:
@@ -899,14 +988,12 @@ def _adv_checks(gr: _Groups, adv_in: Any, adv_dtype: Any) -> dict[str, float]:
     fin = np.isfinite(adv)
     if not (fin & gr.finite).any():
         return dict.fromkeys(ADV_METRICS, math.nan)
-    cmp = _compare(adv, gr, rtol, list(PRESETS))
+    ag = _AdvGroups.of(adv, gr)
+    cmp = _compare(adv, gr, rtol, list(PRESETS), ag)
     out["adv_recompute_err"] = cmp.err_units
     batch = (cmp.within_tolerance and cmp.family == "batch") or (not cmp.within_tolerance and _whitened(adv, gr, rtol))
     out["adv_batch_normalized"] = 1.0 if batch else 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", AdvcoreWarning)
-        am = grouped_moments(adv if fin.all() else np.where(fin, adv, np.nan), group_ids=gr.inv, nan_policy="omit")
-    gmax = np.nan_to_num(np.maximum(np.abs(np.asarray(am.max, np.float64)), np.abs(np.asarray(am.min, np.float64))))
+    gmax = np.nan_to_num(np.maximum(np.abs(ag.max), np.abs(ag.min)))
     cnt = gr.count
     if batch or cmp.family == "batch":
         nb = float(np.count_nonzero(fin & gr.finite))
@@ -926,7 +1013,7 @@ def _adv_checks(gr: _Groups, adv_in: Any, adv_dtype: Any) -> dict[str, float]:
     # Group means of the advantages, over the batch std of the advantages.
     n_fin = int(fin.sum())
     sd = (float(np.std(adv if n_fin == adv.shape[0] else adv[fin])) if n_fin > 1 else math.nan)
-    gmean = np.abs(am.mean[(np.asarray(am.count) > 0) & (gr.count >= 2)])  # groups of one are singletons
+    gmean = np.abs(ag.mean[(ag.count > 0) & (gr.count >= 2)])  # groups of one are singletons
     if sd > 0 and gmean.size:
         out["adv_group_mean_max"] = float(gmean.max()) / sd
     else:
@@ -939,8 +1026,8 @@ def _adv_checks(gr: _Groups, adv_in: Any, adv_dtype: Any) -> dict[str, float]:
     if noise.any():
         # The spread the advantages got inside those groups: |a| for group-centred estimators, and
         # rounding-sized for batch-normalised ones (whose group offset is by design).
-        mean_a = np.asarray(am.mean, np.float64)[noise]
-        dev = np.maximum(np.asarray(am.max, np.float64)[noise] - mean_a, mean_a - np.asarray(am.min, np.float64)[noise])
+        mean_a = ag.mean[noise]
+        dev = np.maximum(ag.max[noise] - mean_a, mean_a - ag.min[noise])
         dev = dev[np.isfinite(dev)]
         out["noise_group_adv_max"] = float(dev.max()) if dev.size else 0.0
     else:
