@@ -171,17 +171,25 @@ def test_compare_names_the_trainer_from_its_recorded_output() -> None:
     assert c.errors["verl_grpo"] == pytest.approx(2.0**-9 / (2.0**-8 + 1e-6) / 2.0**-8, rel=1e-9)
 
 
-def test_compare_recognises_each_preset_from_its_own_output() -> None:
-    rng = np.random.default_rng(5)
+@pytest.mark.parametrize(("seed", "scale", "nan"), [(5, 1.0, False), (6, 0.01, False), (7, 100.0, True),
+                                                   (8, 1.0, True)])
+def test_compare_recognises_each_preset_from_its_own_output(seed: int, scale: float, nan: bool) -> None:
+    from advcore.reference import _Groups
+
+    rng = np.random.default_rng(seed)
     g = np.repeat(np.arange(32), 8)
-    r = (rng.uniform(size=256) < rng.uniform(size=32)[g]).astype(float) + rng.normal(0, 0.1, 256).round(2)
+    r = scale * ((rng.uniform(size=256) < rng.uniform(size=32)[g]) + rng.normal(0, 0.1, 256).round(2))
+    if nan:
+        r[rng.choice(256, 5, replace=False)] = np.nan
     for name in ("trl_grpo", "verl_grpo", "openrlhf_group_norm", "dr_grpo", "rloo", "trl_grpo_batch",
                  "reinforce_pp", "reinforce_pp_baseline", "openrlhf_reinforce_baseline"):
-        from advcore.reference import _Groups  # the preset's own output, in float32
-        adv = PRESETS[name].fn(_Groups(r, g)).astype(np.float32)
+        adv = PRESETS[name].fn(_Groups(r, g)).astype(np.float32)  # the preset's own output, in float32
+        adv[~np.isfinite(r)] = 0.0  # unscored samples get no advantage (TRL's nan_to_num)
         c = compare(adv, r, g)
         assert c.within_tolerance, (name, c)
         assert c.family == PRESETS[name].family, (name, c.best)
+        # the screen only reorders: restricted to the preset itself, the answer is the same
+        assert compare(adv, r, g, presets=[name]).within_tolerance
 
 
 def test_dtype_tolerances() -> None:
