@@ -13,32 +13,18 @@ import re
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 import scipy.stats
 
-from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
+from advcore.detectors import Finding, NotEvaluable
 from advcore.diagnose import reward_regime
 from advcore.ingest import Run, load, load_aliases
 from tests._real import REAL, real
+from tests.detectors._fixtures import fired as fired_by
+from tests.detectors._fixtures import make_run, one
 
 ROOT = Path(__file__).resolve().parents[2]
 R_STAGE = ("REWARD_SATURATION", "REWARD_FLOOR", "COMPONENT_COLLAPSE", "TRUNCATION_REWARD")
-SECTIONS = ("What is happening", "What it looks like", "How the detector decides", "Knobs", "What to try",
-            "Related detectors")
-
-
-def make_run(cols: dict[str, list[float]], *, steps: list[int] | None = None, trainer: str | None = "trl") -> Run:
-    n = len(next(iter(cols.values())))
-    data: dict[str, pl.Series] = {"step": pl.Series("step", steps or list(range(1, n + 1)), dtype=pl.Int64)}
-    for k, v in cols.items():
-        data[k] = pl.Series(k, v, dtype=pl.Float64)
-    return Run("synthetic", "synthetic", trainer, pl.DataFrame(data), {k: k for k in cols}, {})
-
-
-def one(run: Run, det: str, **knobs: float) -> Finding | NotEvaluable | None:
-    spec = REGISTRY[det]
-    return spec.fn(run, spec.resolve(knobs))
 
 
 RNG = np.random.default_rng(7)
@@ -249,20 +235,6 @@ def test_component_collapse_not_evaluable_and_short() -> None:
 
 # --- registry and cards -------------------------------------------------------------------------
 
-def test_registry_ids_cards_and_defaults() -> None:
-    for det in R_STAGE:
-        spec = REGISTRY[det]
-        assert spec.stage == "R" and spec.resolve({}) == spec.defaults()
-        card = (ROOT / "docs" / "detectors" / f"{det}.md").read_text()
-        assert card.startswith(f"# {det}")
-        for section in SECTIONS:
-            assert re.search(rf"^#+ {section}", card, re.M | re.I), (det, section)
-        for k in spec.knobs:
-            assert k.validate(k.default, det) == k.default
-            assert f"`{k.name}`" in card and str(k.default) in card, (det, k.name)
-        assert spec.fn.__doc__
-
-
 def test_component_std_aliases() -> None:
     table = load_aliases()
     assert table.canonical("rewards/format_reward/std", "trl")[0] == "reward_std/format_reward"  # type: ignore[index]
@@ -276,8 +248,7 @@ needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real logs not found 
 
 
 def fired(run: Run) -> dict[str, Finding]:
-    findings, _ = run_detectors(run, only=R_STAGE)
-    return {f.id: f for f in findings}
+    return fired_by(run, R_STAGE)
 
 
 @needs_real

@@ -5,43 +5,25 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
-from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
+from advcore.detectors import Finding, NotEvaluable, run_detectors
 from advcore.diagnose import diagnose, reward_regime
 from advcore.ingest import Run, load
 from tests._real import REAL
+from tests.detectors._fixtures import fired as fired_by
+from tests.detectors._fixtures import make_run, one
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH", "DEAD_FROM_START")
-SECTIONS = ("What is happening", "What it looks like", "How the detector decides", "Knobs", "What to try",
-            "Related detectors")
-
-
-def make_run(cols: dict[str, list[float]], *, steps: list[int] | None = None, phase: list[int] | None = None,
-             trainer: str | None = "trl") -> Run:
-    n = len(next(iter(cols.values())))
-    data: dict[str, pl.Series] = {"step": pl.Series("step", steps or list(range(1, n + 1)), dtype=pl.Int64)}
-    if phase is not None:
-        data["phase"] = pl.Series("phase", phase, dtype=pl.Int64)
-    for k, v in cols.items():
-        data[k] = pl.Series(k, v, dtype=pl.Float64)
-    return Run("synthetic", "synthetic", trainer, pl.DataFrame(data), {k: k for k in cols}, {})
-
-
-def one(run: Run, det: str, **knobs: float) -> Finding | NotEvaluable | None:
-    spec = REGISTRY[det]
-    return spec.fn(run, spec.resolve(knobs))
 
 
 def fired(run: Run) -> dict[str, Finding]:
-    findings, _ = run_detectors(run, only=SEED)
-    return {f.id: f for f in findings}
+    return fired_by(run, SEED)
 
 
 # --- synthetic fixtures -------------------------------------------------------------------------
@@ -148,7 +130,8 @@ def test_dead_from_start_all_zero_and_quiet_on_live_run() -> None:
 
 def test_phases_are_named_in_evidence() -> None:
     std = [0.4] * 20 + [0.4] * 20 + [0.0] * 20
-    run = make_run({"adv_std": [1.0] * 40 + [0.0] * 20}, steps=list(range(1, 21)) * 3, phase=[0] * 20 + [1] * 20 + [2] * 20)
+    run = make_run({"adv_std": [1.0] * 40 + [0.0] * 20}, steps=list(range(1, 21)) * 3,
+                   phase=[0] * 20 + [1] * 20 + [2] * 20)
     f = one(run, "ADV_COLLAPSE")
     assert isinstance(f, Finding) and f.onset_step == 1 and f.evidence["onset_phase"] == 2
     assert std  # phases keep their own step numbers
@@ -174,21 +157,6 @@ def test_all_three_fire_means_start_from_reward_variance_and_regimes() -> None:
 
 
 # --- registry self-test -------------------------------------------------------------------------
-
-def test_registry_ids_cards_and_defaults() -> None:
-    for det in SEED:
-        spec = REGISTRY[det]
-        assert re.fullmatch(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*", spec.id)
-        assert spec.resolve({}) == spec.defaults()
-        for k in spec.knobs:
-            assert k.validate(k.default, det) == k.default
-        card = (ROOT / "docs" / "detectors" / f"{det}.md").read_text()
-        for section in SECTIONS:
-            assert re.search(rf"^#+ {section}", card, re.M | re.I), (det, section)
-        for k in spec.knobs:
-            assert f"`{k.name}`" in card and str(k.default) in card, (det, k.name)
-        assert spec.fn.__doc__ and spec.fn.__module__
-
 
 # --- real logs ----------------------------------------------------------------------------------
 

@@ -44,7 +44,8 @@ def test_uniform_groups_with_a_wide_batch_spread_are_degenerate_not_signal(tmp_p
 
 
 def test_the_verdict_tells_a_pipeline_loss_from_a_reward_without_contrast() -> None:
-    from tests.detectors.test_seed_detectors import collapse_adv, make_run
+    from tests.detectors._fixtures import make_run
+    from tests.detectors.test_seed_detectors import collapse_adv
 
     adv = collapse_adv()  # adv_std ~1 for 60 steps, then 0.01
     # rewards keep contrast: 30 % of groups tied throughout -> the pipeline removed the signal

@@ -1,0 +1,44 @@
+"""The detector catalog as a whole: every ID of SPEC section 6 is registered with a valid spec and
+a card in the seed's form that documents each knob and its default."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from advcore.detectors import REGISTRY
+from tests.detectors._fixtures import ROOT
+
+#: SPEC section 6: the seed detectors, DEAD_FROM_START and the measurement contract's catalog.
+CATALOG = {
+    "ADV_COLLAPSE": "T", "DEGENERATE_GROUPS": "R", "REWARD_STD_DEATH": "R", "DEAD_FROM_START": "R/U",
+    "REWARD_SATURATION": "R", "REWARD_FLOOR": "R", "REWARD_MISSING": "R", "COMPONENT_COLLAPSE": "R",
+    "TRUNCATION_REWARD": "R", "BASELINE_BROKEN": "A", "NOISE_AMPLIFICATION": "T", "GROUPING_ERROR": "T",
+    "ADV_REWARD_DECORRELATION": "T", "PRECISION_LOSS": "T", "UPDATE_SUPPRESSED": "U", "ENTROPY_COLLAPSE": "U",
+    "NONFINITE": "any",
+}
+SECTIONS = ("What is happening", "What it looks like", "How the detector decides", "Knobs", "What to try",
+            "Related detectors")
+
+
+def test_the_registry_is_the_catalog() -> None:
+    assert set(REGISTRY) == set(CATALOG)
+
+
+@pytest.mark.parametrize("det", sorted(CATALOG))
+def test_spec_and_card(det: str) -> None:
+    spec = REGISTRY[det]
+    assert spec.stage == CATALOG[det]
+    assert spec.resolve({}) == spec.defaults()
+    assert spec.fn.__doc__
+    card = (ROOT / "docs" / "detectors" / f"{det}.md").read_text()
+    assert card.startswith(f"# {det}")
+    for section in SECTIONS:
+        assert re.search(rf"^#+ {section}", card, re.M | re.I), section
+    for k in spec.knobs:
+        assert k.validate(k.default, det) == k.default
+        assert f"`{k.name}`" in card and str(k.default) in card, k.name
+    for other in re.findall(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b", card.split("Related detectors", 1)[-1]):
+        if other in CATALOG or other.endswith(("_COLLAPSE", "_GROUPS", "_DEATH", "_ERROR", "_LOSS")):
+            assert other in REGISTRY, f"card names unknown detector {other}"
