@@ -111,6 +111,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from advcore._arrays import check_tolerance
 from advcore.errors import AdvcoreError, AdvcoreWarning
 from advcore.stats import grouped_moments
 
@@ -301,16 +302,6 @@ class _Groups:
         return hit
 
 
-def _check_eps(eps: Any) -> float:
-    try:
-        out = float(eps)
-    except (TypeError, ValueError):
-        raise AdvcoreError(f"`eps` must be a non-negative number, got {eps!r}") from None
-    if not math.isfinite(out) or out < 0:
-        raise AdvcoreError(f"`eps` must be a finite non-negative number, got {eps!r}")
-    return out
-
-
 def _check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise AdvcoreError(f"`{name}` must be one of {', '.join(map(repr, choices))}, got {value!r}")
@@ -418,7 +409,7 @@ def grpo(
                        ("group", "batch", "none"))
     gr = _Groups(rewards, group_ids)
     single = _check_choice(singleton, "singleton", ("zero", "raw", "nan"))
-    return _grpo(gr, _check_eps(eps), _check_ddof(ddof), sc, single)
+    return _grpo(gr, check_tolerance(eps, "eps"), _check_ddof(ddof), sc, single)
 
 
 def _rloo(gr: _Groups, singleton: str) -> F64:
@@ -514,7 +505,7 @@ def reinforce_pp(
         raise AdvcoreError("`group_ids` is required with `baseline=True`")
     x, _ = _array(rewards, "rewards")
     gr = _Groups(x, group_ids if group_ids is not None else np.zeros(x.shape[0], np.int64))
-    return _reinforce_pp(gr, bool(baseline), _check_ddof(ddof), _check_eps(eps))
+    return _reinforce_pp(gr, bool(baseline), _check_ddof(ddof), check_tolerance(eps, "eps"))
 
 
 def _dapo(gr: _Groups, eps: float, ddof: int) -> F64:
@@ -543,7 +534,7 @@ def dapo(rewards: Rewards, group_ids: npt.ArrayLike, *, eps: float = 1e-6, ddof:
     >>> dapo([1.0, 1.0, 1.0, 0.0], [0, 0, 1, 1], eps=0.0).tolist()
     [nan, nan, 0.7071067811865475, -0.7071067811865475]
     """
-    return _dapo(_Groups(rewards, group_ids), _check_eps(eps), _check_ddof(ddof))
+    return _dapo(_Groups(rewards, group_ids), check_tolerance(eps, "eps"), _check_ddof(ddof))
 
 
 # --- trainer presets and the comparison ----------------------------------------------------------
