@@ -137,6 +137,11 @@ def _card_path(detector_id: str) -> Path | None:
     return card if card.is_file() else None
 
 
+from advcore.lab.cli import lab
+
+cli.add_command(lab)  # advcore lab run / list: the collapse lab
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``advcore`` script; returns the exit code."""
     try:
