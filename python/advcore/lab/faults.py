@@ -50,9 +50,10 @@ class Setting:
         rewards are the scored ones.
     reward_dtype : {"float64", "float32", "bfloat16"}
         Precision the rewards are held in from the reward function on (logged as held).
-    reward_noise_ulp : int
-        Float32 rounding noise of a reward of 1: each reward is ``float32(r * (1 + k * 2^-23))``
-        with ``k`` uniform in ``[-n, n]``; 0 rewards stay exactly 0.
+    reward_jitter : float
+        Relative jitter of the rewards: each is ``r * (1 + jitter * u)`` with ``u`` uniform in
+        [-1, 1] (a float score computed in another order, a reward model's noise); 0 stays 0, so
+        all-correct groups become near-tied rather than tied.
     eps : float or None
         The ``eps`` of a std-normalised estimator (None: the estimator's trainer preset).
     grouping : {"prompt", "stride", "singleton"}
@@ -83,7 +84,7 @@ class Setting:
     shaping: float = 0.0
     reward_scale: float = 1.0
     reward_dtype: str = "float64"
-    reward_noise_ulp: int = 0
+    reward_jitter: float = 0.0
     eps: float | None = None
     grouping: str = "prompt"
     critic_input: str = "state"
@@ -185,7 +186,8 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           "the eps of the std division (or no division) flattens the advantages",
           GROUP_ESTIMATORS, switch=_frozen({"reward_scale": 1e-8})),
     Fault("saturation", "R", ("REWARD_SATURATION",), "switch",
-          "the prompts become too easy (7 of 8 actions correct): the reward pins at its ceiling, groups tie",
+          "the prompts become too easy (every action correct on 80 % of them, 7 of 8 on the rest): the reward "
+          "pins at its ceiling, groups tie",
           switch=_frozen({"pool": "easy"})),
     Fault("floor", "R", ("REWARD_FLOOR",), "switch",
           "the prompts become too hard (5 correct actions in a row, the last ones never trained): reward ~0",
@@ -195,9 +197,9 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           ("grpo", "dr_grpo", "rloo", "reinforce_pp"), switch=_frozen({"pool": "bimodal", "group_size": 2,
                                                                        "prompts": 64})),
     Fault("eps_division", "T", ("NOISE_AMPLIFICATION",), "switch",
-          "rewards of 1 carry float32 rounding noise (a few ulp); the std eps drops from 1e-4 to 1e-9, so "
+          "rewards of 1 carry a relative jitter of 1e-6; the std eps drops from 1e-4 (TRL) to 1e-9 (OpenRLHF), so "
           "near-tied groups get advantages of order 1",
-          ("grpo", "dapo"), scenario=_frozen({"reward_noise_ulp": 2, "eps": 1e-4}), switch=_frozen({"eps": 1e-9})),
+          ("grpo", "dapo"), scenario=_frozen({"reward_jitter": 1e-6, "eps": 1e-4}), switch=_frozen({"eps": 1e-9})),
     Fault("bf16_rewards", "T", ("PRECISION_LOSS",), "switch",
           "graded rewards (0/1 plus 0.05 x quality) are held in bfloat16 before the group statistics",
           GROUP_ESTIMATORS, scenario=_frozen({"shaping": 0.05}), switch=_frozen({"reward_dtype": "bfloat16"})),
@@ -218,8 +220,8 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           "the reference is synced to the policy and the KL coefficient jumps to 10: the penalty pins the policy",
           switch=_frozen({"kl_coef": 10.0, "ref_reset": True})),
     Fault("entropy_collapse", "U", ("ENTROPY_COLLAPSE",), "switch",
-          "the entropy bonus gets the wrong sign (-2): entropy is minimised and the policy turns deterministic",
-          switch=_frozen({"entropy_coef": -2.0})),
+          "the entropy bonus gets the wrong sign (-5): entropy is minimised and the policy turns deterministic",
+          switch=_frozen({"entropy_coef": -5.0})),
     Fault("nonfinite", "any", ("NONFINITE",), "step",
           "an inf in the gradient at the onset step (a loss-scale overflow; the step is skipped)",
           switch=_frozen({"inject": "grad"})),

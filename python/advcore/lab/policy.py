@@ -31,7 +31,8 @@ I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 
 #: Task pools: (difficulties c, horizons h, probability of each horizon). ``standard`` is the
-#: healthy curriculum (initial success about 0.25); ``easy`` is nearly always solved (c = K - 1);
+#: healthy curriculum (initial success about 0.25); ``easy`` is (nearly) always solved (c = K for
+#: 80 % of the tasks, K - 1 for the rest);
 #: ``hard`` needs ``H`` correct actions in a row of which the last ones were never trained
 #: (success about 1e-3); ``bimodal`` mixes easy and hard half and half.
 POOLS = ("standard", "easy", "hard", "bimodal")
@@ -83,7 +84,7 @@ def make_tasks(rng: np.random.Generator, teacher: F64, n: int, pool: str) -> Tas
         c = rng.integers(1, 5, n)
         h = np.where(rng.random(n) < 0.3, 2, 1)
     elif pool == "easy":
-        c = np.full(n, k - 1)
+        c = np.where(rng.random(n) < 0.8, k, k - 1)
         h = np.ones(n, np.int64)
     elif pool == "hard":
         c = np.ones(n, np.int64)

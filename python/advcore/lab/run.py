@@ -23,7 +23,8 @@ Per-step metrics (:attr:`LabResult.steps`, one row per step; canonical names of 
 where one exists): ``reward_mean``, ``reward_std`` (batch, ddof 0), ``reward_std_within`` (mean
 per-group std, ddof 1), ``reward_max``, ``reward_min``, ``zero_variance_group_frac``,
 ``adv_mean``/``adv_std``/``adv_max``/``adv_min``/``adv_zero_frac`` (the advantages used, per
-sample), ``return_mean``/``value_mean``/``vf_explained_var`` (PPO, per token), ``entropy`` (nats
+sample), ``return_mean``/``value_mean``/``vf_explained_var`` (PPO, per token; the explained variance as verl
+computes it, ``1 - var(returns - values) / (var(returns) + 1e-5)``), ``entropy`` (nats
 per token, exact, before the update), ``kl`` (exact KL(pi || pi_ref) per token), ``clip_frac``
 (share of tokens where the clipped branch is active, over the epochs), ``grad_norm`` (total norm
 before clipping, as trainers log it; mean over the epochs), ``lr``, ``response_length_mean``
@@ -31,7 +32,9 @@ before clipping, as trainers log it; mean over the epochs), ``lr``, ``response_l
 ``kl_step`` (exact KL(pi_before || pi_after) on the batch), ``step_norm``, ``param_norm``,
 ``step_param_ratio``, ``adv_grad_spearman`` (Spearman between |advantage| and the norm of the
 sample's gradient contribution), ``heldout_success`` and ``train_success`` (exact, before the
-update), ``gen_batches`` (DAPO), ``n_samples``.
+update), ``gen_batches`` (DAPO), ``n_samples``. A metric a step does not have (no advantage left
+after DAPO's filter, no critic) is null, never NaN: NaN and inf are kept for the values a step
+really produced (an inf gradient norm, a NaN reward mean).
 """
 
 from __future__ import annotations
@@ -122,9 +125,8 @@ def _bf16(x: F64) -> F64:
 
 def _hold(rng: np.random.Generator, r: F64, s: Setting) -> F64:
     """The rewards as the trainer holds (and logs) them."""
-    if s.reward_noise_ulp:
-        k = rng.integers(-s.reward_noise_ulp, s.reward_noise_ulp + 1, r.shape[0])
-        r = (r * (1.0 + k * 2.0**-23)).astype(np.float32).astype(np.float64)
+    if s.reward_jitter:
+        r = r * (1.0 + s.reward_jitter * rng.uniform(-1.0, 1.0, r.shape[0]))
     if s.reward_dtype == "bfloat16":
         r = _bf16(r)
     elif s.reward_dtype == "float32":
@@ -343,7 +345,7 @@ def run(config: LabConfig | None = None, **kw: Any) -> LabResult:
         row.update(_step(cfg, est.loss_agg, lr, s, policy, ref, critic, batch, row, sample_parts, step, tasks))
         rows.append(row)
     steps_frame = pl.DataFrame({"step": pl.Series(range(1, cfg.steps + 1), dtype=pl.Int64),
-                                **{k: pl.Series([r.get(k, math.nan) for r in rows], dtype=pl.Float64)
+                                **{k: pl.Series([r.get(k) for r in rows], dtype=pl.Float64)
                                    for k in dict.fromkeys(k for r in rows for k in r)}})
     samples = pl.concat(sample_parts, how="diagonal_relaxed")
     return LabResult(cfg, fault, steps_frame, samples, truth(cfg, fault))
@@ -399,8 +401,9 @@ def _step(cfg: LabConfig, agg: str, lr: float, s: Setting, policy: Policy, ref: 
         mu, var = float(v.mean()), float(v.var(ddof=1)) if v.size > 1 else 0.0
         a_white = np.where(mask, (a_raw - mu) / math.sqrt(var + 1e-8), 0.0)
         ret, val = returns[mask], values[mask]
-        var_ret = float(ret.var())
-        out["vf_explained_var"] = 1.0 - float((ret - val).var()) / var_ret if var_ret > 0 else math.nan
+        # verl 0.9.1 compute_data_metrics: 1 - var(returns - values) / (var(returns) + 1e-5), unbiased vars
+        out["vf_explained_var"] = 1.0 - float((ret - val).var(ddof=1)) / (float(ret.var(ddof=1)) + 1e-5) \
+            if ret.size > 1 else math.nan
         out["return_mean"], out["value_mean"] = float(ret.mean()), float(val.mean())
         critic.fit(psi, returns, mask)
         adv_tok = a_white
@@ -412,7 +415,8 @@ def _step(cfg: LabConfig, agg: str, lr: float, s: Setting, policy: Policy, ref: 
     contrib = a_abs * np.linalg.norm(batch.phi, axis=1) * np.sqrt(
         (_token_weights(agg, mask, h) ** 2 * np.sum((np.eye(cfg.actions)[batch.actions] - batch.probs) ** 2, axis=2))
         .sum(axis=1))
-    out["adv_grad_spearman"] = float(_quiet(stats.spearman, a_abs, contrib)) if np.ptp(a_abs) > 0 else math.nan
+    if np.ptp(a_abs) > 0 and np.ptp(contrib) > 0:
+        out["adv_grad_spearman"] = float(_quiet(stats.spearman, a_abs, contrib))
     diff = [f"c{c}h{hh}" for c, hh in zip(tasks.n_correct[batch.task], tasks.horizon[batch.task], strict=True)]
     sample_parts.append(pl.DataFrame({"step": pl.Series([step] * n, dtype=pl.Int64),
                                       "group": pl.Series(batch.group, dtype=pl.Int64),
