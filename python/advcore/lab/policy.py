@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["POOLS", "Policy", "TaskSet", "make_tasks", "make_teacher"]
+__all__ = ["POOLS", "Policy", "TaskSet", "make_tasks", "make_teacher", "softmax"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]

@@ -4,7 +4,8 @@ Files written into the output folder (nothing else, nowhere else):
 
 ``trainer_state.json`` (format ``trl``)
     HF/TRL ``trainer_state.json`` whose ``log_history`` uses TRL's keys: ``reward``,
-    ``reward_std`` (the mean per-group std, TRL up to 0.26), ``frac_reward_zero_std``,
+    ``reward_std`` (the whole-batch std, as TRL logs it from 0.27; without a version the alias
+    table reads it so), ``frac_reward_zero_std``,
     ``rewards/lab_reward/mean`` and ``/std``, ``kl``, ``entropy``, ``grad_norm``,
     ``clip_ratio/region_mean``, ``completions/mean_length``, ``completions/clipped_ratio``,
     ``learning_rate``. TRL logs no advantage statistic, so neither does this file.
@@ -20,7 +21,8 @@ Files written into the output folder (nothing else, nowhere else):
 ``samples.parquet``
     The per-sample canonical long format (:mod:`advcore.ingest.formats.samples`): ``step``,
     ``group``, ``reward``, ``adv_raw``, ``adv`` (and ``value``, ``return`` for PPO) plus the slice
-    columns ``task`` and ``difficulty``.
+    columns ``task`` and ``difficulty`` and the lab's ``reward_scored`` (the float64 reward before the
+    trainer held it: the reference for the precision faults).
 ``truth.json``
     :func:`advcore.lab.run.truth`: fault, stage, onset step, expected detectors, estimator, seed,
     every knob.
@@ -43,7 +45,7 @@ FORMATS = {"trl": "trainer_state.json", "verl": "verl_console.log", "jsonl": "me
 
 #: TRL key -> the lab's metric.
 TRL_KEYS = {
-    "reward": "reward_mean", "reward_std": "reward_std_within", "frac_reward_zero_std": "zero_variance_group_frac",
+    "reward": "reward_mean", "reward_std": "reward_std", "frac_reward_zero_std": "zero_variance_group_frac",
     "rewards/lab_reward/mean": "reward_mean", "rewards/lab_reward/std": "reward_std", "kl": "kl",
     "entropy": "entropy", "grad_norm": "grad_norm", "clip_ratio/region_mean": "clip_frac",
     "completions/mean_length": "response_length_mean", "completions/clipped_ratio": "truncated_frac",

@@ -53,9 +53,9 @@ from advcore import stats
 from advcore.errors import AdvcoreError, AdvcoreWarning
 from advcore.lab.estimators import Critic, gae, get_estimator, group_advantages
 from advcore.lab.faults import Fault, Setting, get_fault
-from advcore.lab.policy import POOLS, Policy, TaskSet, make_tasks, make_teacher
+from advcore.lab.policy import POOLS, Policy, TaskSet, make_tasks, make_teacher, softmax
 
-__all__ = ["LabConfig", "LabResult", "run"]
+__all__ = ["LabConfig", "LabResult", "loss_and_grad", "run", "truth"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -101,7 +101,9 @@ class LabResult:
         One row per step (``step`` Int64 from 1, Float64 metrics; see the module docstring).
     samples : polars.DataFrame
         One row per trained completion: ``step``, ``group`` (the prompt's slot in the step, the
-        true group), ``task``, ``difficulty`` (slice label ``c<c>h<h>``), ``reward`` (as logged),
+        true group), ``task``, ``difficulty`` (slice label ``c<c>h<h>``), ``reward`` (as logged:
+        after the trainer's precision and any injected NaN), ``reward_scored`` (float64, as the
+        reward function returned it),
         ``adv_raw``, ``adv`` and, for PPO, ``value`` and ``return`` (first token).
     truth : dict
         The ground truth (see :meth:`truth`).
@@ -123,10 +125,15 @@ def _bf16(x: F64) -> F64:
     return np.where(np.isfinite(x), out, x)
 
 
-def _hold(rng: np.random.Generator, r: F64, s: Setting) -> F64:
-    """The rewards as the trainer holds (and logs) them."""
+def _score(rng: np.random.Generator, r: F64, s: Setting) -> F64:
+    """The reward function's values (with its jitter, if any)."""
     if s.reward_jitter:
         r = r * (1.0 + s.reward_jitter * rng.uniform(-1.0, 1.0, r.shape[0]))
+    return r
+
+
+def _hold(r: F64, s: Setting) -> F64:
+    """The rewards as the trainer holds (and logs) them."""
     if s.reward_dtype == "bfloat16":
         r = _bf16(r)
     elif s.reward_dtype == "float32":
@@ -147,10 +154,11 @@ class _Batch:
     mask: npt.NDArray[np.bool_]  # (N, H)
     ok: npt.NDArray[np.bool_]  # (N, H) action correct (True past the horizon)
     reward: F64  # logged
+    scored: F64  # as the reward function returned it
 
     def take(self, keep: npt.NDArray[np.bool_]) -> _Batch:
         return _Batch(self.task[keep], self.group[keep], self.phi[keep], self.probs[keep], self.actions[keep],
-                      self.mask[keep], self.ok[keep], self.reward[keep])
+                      self.mask[keep], self.ok[keep], self.reward[keep], self.scored[keep])
 
 
 def _generate(rng: np.random.Generator, policy: Policy, tasks: TaskSet, s: Setting, horizon: int) -> _Batch:
@@ -165,8 +173,8 @@ def _generate(rng: np.random.Generator, policy: Policy, tasks: TaskSet, s: Setti
     ok = tasks.correct[task[:, None], pos, actions]
     success = ok.all(axis=1).astype(np.float64)
     quality = np.where(mask, tasks.quality[task[:, None], pos, actions], 0.0).sum(axis=1) / mask.sum(axis=1)
-    reward = _hold(rng, success + s.shaping * quality, s)
-    return _Batch(task, group, phi, probs, actions, mask, ok, reward)
+    scored = _score(rng, success + s.shaping * quality, s)
+    return _Batch(task, group, phi, probs, actions, mask, ok, _hold(scored, s), scored)
 
 
 def _concat(parts: list[_Batch]) -> _Batch:
@@ -177,7 +185,7 @@ def _concat(parts: list[_Batch]) -> _Batch:
     cat = np.concatenate
     return _Batch(cat([b.task for b in parts]), cat(groups), cat([b.phi for b in parts]),
                   cat([b.probs for b in parts]), cat([b.actions for b in parts]), cat([b.mask for b in parts]),
-                  cat([b.ok for b in parts]), cat([b.reward for b in parts]))
+                  cat([b.ok for b in parts]), cat([b.reward for b in parts]), cat([b.scored for b in parts]))
 
 
 def _spread_groups(reward: F64, group: I64) -> npt.NDArray[np.bool_]:
@@ -267,7 +275,7 @@ def _check(cfg: LabConfig) -> tuple[Fault | None, float]:
                         ("dapo_max_rounds", cfg.dapo_max_rounds, 1)):
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise AdvcoreError(f"`{name}` must be an integer >= {lo}, got {v!r}")
-    if cfg.onset > cfg.steps:
+    if fault is not None and cfg.onset > cfg.steps:
         raise AdvcoreError(f"`onset` ({cfg.onset}) must be at most `steps` ({cfg.steps})")
     if cfg.horizon < 2 or cfg.actions < 4:
         raise AdvcoreError("`horizon` must be >= 2 and `actions` >= 4 (the task pools need them)")
@@ -423,41 +431,82 @@ def _step(cfg: LabConfig, agg: str, lr: float, s: Setting, policy: Policy, ref: 
                                       "task": pl.Series(batch.task, dtype=pl.Int64),
                                       "difficulty": pl.Series(diff, dtype=pl.String),
                                       "reward": pl.Series(batch.reward, dtype=pl.Float64),
+                                      "reward_scored": pl.Series(batch.scored, dtype=pl.Float64),
                                       **{k: pl.Series(v, dtype=pl.Float64) for k, v in cols.items()}}))
     return out
+
+
+def loss_and_grad(theta: F64, phi: F64, actions: I64, mask: npt.NDArray[np.bool_], adv_tok: F64, logp_old: F64,
+                  w_tok: F64, ref_probs: F64, *, clip_eps: float = 0.2, entropy_coef: float = 0.0,
+                  kl_coef: float = 0.0) -> tuple[float, F64, npt.NDArray[np.bool_]]:
+    """The lab's loss, its exact gradient in ``theta`` and where the clipped branch is active.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (H, K, D)
+        Policy parameters (:class:`advcore.lab.policy.Policy`).
+    phi : ndarray, shape (N, D)
+        Task features of each completion.
+    actions : ndarray of int, shape (N, H)
+    mask : ndarray of bool, shape (N, H)
+        Valid tokens.
+    adv_tok : ndarray, shape (N, H)
+        Advantage of each token (0 past the mask).
+    logp_old : ndarray, shape (N, H)
+        Log-probability of each action under the sampling policy.
+    w_tok : ndarray, shape (N, H)
+        Token weights of the loss aggregation (0 past the mask).
+    ref_probs : ndarray, shape (N, H, K)
+        The reference policy's probabilities (for the KL penalty).
+    clip_eps, entropy_coef, kl_coef : float
+
+    Returns
+    -------
+    loss : float
+        ``-sum w min(rho A, clip(rho, 1 - eps, 1 + eps) A) - c_H sum w H(pi) + beta sum w KL(pi || pi_ref)``
+        with ``rho = pi(a) / pi_old(a)`` per token (Schulman et al. 2017, eq. 7; the KL is exact).
+    grad : ndarray, shape (H, K, D)
+    active : ndarray of bool, shape (N, H)
+        Tokens whose clipped branch is the minimum (no gradient through the surrogate).
+    """
+    p = softmax(np.einsum("hkd,nd->nhk", theta, phi))
+    onehot = np.eye(p.shape[2])[actions]
+    ratio = np.exp(np.log(np.take_along_axis(p, actions[:, :, None], axis=2)[:, :, 0]) - logp_old)
+    active = mask & (((adv_tok > 0) & (ratio > 1 + clip_eps)) | ((adv_tok < 0) & (ratio < 1 - clip_eps)))
+    surrogate = np.minimum(ratio * adv_tok, np.clip(ratio, 1 - clip_eps, 1 + clip_eps) * adv_tok)
+    loss = -float(np.sum(w_tok * surrogate))
+    w = np.where(active, 0.0, ratio * adv_tok * w_tok)
+    dz = -w[:, :, None] * (onehot - p)  # d(loss)/d(logits): minus the surrogate's gradient
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = np.where(p > 0, np.log(p), 0.0)
+    m = w_tok[:, :, None]  # the entropy and KL terms are aggregated as the surrogate (TRL, verl)
+    if entropy_coef:
+        ent = _entropy(p)
+        loss -= entropy_coef * float(np.sum(w_tok * ent))
+        dz += entropy_coef * m * p * (logp + ent[:, :, None])  # d(-c H)/dz = c p (log p + H)
+    if kl_coef:
+        kl = _kl(p, ref_probs)
+        loss += kl_coef * float(np.sum(w_tok * kl))
+        dz += kl_coef * m * p * (logp - np.log(ref_probs) - kl[:, :, None])
+    grad: F64 = np.einsum("nhk,nd->hkd", dz, phi)
+    return loss, grad, active
 
 
 def _update(cfg: LabConfig, agg: str, lr: float, s: Setting, policy: Policy, ref: F64, batch: _Batch,
             adv_tok: F64) -> dict[str, float]:
     """``epochs`` clipped-surrogate SGD steps; the update mechanics."""
     mask, phi, probs0 = batch.mask, batch.phi, batch.probs
-    h = mask.shape[1]
-    k = cfg.actions
-    onehot = np.eye(k)[batch.actions]  # (N, H, K)
     logp_old = np.log(np.take_along_axis(probs0, batch.actions[:, :, None], axis=2)[:, :, 0])
-    w_tok = _token_weights(agg, mask, h)
+    w_tok = _token_weights(agg, mask, mask.shape[1])
     n_tok = max(int(mask.sum()), 1)
     ref_probs = policy.probs(phi, ref)
     out = {"entropy": float(_entropy(probs0)[mask].mean()), "kl": float(_kl(probs0, ref_probs)[mask].mean())}
     theta0 = policy.theta.copy()
     norms, clipped, clip_fracs = [], [], []
     for epoch in range(cfg.epochs):
-        p = probs0 if epoch == 0 else policy.probs(phi)
-        ratio = np.exp(np.log(np.take_along_axis(p, batch.actions[:, :, None], axis=2)[:, :, 0]) - logp_old)
-        active = mask & (((adv_tok > 0) & (ratio > 1 + cfg.clip_eps)) | ((adv_tok < 0) & (ratio < 1 - cfg.clip_eps)))
+        _, grad, active = loss_and_grad(policy.theta, phi, batch.actions, mask, adv_tok, logp_old, w_tok, ref_probs,
+                                        clip_eps=cfg.clip_eps, entropy_coef=s.entropy_coef, kl_coef=s.kl_coef)
         clip_fracs.append(float(active.sum()) / n_tok)
-        w = np.where(active, 0.0, ratio * adv_tok * w_tok)
-        dz = -w[:, :, None] * (onehot - p)  # d(loss)/d(logits): minus the surrogate's gradient
-        with np.errstate(divide="ignore", invalid="ignore"):
-            logp = np.where(p > 0, np.log(p), 0.0)
-        m = w_tok[:, :, None]  # the KL and entropy terms are aggregated as the surrogate (TRL, verl)
-        if s.entropy_coef:
-            ent = _entropy(p)[:, :, None]
-            dz += s.entropy_coef * m * p * (logp + ent)  # d(-c H)/dz = c p (log p + H)
-        if s.kl_coef:
-            kl = _kl(p, ref_probs)[:, :, None]
-            dz += s.kl_coef * m * p * (logp - np.log(ref_probs) - kl)
-        grad = np.einsum("nhk,nd->hkd", dz, phi)
         if s.inject == "grad" and epoch == 0:
             grad[0, 0, 0] = math.inf
         gnorm = float(np.sqrt(np.sum(grad * grad)))
