@@ -167,6 +167,8 @@ def test_bad_arguments_name_themselves() -> None:
         run(fault="floor", steps=3, onset=2, knobs={"colour": "red"})
     with pytest.raises(AdvcoreError, match="grouping must be one of"):
         run(fault="group_mixup", steps=3, onset=2, knobs={"grouping": "random"})
+    with pytest.raises(AdvcoreError, match="`knobs`"):
+        run(steps=3, knobs={"kl_coef": 1.0})
     with pytest.raises(AdvcoreError, match="`lr`"):
         run(LabConfig(lr=-1.0, steps=2))
 

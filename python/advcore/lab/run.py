@@ -284,6 +284,8 @@ def _check(cfg: LabConfig) -> tuple[Fault | None, float]:
         raise AdvcoreError(f"`lr` must be a positive number, got {cfg.lr!r}")
     if fault is not None:  # validate the knobs once, before any work
         fault.setting(cfg.onset, cfg.onset, cfg.base, cfg.knobs)
+    elif cfg.knobs:
+        raise AdvcoreError("`knobs` override a fault's switch: name a fault (a healthy run is changed through `base`)")
     return fault, lr
 
 
