@@ -30,8 +30,8 @@ CRITIC = {"vf_explained_var", "value_mean", "return_mean"}
 TRAINER = {"jsonl": None, "trl": "trl", "verl": "verl"}
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "trl", "verl"])
-@pytest.mark.parametrize("estimator", ["grpo", "ppo"])
+@pytest.mark.parametrize(("fmt", "estimator"), [("jsonl", "grpo"), ("trl", "grpo"), ("verl", "grpo"), ("jsonl", "ppo"),
+                                                ("verl", "ppo"), ("trl", "dapo")])
 def test_steps_load_with_canonical_metrics(tmp_path: Path, fmt: str, estimator: str) -> None:
     res = cached(estimator)
     files = write(res, tmp_path, fmt=fmt)
@@ -100,6 +100,8 @@ def test_write_rejects_a_file_and_a_bad_format(tmp_path: Path) -> None:
         write(cached("grpo"), f)
     with pytest.raises(AdvcoreError, match="`fmt`"):
         write(cached("grpo"), tmp_path / "d", fmt="csv")
+    with pytest.raises(AdvcoreError, match="record PPO as"):
+        write(cached("ppo"), tmp_path / "d", fmt="trl")
 
 
 def test_cli_list(capsys: pytest.CaptureFixture[str]) -> None:

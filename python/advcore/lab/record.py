@@ -122,10 +122,14 @@ def write(result: LabResult, out: Path | str, *, fmt: str = "jsonl") -> dict[str
     Raises
     ------
     AdvcoreError
-        An unknown ``fmt``, or ``out`` exists and is not a folder.
+        An unknown ``fmt``, ``"trl"`` for a PPO run (TRL's GRPO logs have no critic metrics), or
+        ``out`` exists and is not a folder.
     """
     if fmt not in FORMATS:
         raise AdvcoreError(f"`fmt` must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "trl" and result.config.estimator == "ppo":
+        # TRL's GRPOTrainer logs no critic: a PPO run in its format would read as a group run
+        raise AdvcoreError("`fmt`: 'trl' records the group estimators (TRL GRPOTrainer); record PPO as 'verl' or 'jsonl'")
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise AdvcoreError(f"`out`: {folder} exists and is not a folder")
