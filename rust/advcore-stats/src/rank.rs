@@ -775,6 +775,76 @@ pub fn within_group_spearman<A: RankSample, B: RankSample>(
     Ok(GroupedSpearman { labels, rho, n_defined, n_undefined, n_nan, mean })
 }
 
+/// The key width of a pair of a sample's key and a `u32` (an index or a rank).
+type IndexPair<S> = <<S as RankSample>::Key as RadixKey>::Join<u32>;
+
+/// A sample ranked once (doubled, centred average ranks in sample order), to correlate with
+/// many other samples of the same length without ranking it again: the per-sample stage
+/// trace ranks the reward once and reuses it for every stage ([`crate::trace`]).
+///
+/// Only a sample without NaN can be a reference: under NaN omission the pairs kept, and so
+/// the reference's ranks, depend on the other sample.
+#[derive(Debug, Clone)]
+pub struct RankedReference {
+    /// `2 r - (n + 1)` of each sample, `r` its 1-based average rank.
+    ranks: Vec<i32>,
+    /// `Σ ranks²`.
+    sum_sq: i128,
+}
+
+impl RankedReference {
+    /// Rank `y`; `None` when `y` is empty, holds NaN or is longer than `i32::MAX`.
+    #[must_use]
+    pub fn new<B: RankSample>(y: &[B]) -> Option<Self> {
+        if y.is_empty() || y.len() > MAX_LEN || crate::sample::first_nan(y).is_some() {
+            return None;
+        }
+        let mut pairs: Vec<Pair<IndexPair<B>>> =
+            y.iter().enumerate().map(|(i, &b)| pair(b.rank_key(), i as u32)).collect();
+        let mut scratch = vec![Pair::<IndexPair<B>>::default(); y.len()];
+        let (sum_sq, sorted, _) = rank_x(&mut pairs, &mut scratch);
+        let mut ranks = vec![0i32; y.len()];
+        for p in sorted.iter() {
+            ranks[p[1].to_u64() as usize] = p[0].to_rank() as i32;
+        }
+        Some(Self { ranks, sum_sq })
+    }
+
+    /// Number of samples.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// True when there is no sample (never: [`RankedReference::new`] refuses empty input).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ranks.is_empty()
+    }
+
+    /// Spearman's rho of `x` with the reference, as [`spearman`]`(x, y, ..)` would give it;
+    /// `None` when `x` holds NaN (call [`spearman`] with the NaN policy then).
+    ///
+    /// # Errors
+    /// `x` of another length than the reference.
+    pub fn spearman<A: RankSample>(&self, x: &[A]) -> Result<Option<Spearman>> {
+        check_same_len("y", self.ranks.len(), "x", x.len())?;
+        if crate::sample::first_nan(x).is_some() {
+            return Ok(None);
+        }
+        let sums = with_buffers(x.len(), |pairs: &mut [Pair<IndexPair<A>>], scratch| {
+            for ((p, &a), &r) in pairs.iter_mut().zip(x).zip(&self.ranks) {
+                *p = [IndexPair::<A>::from_rank(i64::from(r)), IndexPair::<A>::from_u64(a.rank_key().to_u64())];
+            }
+            // Sorted by x, runs of equal x: Σ d_ref·d_x and Σ d_x².
+            let (sxy, sxx) = rank_y(pairs, scratch, RadixKey::to_rank);
+            RankSums { sxy, sxx, syy: self.sum_sq }
+        });
+        let rho = sums.rho();
+        Ok(Some(Spearman { rho: rho.unwrap_or(f64::NAN), n_pairs: x.len(), undefined: rho.is_none() }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
