@@ -7,8 +7,8 @@ from __future__ import annotations
 from types import ModuleType
 
 from advcore.ingest.formats import trainer_state
-from advcore.ingest.formats import openrlhf, samples, tensorboard, verl_console, verl_jsonl
+from advcore.ingest.formats import openrlhf, samples, tensorboard, trace, verl_console, verl_jsonl
 from advcore.ingest.formats import columnar_json, csv_table, plain, trl_console, wandb
 
-ORDER: list[ModuleType] = [wandb, columnar_json, trl_console, trainer_state, verl_jsonl, samples, openrlhf, verl_console, tensorboard, csv_table, plain]
+ORDER: list[ModuleType] = [wandb, columnar_json, trl_console, trainer_state, verl_jsonl, trace, samples, openrlhf, verl_console, tensorboard, csv_table, plain]
 BY_NAME: dict[str, ModuleType] = {m.NAME: m for m in ORDER}
