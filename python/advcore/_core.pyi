@@ -103,5 +103,6 @@ def trace(
     atol: float,
     rtol: float,
     change_atol: float,
+    threads: int = 0,
 ) -> tuple[list[str], _F64]: ...
 def _panic_for_tests() -> None: ...

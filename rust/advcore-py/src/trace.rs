@@ -37,7 +37,7 @@ fn traced<T: advcore_stats::rank::RankSample + advcore_stats::quantile::Select>(
 /// `(stat_names, table)` with `table[stage, slice, stat]` (float64, shape
 /// `(len(stages), 1 + sum(n_slices), len(stat_names))`); slice 0 is the whole batch.
 #[pyfunction]
-#[pyo3(signature = (stages, reward, group_size, group_ids, slice_ids, n_slices, near_zero_atol, atol, rtol, change_atol))]
+#[pyo3(signature = (stages, reward, group_size, group_ids, slice_ids, n_slices, near_zero_atol, atol, rtol, change_atol, threads=0))]
 #[allow(clippy::too_many_arguments)]
 fn trace<'py>(
     py: Python<'py>,
@@ -51,6 +51,7 @@ fn trace<'py>(
     atol: f64,
     rtol: f64,
     change_atol: f64,
+    threads: usize,
 ) -> PyResult<(Vec<&'static str>, Bound<'py, PyArray3<f64>>)> {
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
     let groups = if group_size.is_none() && ids.is_none() { None } else { Some(layout(group_size, ids)?) };
@@ -62,7 +63,7 @@ fn trace<'py>(
         .zip(&n_slices)
         .map(|(a, &n)| Ok(SliceCodes { codes: slice(a, "slice_ids")?, n }))
         .collect::<PyResult<_>>()?;
-    let opts = TraceOptions { near_zero_atol, group_tol: Tolerance { atol, rtol }, change_atol };
+    let opts = TraceOptions { near_zero_atol, group_tol: Tolerance { atol, rtol }, change_atol, threads };
     let table = match &reward {
         FloatArray::F32(r) => {
             let xs = same_dtype(&stages, |s| if let FloatArray::F32(a) = s { Some(a) } else { None }, "float32")?;

@@ -12,7 +12,8 @@
 //! correlated with those ranks; a stage with NaN falls back to [`spearman`] with NaN omission.
 //!
 //! The result is a dense table `(stage, slice, statistic)`: slice 0 is the whole batch, then
-//! the values of each slice label in turn. Large inputs are traced on two threads.
+//! the values of each slice label in turn. Large inputs are traced on several threads
+//! ([`TraceOptions::threads`]), one (stage, slice) cell per task.
 
 use crate::census::{change_census, value_census};
 use crate::error::{Result, StatsError, check_non_empty, check_same_len};
@@ -109,11 +110,14 @@ pub struct TraceOptions {
     /// A value changed from the previous stage when `|after - before| > change_atol` (0: not
     /// bit-equal up to the sign of zero).
     pub change_atol: f64,
+    /// Worker threads for large inputs (one (stage, slice) cell per task): 0 picks
+    /// `min(2, available cores)`; 1 keeps the trace on the calling thread.
+    pub threads: usize,
 }
 
 impl Default for TraceOptions {
     fn default() -> Self {
-        Self { near_zero_atol: 1e-8, group_tol: Tolerance::default(), change_atol: 0.0 }
+        Self { near_zero_atol: 1e-8, group_tol: Tolerance::default(), change_atol: 0.0, threads: 0 }
     }
 }
 
@@ -212,35 +216,35 @@ pub fn trace<T: RankSample + Select>(
         let prev = if j == 0 { None } else { Some(v.stage(j - 1)) };
         cell(v.stage(j), prev, v.reward(), refs[s].as_ref(), v.groups(), opts, out);
     };
+    let threads = match opts.threads {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get).min(2),
+        t => t,
+    };
+    let threads = if n * k >= PARALLEL_MIN { threads.clamp(1, tasks.len()) } else { 1 };
+    // Workers take the next task from a shared counter (the whole batch's stages come first).
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(t) = tasks.get(i) else { break };
+            let mut out = vec![f64::NAN; N_STATS];
+            run_task(t, &mut out);
+            done.push((t.0 * k + t.1, out));
+        }
+        done
+    };
     let mut cells: Vec<(usize, Vec<f64>)> = Vec::with_capacity(tasks.len());
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get).min(2);
-    if threads > 1 && n * k >= PARALLEL_MIN && tasks.len() > 1 {
-        // Two workers take tasks alternately, largest first (the whole batch comes first).
-        let (a, b): (Vec<_>, Vec<_>) = tasks.iter().enumerate().partition(|(i, _)| i % 2 == 0);
-        let work = |part: Vec<(usize, &(usize, usize))>| {
-            part.into_iter()
-                .map(|(_, t)| {
-                    let mut out = vec![f64::NAN; N_STATS];
-                    run_task(t, &mut out);
-                    (t.0 * k + t.1, out)
-                })
-                .collect::<Vec<_>>()
-        };
-        std::thread::scope(|scope| {
-            let handle = scope.spawn(|| work(b));
-            cells.extend(work(a));
-            match handle.join() {
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        cells.extend(work());
+        for h in helpers {
+            match h.join() {
                 Ok(done) => cells.extend(done),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
-        });
-    } else {
-        for t in &tasks {
-            let mut out = vec![f64::NAN; N_STATS];
-            run_task(t, &mut out);
-            cells.push((t.0 * k + t.1, out));
         }
-    }
+    });
     for (slot, out) in cells {
         let (s, j) = (slot / k, slot % k);
         let start = (j * n_slices + s) * N_STATS;
@@ -580,6 +584,11 @@ mod tests {
         let o = TraceOptions::default();
         let g = Some(Groups::Contiguous { size: 16 });
         let t = trace(&[&reward, &adv, &clipped], &reward, g, &[], &o).unwrap();
+        let serial = trace(&[&reward, &adv, &clipped], &reward, g, &[], &TraceOptions { threads: 1, ..o }).unwrap();
+        let wide = trace(&[&reward, &adv, &clipped], &reward, g, &[], &TraceOptions { threads: 5, ..o }).unwrap();
+        for other in [&serial, &wide] {
+            assert!(t.values.iter().zip(&other.values).all(|(&a, &b)| close(a, b, 0.0)));
+        }
         for (j, x) in [&reward, &adv, &clipped].into_iter().enumerate() {
             let alone = trace(&[x.as_slice()], &reward, g, &[], &o).unwrap();
             for name in STAT_NAMES.iter().filter(|s| !s.contains("change")) {
