@@ -211,10 +211,13 @@ pub fn trace<T: RankSample + Select>(
     // One task per (slice, stage): the slice's reward ranks are shared by its stages.
     let refs: Vec<Option<RankedReference>> = views.iter().map(|v| RankedReference::new(v.reward())).collect();
     let tasks: Vec<(usize, usize)> = (0..n_slices).flat_map(|s| (0..k).map(move |j| (s, j))).collect();
+    // A stage that is the reward array itself correlates perfectly with it wherever it varies.
+    let is_reward: Vec<bool> = stages.iter().map(|s| std::ptr::eq(s.as_ptr(), reward.as_ptr())).collect();
     let run_task = |&(s, j): &(usize, usize), out: &mut [f64]| {
         let v = &views[s];
         let prev = if j == 0 { None } else { Some(v.stage(j - 1)) };
-        cell(v.stage(j), prev, v.reward(), refs[s].as_ref(), v.groups(), opts, out);
+        let reward = Reward { values: v.reward(), ranks: refs[s].as_ref(), is_stage: is_reward[j] };
+        cell(v.stage(j), prev, &reward, v.groups(), opts, out);
     };
     let threads = match opts.threads {
         0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get).min(2),
@@ -331,13 +334,20 @@ impl Sink for Pool {
     }
 }
 
+/// The reward of a slice, as a cell sees it.
+struct Reward<'a, T> {
+    values: &'a [T],
+    /// Its ranks, when it holds no NaN.
+    ranks: Option<&'a RankedReference>,
+    /// True when the stage being traced is this very array.
+    is_stage: bool,
+}
+
 /// Fill one cell (`out`, [`N_STATS`] long, NaN on entry).
-#[allow(clippy::too_many_arguments)]
 fn cell<T: RankSample + Select>(
     x: &[T],
     prev: Option<&[T]>,
-    reward: &[T],
-    reward_ranks: Option<&RankedReference>,
+    reward: &Reward<'_, T>,
     groups: Option<Groups<'_>>,
     opts: &TraceOptions,
     out: &mut [f64],
@@ -370,9 +380,11 @@ fn cell<T: RankSample + Select>(
     }
     // Moments and groups in one scan; without groups the batch is one group.
     let layout = groups.unwrap_or(Groups::Contiguous { size: n });
+    let mut spread = None;
     if let Ok(plan) = Plan::new(x, layout, NanPolicy::Omit, opts.group_tol) {
         let mut pool = Pool::default();
         let info = plan.run(&mut pool);
+        spread = Some(info.census);
         let m = pool.total;
         out[idx("mean")] = m.mean;
         out[idx("std")] = (m.m2 / m.count as f64).sqrt();
@@ -394,15 +406,27 @@ fn cell<T: RankSample + Select>(
     if let Ok(mad) = median_abs_deviation(x, 1.0, NanPolicy::Omit) {
         out[idx("mad")] = mad;
     }
-    let rho = match reward_ranks.map(|r| r.spearman(x)) {
+    if reward.is_stage {
+        // Identical rankings: rho is 1 wherever the values vary (at least two distinct non-NaN
+        // values), undefined elsewhere; a group varies unless its spread is exactly zero.
+        let distinct = census.n_unique + u64::from(c.n_posinf > 0) + u64::from(c.n_neginf > 0);
+        out[idx("spearman_reward")] = if distinct >= 2 { 1.0 } else { f64::NAN };
+        if let (Some(_), Some(sc)) = (groups, spread) {
+            let varying = sc.n_judged() - sc.n_exact_zero;
+            out[idx("spearman_reward_within")] = if varying > 0 { 1.0 } else { f64::NAN };
+            out[idx("n_groups_spearman")] = varying as f64;
+        }
+        return;
+    }
+    let rho = match reward.ranks.map(|r| r.spearman(x)) {
         Some(Ok(Some(s))) => Some(s),
-        _ => spearman(x, reward, NanPolicy::Omit).ok(),
+        _ => spearman(x, reward.values, NanPolicy::Omit).ok(),
     };
     if let Some(s) = rho {
         out[idx("spearman_reward")] = s.rho;
     }
     if let Some(g) = groups
-        && let Ok(w) = within_group_spearman(x, reward, g, NanPolicy::Omit)
+        && let Ok(w) = within_group_spearman(x, reward.values, g, NanPolicy::Omit)
     {
         out[idx("spearman_reward_within")] = w.mean;
         out[idx("n_groups_spearman")] = w.n_defined as f64;
