@@ -16,6 +16,7 @@ verl 0.4+), where a sequence advantage is broadcast over the response tokens.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -112,19 +113,23 @@ def _group_ids(group_ids: Any, n: int) -> npt.NDArray[np.int64]:
     return ids
 
 
+@functools.lru_cache(maxsize=64)
+def _key_columns(stages: tuple[str, ...], slices: tuple[str, ...], names: tuple[str, ...]) -> tuple[pl.Series, ...]:
+    """The ``stage``, ``slice`` and ``statistic`` columns of a table shape (the same every step)."""
+    k, s, m = len(stages), len(slices), len(names)
+    return (
+        pl.Series("stage", np.repeat(np.array(stages, dtype=object), s * m), dtype=pl.String),
+        pl.Series("slice", np.tile(np.repeat(np.array(slices, dtype=object), m), k), dtype=pl.String),
+        pl.Series("statistic", np.tile(np.array(names, dtype=object), k * s), dtype=pl.String),
+    )
+
+
 def _long(step: int, stages: list[str], slices: list[str], names: list[str], table: npt.NDArray[np.float64]) -> pl.DataFrame:
     """The long frame of one step from a ``(stage, slice, statistic)`` table, in one constructor."""
-    k, s, m = table.shape
-    return pl.DataFrame(
-        {
-            "step": np.full(k * s * m, step, dtype=np.int64),
-            "stage": np.repeat(np.array(stages, dtype=object), s * m),
-            "slice": np.tile(np.repeat(np.array(slices, dtype=object), m), k),
-            "statistic": np.tile(np.array(names, dtype=object), k * s),
-            "value": table.reshape(-1),
-        },
-        schema=_SCHEMA,
-    )
+    keys = _key_columns(tuple(stages), tuple(slices), tuple(names))
+    n = table.size
+    return pl.DataFrame([pl.Series("step", np.full(n, step, dtype=np.int64)), *keys,
+                         pl.Series("value", table.reshape(-1), dtype=pl.Float64)])
 
 
 def _token_cells(

@@ -401,9 +401,7 @@ where
     /// Histogram the top [`RADIX_BITS`] bits of every key.
     pub(crate) fn new(values: &'a [T], key: F) -> Self {
         if values.len() <= SMALL_MAX {
-            let keys: Vec<K> = values.iter().map(|&x| key(x)).filter(|&k| k != K::MAX).collect();
-            let min = keys.iter().min().map_or(0, |k| k.to_u64());
-            let max = keys.iter().max().map_or(0, |k| k.to_u64());
+            let (keys, min, max) = small_keys(values, key);
             let top = Level { lo: 0, shift: 0, min, max, counts: Vec::new() };
             let n_nan = values.len() - keys.len();
             return Self { values, key, top, n_nan, small: Some(keys), _key: std::marker::PhantomData };
@@ -538,6 +536,24 @@ where
             }
         }
     }
+}
+
+/// The non-NaN keys of a small input, their minimum and maximum (0 when there is none).
+#[dispatch(targets("x86_64+avx2+fma"))]
+fn small_keys<T: Copy, K: RadixKey>(values: &[T], key: impl Fn(T) -> K) -> (Vec<K>, u64, u64) {
+    // Map everything (vectorised), then drop the NaN keys only when there are some.
+    let mut keys: Vec<K> = values.iter().map(|&x| key(x)).collect();
+    let (mut n_nan, mut min, mut max) = (0usize, K::MAX, K::MIN);
+    for &k in &keys {
+        let nan = k == K::MAX;
+        n_nan += usize::from(nan);
+        min = min.min(k);
+        max = max.max(if nan { K::MIN } else { k });
+    }
+    if n_nan > 0 {
+        keys.retain(|&k| k != K::MAX);
+    }
+    if keys.is_empty() { (keys, 0, 0) } else { (keys, min.to_u64(), max.to_u64()) }
 }
 
 #[derive(Debug, Clone, Copy)]

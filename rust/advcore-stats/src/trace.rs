@@ -151,7 +151,7 @@ impl TraceTable {
 }
 
 /// Below this many samples (times stages) the trace runs on the calling thread.
-const PARALLEL_MIN: usize = 1 << 15;
+const PARALLEL_MIN: usize = 1 << 18;
 
 /// Trace `stages` (K arrays of N values, in pipeline order) against `reward` (N values).
 ///
