@@ -870,20 +870,45 @@ impl RankedReference {
     /// # Errors
     /// `x` of another length than the reference.
     pub fn spearman<A: RankSample>(&self, x: &[A]) -> Result<Option<Spearman>> {
+        Ok(self.spearman_and_distinct(x)?.map(|(s, _)| s))
+    }
+
+    /// [`RankedReference::spearman`] and, from the same sort of `x`, the number of distinct
+    /// finite values of `x` (as [`crate::census::value_census`] counts them).
+    ///
+    /// # Errors
+    /// `x` of another length than the reference.
+    pub fn spearman_and_distinct<A: RankSample>(&self, x: &[A]) -> Result<Option<(Spearman, u64)>> {
         check_same_len("y", self.ranks.len(), "x", x.len())?;
         if crate::sample::first_nan(x).is_some() {
             return Ok(None);
         }
-        let sums = with_buffers(x.len(), |pairs: &mut [Pair<IndexPair<A>>], scratch| {
+        let (sums, distinct) = with_buffers(x.len(), |pairs: &mut [Pair<IndexPair<A>>], scratch| {
             for ((p, &a), &r) in pairs.iter_mut().zip(x).zip(&self.ranks) {
                 *p = [IndexPair::<A>::from_rank(i64::from(r)), IndexPair::<A>::from_u64(a.rank_key().to_u64())];
             }
-            // Sorted by x, runs of equal x: Σ d_ref·d_x and Σ d_x².
-            let (sxy, sxx) = rank_y(pairs, scratch, RadixKey::to_rank);
-            RankSums { sxy, sxx, syy: self.sum_sq }
+            let sorted = if pairs.len() < RADIX_MIN_LEN {
+                pairs.sort_unstable_by_key(|p| p[1]);
+                pairs
+            } else {
+                let hist = histograms(pairs, |p| p[1]);
+                radix_sort_by(pairs, scratch, &hist, |p| p[1]).0
+            };
+            // Runs of equal x: Σ d_ref·d_x and Σ d_x², and the runs of finite x.
+            let (sxy, sxx) = y_runs(sorted, RadixKey::to_rank);
+            let mut distinct = 0u64;
+            let mut prev = None;
+            for p in sorted.iter() {
+                if prev != Some(p[1]) {
+                    prev = Some(p[1]);
+                    distinct += u64::from(A::key_is_finite(A::Key::from_u64(p[1].to_u64())));
+                }
+            }
+            (RankSums { sxy, sxx, syy: self.sum_sq }, distinct)
         });
         let rho = sums.rho();
-        Ok(Some(Spearman { rho: rho.unwrap_or(f64::NAN), n_pairs: x.len(), undefined: rho.is_none() }))
+        let s = Spearman { rho: rho.unwrap_or(f64::NAN), n_pairs: x.len(), undefined: rho.is_none() };
+        Ok(Some((s, distinct)))
     }
 }
 

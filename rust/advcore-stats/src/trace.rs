@@ -15,7 +15,7 @@
 //! the values of each slice label in turn. Large inputs are traced on several threads
 //! ([`TraceOptions::threads`]), one (stage, slice) cell per task.
 
-use crate::census::{change_census, value_census};
+use crate::census::{ValueCounts, change_census, value_census};
 use crate::error::{Result, StatsError, check_non_empty, check_same_len};
 use crate::grouped::{GroupStat, Plan, Sink, Tolerance};
 use crate::groups::Groups;
@@ -359,10 +359,20 @@ fn cell<T: RankSample + Select>(
     }
     // Every kernel below is given valid arguments (checked by `trace`); an error here would be
     // a bug, and leaves the statistics it would have given NaN.
-    let Ok(census) = value_census(x, opts.near_zero_atol) else { return };
-    let c = census.counts;
+    // The distinct count needs a sort of `x`; the Spearman against the ranked reward sorts `x`
+    // anyway and counts it on the way (x without NaN), else the census kernel sorts.
+    let ranked =
+        if reward.is_stage { None } else { reward.ranks.and_then(|r| r.spearman_and_distinct(x).ok().flatten()) };
+    let c = ValueCounts::from_slice(x, opts.near_zero_atol);
+    let n_unique = match ranked {
+        Some((_, distinct)) => distinct,
+        None => match value_census(x, opts.near_zero_atol) {
+            Ok(census) => census.n_unique,
+            Err(_) => return,
+        },
+    };
     out[idx("nan_count")] = c.n_nan as f64;
-    out[idx("n_unique")] = census.n_unique as f64;
+    out[idx("n_unique")] = n_unique as f64;
     for (name, count) in
         [("zero_frac", c.n_zero), ("near_zero_frac", c.n_near_zero), ("pos_frac", c.n_pos), ("neg_frac", c.n_neg)]
     {
@@ -409,7 +419,7 @@ fn cell<T: RankSample + Select>(
     if reward.is_stage {
         // Identical rankings: rho is 1 wherever the values vary (at least two distinct non-NaN
         // values), undefined elsewhere; a group varies unless its spread is exactly zero.
-        let distinct = census.n_unique + u64::from(c.n_posinf > 0) + u64::from(c.n_neginf > 0);
+        let distinct = n_unique + u64::from(c.n_posinf > 0) + u64::from(c.n_neginf > 0);
         out[idx("spearman_reward")] = if distinct >= 2 { 1.0 } else { f64::NAN };
         if let (Some(_), Some(sc)) = (groups, spread) {
             let varying = sc.n_judged() - sc.n_exact_zero;
@@ -418,9 +428,9 @@ fn cell<T: RankSample + Select>(
         }
         return;
     }
-    let rho = match reward.ranks.map(|r| r.spearman(x)) {
-        Some(Ok(Some(s))) => Some(s),
-        _ => spearman(x, reward.values, NanPolicy::Omit).ok(),
+    let rho = match ranked {
+        Some((s, _)) => Some(s),
+        None => spearman(x, reward.values, NanPolicy::Omit).ok(),
     };
     if let Some(s) = rho {
         out[idx("spearman_reward")] = s.rho;
@@ -436,7 +446,6 @@ fn cell<T: RankSample + Select>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::census::ValueCounts;
     use crate::grouped::grouped_moments;
     use crate::robust::interquartile_range;
     use proptest::prelude::*;
@@ -494,6 +503,16 @@ mod tests {
         assert_eq!(trace(&[&r], &r, None, &short, &o).unwrap_err().arg(), "slice_ids");
         let empty: [f32; 0] = [];
         assert_eq!(trace(&[&empty], &empty, None, &[], &o).unwrap_err().arg(), "reward");
+    }
+
+    #[test]
+    fn distinct_count_from_the_spearman_sort_skips_infinities() {
+        let r = [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let x = [f64::INFINITY, f64::NEG_INFINITY, 1.0, 1.0, -0.0, 0.0];
+        let t = trace(&[&r, &x], &r, None, &[], &TraceOptions::default()).unwrap();
+        assert_eq!(get(&t, 1, 0, "n_unique"), value_census(&x, 1e-8).unwrap().n_unique as f64);
+        assert_eq!(get(&t, 1, 0, "n_unique"), 2.0);
+        assert_eq!(get(&t, 0, 0, "n_unique"), 6.0);
     }
 
     #[test]
