@@ -51,7 +51,9 @@ STAGES: dict[str, str] = {
 #: mean per-group std (ddof 1, singletons skipped); ``within_var_frac`` the within-group share of
 #: the variance. ``changed_frac``, ``mean_abs_change``, ``max_abs_change`` compare with the previous
 #: stage in :data:`STAGES` order (NaN for the first stage).
-STATISTICS: tuple[str, ...] = tuple(_core.trace([np.zeros(1)], np.zeros(1), None, None, [], [], 1e-8, 1e-8, 1e-5, 0.0)[0])
+STATISTICS: tuple[str, ...] = tuple(
+    _core.trace([np.zeros(1)], np.zeros(1), None, None, [], [], 1e-8, 1e-8, 1e-5, 0.0)[0]
+)
 
 #: Statistics of the token stage ``adv_token``.
 TOKEN_STATISTICS: tuple[str, ...] = (
@@ -83,7 +85,8 @@ def _codes(x: Any, name: str, n: int) -> tuple[npt.NDArray[np.int64], list[str]]
         codes, labels = inverse.astype(np.int64), [str(v) for v in uniq.tolist()]
     else:
         try:
-            s = x if isinstance(x, pl.Series) else pl.Series(name, x if hasattr(x, "__len__") else list(x), strict=False)
+            data = x if hasattr(x, "__len__") else list(x)
+            s = x if isinstance(x, pl.Series) else pl.Series(name, data, strict=False)
         except (TypeError, ValueError) as e:
             raise AdvcoreError(f"`{name}` could not be read as per-sample labels: {e}") from e
         if s.dtype.is_nested():
@@ -124,7 +127,9 @@ def _key_columns(stages: tuple[str, ...], slices: tuple[str, ...], names: tuple[
     )
 
 
-def _long(step: int, stages: list[str], slices: list[str], names: list[str], table: npt.NDArray[np.float64]) -> pl.DataFrame:
+def _long(
+    step: int, stages: list[str], slices: list[str], names: list[str], table: npt.NDArray[np.float64]
+) -> pl.DataFrame:
     """The long frame of one step from a ``(stage, slice, statistic)`` table, in one constructor."""
     keys = _key_columns(tuple(stages), tuple(slices), tuple(names))
     n = table.size
@@ -160,7 +165,9 @@ def _token_cells(
         tok = as_values(token_adv, "token_adv").astype(np.float64)
         idx = as_ids(token_sample_index, "token_sample_index")
         if idx.shape != tok.shape:
-            raise AdvcoreError(f"`token_sample_index` has length {idx.shape[0]} but `token_adv` has length {tok.shape[0]}")
+            raise AdvcoreError(
+                f"`token_sample_index` has length {idx.shape[0]} but `token_adv` has length {tok.shape[0]}"
+            )
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             raise AdvcoreError(f"`token_sample_index` must index samples 0..{n - 1}")
         length = np.bincount(idx, minlength=n).astype(np.float64)

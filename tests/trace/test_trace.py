@@ -109,7 +109,8 @@ values = st.one_of(
 
 @settings(max_examples=60, deadline=None)
 @given(
-    rows=st.lists(st.tuples(values, values, st.integers(0, 5), st.sampled_from(["a", "b", "c"])), min_size=1, max_size=120),
+    rows=st.lists(st.tuples(values, values, st.integers(0, 5), st.sampled_from(["a", "b", "c"])),
+                  min_size=1, max_size=120),
     f32=st.booleans(),
     string_groups=st.booleans(),
 )
@@ -174,7 +175,8 @@ def test_large_input_takes_the_parallel_path() -> None:
 
 def test_inputs_polars_lists_and_torch_like() -> None:
     r = [1.0, 0.0, None, 1.0]
-    frame = trace_step(1, rewards=pl.Series(r, dtype=pl.Float64), adv=[0.5, -0.5, 0.0, 0.5], group_ids=pl.Series([1, 1, 2, 2]))
+    frame = trace_step(1, rewards=pl.Series(r, dtype=pl.Float64), adv=[0.5, -0.5, 0.0, 0.5],
+                       group_ids=pl.Series([1, 1, 2, 2]))
     got = cells(frame)
     assert got[("reward", "all", "nan_count")] == 1.0
     assert got[("reward", "all", "mean")] == pytest.approx(2 / 3)

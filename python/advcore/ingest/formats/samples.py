@@ -102,7 +102,8 @@ def _group_codes(part: pl.DataFrame, group_col: str | None, rollout_n: int | Non
 
 
 #: Per-sample columns of the long format traced as stages, and the keyword of each.
-_STAGE_COLS = {"value": "baseline", "return": "returns", "adv_raw": "adv_raw", "adv": "adv", "adv_clipped": "adv_clipped"}
+_STAGE_COLS = {"value": "baseline", "return": "returns", "adv_raw": "adv_raw", "adv": "adv",
+               "adv_clipped": "adv_clipped"}
 
 
 def _step_metrics(part: pl.DataFrame, reward_col: str, group_col: str | None, rollout_n: int | None,
