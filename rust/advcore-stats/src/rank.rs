@@ -721,34 +721,55 @@ impl<W: RadixKey> GroupWork<W> {
 /// vectorised) instead of sorting: GRPO's groups of 8 to 16 completions are all like this.
 const SMALL_GROUP: usize = 32;
 
-/// [`rank_sums`] of a few pairs by counting: a value with `less` smaller and `equal` equal
-/// values (itself included) among `n` has the doubled, centred average rank
-/// `2 less + equal - n`, the same integer [`rank_x`] assigns to its run.
+/// [`rank_sums`] of at most [`SMALL_GROUP`] pairs, each side ranked by [`ranks_of`].
 fn small_rank_sums<W: RadixKey>(pairs: &[Pair<W>]) -> RankSums {
     let n = pairs.len();
-    // Struct of arrays, so that the counting loops run over contiguous keys.
     let (mut xs, mut ys) = ([W::default(); SMALL_GROUP], [W::default(); SMALL_GROUP]);
     for (k, p) in pairs.iter().enumerate() {
         xs[k] = p[0];
         ys[k] = p[1];
     }
-    let (xs, ys) = (&xs[..n], &ys[..n]);
-    let doubled_rank = |keys: &[W], v: W| -> i64 {
-        let (mut less, mut equal) = (0u32, 0u32);
-        for &k in keys {
-            less += u32::from(k < v);
-            equal += u32::from(k == v);
+    let (mut dx, mut dy) = ([0i64; SMALL_GROUP], [0i64; SMALL_GROUP]);
+    let mut unused = Vec::new();
+    let sxx = ranks_of(&xs[..n], &mut dx[..n], &mut unused);
+    let syy = ranks_of(&ys[..n], &mut dy[..n], &mut unused);
+    let sxy = dx[..n].iter().zip(&dy[..n]).map(|(&a, &b)| i128::from(a * b)).sum();
+    RankSums { sxy, sxx, syy }
+}
+
+/// Doubled, centred average ranks `2 r - (n + 1)` of `keys` into `out` (as long); returns `Σ d²`.
+/// Up to [`SMALL_GROUP`] keys by counting comparisons: a key with `less` smaller and `equal`
+/// equal keys (itself included) gets `2 less + equal - n`, the integer [`rank_x`] assigns to
+/// its run; more keys are sorted (`order` is working memory).
+fn ranks_of<K: RadixKey>(keys: &[K], out: &mut [i64], order: &mut Vec<(K, u32)>) -> i128 {
+    let n = keys.len() as i64;
+    let mut sum_sq = 0i128;
+    if keys.len() <= SMALL_GROUP {
+        for (o, &v) in out.iter_mut().zip(keys) {
+            let (mut less, mut equal) = (0u32, 0u32);
+            for &k in keys {
+                less += u32::from(k < v);
+                equal += u32::from(k == v);
+            }
+            *o = 2 * i64::from(less) + i64::from(equal) - n;
+            sum_sq += i128::from(*o * *o);
         }
-        2 * i64::from(less) + i64::from(equal) - n as i64
-    };
-    let mut sums = RankSums::default();
-    for k in 0..n {
-        let (dx, dy) = (doubled_rank(xs, xs[k]), doubled_rank(ys, ys[k]));
-        sums.sxy += i128::from(dx * dy);
-        sums.sxx += i128::from(dx * dx);
-        sums.syy += i128::from(dy * dy);
+        return sum_sq;
     }
-    sums
+    order.clear();
+    order.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
+    order.sort_unstable();
+    let mut start = 0;
+    while start < order.len() {
+        let end = start + order[start..].iter().take_while(|p| p.0 == order[start].0).count();
+        let d = (start + end) as i64 - n;
+        for p in &order[start..end] {
+            out[p.1 as usize] = d;
+        }
+        sum_sq += (end - start) as i128 * i128::from(d * d);
+        start = end;
+    }
+    sum_sq
 }
 
 /// Spearman's rho of `x` and `y` within each group, and the mean over the groups where it is
@@ -909,6 +930,119 @@ impl RankedReference {
         let rho = sums.rho();
         let s = Spearman { rho: rho.unwrap_or(f64::NAN), n_pairs: x.len(), undefined: rho.is_none() };
         Ok(Some((s, distinct)))
+    }
+}
+
+/// The group layout of a [`GroupedReference`].
+#[derive(Debug, Clone)]
+enum Members {
+    Contiguous(usize),
+    Index(GroupIndex),
+}
+
+/// A sample ranked once within each of its groups, for the within-group Spearman of many other
+/// samples with it: [`within_group_spearman`] ranks both sides of every group (and indexes the
+/// ids) on every call; this ranks the reference side and indexes the ids once. Only a sample
+/// without NaN can be a reference.
+#[derive(Debug, Clone)]
+pub struct GroupedReference {
+    members: Members,
+    /// Doubled, centred rank of each sample within its group, group by group in member order.
+    ranks: Vec<i64>,
+    /// `Σ d²` of each group.
+    sum_sq: Vec<i128>,
+}
+
+impl GroupedReference {
+    /// Rank `y` within its groups; `None` when `y` holds NaN.
+    ///
+    /// # Errors
+    /// Empty `y`; a bad layout ([`Groups::check`]).
+    pub fn new<B: RankSample>(y: &[B], groups: Groups<'_>) -> Result<Option<Self>> {
+        check_non_empty("y", y.len())?;
+        groups.check("y", y.len())?;
+        if crate::sample::first_nan(y).is_some() {
+            return Ok(None);
+        }
+        let members = match groups {
+            Groups::Contiguous { size } => Members::Contiguous(size),
+            Groups::Ids(ids) => Members::Index(GroupIndex::new(ids)?),
+        };
+        let mut this = Self { members, ranks: Vec::new(), sum_sq: Vec::new() };
+        let mut ranks = vec![0i64; y.len()];
+        let mut sum_sq = Vec::with_capacity(this.n_groups(y.len()));
+        let (mut keys, mut order, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+        let mut offset = 0;
+        for g in 0..this.n_groups(y.len()) {
+            let idx = this.group(g, &mut buf);
+            keys.clear();
+            keys.extend(idx.iter().map(|&i| y[i as usize].rank_key()));
+            sum_sq.push(ranks_of(&keys, &mut ranks[offset..offset + idx.len()], &mut order));
+            offset += idx.len();
+        }
+        this.ranks = ranks;
+        this.sum_sq = sum_sq;
+        Ok(Some(this))
+    }
+
+    fn n_groups(&self, n: usize) -> usize {
+        match &self.members {
+            Members::Contiguous(size) => n / size,
+            Members::Index(index) => index.n_groups(),
+        }
+    }
+
+    /// The sample indices of group `g` (`buf` holds them for a contiguous layout).
+    fn group<'s>(&'s self, g: usize, buf: &'s mut Vec<u32>) -> &'s [u32] {
+        match &self.members {
+            Members::Contiguous(size) => {
+                buf.clear();
+                buf.extend((g * size..(g + 1) * size).map(|i| i as u32));
+                buf
+            }
+            Members::Index(index) => index.members(g),
+        }
+    }
+
+    /// [`within_group_spearman`]`(x, y, groups, ..)` with this reference as `y`; `None` when `x`
+    /// holds NaN (call [`within_group_spearman`] with the NaN policy then).
+    ///
+    /// # Errors
+    /// `x` of another length than the reference.
+    pub fn within<A: RankSample>(&self, x: &[A]) -> Result<Option<GroupedSpearman>> {
+        check_same_len("y", self.ranks.len(), "x", x.len())?;
+        if crate::sample::first_nan(x).is_some() {
+            return Ok(None);
+        }
+        let n_groups = self.n_groups(x.len());
+        let (mut keys, mut order, mut buf, mut dx) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut rho, mut n_defined, mut sum) = (Vec::with_capacity(n_groups), 0usize, 0.0f64);
+        let mut offset = 0;
+        for g in 0..n_groups {
+            let idx = self.group(g, &mut buf);
+            keys.clear();
+            keys.extend(idx.iter().map(|&i| x[i as usize].rank_key()));
+            dx.clear();
+            dx.resize(idx.len(), 0);
+            let sxx = ranks_of(&keys, &mut dx, &mut order);
+            let dy = &self.ranks[offset..offset + idx.len()];
+            let sxy = dx.iter().zip(dy).map(|(&a, &b)| i128::from(a * b)).sum();
+            offset += idx.len();
+            match (RankSums { sxy, sxx, syy: self.sum_sq[g] }).rho() {
+                Some(r) => {
+                    n_defined += 1;
+                    sum += r;
+                    rho.push(r);
+                }
+                None => rho.push(f64::NAN),
+            }
+        }
+        let labels = match &self.members {
+            Members::Contiguous(_) => None,
+            Members::Index(index) => Some(index.labels.clone()),
+        };
+        let mean = if n_defined == 0 { f64::NAN } else { sum / n_defined as f64 };
+        Ok(Some(GroupedSpearman { labels, rho, n_defined, n_undefined: n_groups - n_defined, n_nan: 0, mean }))
     }
 }
 
@@ -1093,6 +1227,25 @@ mod tests {
                 let want = if gx.len() < 2 { f64::NAN } else { naive_spearman(&gx, &gy) };
                 prop_assert!((want.is_nan() && got.rho[k].is_nan()) || (got.rho[k] - want).abs() < 1e-12,
                              "group {}: {} vs {}", g, got.rho[k], want);
+            }
+        }
+
+        #[test]
+        fn grouped_reference_equals_within_group_spearman(
+            rows in prop::collection::vec(((-6i32..6).prop_map(f64::from), (-40i32..40).prop_map(f64::from), 0i64..3), 1..200),
+            contiguous in any::<bool>(),
+        ) {
+            let x: Vec<f64> = rows.iter().map(|r| r.0).collect();
+            let y: Vec<f32> = rows.iter().map(|r| r.1 as f32).collect();
+            let ids: Vec<i64> = rows.iter().map(|r| r.2).collect();
+            let groups = if contiguous { Groups::Contiguous { size: 1 + rows.len() % 7 } } else { Groups::Ids(&ids) };
+            if groups.check("x", x.len()).is_ok() {
+                let want = within_group_spearman(&x, &y, groups, NanPolicy::Omit).unwrap();
+                let got = GroupedReference::new(&y, groups).unwrap().unwrap().within(&x).unwrap().unwrap();
+                prop_assert_eq!(&got.labels, &want.labels);
+                prop_assert_eq!((got.n_defined, got.n_undefined), (want.n_defined, want.n_undefined));
+                prop_assert!(got.rho.iter().zip(&want.rho).all(|(a, b)| a == b || (a.is_nan() && b.is_nan())));
+                prop_assert!(got.mean == want.mean || (got.mean.is_nan() && want.mean.is_nan()));
             }
         }
 

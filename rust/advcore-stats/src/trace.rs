@@ -21,7 +21,7 @@ use crate::grouped::{GroupStat, Plan, Sink, Tolerance};
 use crate::groups::Groups;
 use crate::moments::Moments;
 use crate::quantile::{Method, Select, quantile};
-use crate::rank::{RankSample, RankedReference, spearman, within_group_spearman};
+use crate::rank::{GroupedReference, RankSample, RankedReference, spearman, within_group_spearman};
 use crate::robust::median_abs_deviation;
 use crate::sample::NanPolicy;
 
@@ -213,10 +213,23 @@ pub fn trace<T: RankSample + Select>(
     let tasks: Vec<(usize, usize)> = (0..n_slices).flat_map(|s| (0..k).map(move |j| (s, j))).collect();
     // A stage that is the reward array itself correlates perfectly with it wherever it varies.
     let is_reward: Vec<bool> = stages.iter().map(|s| std::ptr::eq(s.as_ptr(), reward.as_ptr())).collect();
+    // The reward ranked within its groups, when some other stage will be correlated with it.
+    let grouped: Vec<Option<GroupedReference>> = views
+        .iter()
+        .map(|v| match v.groups() {
+            Some(g) if is_reward.contains(&false) => GroupedReference::new(v.reward(), g).ok().flatten(),
+            _ => None,
+        })
+        .collect();
     let run_task = |&(s, j): &(usize, usize), out: &mut [f64]| {
         let v = &views[s];
         let prev = if j == 0 { None } else { Some(v.stage(j - 1)) };
-        let reward = Reward { values: v.reward(), ranks: refs[s].as_ref(), is_stage: is_reward[j] };
+        let reward = Reward {
+            values: v.reward(),
+            ranks: refs[s].as_ref(),
+            grouped: grouped[s].as_ref(),
+            is_stage: is_reward[j],
+        };
         cell(v.stage(j), prev, &reward, v.groups(), opts, out);
     };
     let threads = match opts.threads {
@@ -339,6 +352,8 @@ struct Reward<'a, T> {
     values: &'a [T],
     /// Its ranks, when it holds no NaN.
     ranks: Option<&'a RankedReference>,
+    /// Its ranks within groups, when it holds no NaN and there are groups.
+    grouped: Option<&'a GroupedReference>,
     /// True when the stage being traced is this very array.
     is_stage: bool,
 }
@@ -435,9 +450,12 @@ fn cell<T: RankSample + Select>(
     if let Some(s) = rho {
         out[idx("spearman_reward")] = s.rho;
     }
-    if let Some(g) = groups
-        && let Ok(w) = within_group_spearman(x, reward.values, g, NanPolicy::Omit)
-    {
+    let within = match (groups, reward.grouped.map(|r| r.within(x))) {
+        (_, Some(Ok(Some(w)))) => Some(w),
+        (Some(g), _) => within_group_spearman(x, reward.values, g, NanPolicy::Omit).ok(),
+        (None, _) => None,
+    };
+    if let Some(w) = within {
         out[idx("spearman_reward_within")] = w.mean;
         out[idx("n_groups_spearman")] = w.n_defined as f64;
     }
