@@ -10,8 +10,9 @@ it; :class:`Tracer` keeps the rows of every step and runs the detectors online.
 
 Sources: the stage model is seed 002 (R -> A -> T -> U); the group statistics mirror TRL's
 ``GRPOTrainer`` (``reward_std`` = mean within-group std with ddof 1 up to TRL 0.26,
-``frac_reward_zero_std`` = tied groups) and verl's GRPO advantage (``compute_grpo_outcome_advantage``,
-verl 0.4+), where a sequence advantage is broadcast over the response tokens.
+``frac_reward_zero_std`` = tied groups) and verl's GRPO advantage
+(``compute_grpo_outcome_advantage`` in ``verl/trainer/ppo/core_algos.py``), where the sequence
+advantage is broadcast over the response tokens.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +30,10 @@ import polars as pl
 from advcore import _core
 from advcore._arrays import as_ids, as_values
 from advcore.errors import AdvcoreError
+
+if TYPE_CHECKING:
+    from advcore.detectors import Finding
+    from advcore.ingest import Run
 
 __all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Tracer", "canonical_row", "trace_step"]
 
@@ -245,13 +250,13 @@ def trace_step(
         ``token_sample_index`` (the sample of each token). Gives stage ``adv_token`` with the
         statistics of :data:`TOKEN_STATISTICS`: ``alloc_*`` describe per sample
         ``sum(token advantages) / sequence advantage`` (the sequence advantage is ``adv``,
-        else ``adv_raw``, else ``adv_clipped``; samples with ``|adv| <= 1e-8`` are skipped), so
-        1 means the sequence advantage is given in full to the sum of its tokens (as in TRL's
-        token-sum losses) and 1/length means it is spread as a mean; ``token_nonzero_frac`` is the
-        share of response tokens with a non-zero advantage; ``spearman_abs_adv_length`` is
-        Spearman's rho between a sample's mean ``|token advantage|`` and its response length
-        (strongly negative: long responses get diluted credit, as with a per-sequence mean
-        over tokens).
+        else ``adv_raw``, else ``adv_clipped``; samples with ``|adv| <= 1e-8`` are skipped): the
+        response length when the sequence advantage is broadcast to every token (GRPO as TRL
+        and verl compute it), 1 when it is split evenly (``adv / length`` per token);
+        ``token_nonzero_frac`` is the share of response tokens with a non-zero advantage;
+        ``spearman_abs_adv_length`` is Spearman's rho between a sample's mean
+        ``|token advantage|`` and its response length (strongly negative: long responses get
+        diluted credit per token, as with an even split).
     slices : mapping of str to array-like, optional
         Slice labels, each one label per sample (strings, ints or bools, for example task,
         prompt, environment, length bucket, success). Every value gets its own slice
@@ -407,7 +412,7 @@ class Tracer:
         *,
         detectors: Iterable[str] | None = None,
         settings: Mapping[str, Mapping[str, Any]] | None = None,
-        callback: Callable[[Any], None] | None = None,
+        callback: Callable[[Finding], None] | None = None,
         logger: logging.Logger | None = None,
         min_steps: int = 6,
     ) -> None:
@@ -426,10 +431,10 @@ class Tracer:
         self._parts: list[pl.DataFrame] = []
         self._frame = pl.DataFrame(schema=_SCHEMA)
         self._rows: list[dict[str, float]] = []
-        self._findings: list[Any] = []
+        self._findings: list[Finding] = []
         self._seen: set[str] = set()
 
-    def observe(self, step: int, **arrays: Any) -> list[Any]:
+    def observe(self, step: int, **arrays: Any) -> list[Finding]:
         """Trace one step (keywords of :func:`trace_step`); returns the findings new at this step."""
         from advcore.detectors import run_detectors
 
@@ -464,11 +469,11 @@ class Tracer:
         return _steps_frame(self._rows)
 
     @property
-    def findings(self) -> list[Any]:
+    def findings(self) -> list[Finding]:
         """The findings reported so far, in order of first appearance."""
         return list(self._findings)
 
-    def run(self) -> Any:
+    def run(self) -> Run:
         """The per-step :class:`advcore.ingest.Run` (format ``"trace"``) of the steps so far."""
         from advcore.ingest import Run
 
