@@ -6,8 +6,9 @@ The statistics core is :mod:`advcore.stats`.
 
 from __future__ import annotations
 
-from advcore import stats
+from advcore import stats, trace
 from advcore._core import __version__
 from advcore.errors import AdvcoreError, AdvcoreWarning
+from advcore.trace import Tracer
 
-__all__ = ["AdvcoreError", "AdvcoreWarning", "__version__", "stats"]
+__all__ = ["AdvcoreError", "AdvcoreWarning", "Tracer", "__version__", "stats", "trace"]

@@ -19,6 +19,7 @@ __all__ = [
     "QuantileSketch",
     "value_census",
     "change_census",
+    "trace",
     "_panic_for_tests",
 ]
 
@@ -91,4 +92,17 @@ class QuantileSketch:
     def copy(self) -> QuantileSketch: ...
     def equals(self, other: QuantileSketch) -> bool: ...
 
+def trace(
+    stages: list[_F],
+    reward: _F,
+    group_size: int | None,
+    group_ids: _I | None,
+    slice_ids: list[npt.NDArray[np.uint32]],
+    n_slices: list[int],
+    near_zero_atol: float,
+    atol: float,
+    rtol: float,
+    change_atol: float,
+    threads: int = 0,
+) -> tuple[list[str], _F64]: ...
 def _panic_for_tests() -> None: ...

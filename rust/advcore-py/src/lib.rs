@@ -9,6 +9,7 @@ mod entry;
 mod grouped;
 mod quantile;
 mod rank;
+mod trace;
 
 use pyo3::prelude::*;
 
@@ -19,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rank::register(m)?;
     quantile::register(m)?;
     census::register(m)?;
+    trace::register(m)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
 }

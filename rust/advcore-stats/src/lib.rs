@@ -21,6 +21,7 @@ pub mod sample;
 pub mod simd;
 pub mod sketch;
 pub mod sortkey;
+pub mod trace;
 
 pub use error::{Result, StatsError};
 pub use groups::{GroupIndex, Groups};

@@ -704,12 +704,72 @@ impl<W: RadixKey> GroupWork<W> {
         if saw_nan && !omit {
             return GroupRho::Nan;
         }
-        self.scratch.resize(self.pairs.len(), Pair::default());
-        match rank_sums(&mut self.pairs, &mut self.scratch).rho() {
+        let sums = if self.pairs.len() <= SMALL_GROUP {
+            small_rank_sums(&self.pairs)
+        } else {
+            self.scratch.resize(self.pairs.len(), Pair::default());
+            rank_sums(&mut self.pairs, &mut self.scratch)
+        };
+        match sums.rho() {
             Some(r) => GroupRho::Defined(r),
             None => GroupRho::Undefined,
         }
     }
+}
+
+/// Groups of at most this many pairs are ranked by counting comparisons (`O(n²)`, branch-free,
+/// vectorised) instead of sorting: GRPO's groups of 8 to 16 completions are all like this.
+const SMALL_GROUP: usize = 32;
+
+/// [`rank_sums`] of at most [`SMALL_GROUP`] pairs, each side ranked by [`ranks_of`].
+fn small_rank_sums<W: RadixKey>(pairs: &[Pair<W>]) -> RankSums {
+    let n = pairs.len();
+    let (mut xs, mut ys) = ([W::default(); SMALL_GROUP], [W::default(); SMALL_GROUP]);
+    for (k, p) in pairs.iter().enumerate() {
+        xs[k] = p[0];
+        ys[k] = p[1];
+    }
+    let (mut dx, mut dy) = ([0i64; SMALL_GROUP], [0i64; SMALL_GROUP]);
+    let mut unused = Vec::new();
+    let sxx = ranks_of(&xs[..n], &mut dx[..n], &mut unused);
+    let syy = ranks_of(&ys[..n], &mut dy[..n], &mut unused);
+    let sxy = dx[..n].iter().zip(&dy[..n]).map(|(&a, &b)| i128::from(a * b)).sum();
+    RankSums { sxy, sxx, syy }
+}
+
+/// Doubled, centred average ranks `2 r - (n + 1)` of `keys` into `out` (as long); returns `Σ d²`.
+/// Up to [`SMALL_GROUP`] keys by counting comparisons: a key with `less` smaller and `equal`
+/// equal keys (itself included) gets `2 less + equal - n`, the integer [`rank_x`] assigns to
+/// its run; more keys are sorted (`order` is working memory).
+fn ranks_of<K: RadixKey>(keys: &[K], out: &mut [i64], order: &mut Vec<(K, u32)>) -> i128 {
+    let n = keys.len() as i64;
+    let mut sum_sq = 0i128;
+    if keys.len() <= SMALL_GROUP {
+        for (o, &v) in out.iter_mut().zip(keys) {
+            let (mut less, mut equal) = (0u32, 0u32);
+            for &k in keys {
+                less += u32::from(k < v);
+                equal += u32::from(k == v);
+            }
+            *o = 2 * i64::from(less) + i64::from(equal) - n;
+            sum_sq += i128::from(*o * *o);
+        }
+        return sum_sq;
+    }
+    order.clear();
+    order.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
+    order.sort_unstable();
+    let mut start = 0;
+    while start < order.len() {
+        let end = start + order[start..].iter().take_while(|p| p.0 == order[start].0).count();
+        let d = (start + end) as i64 - n;
+        for p in &order[start..end] {
+            out[p.1 as usize] = d;
+        }
+        sum_sq += (end - start) as i128 * i128::from(d * d);
+        start = end;
+    }
+    sum_sq
 }
 
 /// Spearman's rho of `x` and `y` within each group, and the mean over the groups where it is
@@ -773,6 +833,217 @@ pub fn within_group_spearman<A: RankSample, B: RankSample>(
         .collect();
     let mean = if n_defined == 0 || n_nan > 0 { f64::NAN } else { sum / n_defined as f64 };
     Ok(GroupedSpearman { labels, rho, n_defined, n_undefined, n_nan, mean })
+}
+
+/// The key width of a pair of a sample's key and a `u32` (an index or a rank).
+type IndexPair<S> = <<S as RankSample>::Key as RadixKey>::Join<u32>;
+
+/// A sample ranked once (doubled, centred average ranks in sample order), to correlate with
+/// many other samples of the same length without ranking it again: the per-sample stage
+/// trace ranks the reward once and reuses it for every stage ([`crate::trace`]).
+///
+/// Only a sample without NaN can be a reference: under NaN omission the pairs kept, and so
+/// the reference's ranks, depend on the other sample.
+#[derive(Debug, Clone)]
+pub struct RankedReference {
+    /// `2 r - (n + 1)` of each sample, `r` its 1-based average rank.
+    ranks: Vec<i32>,
+    /// `Σ ranks²`.
+    sum_sq: i128,
+}
+
+impl RankedReference {
+    /// Rank `y`; `None` when `y` is empty, holds NaN or is longer than `i32::MAX`.
+    #[must_use]
+    pub fn new<B: RankSample>(y: &[B]) -> Option<Self> {
+        if y.is_empty() || y.len() > MAX_LEN || crate::sample::first_nan(y).is_some() {
+            return None;
+        }
+        let mut ranks = vec![0i32; y.len()];
+        let sum_sq = with_buffers(y.len(), |pairs: &mut [Pair<IndexPair<B>>], scratch| {
+            for (i, (p, &b)) in pairs.iter_mut().zip(y).enumerate() {
+                *p = pair(b.rank_key(), i as u32);
+            }
+            let (sum_sq, sorted, _) = rank_x(pairs, scratch);
+            for p in sorted.iter() {
+                ranks[p[1].to_u64() as usize] = p[0].to_rank() as i32;
+            }
+            sum_sq
+        });
+        Some(Self { ranks, sum_sq })
+    }
+
+    /// Number of samples.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// True when there is no sample (never: [`RankedReference::new`] refuses empty input).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ranks.is_empty()
+    }
+
+    /// Spearman's rho of `x` with the reference, as [`spearman`]`(x, y, ..)` would give it;
+    /// `None` when `x` holds NaN (call [`spearman`] with the NaN policy then).
+    ///
+    /// # Errors
+    /// `x` of another length than the reference.
+    pub fn spearman<A: RankSample>(&self, x: &[A]) -> Result<Option<Spearman>> {
+        Ok(self.spearman_and_distinct(x)?.map(|(s, _)| s))
+    }
+
+    /// [`RankedReference::spearman`] and, from the same sort of `x`, the number of distinct
+    /// finite values of `x` (as [`crate::census::value_census`] counts them).
+    ///
+    /// # Errors
+    /// `x` of another length than the reference.
+    pub fn spearman_and_distinct<A: RankSample>(&self, x: &[A]) -> Result<Option<(Spearman, u64)>> {
+        check_same_len("y", self.ranks.len(), "x", x.len())?;
+        if crate::sample::first_nan(x).is_some() {
+            return Ok(None);
+        }
+        let (sums, distinct) = with_buffers(x.len(), |pairs: &mut [Pair<IndexPair<A>>], scratch| {
+            for ((p, &a), &r) in pairs.iter_mut().zip(x).zip(&self.ranks) {
+                *p = [IndexPair::<A>::from_rank(i64::from(r)), IndexPair::<A>::from_u64(a.rank_key().to_u64())];
+            }
+            let sorted = if pairs.len() < RADIX_MIN_LEN {
+                pairs.sort_unstable_by_key(|p| p[1]);
+                pairs
+            } else {
+                let hist = histograms(pairs, |p| p[1]);
+                radix_sort_by(pairs, scratch, &hist, |p| p[1]).0
+            };
+            // Runs of equal x: Σ d_ref·d_x and Σ d_x², and the runs of finite x.
+            let (sxy, sxx) = y_runs(sorted, RadixKey::to_rank);
+            let mut distinct = 0u64;
+            let mut prev = None;
+            for p in sorted.iter() {
+                if prev != Some(p[1]) {
+                    prev = Some(p[1]);
+                    distinct += u64::from(A::key_is_finite(A::Key::from_u64(p[1].to_u64())));
+                }
+            }
+            (RankSums { sxy, sxx, syy: self.sum_sq }, distinct)
+        });
+        let rho = sums.rho();
+        let s = Spearman { rho: rho.unwrap_or(f64::NAN), n_pairs: x.len(), undefined: rho.is_none() };
+        Ok(Some((s, distinct)))
+    }
+}
+
+/// The group layout of a [`GroupedReference`].
+#[derive(Debug, Clone)]
+enum Members {
+    Contiguous(usize),
+    Index(GroupIndex),
+}
+
+/// A sample ranked once within each of its groups, for the within-group Spearman of many other
+/// samples with it: [`within_group_spearman`] ranks both sides of every group (and indexes the
+/// ids) on every call; this ranks the reference side and indexes the ids once. Only a sample
+/// without NaN can be a reference.
+#[derive(Debug, Clone)]
+pub struct GroupedReference {
+    members: Members,
+    /// Doubled, centred rank of each sample within its group, group by group in member order.
+    ranks: Vec<i64>,
+    /// `Σ d²` of each group.
+    sum_sq: Vec<i128>,
+}
+
+impl GroupedReference {
+    /// Rank `y` within its groups; `None` when `y` holds NaN.
+    ///
+    /// # Errors
+    /// Empty `y`; a bad layout ([`Groups::check`]).
+    pub fn new<B: RankSample>(y: &[B], groups: Groups<'_>) -> Result<Option<Self>> {
+        check_non_empty("y", y.len())?;
+        groups.check("y", y.len())?;
+        if crate::sample::first_nan(y).is_some() {
+            return Ok(None);
+        }
+        let members = match groups {
+            Groups::Contiguous { size } => Members::Contiguous(size),
+            Groups::Ids(ids) => Members::Index(GroupIndex::new(ids)?),
+        };
+        let mut this = Self { members, ranks: Vec::new(), sum_sq: Vec::new() };
+        let mut ranks = vec![0i64; y.len()];
+        let mut sum_sq = Vec::with_capacity(this.n_groups(y.len()));
+        let (mut keys, mut order, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+        let mut offset = 0;
+        for g in 0..this.n_groups(y.len()) {
+            let idx = this.group(g, &mut buf);
+            keys.clear();
+            keys.extend(idx.iter().map(|&i| y[i as usize].rank_key()));
+            sum_sq.push(ranks_of(&keys, &mut ranks[offset..offset + idx.len()], &mut order));
+            offset += idx.len();
+        }
+        this.ranks = ranks;
+        this.sum_sq = sum_sq;
+        Ok(Some(this))
+    }
+
+    fn n_groups(&self, n: usize) -> usize {
+        match &self.members {
+            Members::Contiguous(size) => n / size,
+            Members::Index(index) => index.n_groups(),
+        }
+    }
+
+    /// The sample indices of group `g` (`buf` holds them for a contiguous layout).
+    fn group<'s>(&'s self, g: usize, buf: &'s mut Vec<u32>) -> &'s [u32] {
+        match &self.members {
+            Members::Contiguous(size) => {
+                buf.clear();
+                buf.extend((g * size..(g + 1) * size).map(|i| i as u32));
+                buf
+            }
+            Members::Index(index) => index.members(g),
+        }
+    }
+
+    /// [`within_group_spearman`]`(x, y, groups, ..)` with this reference as `y`; `None` when `x`
+    /// holds NaN (call [`within_group_spearman`] with the NaN policy then).
+    ///
+    /// # Errors
+    /// `x` of another length than the reference.
+    pub fn within<A: RankSample>(&self, x: &[A]) -> Result<Option<GroupedSpearman>> {
+        check_same_len("y", self.ranks.len(), "x", x.len())?;
+        if crate::sample::first_nan(x).is_some() {
+            return Ok(None);
+        }
+        let n_groups = self.n_groups(x.len());
+        let (mut keys, mut order, mut buf, mut dx) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut rho, mut n_defined, mut sum) = (Vec::with_capacity(n_groups), 0usize, 0.0f64);
+        let mut offset = 0;
+        for g in 0..n_groups {
+            let idx = self.group(g, &mut buf);
+            keys.clear();
+            keys.extend(idx.iter().map(|&i| x[i as usize].rank_key()));
+            dx.clear();
+            dx.resize(idx.len(), 0);
+            let sxx = ranks_of(&keys, &mut dx, &mut order);
+            let dy = &self.ranks[offset..offset + idx.len()];
+            let sxy = dx.iter().zip(dy).map(|(&a, &b)| i128::from(a * b)).sum();
+            offset += idx.len();
+            match (RankSums { sxy, sxx, syy: self.sum_sq[g] }).rho() {
+                Some(r) => {
+                    n_defined += 1;
+                    sum += r;
+                    rho.push(r);
+                }
+                None => rho.push(f64::NAN),
+            }
+        }
+        let labels = match &self.members {
+            Members::Contiguous(_) => None,
+            Members::Index(index) => Some(index.labels.clone()),
+        };
+        let mean = if n_defined == 0 { f64::NAN } else { sum / n_defined as f64 };
+        Ok(Some(GroupedSpearman { labels, rho, n_defined, n_undefined: n_groups - n_defined, n_nan: 0, mean }))
+    }
 }
 
 #[cfg(test)]
@@ -936,6 +1207,48 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn within_groups_equal_naive_per_group(
+            rows in prop::collection::vec(
+                (prop_oneof![4 => (-6i32..6).prop_map(|v| f64::from(v) * 0.5), 1 => Just(f64::NAN)],
+                 (-6i32..6).prop_map(f64::from), 0i64..4),
+                1..160),
+        ) {
+            let x: Vec<f64> = rows.iter().map(|r| r.0).collect();
+            let y: Vec<f32> = rows.iter().map(|r| r.1 as f32).collect();
+            let ids: Vec<i64> = rows.iter().map(|r| r.2).collect();
+            let got = within_group_spearman(&x, &y, Groups::Ids(&ids), NanPolicy::Omit).unwrap();
+            let labels = got.labels.clone().unwrap();
+            for (k, g) in labels.iter().enumerate() {
+                let (gx, gy): (Vec<f64>, Vec<f64>) = rows.iter()
+                    .filter(|r| r.2 == *g && !r.0.is_nan())
+                    .map(|r| (r.0, r.1))
+                    .unzip();
+                let want = if gx.len() < 2 { f64::NAN } else { naive_spearman(&gx, &gy) };
+                prop_assert!((want.is_nan() && got.rho[k].is_nan()) || (got.rho[k] - want).abs() < 1e-12,
+                             "group {}: {} vs {}", g, got.rho[k], want);
+            }
+        }
+
+        #[test]
+        fn grouped_reference_equals_within_group_spearman(
+            rows in prop::collection::vec(((-6i32..6).prop_map(f64::from), (-40i32..40).prop_map(f64::from), 0i64..3), 1..200),
+            contiguous in any::<bool>(),
+        ) {
+            let x: Vec<f64> = rows.iter().map(|r| r.0).collect();
+            let y: Vec<f32> = rows.iter().map(|r| r.1 as f32).collect();
+            let ids: Vec<i64> = rows.iter().map(|r| r.2).collect();
+            let groups = if contiguous { Groups::Contiguous { size: 1 + rows.len() % 7 } } else { Groups::Ids(&ids) };
+            if groups.check("x", x.len()).is_ok() {
+                let want = within_group_spearman(&x, &y, groups, NanPolicy::Omit).unwrap();
+                let got = GroupedReference::new(&y, groups).unwrap().unwrap().within(&x).unwrap().unwrap();
+                prop_assert_eq!(&got.labels, &want.labels);
+                prop_assert_eq!((got.n_defined, got.n_undefined), (want.n_defined, want.n_undefined));
+                prop_assert!(got.rho.iter().zip(&want.rho).all(|(a, b)| a == b || (a.is_nan() && b.is_nan())));
+                prop_assert!(got.mean == want.mean || (got.mean.is_nan() && want.mean.is_nan()));
+            }
+        }
+
         #[test]
         fn in_range_symmetric_and_monotone_invariant(
             (x, y) in (2usize..60).prop_flat_map(|n| (finite_vec(n..n + 1), finite_vec(n..n + 1))),

@@ -7,8 +7,12 @@ from __future__ import annotations
 from types import ModuleType
 
 from advcore.ingest.formats import trainer_state, trl_completions, trl_rollouts_md
-from advcore.ingest.formats import openrlhf, samples, simplevla, tensorboard, verl_console, verl_jsonl
+from advcore.ingest.formats import openrlhf, samples, simplevla, tensorboard, trace, verl_console, verl_jsonl
 from advcore.ingest.formats import columnar_json, csv_table, plain, trl_console, wandb
 
-ORDER: list[ModuleType] = [trl_rollouts_md, trl_completions, wandb, columnar_json, simplevla, trl_console, trainer_state, verl_jsonl, samples, openrlhf, verl_console, tensorboard, csv_table, plain]
+#: Detection order: the first module whose ``sniff`` accepts a file reads it (specific formats first).
+ORDER: list[ModuleType] = [
+    trl_rollouts_md, trl_completions, wandb, columnar_json, simplevla, trl_console, trainer_state, verl_jsonl,
+    trace, samples, openrlhf, verl_console, tensorboard, csv_table, plain,
+]
 BY_NAME: dict[str, ModuleType] = {m.NAME: m for m in ORDER}

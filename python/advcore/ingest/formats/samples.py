@@ -17,22 +17,23 @@ Per step: ``reward_mean``, ``reward_std`` (whole batch, ddof 0), ``reward_min``,
 singleton groups skipped), ``zero_variance_group_frac`` (groups tied up to float rounding, as
 TRL's ``frac_reward_zero_std``), ``reward_within_var_frac`` (within-group share of the reward
 variance), ``adv_mean``/``adv_std``/``adv_min``/``adv_max``/``adv_zero_frac`` when ``adv`` is
-present, and ``reward/<name>`` means of other numeric per-sample columns. Missing rewards are
-null and left out of the statistics (counted in ``metadata["null_rewards"]``), never 0.
+present, ``spearman_adv_reward`` (global and ``_within`` groups), ``reward_null_frac``, and
+``reward/<name>`` means of other numeric per-sample columns. Missing rewards are null and left out
+of the statistics (counted in ``metadata["null_rewards"]``), never 0. The metrics come from the
+stage trace (:func:`advcore.trace.trace_step` and :func:`advcore.trace.canonical_row`), the same
+code path as :class:`advcore.Tracer`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from advcore import stats
+from advcore.trace import canonical_row, trace_step
 from advcore.ingest.formats.plain import read_jsonl
 from advcore.ingest._model import IngestError, RawLog
 
@@ -100,45 +101,25 @@ def _group_codes(part: pl.DataFrame, group_col: str | None, rollout_n: int | Non
     return None
 
 
+#: Per-sample columns of the long format traced as stages, and the keyword of each.
+_STAGE_COLS = {"value": "baseline", "return": "returns", "adv_raw": "adv_raw", "adv": "adv",
+               "adv_clipped": "adv_clipped"}
+
+
 def _step_metrics(part: pl.DataFrame, reward_col: str, group_col: str | None, rollout_n: int | None,
                   extra: list[str]) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
-    reward = _numeric(part, reward_col)
-    finite = reward[~np.isnan(reward)]
-    if finite.size:
-        out["reward_mean"] = float(finite.mean())
-        out["reward_std"] = float(finite.std())
-        out["reward_min"] = float(finite.min())
-        out["reward_max"] = float(finite.max())
+    """The canonical metrics of one step: the stage trace of its samples
+    (:func:`advcore.trace.trace_step`) read by :func:`advcore.trace.canonical_row`, plus the
+    means of the reward components."""
+    step = int(part["step"][0])
+    stages: dict[str, Any] = {kw: _numeric(part, col) for col, kw in _STAGE_COLS.items() if col in part.columns}
     codes = _group_codes(part, group_col, rollout_n)
-    if codes is not None and finite.size:
-        keep = ~np.isnan(reward)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            moments = stats.grouped_moments(reward[keep], group_ids=codes[keep], ddof=1, nan_policy="omit")
-            stds = np.sqrt(moments.var[moments.count > 1])
-            out["reward_std_within"] = float(np.nanmean(stds)) if stds.size else None
-            zv = stats.zero_variance_fraction(reward[keep], group_ids=codes[keep], nan_policy="omit")
-            out["zero_variance_group_frac"] = None if math.isnan(zv.near_frac) else float(zv.near_frac)
-            vd = stats.variance_decomposition(reward[keep], group_ids=codes[keep], nan_policy="omit")
-            out["reward_within_var_frac"] = None if math.isnan(vd.within_frac) else float(vd.within_frac)
-            out["n_groups"] = float(moments.zero_variance.n_groups)
-    if "adv" in part.columns:
-        adv = _numeric(part, "adv")
-        adv = adv[~np.isnan(adv)]
-        if adv.size:
-            out["adv_mean"] = float(adv.mean())
-            out["adv_std"] = float(adv.std())
-            out["adv_min"] = float(adv.min())
-            out["adv_max"] = float(adv.max())
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out["adv_zero_frac"] = float(stats.value_census(adv).near_zero_frac)
+    trace = trace_step(step, rewards=_numeric(part, reward_col), group_ids=codes, **stages)
+    out: dict[str, float | None] = dict(canonical_row(trace))
     for col in extra:
         x = _numeric(part, col)
         x = x[~np.isnan(x)]
         out[f"reward/{col}"] = float(x.mean()) if x.size else None
-    out["n_samples"] = float(part.height)
     return out
 
 

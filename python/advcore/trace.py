@@ -1,0 +1,496 @@
+"""The per-sample stage trace: where one training step's learning signal is, stage by stage.
+
+One step's per-sample arrays (the reward R, the baseline / value, the return and the raw,
+normalised and clipped advantage A/T, optionally token-level advantages) go through one call
+into the Rust core (``advcore_stats::trace``), which computes for every stage and every slice
+of the batch the statistics listed in :data:`STATISTICS`. The result is a Polars DataFrame in
+long form, one row per (step, stage, slice, statistic), that appends across steps and writes
+to Parquet. :func:`canonical_row` derives the per-step canonical metrics of SPEC section 4 from
+it; :class:`Tracer` keeps the rows of every step and runs the detectors online.
+
+Sources: the stage model is seed 002 (R -> A -> T -> U); the group statistics mirror TRL's
+``GRPOTrainer`` (``reward_std`` = mean within-group std with ddof 1 up to TRL 0.26,
+``frac_reward_zero_std`` = tied groups) and verl's GRPO advantage
+(``compute_grpo_outcome_advantage`` in ``verl/trainer/ppo/core_algos.py``), where the sequence
+advantage is broadcast over the response tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from advcore import _core
+from advcore._arrays import as_ids, as_values
+from advcore.errors import AdvcoreError
+
+if TYPE_CHECKING:
+    from advcore.detectors import Finding
+    from advcore.ingest import Run
+
+__all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Tracer", "canonical_row", "trace_step"]
+
+#: Per-sample stages in pipeline order (R -> A -> T), keyword -> stage name.
+STAGES: dict[str, str] = {
+    "rewards": "reward",
+    "baseline": "baseline",
+    "returns": "return",
+    "adv_raw": "adv_raw",
+    "adv": "adv",
+    "adv_clipped": "adv_clipped",
+}
+
+#: Statistics of every per-sample stage and slice (see ``advcore_stats::trace::STAT_NAMES``).
+#: Moments (``std`` with ddof 0), quantiles (numpy ``"linear"``), ``mad`` (scipy
+#: ``median_abs_deviation``, scale 1) and ranks omit NaN; ``nan_count`` counts it. Fractions of
+#: values are over the finite values. ``spearman_reward_within`` is the mean Spearman over the
+#: ``n_groups_spearman`` groups where both sides vary; ``zero_variance_group_frac`` is the share
+#: of groups (of >= 2 values) whose spread is within ``atol + rtol * max|x|``; ``std_within`` the
+#: mean per-group std (ddof 1, singletons skipped); ``within_var_frac`` the within-group share of
+#: the variance. ``changed_frac``, ``mean_abs_change``, ``max_abs_change`` compare with the previous
+#: stage in :data:`STAGES` order (NaN for the first stage).
+STATISTICS: tuple[str, ...] = tuple(
+    _core.trace([np.zeros(1)], np.zeros(1), None, None, [], [], 1e-8, 1e-8, 1e-5, 0.0)[0]
+)
+
+#: Statistics of the token stage ``adv_token``.
+TOKEN_STATISTICS: tuple[str, ...] = (
+    "n",
+    "n_tokens",
+    "token_nonzero_frac",
+    "alloc_n",
+    "alloc_mean",
+    "alloc_std",
+    "alloc_min",
+    "alloc_max",
+    "alloc_q50",
+    "spearman_abs_adv_length",
+)
+
+#: numpy's ``isclose`` defaults, as the census and grouped kernels use them.
+NEAR_ZERO_ATOL = 1e-8
+GROUP_ATOL = 1e-8
+GROUP_RTOL = 1e-5
+
+_SCHEMA = {"step": pl.Int64, "stage": pl.String, "slice": pl.String, "statistic": pl.String, "value": pl.Float64}
+
+
+def _codes(x: Any, name: str, n: int) -> tuple[npt.NDArray[np.int64], list[str]]:
+    """Dense codes 0..k-1 (ascending label order) and the labels of any per-sample labels
+    (strings, ints, bools); nulls become the label ``"null"``."""
+    if isinstance(x, np.ndarray) and x.dtype.kind in "iu" and x.ndim == 1:
+        uniq, inverse = np.unique(x, return_inverse=True)
+        codes, labels = inverse.astype(np.int64), [str(v) for v in uniq.tolist()]
+    else:
+        try:
+            data = x if hasattr(x, "__len__") else list(x)
+            s = x if isinstance(x, pl.Series) else pl.Series(name, data, strict=False)
+        except (TypeError, ValueError) as e:
+            raise AdvcoreError(f"`{name}` could not be read as per-sample labels: {e}") from e
+        if s.dtype.is_nested():
+            raise AdvcoreError(f"`{name}` must hold one label per sample, got {s.dtype}")
+        s = s.cast(pl.String).fill_null("null")
+        codes = (s.rank("dense").cast(pl.Int64) - 1).to_numpy()
+        labels = s.unique().sort().to_list()
+    if codes.shape[0] != n:
+        raise AdvcoreError(f"`{name}` has length {codes.shape[0]} but `rewards` has length {n}")
+    return np.ascontiguousarray(codes), labels
+
+
+def _group_ids(group_ids: Any, n: int) -> npt.NDArray[np.int64]:
+    """Integer ids as given (int64); anything else (verl's string uids) as dense codes."""
+    if isinstance(group_ids, np.ndarray) and group_ids.dtype.kind in "iu":
+        ids = as_ids(group_ids, "group_ids")
+    elif isinstance(group_ids, pl.Series) and group_ids.dtype.is_integer() and not group_ids.null_count():
+        ids = as_ids(group_ids.to_numpy(), "group_ids")
+    else:
+        if isinstance(group_ids, pl.Series) and group_ids.null_count():
+            raise AdvcoreError("`group_ids` holds nulls; every sample needs a group")
+        if isinstance(group_ids, (list, tuple)) and any(g is None for g in group_ids):
+            raise AdvcoreError("`group_ids` holds nulls; every sample needs a group")
+        ids = _codes(group_ids, "group_ids", n)[0]
+    if ids.shape[0] != n:
+        raise AdvcoreError(f"`group_ids` has length {ids.shape[0]} but `rewards` has length {n}")
+    return ids
+
+
+@functools.lru_cache(maxsize=64)
+def _key_columns(stages: tuple[str, ...], slices: tuple[str, ...], names: tuple[str, ...]) -> tuple[pl.Series, ...]:
+    """The ``stage``, ``slice`` and ``statistic`` columns of a table shape (the same every step)."""
+    k, s, m = len(stages), len(slices), len(names)
+    return (
+        pl.Series("stage", np.repeat(np.array(stages, dtype=object), s * m), dtype=pl.String),
+        pl.Series("slice", np.tile(np.repeat(np.array(slices, dtype=object), m), k), dtype=pl.String),
+        pl.Series("statistic", np.tile(np.array(names, dtype=object), k * s), dtype=pl.String),
+    )
+
+
+def _long(
+    step: int, stages: list[str], slices: list[str], names: list[str], table: npt.NDArray[np.float64]
+) -> pl.DataFrame:
+    """The long frame of one step from a ``(stage, slice, statistic)`` table, in one constructor."""
+    keys = _key_columns(tuple(stages), tuple(slices), tuple(names))
+    n = table.size
+    return pl.DataFrame([pl.Series("step", np.full(n, step, dtype=np.int64)), *keys,
+                         pl.Series("value", table.reshape(-1), dtype=pl.Float64)])
+
+
+def _token_cells(
+    token_adv: Any,
+    response_mask: Any,
+    token_sample_index: Any,
+    seq_adv: npt.NDArray[np.float64] | None,
+    n: int,
+    members: list[npt.NDArray[np.bool_] | None],
+) -> npt.NDArray[np.float64]:
+    """The ``adv_token`` statistics of every slice (``members[i]`` None for the whole batch)."""
+    if token_sample_index is None:
+        tok = np.asarray(token_adv, dtype=np.float64)
+        if tok.ndim != 2 or tok.shape[0] != n:
+            raise AdvcoreError(f"`token_adv` must have shape (n_samples, n_tokens) = ({n}, T), got {tok.shape}")
+        if response_mask is None:
+            mask = np.ones(tok.shape, dtype=bool)
+        else:
+            mask = np.asarray(response_mask).astype(bool)
+            if mask.shape != tok.shape:
+                raise AdvcoreError(f"`response_mask` has shape {mask.shape} but `token_adv` has shape {tok.shape}")
+        kept = np.where(mask, tok, 0.0)
+        length = mask.sum(axis=1).astype(np.float64)
+        total = kept.sum(axis=1)
+        abs_total = np.abs(kept).sum(axis=1)
+        nonzero = (mask & (tok != 0) & ~np.isnan(tok)).sum(axis=1).astype(np.float64)
+    else:
+        tok = as_values(token_adv, "token_adv").astype(np.float64)
+        idx = as_ids(token_sample_index, "token_sample_index")
+        if idx.shape != tok.shape:
+            raise AdvcoreError(
+                f"`token_sample_index` has length {idx.shape[0]} but `token_adv` has length {tok.shape[0]}"
+            )
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise AdvcoreError(f"`token_sample_index` must index samples 0..{n - 1}")
+        length = np.bincount(idx, minlength=n).astype(np.float64)
+        total = np.bincount(idx, weights=tok, minlength=n)
+        abs_total = np.bincount(idx, weights=np.abs(tok), minlength=n)
+        nonzero = np.bincount(idx, weights=((tok != 0) & ~np.isnan(tok)).astype(np.float64), minlength=n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_abs = abs_total / length
+        if seq_adv is None:
+            ratio = np.full(n, np.nan)
+        else:
+            ratio = np.where(np.abs(seq_adv) > NEAR_ZERO_ATOL, total / seq_adv, np.nan)
+    out = np.full((len(members), len(TOKEN_STATISTICS)), np.nan)
+    for row, member in enumerate(members):
+        sel = np.ones(n, dtype=bool) if member is None else member
+        n_tok = float(length[sel].sum())
+        r = ratio[sel]
+        r = r[np.isfinite(r)]
+        cell: dict[str, float] = {
+            "n": float(sel.sum()),
+            "n_tokens": n_tok,
+            "token_nonzero_frac": float(nonzero[sel].sum()) / n_tok if n_tok else np.nan,
+            "alloc_n": float(r.size),
+        }
+        if r.size:
+            cell.update(alloc_mean=float(r.mean()), alloc_std=float(r.std()), alloc_min=float(r.min()),
+                        alloc_max=float(r.max()), alloc_q50=float(np.median(r)))
+        has = sel & (length > 0) & np.isfinite(mean_abs)
+        if has.sum() >= 2:
+            rho, _, undefined = _core.spearman(mean_abs[has], length[has], "omit")
+            cell["spearman_abs_adv_length"] = np.nan if undefined else rho
+        for j, name in enumerate(TOKEN_STATISTICS):
+            out[row, j] = cell.get(name, np.nan)
+    return out
+
+
+def trace_step(
+    step: int,
+    *,
+    rewards: Any,
+    group_ids: Any = None,
+    group_size: int | None = None,
+    baseline: Any = None,
+    returns: Any = None,
+    adv_raw: Any = None,
+    adv: Any = None,
+    adv_clipped: Any = None,
+    token_adv: Any = None,
+    response_mask: Any = None,
+    token_sample_index: Any = None,
+    slices: Mapping[str, Any] | None = None,
+) -> pl.DataFrame:
+    """Trace one step's per-sample arrays.
+
+    Parameters
+    ----------
+    step : int
+        The training step (the ``step`` column).
+    rewards : array-like, shape (N,)
+        Sequence rewards; NaN (or a null in a Polars Series) marks a missing reward. numpy,
+        Polars Series, torch tensors (any device) and lists are read; float32 stays float32
+        when every stage is float32, otherwise everything is traced in float64.
+    group_ids : array-like, shape (N,), optional
+        The group (prompt) of each sample, for GRPO-style runs: integers, or strings such as
+        verl's ``uid`` (mapped to dense codes). Mutually exclusive with ``group_size``.
+    group_size : int, optional
+        Contiguous groups of this size (sample ``i`` in group ``i // group_size``).
+    baseline, returns, adv_raw, adv, adv_clipped : array-like, shape (N,), optional
+        The other per-sample stages, traced in this order after ``reward``: the baseline or
+        value estimate, the return, the advantage before normalisation, after normalisation
+        and after clipping. Stages not given are left out.
+    token_adv : array-like, optional
+        Token-level advantages: shape (N, T) with ``response_mask`` (N, T) (1 = response
+        token; all tokens if omitted), or a flat array of token values with
+        ``token_sample_index`` (the sample of each token). Gives stage ``adv_token`` with the
+        statistics of :data:`TOKEN_STATISTICS`: ``alloc_*`` describe per sample
+        ``sum(token advantages) / sequence advantage`` (the sequence advantage is ``adv``,
+        else ``adv_raw``, else ``adv_clipped``; samples with ``|adv| <= 1e-8`` are skipped): the
+        response length when the sequence advantage is broadcast to every token (GRPO as TRL
+        and verl compute it), 1 when it is split evenly (``adv / length`` per token);
+        ``token_nonzero_frac`` is the share of response tokens with a non-zero advantage;
+        ``spearman_abs_adv_length`` is Spearman's rho between a sample's mean
+        ``|token advantage|`` and its response length (strongly negative: long responses get
+        diluted credit per token, as with an even split).
+    slices : mapping of str to array-like, optional
+        Slice labels, each one label per sample (strings, ints or bools, for example task,
+        prompt, environment, length bucket, success). Every value gets its own slice
+        ``"<label>=<value>"`` (nulls: ``"<label>=null"``).
+
+    Returns
+    -------
+    polars.DataFrame
+        Long form, columns ``step`` (Int64), ``stage`` (String), ``slice`` (String: ``"all"`` or
+        ``"<label>=<value>"``), ``statistic`` (String, see :data:`STATISTICS`), ``value``
+        (Float64, NaN where undefined). Row order: stage, then slice, then statistic.
+
+    Raises
+    ------
+    AdvcoreError
+        A stage of another length than ``rewards`` (the message names the stage's keyword),
+        unreadable or non-1-D input, both or bad group arguments, slice labels of the wrong
+        length, ``token_adv`` of the wrong shape.
+    """
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+        raise AdvcoreError(f"`step` must be an integer, got {step!r}")
+    given = {"rewards": rewards, "baseline": baseline, "returns": returns, "adv_raw": adv_raw, "adv": adv,
+             "adv_clipped": adv_clipped}
+    arrays = {kw: as_values(v, kw) for kw, v in given.items() if v is not None}
+    n = arrays["rewards"].shape[0]
+    if n == 0:
+        raise AdvcoreError("`rewards` is empty; at least one sample is needed")
+    for kw, a in arrays.items():
+        if a.shape[0] != n:
+            raise AdvcoreError(f"`{kw}` has length {a.shape[0]} but `rewards` has length {n}")
+    stage_arrays: list[npt.NDArray[np.float32] | npt.NDArray[np.float64]]
+    if all(a.dtype == np.float32 for a in arrays.values()):
+        stage_arrays = [np.ascontiguousarray(a, dtype=np.float32) for a in arrays.values()]
+    else:
+        stage_arrays = [np.ascontiguousarray(a, dtype=np.float64) for a in arrays.values()]
+    stage_names = [STAGES[kw] for kw in arrays]
+    size: int | None = None
+    ids: npt.NDArray[np.int64] | None = None
+    if group_ids is not None and group_size is not None:
+        raise AdvcoreError("give at most one of `group_ids` and `group_size`")
+    if group_ids is not None:
+        ids = _group_ids(group_ids, n)
+    elif group_size is not None:
+        if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 1:
+            raise AdvcoreError(f"`group_size` must be a positive integer, got {group_size!r}")
+        if n % group_size:
+            raise AdvcoreError(f"`group_size`={group_size} does not divide the {n} samples of `rewards`")
+        size = int(group_size)
+    slice_names = ["all"]
+    codes: list[npt.NDArray[np.uint32]] = []
+    counts: list[int] = []
+    for label, values in (slices or {}).items():
+        c, labels = _codes(values, f"slices[{label!r}]", n)
+        codes.append(c.astype(np.uint32))
+        counts.append(len(labels))
+        slice_names.extend(f"{label}={v}" for v in labels)
+    names, table = _core.trace(stage_arrays, stage_arrays[0], size, ids, codes, counts,
+                               NEAR_ZERO_ATOL, GROUP_ATOL, GROUP_RTOL, 0.0)
+    frame = _long(int(step), stage_names, slice_names, names, table)
+    if token_adv is not None:
+        seq = next((arrays[k] for k in ("adv", "adv_raw", "adv_clipped") if k in arrays), None)
+        members: list[npt.NDArray[np.bool_] | None] = [None]
+        for code, k in zip(codes, counts, strict=True):
+            members.extend(code == j for j in range(k))
+        cells = _token_cells(token_adv, response_mask, token_sample_index,
+                             None if seq is None else seq.astype(np.float64), n, members)
+        frame = pl.concat([frame, _long(int(step), ["adv_token"], slice_names, list(TOKEN_STATISTICS), cells[None])])
+    return frame
+
+
+def canonical_row(frame: pl.DataFrame) -> dict[str, float]:
+    """The per-step canonical metrics (SPEC section 4) of one step's trace.
+
+    Reads the ``slice == "all"`` rows of ``frame`` (the output of :func:`trace_step` for one
+    step) and returns, where defined (undefined metrics are left out, never 0):
+    ``reward_mean``, ``reward_std`` (ddof 0), ``reward_min``, ``reward_max``,
+    ``reward_std_within`` (mean per-group std, ddof 1, singletons skipped; TRL's ``reward_std``
+    up to 0.26), ``zero_variance_group_frac`` (tied groups, TRL's ``frac_reward_zero_std``),
+    ``reward_within_var_frac``, ``n_groups``, ``adv_mean``, ``adv_std``, ``adv_min``, ``adv_max``,
+    ``adv_zero_frac`` (``|adv| <= 1e-8`` among finite values), ``spearman_adv_reward``,
+    ``spearman_adv_reward_within``, ``reward_null_frac`` (share of NaN/null rewards) and
+    ``n_samples``. This is the single place where per-step metrics are derived from samples.
+
+    Raises
+    ------
+    AdvcoreError
+        ``frame`` lacks the trace columns, holds several steps, or has no ``reward`` stage.
+    """
+    missing = set(_SCHEMA) - set(frame.columns)
+    if missing:
+        raise AdvcoreError(f"`frame` is not a stage trace: missing columns {sorted(missing)}")
+    if frame["step"].n_unique() > 1:
+        raise AdvcoreError("`frame` holds several steps; pass one step's trace")
+    rows = frame.filter(pl.col("slice") == "all")
+    cell = {(st, name): v for st, name, v in
+            zip(rows["stage"].to_list(), rows["statistic"].to_list(), rows["value"].to_list(), strict=True)}
+    if ("reward", "n") not in cell:
+        raise AdvcoreError("`frame` has no `reward` stage")
+    pairs = {
+        "reward_mean": ("reward", "mean"),
+        "reward_std": ("reward", "std"),
+        "reward_min": ("reward", "min"),
+        "reward_max": ("reward", "max"),
+        "reward_std_within": ("reward", "std_within"),
+        "zero_variance_group_frac": ("reward", "zero_variance_group_frac"),
+        "reward_within_var_frac": ("reward", "within_var_frac"),
+        "n_groups": ("reward", "n_groups"),
+        "adv_mean": ("adv", "mean"),
+        "adv_std": ("adv", "std"),
+        "adv_min": ("adv", "min"),
+        "adv_max": ("adv", "max"),
+        "adv_zero_frac": ("adv", "near_zero_frac"),
+        "spearman_adv_reward": ("adv", "spearman_reward"),
+        "spearman_adv_reward_within": ("adv", "spearman_reward_within"),
+        "n_samples": ("reward", "n"),
+    }
+    out: dict[str, float] = {}
+    for name, key in pairs.items():
+        v = cell.get(key)
+        if v is not None and v == v:
+            out[name] = float(v)
+    n, nan = cell[("reward", "n")], cell.get(("reward", "nan_count"))
+    if n and nan is not None and nan == nan:
+        out["reward_null_frac"] = float(nan) / float(n)
+    return out
+
+
+class Tracer:
+    """Trace every step of a run and run the detectors as it goes.
+
+    ``observe(step, **arrays)`` traces the step (:func:`trace_step`, same keywords), keeps its
+    long rows and its :func:`canonical_row`, rebuilds the per-step :class:`advcore.ingest.Run`
+    (format ``"trace"``) and, once ``min_steps`` steps are in, runs
+    :func:`advcore.detectors.run_detectors` on it. Each finding ID is reported once, the first
+    time it appears: to ``logger`` (default ``logging.getLogger("advcore")``) at WARNING and to
+    ``callback(finding)``.
+
+    Parameters
+    ----------
+    detectors : iterable of str, optional
+        Detector IDs to run (default: all registered).
+    settings : mapping, optional
+        Knob overrides per detector ID, as ``run_detectors(settings=...)``.
+    callback : callable, optional
+        Called with each new :class:`advcore.detectors.Finding`.
+    logger : logging.Logger, optional
+    min_steps : int, default 6
+        Steps observed before the detectors run (their windows need a few points).
+    """
+
+    def __init__(
+        self,
+        *,
+        detectors: Iterable[str] | None = None,
+        settings: Mapping[str, Mapping[str, Any]] | None = None,
+        callback: Callable[[Finding], None] | None = None,
+        logger: logging.Logger | None = None,
+        min_steps: int = 6,
+    ) -> None:
+        from advcore.detectors import REGISTRY
+
+        self._only = tuple(detectors) if detectors is not None else ()
+        unknown = [d for d in self._only if d not in REGISTRY]
+        if unknown:
+            raise AdvcoreError(f"`detectors`: unknown detector IDs {unknown}; known: {sorted(REGISTRY)}")
+        if isinstance(min_steps, bool) or not isinstance(min_steps, int) or min_steps < 1:
+            raise AdvcoreError(f"`min_steps` must be a positive integer, got {min_steps!r}")
+        self._settings = dict(settings or {})
+        self._callback = callback
+        self._logger = logger or logging.getLogger("advcore")
+        self._min_steps = min_steps
+        self._parts: list[pl.DataFrame] = []
+        self._frame = pl.DataFrame(schema=_SCHEMA)
+        self._rows: list[dict[str, float]] = []
+        self._findings: list[Finding] = []
+        self._seen: set[str] = set()
+
+    def observe(self, step: int, **arrays: Any) -> list[Finding]:
+        """Trace one step (keywords of :func:`trace_step`); returns the findings new at this step."""
+        from advcore.detectors import run_detectors
+
+        if self._rows and step <= self._rows[-1]["step"]:
+            raise AdvcoreError(f"`step` must increase: got {step} after {int(self._rows[-1]['step'])}")
+        part = trace_step(step, **arrays)
+        self._parts.append(part)
+        self._rows.append({"step": float(step), **canonical_row(part)})
+        if len(self._rows) < self._min_steps:
+            return []
+        found, _ = run_detectors(self.run(), only=self._only, settings=self._settings)
+        new = [f for f in found if f.id not in self._seen]
+        for f in new:
+            self._seen.add(f.id)
+            self._findings.append(f)
+            self._logger.warning("%s at step %s: %s", f.id, f.onset_step, f.message)
+            if self._callback is not None:
+                self._callback(f)
+        return new
+
+    @property
+    def frame(self) -> pl.DataFrame:
+        """Every long row observed so far (the columns of :func:`trace_step`)."""
+        if self._parts:
+            self._frame = pl.concat([self._frame, *self._parts], rechunk=False)
+            self._parts = []
+        return self._frame
+
+    @property
+    def steps_frame(self) -> pl.DataFrame:
+        """One row per step: ``step`` (Int64) and the :func:`canonical_row` metrics (Float64)."""
+        return _steps_frame(self._rows)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The findings reported so far, in order of first appearance."""
+        return list(self._findings)
+
+    def run(self) -> Run:
+        """The per-step :class:`advcore.ingest.Run` (format ``"trace"``) of the steps so far."""
+        from advcore.ingest import Run
+
+        frame = self.steps_frame
+        sources = {c: f"trace:{c}" for c in frame.columns if c != "step"}
+        return Run("<tracer>", "trace", None, frame, sources, {"layout": "trace", "steps": frame.height})
+
+    def write_parquet(self, path: str | Path) -> None:
+        """Write :attr:`frame` (the long rows) to Parquet; ``advcore scan`` reads it back."""
+        self.frame.write_parquet(Path(path))
+
+
+def _steps_frame(rows: list[dict[str, float]]) -> pl.DataFrame:
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(k for k in r if k != "step"))
+    data: dict[str, pl.Series] = {"step": pl.Series("step", [int(r["step"]) for r in rows], dtype=pl.Int64)}
+    for k in keys:
+        data[k] = pl.Series(k, [r.get(k) for r in rows], dtype=pl.Float64)
+    return pl.DataFrame(data)

@@ -1,0 +1,83 @@
+//! Binding for `advcore_stats::trace`.
+
+use advcore_stats::trace::{self as kernel, N_STATS, STAT_NAMES, SliceCodes, TraceOptions, TraceTable};
+use advcore_stats::{Groups, grouped::Tolerance};
+use numpy::{IntoPyArray, PyArray3, PyArrayMethods, PyReadonlyArray1};
+use pyo3::prelude::*;
+
+use crate::entry::{AdvcoreError, FloatArray, layout, run, slice};
+
+/// Every stage as a slice of the reward's dtype `T`, or an error naming the stage.
+fn same_dtype<'a, T: numpy::Element>(
+    stages: &'a [FloatArray<'_>],
+    pick: impl Fn(&'a FloatArray<'_>) -> Option<&'a PyReadonlyArray1<'a, T>>,
+    dtype: &str,
+) -> PyResult<Vec<&'a [T]>> {
+    stages
+        .iter()
+        .enumerate()
+        .map(|(k, s)| match pick(s) {
+            Some(a) => slice(a, "stages"),
+            None => Err(AdvcoreError::new_err(format!("`stages[{k}]` must have the dtype of `reward` ({dtype})"))),
+        })
+        .collect()
+}
+
+fn traced<T: advcore_stats::rank::RankSample + advcore_stats::quantile::Select>(
+    py: Python<'_>,
+    stages: &[&[T]],
+    reward: &[T],
+    groups: Option<Groups<'_>>,
+    labels: &[SliceCodes<'_>],
+    opts: &TraceOptions,
+) -> PyResult<TraceTable> {
+    run(py, "trace", || kernel::trace(stages, reward, groups, labels, opts))
+}
+
+/// `(stat_names, table)` with `table[stage, slice, stat]` (float64, shape
+/// `(len(stages), 1 + sum(n_slices), len(stat_names))`); slice 0 is the whole batch.
+#[pyfunction]
+#[pyo3(signature = (stages, reward, group_size, group_ids, slice_ids, n_slices, near_zero_atol, atol, rtol, change_atol, threads=0))]
+#[allow(clippy::too_many_arguments)]
+fn trace<'py>(
+    py: Python<'py>,
+    stages: Vec<FloatArray<'py>>,
+    reward: FloatArray<'py>,
+    group_size: Option<usize>,
+    group_ids: Option<PyReadonlyArray1<'py, i64>>,
+    slice_ids: Vec<PyReadonlyArray1<'py, u32>>,
+    n_slices: Vec<usize>,
+    near_zero_atol: f64,
+    atol: f64,
+    rtol: f64,
+    change_atol: f64,
+    threads: usize,
+) -> PyResult<(Vec<&'static str>, Bound<'py, PyArray3<f64>>)> {
+    let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
+    let groups = if group_size.is_none() && ids.is_none() { None } else { Some(layout(group_size, ids)?) };
+    if slice_ids.len() != n_slices.len() {
+        return Err(AdvcoreError::new_err("`n_slices` must give one count per `slice_ids` array"));
+    }
+    let labels: Vec<SliceCodes<'_>> = slice_ids
+        .iter()
+        .zip(&n_slices)
+        .map(|(a, &n)| Ok(SliceCodes { codes: slice(a, "slice_ids")?, n }))
+        .collect::<PyResult<_>>()?;
+    let opts = TraceOptions { near_zero_atol, group_tol: Tolerance { atol, rtol }, change_atol, threads };
+    let table = match &reward {
+        FloatArray::F32(r) => {
+            let xs = same_dtype(&stages, |s| if let FloatArray::F32(a) = s { Some(a) } else { None }, "float32")?;
+            traced(py, &xs, slice(r, "reward")?, groups, &labels, &opts)?
+        }
+        FloatArray::F64(r) => {
+            let xs = same_dtype(&stages, |s| if let FloatArray::F64(a) = s { Some(a) } else { None }, "float64")?;
+            traced(py, &xs, slice(r, "reward")?, groups, &labels, &opts)?
+        }
+    };
+    let shape = [table.n_stages, table.n_slices, N_STATS];
+    Ok((STAT_NAMES.to_vec(), table.values.into_pyarray(py).reshape(shape)?))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(trace, m)?)
+}
