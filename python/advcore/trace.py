@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from advcore.detectors import Finding
     from advcore.ingest import Run
 
-__all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Tracer", "canonical_row", "trace_step"]
+__all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Tracer", "canonical_row", "step_row", "trace_step"]
 
 #: Per-sample stages in pipeline order (R -> A -> T), keyword -> stage name.
 STAGES: dict[str, str] = {
@@ -384,11 +384,34 @@ def canonical_row(frame: pl.DataFrame) -> dict[str, float]:
     return out
 
 
+def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
+    """One step's trace (:func:`trace_step`, same keywords) and its per-step metrics.
+
+    The metrics are :func:`canonical_row` of the trace plus, when the samples are grouped, the
+    reference checks of :func:`advcore.reference.step_checks` on the rewards and the advantages
+    (``adv``, else ``adv_raw``): the per-step evidence of the T-stage detectors and of
+    REWARD_MISSING. Undefined values are left out. This is what :class:`Tracer` and the
+    per-sample ingest record for every step.
+    """
+    from advcore.reference import step_checks
+
+    frame = trace_step(step, **arrays)
+    row = canonical_row(frame)
+    groups = arrays.get("group_ids")
+    if groups is None and arrays.get("group_size") is not None:
+        groups = np.arange(len(as_values(arrays["rewards"], "rewards"))) // int(arrays["group_size"])
+    if groups is not None:
+        adv = arrays.get("adv")
+        checks = step_checks(arrays["rewards"], groups, arrays.get("adv_raw") if adv is None else adv)
+        row = {**{k: v for k, v in checks.items() if v == v}, **row}
+    return frame, row
+
+
 class Tracer:
     """Trace every step of a run and run the detectors as it goes.
 
     ``observe(step, **arrays)`` traces the step (:func:`trace_step`, same keywords), keeps its
-    long rows and its :func:`canonical_row`, rebuilds the per-step :class:`advcore.ingest.Run`
+    long rows and its per-step metrics (:func:`step_row`), rebuilds the per-step :class:`advcore.ingest.Run`
     (format ``"trace"``) and, once ``min_steps`` steps are in, runs
     :func:`advcore.detectors.run_detectors` on it. Each finding ID is reported once, the first
     time it appears: to ``logger`` (default ``logging.getLogger("advcore")``) at WARNING and to
@@ -440,9 +463,9 @@ class Tracer:
 
         if self._rows and step <= self._rows[-1]["step"]:
             raise AdvcoreError(f"`step` must increase: got {step} after {int(self._rows[-1]['step'])}")
-        part = trace_step(step, **arrays)
+        part, row = step_row(step, **arrays)
         self._parts.append(part)
-        self._rows.append({"step": float(step), **canonical_row(part)})
+        self._rows.append({"step": float(step), **row})
         if len(self._rows) < self._min_steps:
             return []
         found, _ = run_detectors(self.run(), only=self._only, settings=self._settings)

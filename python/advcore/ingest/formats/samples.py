@@ -20,8 +20,8 @@ variance), ``adv_mean``/``adv_std``/``adv_min``/``adv_max``/``adv_zero_frac`` wh
 present, ``spearman_adv_reward`` (global and ``_within`` groups), ``reward_null_frac``, and
 ``reward/<name>`` means of other numeric per-sample columns. Missing rewards are null and left out
 of the statistics (counted in ``metadata["null_rewards"]``), never 0. The metrics come from the
-stage trace (:func:`advcore.trace.trace_step` and :func:`advcore.trace.canonical_row`), the same
-code path as :class:`advcore.Tracer`.
+stage trace and the reference checks (:func:`advcore.trace.step_row`), the same code path as
+:class:`advcore.Tracer`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from advcore.trace import canonical_row, trace_step
+from advcore.trace import step_row
 from advcore.ingest.formats.plain import read_jsonl
 from advcore.ingest._model import IngestError, RawLog
 
@@ -108,14 +108,13 @@ _STAGE_COLS = {"value": "baseline", "return": "returns", "adv_raw": "adv_raw", "
 
 def _step_metrics(part: pl.DataFrame, reward_col: str, group_col: str | None, rollout_n: int | None,
                   extra: list[str]) -> dict[str, float | None]:
-    """The canonical metrics of one step: the stage trace of its samples
-    (:func:`advcore.trace.trace_step`) read by :func:`advcore.trace.canonical_row`, plus the
-    means of the reward components."""
+    """The canonical metrics of one step (:func:`advcore.trace.step_row`: the stage trace of its
+    samples and the reference checks), plus the means of the reward components."""
     step = int(part["step"][0])
     stages: dict[str, Any] = {kw: _numeric(part, col) for col, kw in _STAGE_COLS.items() if col in part.columns}
     codes = _group_codes(part, group_col, rollout_n)
-    trace = trace_step(step, rewards=_numeric(part, reward_col), group_ids=codes, **stages)
-    out: dict[str, float | None] = dict(canonical_row(trace))
+    _, row = step_row(step, rewards=_numeric(part, reward_col), group_ids=codes, **stages)
+    out: dict[str, float | None] = dict(row)
     for col in extra:
         x = _numeric(part, col)
         x = x[~np.isnan(x)]
