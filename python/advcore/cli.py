@@ -98,14 +98,20 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ..
 
 
 def _check_options(options: Any) -> None:
-    """Validate --only/--skip/--set against the registry before any file is read."""
+    """Validate --only/--skip/--set against the registry, and --metric-map, before any file is read."""
     from advcore.detectors import REGISTRY
+    from advcore.ingest import load_aliases
 
     for det_id in (*options.only, *options.skip, *options.settings):
         if det_id not in REGISTRY:
             raise AdvcoreError(f"unknown detector {det_id!r} (known: {', '.join(REGISTRY)})")
     for det_id, knobs in options.settings.items():
         REGISTRY[det_id].resolve(knobs)
+    if options.metric_map is not None:
+        try:
+            load_aliases(options.metric_map)
+        except (ValueError, KeyError, UnicodeDecodeError) as e:
+            raise AdvcoreError(f"--metric-map: {e}") from None
 
 
 @cli.command()

@@ -62,6 +62,14 @@ def test_bad_options_are_usage_errors(args: list[str], capsys: pytest.CaptureFix
     assert main(["scan", *args, str(DEMO_RUN)]) == 2
 
 
+def test_a_broken_metric_map_is_a_usage_error_naming_its_line(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "keys.csv"
+    bad.write_text("trainer,key,canonical,versions,note,scale\ntrl,my/loss,kl,,a note, with a comma\n")
+    assert main(["scan", "--metric-map", str(bad), str(DEMO_RUN)]) == 2
+    assert f"{bad}:2" in capsys.readouterr().err
+
+
 BAD_FILES = {
     "truncated.json": '{"log_history": [{"step": 1, "reward": 0.5}, {"step": 2, "rew',
     "binary.bin.log": b"\x00\x01\x02\xff" * 100,

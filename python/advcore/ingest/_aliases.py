@@ -90,11 +90,16 @@ def _read(path: Path) -> list[Alias]:
         missing = {"trainer", "key", "canonical"} - set(reader.fieldnames or ())
         if missing:
             raise ValueError(f"{path}: the metric map needs the columns {sorted(missing)}")
-        return [
-            Alias(r["trainer"].strip(), r["key"], r["canonical"].strip(), (r.get("versions") or "").strip(),
-                  r.get("note") or "", float(r.get("scale") or 1.0))
-            for r in reader
-        ]
+        rows = []
+        for r in reader:
+            try:
+                scale = float(r.get("scale") or 1.0)
+            except ValueError:
+                raise ValueError(f"{path}:{reader.line_num}: `scale` must be a number, got {r.get('scale')!r} "
+                                 "(a note with a comma must be quoted)") from None
+            rows.append(Alias(r["trainer"].strip(), r["key"], r["canonical"].strip(),
+                              (r.get("versions") or "").strip(), r.get("note") or "", scale))
+        return rows
 
 
 @lru_cache(maxsize=8)
