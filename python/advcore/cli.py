@@ -115,6 +115,54 @@ def _check_options(options: Any) -> None:
 
 
 @cli.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--step", "at_step", type=int, default=None, help="The step whose stage table is shown (default: the last).")
+@click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human", show_default=True,
+              help="The stage table and verdict for people, or the scan document for machines.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the whole trace (every step, stage, slice and statistic; long form) to this Parquet file.")
+@click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Samples per prompt, when the prompts of a dump cannot tell the groups apart.")
+@click.option("--set", "settings", multiple=True, metavar="ID.KNOB=VALUE", help="Re-tune a detector knob.")
+def trace(path: Path, at_step: int | None, fmt: str, out: Path | None, rollout_n: int | None,
+          settings: tuple[str, ...]) -> None:
+    """Trace a per-sample dump stage by stage (reward -> baseline/return -> advantage) and diagnose it.
+
+    PATH is a per-sample file: the canonical long format (step, group, reward, adv, ...; Parquet
+    or JSONL), a verl rollout_data_dir JSONL, a TRL completions Parquet (or its completions/
+    folder), or a DAPO-VLM rollout_results.md.
+    """
+    from rich.console import Console
+
+    from advcore.detectors import parse_settings
+    from advcore.report import render_human, render_json, render_trace
+    from advcore.scan import ScanOptions, scan_file
+
+    try:
+        options = ScanOptions(settings=parse_settings(settings), rollout_n=rollout_n)
+        _check_options(options)
+    except AdvcoreError as e:
+        raise click.UsageError(str(e)) from None
+    report = scan_file(path, options)
+    run = report.run
+    if run.trace is None or run.trace.is_empty():
+        why = "; ".join(str(e) for e in run.errors) or f"it reads as a per-step log ({run.format}): use advcore scan"
+        raise click.ClickException(f"{path} is not a per-sample dump: {why}")
+    steps = run.trace["step"].unique(maintain_order=True).to_list()
+    if at_step is not None and at_step not in steps:
+        raise click.BadParameter(f"step {at_step} is not in the dump (steps {steps[0]}..{steps[-1]})",
+                                 param_hint="--step")
+    if out is not None:
+        run.trace.write_parquet(out)
+    if fmt == "json":
+        click.echo(render_json([report]))
+        return
+    console = Console()
+    render_trace(run.trace, steps[-1] if at_step is None else at_step, console)
+    render_human([report], console)
+
+
+@cli.command()
 @click.argument("detector_id", required=False)
 def explain(detector_id: str | None) -> None:
     """Print the card of a detector (what it means, how it decides, what to try); without an ID,

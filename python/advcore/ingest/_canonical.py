@@ -58,4 +58,4 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
     frame, notes = _with_steps(frame)
     order = ["step", *(["phase"] if "phase" in frame.columns else []), *sorted(c for c in frame.columns if c not in ("step", "phase"))]
     metadata = {**raw.metadata, **notes, "unmapped": unmapped}
-    return Run(str(path), raw.format, raw.trainer, frame.select(order), sources, metadata, raw.errors)
+    return Run(str(path), raw.format, raw.trainer, frame.select(order), sources, metadata, raw.errors, raw.trace)

@@ -44,6 +44,8 @@ class RawLog:
     trainer: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     errors: tuple[IngestError, ...] = ()
+    #: per-sample input only: the stage trace of every step (:func:`advcore.trace.trace_step` rows)
+    trace: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,9 @@ class Run:
     sources: dict[str, str]
     metadata: dict[str, Any]
     errors: tuple[IngestError, ...] = ()
+    #: per-sample input only: the stage trace of every step, in the long form of
+    #: :func:`advcore.trace.trace_step` (step, stage, slice, statistic, value); None otherwise
+    trace: pl.DataFrame | None = None
 
     @property
     def steps(self) -> int:

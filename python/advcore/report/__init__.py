@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from advcore.report.render import render_human, render_json, render_markdown
+from advcore.report.render import render_human, render_json, render_markdown, render_trace
 
-__all__ = ["render_human", "render_json", "render_markdown"]
+__all__ = ["render_human", "render_json", "render_markdown", "render_trace"]

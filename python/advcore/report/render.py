@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import polars as pl
     from rich.console import Console
 
     from advcore.scan import RunReport
 
-__all__ = ["render_human", "render_json", "render_markdown"]
+__all__ = ["render_human", "render_json", "render_markdown", "render_trace"]
 
 _STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
 _STAGES = "R reward (no contrast), A credit assignment (baseline, returns), T batch transformation (normalization, clipping, grouping), U policy update"
@@ -140,3 +141,48 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
             lines.append("")
         lines += [f"- skipped: {e}" for e in run.errors]
     return "\n".join(lines) + "\n"
+
+
+#: The columns of the stage table: (header, statistic, percent?).
+_TRACE_COLUMNS = (
+    ("n", "n", False), ("mean", "mean", False), ("std", "std", False), ("MAD", "mad", False),
+    ("IQR", "iqr", False), ("unique", "n_unique", False), ("~0", "near_zero_frac", True),
+    ("+", "pos_frac", True), ("-", "neg_frac", True), ("rho(reward)", "spearman_reward", False),
+    ("rho within", "spearman_reward_within", False), ("tied groups", "zero_variance_group_frac", True),
+    ("changed", "changed_frac", True),
+)
+
+
+def _cell(value: float | None, percent: bool) -> str:
+    if value is None or value != value:
+        return "-"
+    return f"{100 * value:.0f}%" if percent else f"{value:.4g}"
+
+
+def render_trace(trace: pl.DataFrame, step: int, console: Console) -> None:
+    """The stage table of one step of a per-sample trace: one column per stage (and slice), the
+    statistics that show where the signal is (spread, ties, sign balance, rank agreement with the
+    reward, what each stage changed)."""
+    import polars as pl
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = trace.filter(pl.col("step") == step)
+    cells = {(st, sl, name): v for st, sl, name, v in rows.select("stage", "slice", "statistic", "value").iter_rows()}
+    keys = list(dict.fromkeys((st, sl) for st, sl, _ in cells))
+    n_steps = trace["step"].n_unique()
+    stages = [(st, sl) for st, sl in keys if st != "adv_token"]
+    console.print(f"[bold]stage trace at step {step} ({n_steps} steps traced)[/bold]")
+    table = Table()
+    table.add_column("statistic")
+    for st, sl in stages:
+        table.add_column(escape(st if sl == "all" else f"{st} [{sl}]"), justify="right")
+    for header, stat, pct in _TRACE_COLUMNS:
+        table.add_row(header, *(_cell(cells.get((st, sl, stat)), pct) for st, sl in stages))
+    console.print(table)
+    token = {name: v for (st, sl, name), v in cells.items() if st == "adv_token" and sl == "all"}
+    if token:
+        console.print(f"[dim]token allocation: {token.get('n_tokens', 0):.0f} tokens, "
+                      f"{_cell(token.get('token_nonzero_frac'), True)} with a non-zero advantage, "
+                      f"sum of token advantages / sequence advantage median {_cell(token.get('alloc_q50'), False)}, "
+                      f"rho(|adv| per token, length) {_cell(token.get('spearman_abs_adv_length'), False)}[/dim]")

@@ -107,19 +107,21 @@ _STAGE_COLS = {"value": "baseline", "return": "returns", "adv_raw": "adv_raw", "
 
 
 def _step_metrics(part: pl.DataFrame, reward_col: str, group_col: str | None, rollout_n: int | None,
-                  extra: list[str]) -> dict[str, float | None]:
+                  extra: list[str]) -> tuple[dict[str, float | None], pl.DataFrame]:
     """The canonical metrics of one step (:func:`advcore.trace.step_row`: the stage trace of its
-    samples and the reference checks), plus the means of the reward components."""
+    samples and the reference checks) plus the means of the reward components, and the trace.
+    Columns named ``slice`` or ``slice_<label>`` slice the trace."""
     step = int(part["step"][0])
     stages: dict[str, Any] = {kw: _numeric(part, col) for col, kw in _STAGE_COLS.items() if col in part.columns}
+    slices = {c.removeprefix("slice_"): part[c] for c in part.columns if c == "slice" or c.startswith("slice_")}
     codes = _group_codes(part, group_col, rollout_n)
-    _, row = step_row(step, rewards=_numeric(part, reward_col), group_ids=codes, **stages)
+    trace, row = step_row(step, rewards=_numeric(part, reward_col), group_ids=codes, slices=slices or None, **stages)
     out: dict[str, float | None] = dict(row)
     for col in extra:
         x = _numeric(part, col)
         x = x[~np.isnan(x)]
         out[f"reward/{col}"] = float(x.mean()) if x.size else None
-    return out
+    return out, trace
 
 
 def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
@@ -167,10 +169,13 @@ def reduce(frame: pl.DataFrame, *, layout: str, reward_col: str, group_col: str 
     null_steps = frame["step"].null_count()
     frame = frame.filter(pl.col("step").is_not_null())
     rows: list[dict[str, Any]] = []
+    traces: list[pl.DataFrame] = []
     group_notes: set[str] = set()
     for part in frame.partition_by("step", maintain_order=True):
         step = int(part["step"][0])
-        row: dict[str, Any] = {"step": step, **_step_metrics(part, reward_col, group_col, rollout_n, extra)}
+        metrics, trace = _step_metrics(part, reward_col, group_col, rollout_n, extra)
+        traces.append(trace)
+        row: dict[str, Any] = {"step": step, **metrics}
         if "zero_variance_group_frac" not in row:
             if layout == "verl_rollout_dump" and part["input"].n_unique() == 1:
                 group_notes.add("every input of a step is identical; pass rollout_n to group consecutive blocks")
@@ -194,4 +199,5 @@ def reduce(frame: pl.DataFrame, *, layout: str, reward_col: str, group_col: str 
     if null_steps:
         meta["samples_without_step"] = null_steps
     meta.update(metadata or {})
-    return RawLog(format, pl.DataFrame(out), trainer=trainer, metadata=meta, errors=tuple(errors))
+    return RawLog(format, pl.DataFrame(out), trainer=trainer, metadata=meta, errors=tuple(errors),
+                  trace=pl.concat(traces) if traces else None)

@@ -1,0 +1,85 @@
+"""``advcore trace FILE`` on real TRL output (tests/fixtures/trl_grpo_cpu, TRL 1.16.0): the stage
+table's numbers against numpy on the completions Parquet, the verdict, the whole trace written with
+``--out``, and the errors for files that are not per-sample dumps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import scipy.stats
+
+from advcore.cli import main
+from advcore.demo import DEMO_RUN
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trl_grpo_cpu"
+
+
+def _stat(trace: pl.DataFrame, step: int, stage: str, statistic: str) -> float:
+    row = trace.filter((pl.col("step") == step) & (pl.col("stage") == stage) & (pl.col("slice") == "all")
+                       & (pl.col("statistic") == statistic))
+    assert row.height == 1, (stage, statistic)
+    return float(row["value"][0])
+
+
+def test_the_stage_table_of_a_trl_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "trace.parquet"
+    assert main(["trace", str(FIXTURES / "healthy" / "completions"), "--step", "12", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "stage trace at step 12 (12 steps traced)" in text and "no finding" in text
+    trace = pl.read_parquet(out)
+    assert sorted(trace["step"].unique().to_list()) == list(range(1, 13))
+    batch = pl.read_parquet(FIXTURES / "healthy" / "completions" / "completions_00012.parquet")
+    reward = (batch["contains_target"] + batch["brevity"]).to_numpy()  # TRL's reward: the sum of the functions
+    adv = batch["advantage"].to_numpy()
+    groups = np.arange(reward.size) // 4  # num_generations = 4, consecutive blocks
+    assert _stat(trace, 12, "reward", "mean") == pytest.approx(reward.mean(), abs=1e-12)
+    assert _stat(trace, 12, "reward", "std") == pytest.approx(reward.std(), abs=1e-12)
+    assert _stat(trace, 12, "adv", "std") == pytest.approx(adv.std(), abs=1e-12)
+    assert _stat(trace, 12, "adv", "spearman_reward") == pytest.approx(scipy.stats.spearmanr(adv, reward)[0], abs=1e-12)
+    tied = np.mean([np.ptp(reward[groups == g]) == 0 for g in range(groups.max() + 1)])
+    assert _stat(trace, 12, "reward", "zero_variance_group_frac") == tied
+    assert _stat(trace, 12, "adv", "changed_frac") == np.mean(adv != reward)
+
+
+def test_a_dead_run_is_traced_to_the_reward(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "--format", "json", str(FIXTURES / "dead" / "completions")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (run,) = doc["runs"]
+    assert run["verdict"]["stage"] == "R"
+    assert {"DEGENERATE_GROUPS", "DEAD_FROM_START"} <= {f["id"] for f in run["findings"]}
+
+
+def test_a_per_step_log_is_not_a_dump(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", str(DEMO_RUN)]) == 1
+    assert "not a per-sample dump" in capsys.readouterr().err
+
+
+def test_a_step_outside_the_dump_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", str(FIXTURES / "healthy" / "completions"), "--step", "99"]) == 2
+    assert "step 99 is not in the dump" in capsys.readouterr().err
+
+
+def test_slice_columns_of_the_long_format_slice_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(3)
+    n = 64
+    task = np.where(np.arange(n) < 32, "math", "code")
+    reward = np.where(task == "math", rng.integers(0, 2, n), 0.5).astype(float)  # code: every group tied
+    frame = pl.DataFrame({"step": [1] * n, "group": np.arange(n) // 8, "reward": reward, "slice_task": task})
+    path = tmp_path / "samples.parquet"
+    frame.write_parquet(path)
+    out = tmp_path / "trace.parquet"
+    assert main(["trace", str(path), "--out", str(out)]) == 0
+    assert "reward [task=code]" in capsys.readouterr().out
+    trace = pl.read_parquet(out)
+
+    def stat(sl: str, statistic: str) -> float:
+        row = trace.filter((pl.col("stage") == "reward") & (pl.col("slice") == sl) & (pl.col("statistic") == statistic))
+        return float(row["value"][0])
+
+    assert stat("task=code", "std") == 0.0 and stat("task=code", "zero_variance_group_frac") == 1.0
+    assert stat("task=math", "mean") == pytest.approx(reward[:32].mean(), abs=1e-12)
+    assert stat("all", "n") == n and stat("task=math", "n") == 32
