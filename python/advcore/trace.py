@@ -411,11 +411,11 @@ class Tracer:
     """Trace every step of a run and run the detectors as it goes.
 
     ``observe(step, **arrays)`` traces the step (:func:`trace_step`, same keywords), keeps its
-    long rows and its per-step metrics (:func:`step_row`), rebuilds the per-step :class:`advcore.ingest.Run`
+    long rows and its per-step metrics (:func:`step_row`), extends the per-step :class:`advcore.ingest.Run`
     (format ``"trace"``) and, once ``min_steps`` steps are in, runs
-    :func:`advcore.detectors.run_detectors` on it. Each finding ID is reported once, the first
-    time it appears: to ``logger`` (default ``logging.getLogger("advcore")``) at WARNING and to
-    ``callback(finding)``.
+    :func:`advcore.detectors.run_detectors` on it every ``detect_every`` steps. Each finding ID is
+    reported once, the first time it appears: to ``logger`` (default ``logging.getLogger("advcore")``)
+    at WARNING and to ``callback(finding)``.
 
     Parameters
     ----------
@@ -428,6 +428,9 @@ class Tracer:
     logger : logging.Logger, optional
     min_steps : int, default 6
         Steps observed before the detectors run (their windows need a few points).
+    detect_every : int, default 1
+        Run the detectors on every ``detect_every``-th step from ``min_steps`` on (a pass costs
+        about 10-20 ms whatever the batch size; :meth:`detect` runs one at any time).
     """
 
     def __init__(
@@ -438,6 +441,7 @@ class Tracer:
         callback: Callable[[Finding], None] | None = None,
         logger: logging.Logger | None = None,
         min_steps: int = 6,
+        detect_every: int = 1,
     ) -> None:
         from advcore.detectors import REGISTRY
 
@@ -447,6 +451,9 @@ class Tracer:
             raise AdvcoreError(f"`detectors`: unknown detector IDs {unknown}; known: {sorted(REGISTRY)}")
         if isinstance(min_steps, bool) or not isinstance(min_steps, int) or min_steps < 1:
             raise AdvcoreError(f"`min_steps` must be a positive integer, got {min_steps!r}")
+        if isinstance(detect_every, bool) or not isinstance(detect_every, int) or detect_every < 1:
+            raise AdvcoreError(f"`detect_every` must be a positive integer, got {detect_every!r}")
+        self._every = detect_every
         self._settings = dict(settings or {})
         self._callback = callback
         self._logger = logger or logging.getLogger("advcore")
@@ -454,19 +461,42 @@ class Tracer:
         self._parts: list[pl.DataFrame] = []
         self._frame = pl.DataFrame(schema=_SCHEMA)
         self._rows: list[dict[str, float]] = []
+        self._steps = _steps_frame([])
+        #: the per-sample metrics (:func:`step_row`) of the last observed step, without ``metrics``
+        self.last_row: dict[str, float] = {}
+        self._done = 0  # rows already in self._steps
         self._findings: list[Finding] = []
         self._seen: set[str] = set()
 
-    def observe(self, step: int, **arrays: Any) -> list[Finding]:
-        """Trace one step (keywords of :func:`trace_step`); returns the findings new at this step."""
-        from advcore.detectors import run_detectors
+    def observe(self, step: int, metrics: Mapping[str, float] | None = None, **arrays: Any) -> list[Finding]:
+        """Trace one step (keywords of :func:`trace_step`); returns the findings new at this step.
 
+        ``metrics`` (canonical name -> value, e.g. the trainer's own ``grad_norm`` or ``entropy``)
+        join the step's row where the samples do not define the same metric; with ``metrics``
+        the per-sample arrays may be left out (a step the trainer logged without samples).
+        """
         if self._rows and step <= self._rows[-1]["step"]:
             raise AdvcoreError(f"`step` must increase: got {step} after {int(self._rows[-1]['step'])}")
-        part, row = step_row(step, **arrays)
-        self._parts.append(part)
-        self._rows.append({"step": float(step), **row})
-        if len(self._rows) < self._min_steps:
+        if arrays or metrics is None:
+            part, row = step_row(step, **arrays)
+            self._parts.append(part)
+        else:
+            if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+                raise AdvcoreError(f"`step` must be an integer, got {step!r}")
+            row = {}
+        self.last_row = row
+        given = {k: float(v) for k, v in (metrics or {}).items() if k not in row and k != "step"}
+        self._rows.append({"step": float(step), **given, **row})
+        n = len(self._rows)
+        if n < self._min_steps or (n - self._min_steps) % self._every:
+            return []
+        return self.detect()
+
+    def detect(self) -> list[Finding]:
+        """Run the detectors on the steps so far; report and return the findings not seen before."""
+        from advcore.detectors import run_detectors
+
+        if not self._rows:
             return []
         found, _ = run_detectors(self.run(), only=self._only, settings=self._settings)
         new = [f for f in found if f.id not in self._seen]
@@ -488,8 +518,14 @@ class Tracer:
 
     @property
     def steps_frame(self) -> pl.DataFrame:
-        """One row per step: ``step`` (Int64) and the :func:`canonical_row` metrics (Float64)."""
-        return _steps_frame(self._rows)
+        """One row per step: ``step`` (Int64) and the :func:`canonical_row` metrics (Float64).
+
+        Built incrementally: only the steps observed since the last call are converted."""
+        if self._done < len(self._rows):
+            fresh = _steps_frame(self._rows[self._done:])
+            self._steps = fresh if not self._done else pl.concat([self._steps, fresh], how="diagonal_relaxed")
+            self._done = len(self._rows)
+        return self._steps
 
     @property
     def findings(self) -> list[Finding]:

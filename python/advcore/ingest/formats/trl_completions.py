@@ -120,8 +120,40 @@ def _runs(keys: pl.Series) -> list[int]:
     return lengths
 
 
-def _same_batch(a: pl.DataFrame, b: pl.DataFrame, cols: list[str]) -> bool:
+def same_batch(a: pl.DataFrame, b: pl.DataFrame, components: list[str]) -> bool:
+    """Whether table ``b`` repeats table ``a``'s batch (same prompts, completions and rewards;
+    TRL rewrites the previous batch at a step that did not generate)."""
+    cols = ["prompt", "completion", *components]
     return a.height == b.height and a.select(cols).equals(b.select(cols), null_equal=True)
+
+
+def reward_components(batch: pl.DataFrame, named: list[str] | None = None) -> list[str]:
+    """The reward-function columns of one table: its numeric columns other than ``step`` and
+    ``advantage``, restricted to ``named`` (the functions TRL logs as ``rewards/<name>/mean``)."""
+    numeric = [c for c in batch.columns if c not in ("step", "advantage") and batch[c].dtype.is_numeric()]
+    return [c for c in numeric if named is None or c in named]
+
+
+def samples_of(batch: pl.DataFrame, components: list[str], size: int,
+               weights: list[float] | None = None) -> pl.DataFrame:
+    """One table as per-sample columns ``step`` (Int64), ``group`` (Int64: consecutive blocks of
+    ``size`` rows; null when ``size`` does not divide the rows), ``reward`` (Float64, the sum of the
+    ``components`` weighted by ``weights`` (TRL's ``reward_weights``; default all 1), NaN reward
+    functions left out, null when none scored), ``adv`` (Float64) and one column per component."""
+    if weights is not None and len(weights) != len(components):
+        raise AdvcoreError(f"`weights` has {len(weights)} values for {len(components)} reward functions")
+    group = (pl.lit(None, dtype=pl.Int64) if batch.height % size
+             else pl.int_range(pl.len(), dtype=pl.Int64) // size)
+    comp = [pl.col(c).cast(pl.Float64).fill_nan(None) for c in components]
+    weighted = comp if weights is None else [c * float(w) for c, w in zip(comp, weights, strict=True)]
+    return batch.select(
+        pl.col("step").cast(pl.Int64),
+        group.alias("group"),
+        pl.when(pl.any_horizontal([c.is_not_null() for c in comp]))
+        .then(pl.sum_horizontal(weighted)).otherwise(None).alias("reward"),
+        pl.col("advantage").cast(pl.Float64).alias("adv"),
+        *[c.alias(name) for c, name in zip(comp, components, strict=True)],
+    )
 
 
 def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
@@ -161,21 +193,18 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
             errors.append(IngestError(str(path), "no samples"))
         return RawLog(NAME, empty, errors=tuple(errors))
 
-    numeric = [c for c in batches[0].columns if c not in ("step", "advantage") and batches[0][c].dtype.is_numeric()]
-    named = _reward_names(files[0].parent)
-    components = [c for c in numeric if named is None or c in named]
+    components = reward_components(batches[0], _reward_names(files[0].parent))
     if not components:
         errors.append(IngestError(str(path), "no reward-function columns (numeric columns besides step, advantage)"))
         return RawLog(NAME, empty, errors=tuple(errors))
 
-    compare = ["prompt", "completion", *components]
     kept: list[pl.DataFrame] = []
     duplicates: list[int] = []
     for batch in batches:
         if any(c not in batch.columns for c in components):
             errors.append(IngestError(str(path), f"step {batch['step'][0]}: reward columns differ from the first file"))
             continue
-        if kept and _same_batch(kept[-1], batch, compare):
+        if kept and same_batch(kept[-1], batch, components):
             duplicates.append(int(batch["step"][0]))
             continue
         kept.append(batch)
@@ -193,18 +222,7 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
         if batch.height % size:
             errors.append(IngestError(str(path), f"step {step}: {batch.height} rows are not a whole number of "
                                                  f"groups of {size} (rollout_n); no group statistics"))
-            group = pl.lit(None, dtype=pl.Int64)
-        else:
-            group = pl.int_range(pl.len(), dtype=pl.Int64) // size
-        comp = [pl.col(c).cast(pl.Float64).fill_nan(None) for c in components]
-        frames.append(batch.select(
-            pl.col("step").cast(pl.Int64),
-            group.alias("group"),
-            pl.when(pl.any_horizontal([c.is_not_null() for c in comp]))
-            .then(pl.sum_horizontal(comp)).otherwise(None).alias("reward"),
-            pl.col("advantage").cast(pl.Float64).alias("adv"),
-            *[c.alias(name) for c, name in zip(comp, components, strict=True)],
-        ))
+        frames.append(samples_of(batch, components, size))
     long = pl.concat(frames, how="vertical")
     meta: dict[str, Any] = {
         "files": len(files),

@@ -1,0 +1,283 @@
+"""advcore inside a training loop: one ``observe`` call per step, flat metrics for the tracker,
+findings in the log, a recording that ``advcore scan`` reads afterwards.
+
+:class:`Monitor` is the trainer-facing side of :class:`advcore.trace.Tracer`: it takes the
+per-sample arrays of any trainer (numpy, Polars, torch on any device), traces them, runs the
+detectors online and never stops the user's run because of its own failure (unless
+``strict=True``). The TRL callback (:mod:`advcore.integrations.trl`) and the verl function
+(:mod:`advcore.integrations.verl`) are thin adapters around it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import polars as pl
+
+from advcore.errors import AdvcoreError
+from advcore.trace import Tracer
+
+if TYPE_CHECKING:
+    from advcore.detectors import Finding
+    from advcore.ingest import Run
+
+__all__ = ["PREFIX", "Monitor", "flat_metrics", "to_host"]
+
+#: Every metric the monitor hands to a tracker starts with this.
+PREFIX = "advcore/"
+_RANK = {"info": 0, "warn": 1, "error": 2}
+
+
+def _is_device_tensor(x: Any) -> bool:
+    device = getattr(x, "device", None)
+    return device is not None and getattr(device, "type", "cpu") != "cpu" and hasattr(x, "to")
+
+
+def to_host(arrays: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of ``arrays`` with every accelerator tensor copied to the host once.
+
+    torch tensors on a GPU are detached, reduced precision (bfloat16/float16) is widened to
+    float32 on the device, and all copies are queued with ``non_blocking=True`` before a single
+    synchronisation (``torch.cuda.synchronize`` where available), so several tensors cost one
+    wait. CPU tensors, numpy arrays, Polars Series and lists pass through unchanged (they are
+    read without a copy where possible by :mod:`advcore._arrays`); CPU bfloat16 tensors are widened.
+    """
+    out: dict[str, Any] = {}
+    moved = False
+    for k, v in arrays.items():
+        if v is None or not hasattr(v, "detach"):
+            out[k] = v
+            continue
+        t = v.detach()
+        if str(getattr(t, "dtype", "")) in ("torch.bfloat16", "torch.float16"):
+            t = t.float()
+        if _is_device_tensor(t):
+            t = t.to("cpu", non_blocking=True)
+            moved = True
+        out[k] = t
+    torch = sys.modules.get("torch")  # a device tensor was given, so torch is imported already
+    if moved and torch is not None and torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return out
+
+
+def flat_metrics(row: Mapping[str, float], prefix: str = PREFIX) -> dict[str, float]:
+    """A step's canonical metrics as flat tracker keys (``reward_std`` -> ``advcore/reward_std``)."""
+    return {f"{prefix}{k}": float(v) for k, v in row.items() if k != "step"}
+
+
+class Monitor:
+    """Watch a training run's learning signal step by step.
+
+    ``observe(step, rewards=..., group_ids=..., advantages=...)`` traces the step's per-sample
+    arrays (:func:`advcore.trace.trace_step`), keeps its per-step metrics (SPEC section 4 names,
+    plus the reference checks of :func:`advcore.reference.step_checks`), runs the detectors on
+    the growing history (:class:`advcore.trace.Tracer`) and returns the step's metrics as flat
+    ``advcore/...`` keys for a tracker (W&B, TensorBoard): for example
+    ``advcore/zero_variance_group_frac`` (tied-group share), ``advcore/adv_std``,
+    ``advcore/spearman_adv_reward``, ``advcore/adv_recompute_err`` (in units of the float32
+    tolerance), ``advcore/findings`` (findings reported so far), ``advcore/errors`` (failed
+    observe calls so far) and ``advcore/monitor_ms`` (the wall time of this call).
+
+    Each finding is reported once, when it first appears: to ``logger`` at WARNING
+    (``"<ID> at step <onset>: <message>"``) and to ``callback(finding)``.
+
+    Parameters
+    ----------
+    detectors, settings, min_steps, detect_every
+        As :class:`advcore.trace.Tracer` (default: all detectors, from the 6th step on, every step).
+    callback : callable, optional
+        Called with each new :class:`advcore.detectors.Finding`.
+    logger : logging.Logger, optional
+        Default ``logging.getLogger("advcore")``.
+    strict : bool, default False
+        Raise errors from inside the monitor (bad input, a detector failure). By default they are
+        logged (the first with its traceback), counted in ``advcore/errors``, and training goes on.
+    stop_on : {"error", "warn"}, optional
+        Set :attr:`should_stop` once a finding of this severity or worse is reported (the TRL
+        callback then asks the trainer to stop; other loops read the flag).
+    record_to : str or Path, optional
+        Write the recording (the long trace rows, :meth:`write_parquet`) here on :meth:`close`.
+    prefix : str, default "advcore/"
+        The prefix of the flat metric keys.
+
+    Raises
+    ------
+    AdvcoreError
+        Unknown detector IDs, a bad ``min_steps``, ``detect_every`` or ``stop_on`` (at construction,
+        whatever ``strict`` is).
+    """
+
+    def __init__(
+        self,
+        *,
+        detectors: Iterable[str] | None = None,
+        settings: Mapping[str, Mapping[str, Any]] | None = None,
+        callback: Callable[[Finding], None] | None = None,
+        logger: logging.Logger | None = None,
+        min_steps: int = 6,
+        detect_every: int = 1,
+        strict: bool = False,
+        stop_on: Literal["error", "warn"] | None = None,
+        record_to: str | Path | None = None,
+        prefix: str = PREFIX,
+    ) -> None:
+        if stop_on is not None and stop_on not in ("error", "warn"):
+            raise AdvcoreError(f"`stop_on` must be 'error', 'warn' or None, got {stop_on!r}")
+        self._logger = logger or logging.getLogger("advcore")
+        self._user_callback = callback
+        self.tracer = Tracer(detectors=detectors, settings=settings, callback=self._found, logger=self._logger,
+                             min_steps=min_steps, detect_every=detect_every)
+        self.strict = bool(strict)
+        self.stop_on = stop_on
+        self.record_to = None if record_to is None else Path(record_to)
+        self.prefix = prefix
+        self.should_stop = False
+        self.errors = 0
+        #: finding ID -> the step being observed when it was first reported
+        self.reported_at: dict[str, int] = {}
+        self._step: int | None = None
+        self._last: dict[str, float] = {}
+
+    def _found(self, finding: Finding) -> None:
+        if self._step is not None:
+            self.reported_at[finding.id] = self._step
+        if self.stop_on is not None and _RANK[finding.severity] >= _RANK[self.stop_on] and not self.should_stop:
+            self.should_stop = True
+            self._logger.warning("advcore: stopping requested (stop_on=%r) by %s", self.stop_on, finding.id)
+        if self._user_callback is not None:
+            self._user_callback(finding)
+
+    def _failed(self, what: str, e: Exception) -> None:
+        self.errors += 1
+        if self.strict:
+            raise e
+        self._logger.warning("advcore: %s failed (%s: %s); training goes on", what, type(e).__name__, e,
+                             exc_info=self.errors == 1)
+
+    def observe(
+        self,
+        step: int,
+        *,
+        rewards: Any = None,
+        group_ids: Any = None,
+        group_size: int | None = None,
+        advantages: Any = None,
+        adv_raw: Any = None,
+        adv_clipped: Any = None,
+        baseline: Any = None,
+        returns: Any = None,
+        token_advantages: Any = None,
+        response_mask: Any = None,
+        token_sample_index: Any = None,
+        slices: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, float] | None = None,
+    ) -> dict[str, float]:
+        """Record one training step; returns its flat ``advcore/...`` metrics.
+
+        Parameters
+        ----------
+        step : int
+            The training step; must increase from call to call.
+        rewards : array-like, shape (N,), optional
+            Sequence rewards (NaN = unscored). numpy, Polars Series, torch tensors (any device,
+            copied to the host once, see :func:`to_host`) or lists; float32 or float64.
+        group_ids : array-like, shape (N,), optional
+            The prompt of each sample (ints or strings such as verl's ``uid``); or ``group_size``
+            for contiguous groups (TRL's ``num_generations``).
+        advantages : array-like, shape (N,), optional
+            The sequence advantages the trainer used (stage ``adv``).
+        adv_raw, adv_clipped, baseline, returns, token_advantages, response_mask, token_sample_index, slices
+            The other stages of :func:`advcore.trace.trace_step` (``token_advantages`` is its
+            ``token_adv``).
+        metrics : mapping, optional
+            The trainer's own metrics of this step under canonical names (``grad_norm``,
+            ``entropy``, ``kl``, ...); the samples' values win where both define a metric. A step
+            with ``metrics`` only (no ``rewards``) is recorded without a trace.
+
+        Returns
+        -------
+        dict of str to float
+            The step's per-sample metrics with :attr:`prefix` (the trainer's ``metrics`` are
+            recorded for the detectors, not echoed), and the counters; on an error (``strict=False``) only
+            ``advcore/errors``, ``advcore/findings`` and ``advcore/monitor_ms``.
+        """
+        t0 = time.perf_counter()
+        out: dict[str, float] = {}
+        try:
+            arrays = to_host({"rewards": rewards, "group_ids": group_ids, "adv": advantages, "adv_raw": adv_raw,
+                              "adv_clipped": adv_clipped, "baseline": baseline, "returns": returns,
+                              "token_adv": token_advantages, "response_mask": response_mask,
+                              "token_sample_index": token_sample_index})
+            given = {k: v for k, v in arrays.items() if v is not None}
+            if group_size is not None:
+                given["group_size"] = group_size
+            if slices is not None:
+                given["slices"] = dict(to_host(slices))
+            if "rewards" not in given and (given or metrics is None):
+                raise AdvcoreError("`rewards` is needed with any other per-sample array (or pass `metrics` alone)")
+            self._step = int(step) if isinstance(step, (int, np.integer)) and not isinstance(step, bool) else None
+            self.tracer.observe(step, metrics=metrics, **given)
+            self._last = dict(self.tracer.last_row)
+            out = flat_metrics(self._last, self.prefix)
+        except Exception as e:  # noqa: BLE001 (a monitor must not stop the run it watches)
+            self._failed(f"observe(step={step!r})", e)
+        finally:
+            self._step = None
+        out[f"{self.prefix}findings"] = float(len(self.tracer.findings))
+        out[f"{self.prefix}errors"] = float(self.errors)
+        out[f"{self.prefix}monitor_ms"] = (time.perf_counter() - t0) * 1e3
+        return out
+
+    def detect(self) -> list[Finding]:
+        """Run the detectors now (e.g. at the end of training); returns the new findings."""
+        try:
+            if self.tracer._rows:
+                self._step = int(self.tracer._rows[-1]["step"])
+            return self.tracer.detect()
+        except Exception as e:  # noqa: BLE001
+            self._failed("detect()", e)
+            return []
+        finally:
+            self._step = None
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The findings reported so far, in order of first appearance."""
+        return self.tracer.findings
+
+    @property
+    def last_metrics(self) -> dict[str, float]:
+        """The flat per-sample metrics of the last step recorded (empty before the first or
+        after a step with ``metrics`` only)."""
+        return flat_metrics(self._last, self.prefix)
+
+    @property
+    def steps_frame(self) -> pl.DataFrame:
+        """One row per observed step: ``step`` and every per-step metric (see :class:`Tracer`)."""
+        return self.tracer.steps_frame
+
+    def run(self) -> Run:
+        """The per-step :class:`advcore.ingest.Run` of the steps so far (what the detectors see)."""
+        return self.tracer.run()
+
+    def write_parquet(self, path: str | Path) -> None:
+        """Write the recording (long trace rows of the steps with samples) to Parquet; read it back
+        with ``advcore scan PATH``. Steps observed with ``metrics`` only are not in it."""
+        self.tracer.write_parquet(path)
+
+    def close(self) -> None:
+        """A last detector pass, and the recording written to ``record_to`` if set (errors logged)."""
+        self.detect()
+        if self.record_to is not None:
+            try:
+                self.record_to.parent.mkdir(parents=True, exist_ok=True)
+                self.write_parquet(self.record_to)
+            except Exception as e:  # noqa: BLE001
+                self._failed(f"writing {self.record_to}", e)

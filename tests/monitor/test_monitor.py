@@ -1,0 +1,142 @@
+"""advcore.Monitor against numpy/scipy oracles: flat metrics, input kinds, the error policy,
+stop_on, findings reported once, the Parquet recording read back by ingest."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import polars as pl
+import pytest
+import scipy.stats
+
+import advcore
+from advcore.detectors import REGISTRY
+from advcore.errors import AdvcoreError
+from advcore.ingest import load
+
+G = 4
+
+
+def batch(rng: np.random.Generator, n_groups: int = 64, p: float = 0.4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r = (rng.random(n_groups * G) < np.repeat(rng.random(n_groups) * 2 * p, G)).astype(np.float64)
+    g = np.repeat(np.arange(n_groups), G)
+    m = r.reshape(-1, G)
+    adv = (r - np.repeat(m.mean(1), G)) / (np.repeat(m.std(1, ddof=1), G) + 1e-4)
+    return r, g, adv
+
+
+def test_flat_metrics_match_numpy_and_scipy() -> None:
+    r, g, adv = batch(np.random.default_rng(1))
+    out = advcore.Monitor().observe(1, rewards=r, group_ids=g, advantages=adv)
+    m = r.reshape(-1, G)
+    tied = float(np.mean(np.ptp(m, axis=1) == 0))
+    assert tied > 0  # the batch has tied and untied groups
+    assert out["advcore/zero_variance_group_frac"] == pytest.approx(tied)
+    assert out["advcore/adv_std"] == pytest.approx(np.std(adv))
+    assert out["advcore/reward_mean"] == pytest.approx(np.mean(r))
+    assert out["advcore/spearman_adv_reward"] == pytest.approx(scipy.stats.spearmanr(adv, r)[0])
+    assert out["advcore/reward_std_within"] == pytest.approx(np.mean(m.std(1, ddof=1)))
+    assert out["advcore/adv_recompute_err"] <= 1.0  # TRL's formula, so the recomputation agrees
+    assert out["advcore/findings"] == 0 and out["advcore/errors"] == 0
+    assert out["advcore/monitor_ms"] > 0
+
+
+def test_input_kinds_agree() -> None:
+    r, g, adv = batch(np.random.default_rng(2))
+    ref = advcore.Monitor().observe(3, rewards=r, group_ids=g, advantages=adv)
+    kinds = [
+        {"rewards": pl.Series(r), "group_ids": pl.Series(g), "advantages": pl.Series(adv)},
+        {"rewards": r.tolist(), "group_ids": [f"uid-{i}" for i in g], "advantages": adv.tolist()},
+        {"rewards": r.astype(np.float32), "group_size": G, "advantages": adv.astype(np.float32)},
+    ]
+    for kw in kinds:
+        out = advcore.Monitor().observe(3, **kw)
+        for key in ("advcore/zero_variance_group_frac", "advcore/adv_std", "advcore/spearman_adv_reward_within"):
+            assert out[key] == pytest.approx(ref[key], rel=1e-6), (kw.keys(), key)
+
+
+def test_bad_input_is_logged_not_raised_and_training_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    r, g, adv = batch(np.random.default_rng(3))
+    mon = advcore.Monitor()
+    with caplog.at_level(logging.WARNING, logger="advcore"):
+        out = mon.observe(1, rewards=r, group_ids=g[:-1], advantages=adv)
+    assert out["advcore/errors"] == 1 and "advcore/adv_std" not in out
+    assert "group_ids" in caplog.text and "training goes on" in caplog.text
+    good = mon.observe(2, rewards=r, group_ids=g, advantages=adv)
+    assert good["advcore/errors"] == 1 and good["advcore/adv_std"] == pytest.approx(np.std(adv))
+    with pytest.raises(AdvcoreError, match="group_ids"):
+        advcore.Monitor(strict=True).observe(1, rewards=r, group_ids=g[:-1], advantages=adv)
+    with pytest.raises(AdvcoreError, match="stop_on"):
+        advcore.Monitor(stop_on="fatal")  # type: ignore[arg-type]
+
+
+def test_dead_signal_reported_once_within_the_sustain_window_and_stops(caplog: pytest.LogCaptureFixture) -> None:
+    rng = np.random.default_rng(4)
+    seen: list[str] = []
+    mon = advcore.Monitor(callback=lambda f: seen.append(f.id), stop_on="warn")
+    sustain = int(REGISTRY["DEGENERATE_GROUPS"].resolve({})["sustain"])
+    with caplog.at_level(logging.WARNING, logger="advcore"):
+        for step in range(1, 16):
+            r = np.full(64 * G, 0.5) if step >= 4 else batch(rng)[0]   # the signal dies at step 4
+            m = r.reshape(-1, G)
+            sd = np.repeat(m.std(1, ddof=1), G)
+            adv = (r - np.repeat(m.mean(1), G)) / (sd + 1e-4)
+            out = mon.observe(step, rewards=r, group_ids=np.repeat(np.arange(64), G), advantages=adv)
+    ids = [f.id for f in mon.findings]
+    assert "DEGENERATE_GROUPS" in ids and len(ids) == len(set(ids)) and seen == ids
+    onset = next(f for f in mon.findings if f.id == "DEGENERATE_GROUPS").onset_step
+    assert onset == 4
+    assert mon.reported_at["DEGENERATE_GROUPS"] <= onset + sustain
+    assert mon.should_stop
+    assert out["advcore/findings"] == len(ids)
+    assert caplog.text.count("DEGENERATE_GROUPS at step 4") == 1
+
+
+def test_stop_on_error_for_a_signal_dead_from_the_start() -> None:
+    mon = advcore.Monitor(stop_on="error")
+    steps = 0
+    while not mon.should_stop and steps < 20:
+        steps += 1
+        mon.observe(steps, rewards=np.full(32, 0.5), group_size=G, advantages=np.zeros(32))
+    assert mon.should_stop and steps == 6  # the first detector pass (min_steps)
+    assert any(f.severity == "error" for f in mon.findings)
+    assert not advcore.Monitor(stop_on="error").should_stop
+
+
+def test_healthy_batches_do_not_stop() -> None:
+    rng = np.random.default_rng(5)
+    mon = advcore.Monitor(stop_on="warn")
+    for step in range(1, 13):
+        r, g, adv = batch(rng, p=0.45)
+        mon.observe(step, rewards=r, group_ids=g, advantages=adv, metrics={"grad_norm": 1.0 + 0.01 * step})
+    assert not mon.should_stop, [f.id for f in mon.findings]
+    assert mon.steps_frame["grad_norm"].to_list()[-1] == pytest.approx(1.12)
+
+
+def test_metrics_only_steps_and_detect_every() -> None:
+    mon = advcore.Monitor(min_steps=2, detect_every=3)
+    calls = []
+    mon.tracer.detect = lambda: calls.append(len(mon.tracer._rows)) or []  # type: ignore[method-assign]
+    for step in range(1, 9):
+        out = mon.observe(step, metrics={"grad_norm": 0.5, "entropy": 1.0})
+        assert "advcore/grad_norm" not in out  # the trainer's own metrics are not echoed
+    assert calls == [2, 5, 8]
+    frame = mon.steps_frame
+    assert frame["step"].to_list() == list(range(1, 9)) and frame["entropy"].to_list() == [1.0] * 8
+    assert mon.observe(9)["advcore/errors"] == 1  # neither samples nor metrics
+
+
+def test_recording_round_trips_through_ingest(tmp_path: pytest.TempPathFactory) -> None:
+    rng = np.random.default_rng(6)
+    path = tmp_path / "rec.parquet"  # type: ignore[operator]
+    mon = advcore.Monitor(record_to=path)
+    for step in range(1, 5):
+        r, g, adv = batch(rng)
+        mon.observe(step, rewards=r, group_ids=g, advantages=adv)
+    mon.close()
+    run = load(path)
+    assert run.format == "trace"
+    ours = mon.steps_frame
+    for col in ("zero_variance_group_frac", "adv_std", "reward_mean", "spearman_adv_reward"):
+        assert run.frame[col].to_list() == pytest.approx(ours[col].to_list())
