@@ -1,4 +1,4 @@
-"""``advcore lab``: run the collapse lab from the command line (``lab run``, ``lab list``)."""
+"""``advcore lab``: run the collapse lab from the command line (``lab run``, ``lab list``, ``lab compare``)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,12 @@ def list_() -> None:
     click.echo("estimators (--estimator NAME):")
     for e in ESTIMATORS.values():
         click.echo(f"  {e.name:17} {e.description}")
+    from advcore.lab.mitigations import MITIGATIONS
+
+    click.echo("mitigations (advcore lab compare --fault NAME --mitigation NAME):")
+    for m in MITIGATIONS.values():
+        click.echo(f"  {m.name:17} targets {', '.join(m.targets)}: {m.action}")
+        click.echo(f"  {'':17} hypothesis: {m.hypothesis}")
 
 
 @lab.command("run")
@@ -68,3 +74,31 @@ def run_cmd(fault: str, estimator: str, out: Path, seed: int, steps: int, onset:
                f"reward {s['reward_mean'][0]:.3f} -> {s['reward_mean'][-1]:.3f}")
     for role, path in files.items():
         click.echo(f"  {role:8} {path}")
+
+
+@lab.command("compare")
+@click.option("--fault", required=True, help="The fault (see `advcore lab list`).")
+@click.option("--mitigation", required=True, help="The mitigation to test against it (see `advcore lab list`).")
+@click.option("--estimator", default=None, help="Advantage estimator (default: grpo, or the fault's first).")
+@click.option("--seeds", default=3, show_default=True, type=click.IntRange(min=2), help="Seeds 0..N-1 per arm.")
+@click.option("--steps", default=80, show_default=True, help="Training steps.")
+@click.option("--onset", default=30, show_default=True, help="First step with the fault (and the mitigation) on.")
+@click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human", show_default=True,
+              help="Side-by-side tables for people, or one JSON document.")
+def compare_cmd(fault: str, mitigation: str, estimator: str | None, seeds: int, steps: int, onset: int,
+                fmt: str) -> None:
+    """Test MITIGATION as a hypothesis about FAULT: both arms (and a healthy reference) at matched
+    rollout and update budgets over several seeds; the verdict counts the mitigation only if the
+    signal is restored and held-out success improves."""
+    import json
+
+    from advcore.lab.compare import compare, render
+
+    try:
+        result = compare(fault, mitigation, estimator=estimator, seeds=seeds, steps=steps, onset=onset)
+    except AdvcoreError as e:
+        raise click.UsageError(str(e)) from None
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json(), indent=1))
+        return
+    render(result)

@@ -76,6 +76,13 @@ class Setting:
     inject : {"", "grad", "reward"}
         A non-finite value: an inf in the gradient (the step is then skipped, as a loss scaler
         does) or a NaN reward for the first sample.
+    drop_tied : bool
+        Dynamic sampling at a matched budget (a mitigation, :mod:`advcore.lab.mitigations`): the
+        groups without two distinct finite rewards are dropped before the advantage, and no
+        rollout is drawn to replace them (DAPO's keep rule without DAPO's extra rollouts).
+    std_floor : float
+        Conditional normalisation (a mitigation): a group whose reward std (ddof 1, on the rewards
+        the estimator receives) is below this floor is treated as tied, advantage 0 (0: off).
     """
 
     pool: str = "standard"
@@ -94,6 +101,8 @@ class Setting:
     ref_reset: bool = False
     entropy_coef: float = 0.0
     inject: str = ""
+    drop_tied: bool = False
+    std_floor: float = 0.0
 
     def updated(self, changes: Mapping[str, Any]) -> Setting:
         """A copy with ``changes`` applied (names checked, types coerced to the field's)."""

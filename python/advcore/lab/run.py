@@ -32,8 +32,9 @@ before clipping, as trainers log it; mean over the epochs), ``lr``, ``response_l
 ``kl_step`` (exact KL(pi_before || pi_after) on the batch), ``step_norm``, ``param_norm``,
 ``step_param_ratio``, ``adv_grad_spearman`` (Spearman between |advantage| and the norm of the
 sample's gradient contribution), ``heldout_success`` and ``train_success`` (exact, before the
-update), ``gen_batches`` (DAPO), ``n_samples``. A metric a step does not have (no advantage left
-after DAPO's filter, no critic) is null, never NaN: NaN and inf are kept for the values a step
+update), ``gen_batches`` (DAPO), ``n_generated`` (completions sampled this step, DAPO's extra
+rounds included: the rollout budget), ``n_samples`` (completions trained on). A metric a step
+does not have (no advantage left after DAPO's filter, no critic) is null, never NaN: NaN and inf are kept for the values a step
 really produced (an inf gradient norm, a NaN reward mean).
 """
 
@@ -188,6 +189,12 @@ def _concat(parts: list[_Batch]) -> _Batch:
                   cat([b.ok for b in parts]), cat([b.reward for b in parts]), cat([b.scored for b in parts]))
 
 
+def _renumbered(batch: _Batch) -> _Batch:
+    """``batch`` with its group ids renumbered 0, 1, ... in order (after groups were dropped)."""
+    batch.group = np.unique(batch.group, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    return batch
+
+
 def _spread_groups(reward: F64, group: I64) -> npt.NDArray[np.bool_]:
     """Per sample: its group has two distinct finite rewards (DAPO's keep rule)."""
     r = np.where(np.isfinite(reward), reward, np.nan)
@@ -218,6 +225,8 @@ def _quiet(fn: Any, *args: Any, **kw: Any) -> Any:
 
 
 def _reward_stats(reward: F64, group: I64) -> dict[str, float]:
+    if reward.size == 0:  # every group dropped (DAPO's filter, dynamic sampling)
+        return {}
     out: dict[str, float] = {"reward_mean": float(np.mean(reward))}
     fin = np.isfinite(reward)
     r, g = reward[fin], group[fin]
@@ -334,18 +343,21 @@ def run(config: LabConfig | None = None, **kw: Any) -> LabResult:
         row: dict[str, float] = {"heldout_success": float(policy.success(heldout).mean()),
                                  "train_success": float(policy.success(pools["standard"]).mean())}
         batch = _generate(rng, policy, tasks, s, cfg.horizon)
+        row["n_generated"] = float(batch.reward.shape[0])
+        if s.drop_tied and cfg.estimator != "dapo":  # dynamic sampling within the step's rollout budget
+            batch = _renumbered(batch.take(_spread_groups(batch.reward, batch.group)))
         if cfg.estimator == "dapo":
             kept, n_kept, rounds = [], 0, 1
             while True:
                 keep = _spread_groups(batch.reward, batch.group)
                 if keep.any():
-                    part = batch.take(keep)
-                    part.group = np.unique(part.group, return_inverse=True)[1].reshape(-1).astype(np.int64)
+                    part = _renumbered(batch.take(keep))
                     kept.append(part)
                     n_kept += int(part.group.max()) + 1
                 if n_kept >= s.prompts or rounds >= cfg.dapo_max_rounds:
                     break
                 batch = _generate(rng, policy, tasks, s, cfg.horizon)
+                row["n_generated"] += float(batch.reward.shape[0])
                 rounds += 1
             row["gen_batches"] = float(rounds)
             if kept:
@@ -395,6 +407,10 @@ def _step(cfg: LabConfig, agg: str, lr: float, s: Setting, policy: Policy, ref: 
     if critic is None:
         ids = _group_ids(s, batch)
         adv = group_advantages(cfg.estimator, r_in, ids, eps=s.eps)
+        if s.std_floor > 0:  # conditional normalisation: groups below the floor count as tied
+            m = _quiet(stats.grouped_moments, np.nan_to_num(r_in, nan=0.0), group_ids=ids, ddof=1)
+            low = np.nan_to_num(np.sqrt(np.asarray(m.var)), nan=0.0) < s.std_floor
+            adv = np.where(low[np.searchsorted(np.asarray(m.group), ids)], 0.0, adv)
         raw = (r_in - np.nanmean(r_in)) if cfg.estimator == "reinforce_pp" else \
             group_advantages("dr_grpo", r_in, ids)
         adv_tok = np.where(mask, np.nan_to_num(adv, nan=0.0)[:, None], 0.0)
