@@ -18,21 +18,51 @@ def cli() -> None:
 
 
 @cli.command()
+@click.option("--fault", default="reward_scale", show_default=True,
+              help="The collapse-lab fault run end to end (see `advcore lab list`).")
+@click.option("--mitigation", default=None, help="The mitigation tested against it (default: the first that targets it).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the lab recording in this folder (default: a temporary folder, removed afterwards).")
+@click.option("--log", "shipped_log", is_flag=True,
+              help="Instead, scan the example TRL GRPO log shipped with advcore (its signal dies by saturation).")
 @click.option("--stats", "stage_stats", is_flag=True,
               help="Instead, print the stage statistics of a generated GRPO batch (the statistics core).")
 @click.option("--prompts", default=512, show_default=True, help="With --stats: groups (prompts) in the batch.")
 @click.option("--group-size", "-G", default=8, show_default=True, help="With --stats: completions per prompt.")
-@click.option("--seed", default=0, show_default=True, help="With --stats: seed of the generated batch.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the lab run (with --stats: of the batch).")
 @click.pass_context
-def demo(ctx: click.Context, stage_stats: bool, prompts: int, group_size: int, seed: int) -> None:
-    """Scan the embedded example run (a TRL GRPO log whose signal dies) and print the diagnosis."""
-    from advcore.demo import DEMO_RUN, render, run_demo
+def demo(ctx: click.Context, fault: str, mitigation: str | None, out: Path | None, shipped_log: bool,
+         stage_stats: bool, prompts: int, group_size: int, seed: int) -> None:
+    """Run one collapse-lab fault end to end: record it, scan the recording (stage trace and verdict
+    against the ground truth), and test a mitigation for it and one for another cause."""
+    from advcore.demo import (
+        DEMO_RUN,
+        default_mitigations,
+        render,
+        render_lab_demo,
+        run_demo,
+        run_lab_demo,
+    )
 
     if stage_stats:
         render(run_demo(prompts=prompts, group_size=group_size, seed=seed))
         return
-    click.echo(f"advcore scan {DEMO_RUN}  (an example TRL GRPO log shipped with advcore)\n")
-    ctx.invoke(scan, paths=(str(DEMO_RUN),))
+    if shipped_log:
+        click.echo(f"advcore scan {DEMO_RUN}  (an example TRL GRPO log shipped with advcore)\n")
+        ctx.invoke(scan, paths=(str(DEMO_RUN),))
+        return
+    import tempfile
+
+    try:
+        right, wrong = default_mitigations(fault)
+        with tempfile.TemporaryDirectory(prefix="advcore-demo-") as tmp:
+            folder = out if out is not None else Path(tmp) / fault
+            chosen = mitigation or right
+            result = run_lab_demo(folder, fault=fault, mitigation=chosen, wrong=right if chosen == wrong else wrong,
+                                  seed=seed)
+            render_lab_demo(result)
+    except AdvcoreError as e:
+        raise click.UsageError(str(e)) from None
 
 
 _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}

@@ -1,6 +1,17 @@
-"""The embedded default of the main job: one generated GRPO batch, traced through its stages.
+"""The main job's demo: one collapse-lab fault end to end, plus the older embedded examples.
 
-The batch is ``prompts`` groups of ``group_size`` completions with 0/1 rewards plus a small format
+:func:`run_lab_demo` (``advcore demo``): train the lab policy with one fault switched on
+(:mod:`advcore.lab`; default ``reward_scale``: the rewards are scaled by 1e-8 before the GRPO
+advantage, so the advantages flatten while the rewards keep their contrast), write its recording
+(per-step JSONL, per-sample Parquet, ``truth.json``) into a folder, scan the per-sample recording
+as any log is scanned (:func:`advcore.scan.scan_file`: the stage trace and the verdict), set the
+verdict against the ground truth, and test a mitigation that targets the cause and one that does
+not (:func:`advcore.lab.compare.compare`).
+
+:func:`run_demo` (``advcore demo --stats``): one generated GRPO batch, traced through its stages.
+:data:`DEMO_RUN` (``advcore demo --log``): a shipped TRL log whose signal dies by saturation.
+
+The batch of :func:`run_demo` is ``prompts`` groups of ``group_size`` completions with 0/1 rewards plus a small format
 bonus; each prompt has its own success rate drawn from Beta(0.5, 0.5), so many groups are all-pass
 or all-fail (tied) as in real math-RL runs. The advantages are computed as TRL's GRPOTrainer does
 (``(r - mean_g) / (std_g + 1e-4)`` with the unbiased group std), then clipped to ``[-2, 2]`` to
@@ -11,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -202,3 +214,130 @@ def write_collapsed_run(path: Path = DEMO_RUN) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(collapsed_run_log(), indent=1) + "\n")
     return path
+
+
+# The main job's demo: one lab fault end to end.
+
+#: Trace statistics of the demo's before/after table: statistic -> label.
+_TRACE_VIEW = {"std": "std", "zero_variance_group_frac": "tied share", "spearman_reward": "Spearman w/ reward"}
+
+
+@dataclass(frozen=True, slots=True)
+class LabDemo:
+    """One lab fault end to end.
+
+    Attributes
+    ----------
+    truth : dict
+        The lab's ground truth (:func:`advcore.lab.run.truth`).
+    files : dict of str to Path
+        The recording (``steps``, ``samples``, ``truth``).
+    report : advcore.scan.RunReport
+        The scan of the per-sample recording (its ``run.trace`` is the stage trace).
+    before, after : int
+        The steps the trace is shown at (the last healthy step and the last step).
+    comparison, wrong : advcore.lab.compare.Comparison
+        The mitigation that targets the fault's cause, and one that does not.
+    """
+
+    truth: dict[str, Any]
+    files: dict[str, Path]
+    report: Any
+    before: int
+    after: int
+    comparison: Any
+    wrong: Any
+
+
+def default_mitigations(fault: str) -> tuple[str, str]:
+    """The first mitigation that targets ``fault`` and the first that does not (registry order).
+
+    Raises
+    ------
+    AdvcoreError
+        ``fault`` is unknown or no mitigation targets it.
+    """
+    from advcore.errors import AdvcoreError
+    from advcore.lab.faults import get_fault
+    from advcore.lab.mitigations import MITIGATIONS
+
+    f = get_fault(fault)
+    right = [m.name for m in MITIGATIONS.values() if f is not None and f.name in m.targets]
+    if not right:
+        raise AdvcoreError(f"`fault`: no mitigation targets {fault!r} (see advcore lab list)")
+    wrong = next(m.name for m in MITIGATIONS.values() if m.name not in right)
+    return right[0], wrong
+
+
+def run_lab_demo(out: Path | str, *, fault: str = "reward_scale", mitigation: str = "reward_unscaled",
+                 wrong: str = "dynamic_sampling", estimator: str = "grpo", seed: int = 0, seeds: int = 3) -> LabDemo:
+    """Run ``fault`` in the lab, record it into ``out``, scan it and compare the mitigations.
+
+    Parameters
+    ----------
+    out : path
+        Folder the recording is written into (created; nothing is written elsewhere).
+    fault, estimator, seed : str, str, int
+        The lab run (:class:`advcore.lab.LabConfig`, 80 steps, onset 30).
+    mitigation, wrong : str
+        A mitigation that targets the fault and one that does not (:mod:`advcore.lab.mitigations`).
+    seeds : int
+        Seeds per arm of each comparison (at least 2).
+
+    Raises
+    ------
+    AdvcoreError
+        Unknown fault, estimator or mitigation (naming the argument).
+    """
+    from advcore.lab import run, write
+    from advcore.lab.compare import compare
+    from advcore.scan import ScanOptions, scan_file
+
+    result = run(estimator=estimator, fault=fault, seed=seed)
+    files = write(result, out, fmt="jsonl")
+    report = scan_file(files["samples"], ScanOptions())
+    onset = int(result.truth["onset_step"] or 1)
+    before, after = max(onset - 1, 1), result.config.steps
+    right = compare(fault, mitigation, estimator=estimator, seeds=seeds)
+    other = compare(fault, wrong, estimator=estimator, seeds=seeds)
+    return LabDemo(result.truth, files, report, before, after, right, other)
+
+
+def render_lab_demo(demo: LabDemo, console: Any = None) -> None:
+    """Print :func:`run_lab_demo`'s result with rich."""
+    import polars as pl
+    from rich.console import Console
+    from rich.table import Table
+
+    from advcore.lab.compare import render as render_comparison
+    from advcore.report import render_human
+
+    con = console if console is not None else Console()
+    t = demo.truth
+    con.print(f"[bold]advcore demo[/bold]: the collapse lab, fault [bold]{t['fault']}[/bold] "
+              f"({t['estimator']}, seed {t['seed']}): {t['description']}")
+    con.print(f"recording: {demo.files['samples'].parent}/ ({', '.join(p.name for p in demo.files.values())})\n")
+    trace = demo.report.run.trace
+    if trace is not None and not trace.is_empty():
+        table = Table(title=f"stage trace of the recording: step {demo.before} (before the fault) -> "
+                            f"step {demo.after}")
+        table.add_column("stage")
+        for label in _TRACE_VIEW.values():
+            table.add_column(label, justify="right")
+        rows = trace.filter(pl.col("slice") == "all")
+        cell = {(st, stat, int(step)): v for step, st, stat, v in
+                rows.select("step", "stage", "statistic", "value").iter_rows()}
+        for stage in rows["stage"].unique(maintain_order=True).to_list():
+            table.add_row(stage, *(f"{cell.get((stage, stat, demo.before), float('nan')):.3g} -> "
+                                   f"{cell.get((stage, stat, demo.after), float('nan')):.3g}" for stat in _TRACE_VIEW))
+        con.print(table)
+    con.print(f"advcore scan {demo.files['samples']}")
+    render_human([demo.report], con)
+    verdict = demo.report.verdict
+    found = verdict.stage == t["stage"]
+    con.print(f"ground truth (truth.json): stage {t['stage']} since step {t['onset_step']}; the verdict names stage "
+              f"{verdict.stage or '-'}: " + ("[green]right stage[/green]" if found else "[red]wrong stage[/red]") + "\n")
+    render_comparison(demo.comparison, con, compact=True)
+    c = demo.wrong
+    kind = "another hypothesis for this fault" if c.on_target else "a hypothesis about another cause"
+    con.print(f"\n[bold]{kind}[/bold]: {c.mitigation} ({c.hypothesis}) on {c.fault}: {c.verdict}")

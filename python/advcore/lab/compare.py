@@ -450,8 +450,14 @@ def _verdict(m: Mitigation, fault: str, matched: bool, grew: bool, lost: bool, r
     return f"does not count: {lead}{'; '.join(why)}; {gain}"
 
 
-def render(c: Comparison, console: Any = None) -> None:
-    """Print ``c`` side by side with rich (to ``console``, default a new one)."""
+#: What :func:`render` shows with ``compact=True``.
+_COMPACT_TRACE = {("reward", "std"), ("adv", "std"), ("adv", "zero_variance_group_frac"), ("adv", "spearman_reward")}
+_COMPACT_MECHANICS = ("entropy", "grad_norm", "step_param_ratio", "kl_step")
+
+
+def render(c: Comparison, console: Any = None, *, compact: bool = False) -> None:
+    """Print ``c`` side by side with rich (to ``console``, default a new one); ``compact`` keeps
+    a few rows of the trace and of the update mechanics."""
     from rich.console import Console
     from rich.table import Table
 
@@ -465,7 +471,7 @@ def render(c: Comparison, console: Any = None) -> None:
     def cell(v: Spread, fmt: str = "{:.3g}") -> str:
         if not math.isfinite(v.mean):
             return "-"
-        spread = f" ± {fmt.format(v.std)}" if math.isfinite(v.std) else ""
+        spread = f" ± {v.std:.1g}" if math.isfinite(v.std) else ""
         return fmt.format(v.mean) + spread
 
     table = Table(title="stage trace (late window; mean ± seed-to-seed std)")
@@ -475,6 +481,8 @@ def render(c: Comparison, console: Any = None) -> None:
     stages = list(dict.fromkeys(st for st, _ in c.arms["control"].trace))
     for st in stages:
         for stat, label in TRACE_STATISTICS.items():
+            if compact and (st, stat) not in _COMPACT_TRACE:
+                continue
             table.add_row(f"{st}: {label}", *(cell(c.arms[a].trace.get((st, stat), Spread((math.nan,))))
                                               for a in ARMS))
     con.print(table)
@@ -483,6 +491,8 @@ def render(c: Comparison, console: Any = None) -> None:
     for a in ARMS:
         mech.add_column(a, justify="right")
     for k, label in MECHANICS.items():
+        if compact and k not in _COMPACT_MECHANICS:
+            continue
         mech.add_row(label, *(cell(c.arms[a].mechanics[k]) for a in ARMS))
     mech.add_row("rollouts / updates (per seed)",
                  *(f"{c.arms[a].rollouts[0]} / {c.arms[a].updates[0]}" if len(set(c.arms[a].rollouts)) == 1
