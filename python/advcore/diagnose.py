@@ -1,7 +1,8 @@
 """The verdict of SPEC section 7: where the signal disappeared, since when, on what evidence.
 
 :func:`diagnose` orders the findings causally (the earliest stage first, non-finite values before
-what followed them, then by onset), reads them together as the seed card says (all of
+what followed them, then by onset; an entropy collapse before the tied groups it produces leads
+them, see :func:`_entropy_leads`), reads them together as the seed card says (all of
 ADV_COLLAPSE, DEGENERATE_GROUPS and REWARD_STD_DEATH -> start from reward variance; ADV_COLLAPSE
 alone on a real ``adv_std`` -> the reward -> advantage plumbing), tells a saturated reward (mean at
 its ceiling) from a floor (everything fails) and from tied groups (each prompt tied at its own
@@ -53,9 +54,36 @@ class Verdict:
         return {"stage": self.stage, "summary": self.summary}
 
 
+#: R-stage findings a policy that stopped exploring produces by construction: a deterministic policy
+#: samples G identical completions, so its groups tie and the reward spread dies.
+_EXPLORATION_SYMPTOMS = frozenset({"DEGENERATE_GROUPS", "REWARD_STD_DEATH"})
+#: Steps by which a cause's onset may trail its symptoms' and still lead: both onsets are estimates
+#: over ``sustain`` (5) consecutive points.
+CAUSE_TOLERANCE = 5
+
+
+def _entropy_leads(findings: Sequence[Finding]) -> bool:
+    """ENTROPY_COLLAPSE is the cause of the R-stage findings when those are only the tied groups and
+    dying reward spread a deterministic policy produces, and the entropy began falling no later than
+    ``CAUSE_TOLERANCE`` steps after the earliest of them. Ties caused by the task (saturation,
+    floor) or by the reward are R findings of their own and keep the lead."""
+    ent = next((f for f in findings if f.id == "ENTROPY_COLLAPSE" and f.onset_step is not None), None)
+    if ent is None or ent.onset_step is None:
+        return False
+    stage_r = [f for f in findings if f.stage in ("R", "R/U")]
+    if not stage_r or any(f.id not in _EXPLORATION_SYMPTOMS for f in stage_r):
+        return False
+    onsets = [f.onset_step for f in stage_r if f.onset_step is not None]
+    return bool(onsets) and ent.onset_step <= min(onsets) + CAUSE_TOLERANCE
+
+
 def _order(findings: Sequence[Finding]) -> list[Finding]:
-    def key(f: Finding) -> tuple[int, int, float]:
-        rank = 0 if f.id == "NONFINITE" else _RANK.get(f.stage, 5)
+    entropy_first = _entropy_leads(findings)
+
+    def key(f: Finding) -> tuple[float, int, float]:
+        rank: float = 0 if f.id == "NONFINITE" else _RANK.get(f.stage, 5)
+        if entropy_first and f.id == "ENTROPY_COLLAPSE":
+            rank = 0.5
         onset = float(f.onset_step) if f.onset_step is not None else math.inf
         return (rank, 0 if f.id == "DEAD_FROM_START" else 1, onset)
 

@@ -26,6 +26,7 @@ Proxies (SPEC section 4), used when a trainer does not log ``adv_std``:
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -45,6 +46,8 @@ __all__ = [
     "REWARD_PROXIES",
     "adv_signal",
     "aligned",
+    "change_point",
+    "running_peak_ratio",
     "metric",
     "onset_index",
     "reward_spread",
@@ -149,6 +152,45 @@ def onset_index(values: tuple[float, ...], pred: Callable[[float], bool], sustai
     if run > 0:
         return len(values) - run
     return None
+
+
+def change_point(values: tuple[float, ...], end: int | None = None) -> int | None:
+    """Index of the single change in level of ``values[:end]`` (least squares): the ``k`` in
+    ``1..end-1`` minimising the squared deviations of ``values[:k]`` and ``values[k:end]`` from
+    their own means, i.e. maximising ``k (end - k) / end * (mean_before - mean_after)^2`` (the
+    classical one-change-point statistic, Hinkley 1970). None for fewer than 2 points.
+
+    A threshold crossing (:func:`onset_index`) dates a fall by when it has gone far enough; the
+    change point dates when it began, which is what an onset should report for a drop that takes
+    several steps.
+    """
+    xs = values[: len(values) if end is None else end]
+    n = len(xs)
+    if n < 2:
+        return None
+    total = math.fsum(xs)
+    best, best_k, head = -1.0, None, 0.0
+    for k in range(1, n):
+        head += xs[k - 1]
+        diff = head / k - (total - head) / (n - k)
+        stat = k * (n - k) / n * diff * diff
+        if stat > best:
+            best, best_k = stat, k
+    return best_k
+
+
+def running_peak_ratio(s: Series, name: str, smooth: int = 5) -> Series:
+    """Each point divided by the earlier peak: the highest rolling median (over ``smooth``
+    consecutive points, so that one spike is no peak) among the windows that end before it;
+    ``inf`` where that peak is not positive or no window has ended yet. How far below its own
+    earlier level a quantity sits."""
+    out: list[float] = []
+    peak = -math.inf
+    for i, v in enumerate(s.values):
+        out.append(v / peak if peak > 0 else math.inf)
+        if i + 1 >= smooth:
+            peak = max(peak, statistics.median(s.values[i + 1 - smooth: i + 1]))
+    return Series(name, s.steps, s.phases, tuple(out), True)
 
 
 def metric(run: Run, name: str) -> Series | None:

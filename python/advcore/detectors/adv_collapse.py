@@ -6,6 +6,16 @@ the onset is the first of ``sustain`` (5) consecutive logged points below ``coll
 whose advantages were never healthy is left to DEAD_FROM_START (the healthy-early guard). Without
 ``adv_std`` the SPEC section 4 proxies of :mod:`advcore.detectors._windows` are used and named in
 ``evidence["proxy"]``. Windows: first and last 20 % of the logged points.
+
+Extension for advantages in reward units (``evidence["rule"] == "relative"``). Dr. GRPO, RLOO and
+plain REINFORCE do not divide by a std, so their ``adv_std`` is a share of the reward spread (about
+0.35 to 0.45 for 0/1 rewards in the lab) and never clears ``healthy_early``. When the seed rule does
+not fire, a logged ``adv_std`` (not a proxy) whose early mean is at least ``healthy_early`` x the
+early mean of the reward spread (``reward_std``, else ``reward_std_within``, else max - min) is
+judged against its own early level: collapsed when the late mean is below ``collapse_below`` x the
+early mean (a tenfold fall, stricter than the seed rule's fivefold 0.5 -> 0.1), with the onset the
+first of ``sustain`` points below that cut. Normalised advantages are judged by the seed rule as
+before.
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import ADV_NEEDS, adv_signal, onset_index
+from advcore.detectors._windows import ADV_NEEDS, adv_signal, onset_index, reward_spread
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -37,15 +47,26 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return None
     below, healthy, sustain = float(knobs["collapse_below"]), float(knobs["healthy_early"]), int(knobs["sustain"])
     early, late = s.early_mean(), s.late_mean()
+    rule, cut = "seed", below
+    extra: dict[str, object] = {}
     if not (late < below and early > healthy):
-        return None
-    idx = onset_index(s.values, lambda v: v < below, sustain)
+        spread = None if s.proxy else reward_spread(run)
+        if spread is None or not spread.judgeable:
+            return None
+        r_early = spread.early_mean()
+        if not (r_early > 0 and early >= healthy * r_early and late < below * early):
+            return None
+        rule, cut = "relative", below * early
+        extra = {"reward_spread": spread.name, "reward_spread_early_mean": r_early, "cut": cut}
+    idx = onset_index(s.values, lambda v: v < cut, sustain)
     evidence: dict[str, object] = {
         "metric": s.name,
+        "rule": rule,
         "early_mean": early,
         "late_mean": late,
         "collapse_below": below,
         "healthy_early": healthy,
+        **extra,
         **s.where(idx),
     }
     if s.proxy:

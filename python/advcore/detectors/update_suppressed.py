@@ -39,6 +39,7 @@ from advcore.detectors._windows import (
     aligned,
     metric,
     onset_index,
+    running_peak_ratio,
     window_len,
 )
 from advcore.ingest import Run
@@ -49,6 +50,9 @@ ID = "UPDATE_SUPPRESSED"
 
 #: Source keys of a KL that is 0 by construction for an on-policy mini-batch (not evidence of no update).
 ON_POLICY_KL_KEYS = ("ppo_kl",)
+#: Source keys of a KL between consecutive policies (the size of one update, SB3 ``approx_kl``): a fall
+#: from a spike is no pin to a reference.
+UPDATE_KL_KEYS = (*ON_POLICY_KL_KEYS, "approx_kl", "kl_step")
 
 WHAT_TO_TRY = (
     "Check that the loss reaches the parameters: a detached tensor, a loss multiplied by an all-zero mask or "
@@ -70,17 +74,48 @@ class _Check:
     describe: str
 
 
+def _early_median(s: Series) -> float:
+    return statistics.median(s.early())
+
+
+def _relative(run: Run, name: str, drop: float, what: str) -> _Check | None:
+    """``name`` at or below ``drop`` x the median of its own early window (judged only when that
+    early level is positive)."""
+    s = metric(run, name)
+    if s is None or len(s) < 2 * MIN_WINDOW:
+        return None
+    early = _early_median(s)
+    if not early > 0:
+        return None
+    cut = drop * early
+    return _Check(name, s, lambda v: v <= cut, f"{what} <= {drop:g} x its early median ({cut:.3g})")
+
+
 def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     grad_below, kl_below, pinned = float(knobs["grad_below"]), float(knobs["kl_below"]), float(knobs["clip_pinned"])
+    drop, pin = float(knobs["drop_below"]), float(knobs["kl_pin_frac"])
     out: list[_Check] = []
     grad = metric(run, "grad_norm")
     if grad is not None:
         out.append(_Check("grad_norm", grad, lambda v: v <= grad_below, f"grad_norm <= {grad_below:g}"))
-    else:
-        kl = metric(run, "kl")
-        source = run.sources.get("kl", "kl")
-        if kl is not None and not any(k in source for k in ON_POLICY_KL_KEYS):
-            out.append(_Check("kl", kl, lambda v: abs(v) <= kl_below, f"|kl| <= {kl_below:g}"))
+    # The update itself, where the trainer logs it: the step relative to the parameters, the gradient
+    # after clipping, the KL of the update (second order in the step, hence drop squared).
+    for name, factor, what in (("update_ratio", drop, "step norm / parameter norm"),
+                               ("grad_norm_clipped", drop, "grad_norm after clipping"),
+                               ("kl_step", drop * drop, "KL of the update")):
+        check = _relative(run, name, factor, what)
+        if check is not None:
+            out.append(check)
+    kl = metric(run, "kl")
+    source = run.sources.get("kl", "kl")
+    to_reference = kl is not None and not any(k in source for k in ON_POLICY_KL_KEYS)
+    if kl is not None and to_reference and grad is None:
+        out.append(_Check("kl", kl, lambda v: abs(v) <= kl_below, f"|kl| <= {kl_below:g}"))
+    if kl is not None and not any(k in source for k in UPDATE_KL_KEYS):
+        peak_min = float(knobs["kl_pin_peak"])
+        ratio = running_peak_ratio(kl.map("kl", lambda v: v if v >= peak_min else 0.0), "kl / earlier peak")
+        out.append(_Check("kl_pinned", ratio, lambda v: v <= pin,
+                          f"kl to the reference <= {pin:g} x its earlier peak (peak >= {peak_min:g})"))
     clip = metric(run, "clip_frac")
     if clip is not None:
         out.append(_Check("clip_frac", clip, lambda v: v >= pinned, f"clip_frac >= {pinned:g}"))
@@ -91,17 +126,22 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate UPDATE_SUPPRESSED on ``run`` with resolved ``knobs``."""
     checks = _checks(run, knobs)
     if not checks:
-        return NotEvaluable(ID, ("grad_norm, kl (to the reference policy) or clip_frac",))
+        return NotEvaluable(ID, ("grad_norm, update_ratio, grad_norm_clipped, kl_step, kl (to the reference policy) "
+                                 "or clip_frac",))
     signal = adv_signal(run)
     if signal is None:
         return NotEvaluable(ID, ADV_NEEDS)
     above, share, sustain = float(knobs["signal_above"]), float(knobs["late_share"]), int(knobs["sustain"])
+    # Advantages in reward units (Dr. GRPO, RLOO: a logged adv_std, not a proxy on the normalised
+    # scale) sit below the normalised bar: their signal counts while it keeps `signal_keep` of its early level.
+    relative = signal.judgeable and not signal.proxy
+    bar = min(above, float(knobs["signal_keep"]) * signal.early_mean()) if relative else above
     hits: list[tuple[_Check, Finding]] = []
     for check in checks:
         xs, sig, idx = aligned(check.series, signal)
         if len(xs) < 2 * MIN_WINDOW:
             continue
-        flags = tuple(1.0 if check.no_update(x) and g >= above else 0.0 for x, g in zip(xs, sig, strict=True))
+        flags = tuple(1.0 if check.no_update(x) and g >= bar and g > 0 else 0.0 for x, g in zip(xs, sig, strict=True))
         late = flags[len(flags) - window_len(len(flags)):]
         late_share = math.fsum(late) / len(late)
         if late_share < share:
@@ -119,6 +159,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             "condition": check.describe,
             "signal": signal.name,
             "signal_above": above,
+            "signal_bar": bar,
             "suppressed_points": len(kept),
             "judged_points": len(flags),
             "late_share_suppressed": late_share,
@@ -130,6 +171,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             evidence["proxy"] = signal.name
         what = {"grad_norm": "no gradient reaches the parameters",
                 "kl": "the policy does not move (KL exactly 0)",
+                "update_ratio": "the parameters do not move",
+                "grad_norm_clipped": "the clipped gradient that reaches the optimizer is ~0",
+                "kl_step": "the update does not change the policy",
+                "kl_pinned": "the policy is held at its reference (the KL penalty outweighs the advantages)",
                 "clip_frac": "nearly every token is clipped, where the PPO objective has no gradient"}[check.name]
         message = (f"From step {s.steps[idx[on]]} the update is suppressed ({check.describe} at "
                    f"{100 * late_share:.0f}% of the late points) while the advantages still carry signal "
@@ -148,14 +193,21 @@ SPEC = DetectorSpec(
     severity="error",
     stage="U",
     summary="the batch carries signal but grad norm / KL are ~0 or the clip fraction is pinned: no update",
-    key_metrics=("grad_norm", "kl", "clip_frac", "adv_std", "zero_variance_group_frac"),
+    key_metrics=("grad_norm", "update_ratio", "grad_norm_clipped", "kl_step", "kl", "clip_frac", "adv_std",
+                 "zero_variance_group_frac"),
     fn=detect,
     knobs=(
         Knob("grad_below", 1e-6, "grad_norm at or below this = no gradient", low=0.0),
         Knob("kl_below", 1e-9, "|kl| at or below this = the policy did not move (only without grad_norm)", low=0.0),
+        Knob("drop_below", 1e-3, "update_ratio or grad_norm_clipped at or below this x its early median = no update "
+             "(kl_step: its square)", low=0.0, high=1.0),
+        Knob("kl_pin_frac", 0.2, "kl to the reference at or below this x its earlier peak = pinned", low=0.0, high=1.0),
+        Knob("kl_pin_peak", 0.01, "the earlier kl peak must reach this (nats per token) for the pin check", low=0.0),
         Knob("clip_pinned", 0.9, "clip_frac at or above this = pinned (no gradient through the clipped objective)",
              low=0.0, high=1.0),
         Knob("signal_above", 0.5, "advantage std (or proxy) at or above this = the batch carries signal", low=0.0),
+        Knob("signal_keep", 0.5, "or at or above this x its early mean (advantages in reward units)", low=0.0,
+             high=1.0),
         Knob("late_share", 0.5, "share of the late window's points that must be suppressed", low=0.0, high=1.0),
         Knob("sustain", 5, "consecutive suppressed points for the onset", low=1, integer=True),
     ),
