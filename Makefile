@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: help install demo test test-rust test-python lint bench wheel
+.PHONY: help install demo test test-rust test-python test-integration lint bench wheel
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -21,6 +21,16 @@ test-rust:  ## Rust unit and property tests of the core crate (no libpython need
 test-python:  ## pytest against numpy/scipy oracles, and the stub check
 	$(PYTHON) -m pytest -q
 	$(PYTHON) -m mypy.stubtest advcore._core
+
+# The versions tests/fixtures/trl_grpo_cpu was made with. PyPI's torch wheel for Linux is the CUDA build
+# (about 4 GB with its nvidia-* wheels); it runs on the CPU.
+INTEGRATION_PINS := torch==2.13.0 trl==1.16.0 transformers==5.24.0 accelerate==1.15.0 datasets==5.2.0
+INTEGRATION_VENV ?= .venv-integration
+
+test-integration:  ## slow real-client tests (TRL GRPOTrainer on the CPU + advcore callback); pinned trainers in a venv, after make install
+	$(PYTHON) -m venv --system-site-packages $(INTEGRATION_VENV)
+	$(INTEGRATION_VENV)/bin/python -m pip install --quiet $(INTEGRATION_PINS)
+	$(INTEGRATION_VENV)/bin/python -m pytest -q -m slow -p no:cacheprovider tests/integrations
 
 lint:  ## rustfmt, clippy (pedantic, warnings are errors) and mypy (strict)
 	cargo fmt --check

@@ -140,3 +140,31 @@ def test_recording_round_trips_through_ingest(tmp_path: pytest.TempPathFactory) 
     ours = mon.steps_frame
     for col in ("zero_variance_group_frac", "adv_std", "reward_mean", "spearman_adv_reward"):
         assert run.frame[col].to_list() == pytest.approx(ours[col].to_list())
+
+
+class _DeviceTensor:
+    """A stand-in for a GPU tensor: ``.device.type == "cuda"``; ``.to("cpu")`` gives the host array."""
+
+    class _Device:
+        type = "cuda"
+
+    device = _Device()
+    dtype = "torch.float32"
+
+    def __init__(self, values: np.ndarray, log: list[str]) -> None:
+        self.values, self.log = values, log
+
+    def detach(self) -> _DeviceTensor:
+        return self
+
+    def to(self, device: str, non_blocking: bool = False) -> np.ndarray:
+        self.log.append(f"to {device} non_blocking={non_blocking}")
+        return self.values
+
+
+def test_device_tensors_are_copied_once_each_without_blocking() -> None:
+    r, g, adv = batch(np.random.default_rng(7))
+    log: list[str] = []
+    out = advcore.Monitor().observe(1, rewards=_DeviceTensor(r, log), group_ids=g, advantages=_DeviceTensor(adv, log))
+    assert log == ["to cpu non_blocking=True"] * 2
+    assert out["advcore/adv_std"] == pytest.approx(np.std(adv))

@@ -45,6 +45,7 @@ from typing import Any
 
 import polars as pl
 
+from advcore.errors import AdvcoreError
 from advcore.ingest._aliases import load_aliases
 from advcore.ingest.formats.trl_completions import reward_components, same_batch, samples_of
 from advcore.monitor import Monitor
@@ -53,6 +54,10 @@ __all__ = ["AdvcoreCallback", "TrlWatcher", "canonical_logs"]
 
 #: File name of the recording in ``output_dir``.
 RECORDING = "advcore_trace.parquet"
+#: The metrics added to the trainer's logs by default (``log_metrics="core"``), without the prefix.
+CORE_METRICS = ("zero_variance_group_frac", "reward_std_within", "reward_null_frac", "adv_std", "adv_zero_frac",
+                "spearman_adv_reward", "spearman_adv_reward_within", "adv_recompute_err", "findings", "errors",
+                "monitor_ms", "sample_step")
 
 
 def _trl_version() -> str | None:
@@ -181,13 +186,18 @@ def _callback_class() -> type:
         Keyword arguments go to :class:`advcore.Monitor` (``detectors``, ``settings``, ``callback``,
         ``min_steps``, ``detect_every``, ``strict``, ``stop_on``, ...). ``record`` (default True)
         writes ``<output_dir>/advcore_trace.parquet`` at the end of training; a path writes there;
-        False writes nothing. After training, :attr:`monitor` holds the findings and the per-step metrics.
+        False writes nothing. ``log_metrics`` picks the ``advcore/...`` keys added to the trainer's
+        logs: ``"core"`` (default, :data:`CORE_METRICS`) or ``"all"`` (every per-step metric, about
+        35). After training, :attr:`monitor` holds the findings and every per-step metric.
         """
 
-        def __init__(self, record: bool | str | Path = True, **monitor_kwargs: Any) -> None:
+        def __init__(self, record: bool | str | Path = True, log_metrics: str = "core", **monitor_kwargs: Any) -> None:
             super().__init__()
+            if log_metrics not in ("core", "all"):
+                raise AdvcoreError(f"`log_metrics` must be 'core' or 'all', got {log_metrics!r}")
             self.monitor = Monitor(**monitor_kwargs)
             self.record = record
+            self.log_metrics = log_metrics
             self.watcher: TrlWatcher | None = None
 
         @classmethod
@@ -218,6 +228,9 @@ def _callback_class() -> type:
             except Exception as e:  # noqa: BLE001 (the monitor decides: log, or raise when strict)
                 self.monitor._failed("on_log", e)
                 added = {}
+            if added and self.log_metrics == "core":
+                keep = {self.monitor.prefix + k for k in CORE_METRICS}
+                added = {k: v for k, v in added.items() if k in keep}
             if added:
                 logs.update(added)
                 if state.log_history and state.log_history[-1].get("step") == state.global_step:
