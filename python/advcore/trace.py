@@ -276,6 +276,20 @@ def trace_step(
         unreadable or non-1-D input, both or bad group arguments, slice labels of the wrong
         length, ``token_adv`` of the wrong shape.
     """
+    frame, _ = _trace(step, rewards, group_ids, group_size, baseline, returns, adv_raw, adv, adv_clipped, token_adv,
+                      response_mask, token_sample_index, slices)
+    return frame
+
+
+Cells = dict[tuple[str, str], float]
+
+
+def _trace(
+    step: int, rewards: Any, group_ids: Any = None, group_size: int | None = None, baseline: Any = None,
+    returns: Any = None, adv_raw: Any = None, adv: Any = None, adv_clipped: Any = None, token_adv: Any = None,
+    response_mask: Any = None, token_sample_index: Any = None, slices: Mapping[str, Any] | None = None,
+) -> tuple[pl.DataFrame, Cells]:
+    """:func:`trace_step` and the ``slice == "all"`` values by ``(stage, statistic)`` (no frame lookup)."""
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
         raise AdvcoreError(f"`step` must be an integer, got {step!r}")
     given = {"rewards": rewards, "baseline": baseline, "returns": returns, "adv_raw": adv_raw, "adv": adv,
@@ -316,6 +330,9 @@ def trace_step(
     names, table = _core.trace(stage_arrays, stage_arrays[0], size, ids, codes, counts,
                                NEAR_ZERO_ATOL, GROUP_ATOL, GROUP_RTOL, 0.0)
     frame = _long(int(step), stage_names, slice_names, names, table)
+    whole = np.asarray(table).reshape(len(stage_names), len(slice_names), len(names))[:, 0, :]
+    cell = {(st, name): float(v) for st, row in zip(stage_names, whole.tolist(), strict=True)
+            for name, v in zip(names, row, strict=True)}
     if token_adv is not None:
         seq = next((arrays[k] for k in ("adv", "adv_raw", "adv_clipped") if k in arrays), None)
         members: list[npt.NDArray[np.bool_] | None] = [None]
@@ -324,7 +341,7 @@ def trace_step(
         cells = _token_cells(token_adv, response_mask, token_sample_index,
                              None if seq is None else seq.astype(np.float64), n, members)
         frame = pl.concat([frame, _long(int(step), ["adv_token"], slice_names, list(TOKEN_STATISTICS), cells[None])])
-    return frame
+    return frame, cell
 
 
 def canonical_row(frame: pl.DataFrame) -> dict[str, float]:
@@ -348,13 +365,18 @@ def canonical_row(frame: pl.DataFrame) -> dict[str, float]:
     missing = set(_SCHEMA) - set(frame.columns)
     if missing:
         raise AdvcoreError(f"`frame` is not a stage trace: missing columns {sorted(missing)}")
-    if frame["step"].n_unique() > 1:
+    if frame.height and frame["step"].min() != frame["step"].max():
         raise AdvcoreError("`frame` holds several steps; pass one step's trace")
     rows = frame.filter(pl.col("slice") == "all")
     cell = {(st, name): v for st, name, v in
             zip(rows["stage"].to_list(), rows["statistic"].to_list(), rows["value"].to_list(), strict=True)}
     if ("reward", "n") not in cell:
         raise AdvcoreError("`frame` has no `reward` stage")
+    return _canonical(cell)
+
+
+def _canonical(cell: Cells) -> dict[str, float]:
+    """:func:`canonical_row` from the ``slice == "all"`` values by ``(stage, statistic)``."""
     pairs = {
         "reward_mean": ("reward", "mean"),
         "reward_std": ("reward", "std"),
@@ -395,8 +417,8 @@ def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
     """
     from advcore.reference import step_checks
 
-    frame = trace_step(step, **arrays)
-    row = canonical_row(frame)
+    frame, cell = _trace(step, **arrays)
+    row = _canonical(cell)
     groups = arrays.get("group_ids")
     if groups is None and arrays.get("group_size") is not None:
         groups = np.arange(len(as_values(arrays["rewards"], "rewards"))) // int(arrays["group_size"])

@@ -1,0 +1,100 @@
+"""The in-trainer monitor's added time per step (``advcore.Monitor.observe``).
+
+Data as in ``bench_trace``: float32 GRPO rewards in contiguous groups of G = 16 and the advantages
+(r - group mean) / (group std + 1e-4), TRL's formula. Cases, at every size up to 1,048,576:
+
+* ``observe (per-sample path)``: one step's trace, canonical metrics and reference checks
+  (``advcore.trace.step_row``) and the flat ``advcore/...`` metrics, with the detectors not run
+  (``detect_every`` beyond the benchmark): what every step pays.
+* ``observe + detector pass``: the same on a monitor with 60 steps of history, running every
+  registered detector on the per-step frame (``detect_every=1``, the default). This part does not
+  depend on the batch size; ``detect_every=k`` divides it by k.
+* ``observe, torch CPU tensors`` (when torch is importable): the per-sample path on float32 CPU
+  tensors (read through DLPack, no copy).
+
+The competitor is reading the two arrays once (``sum``), the floor of any pass over the samples.
+``python bench/bench_monitor.py`` prints the per-step times for 16,384 and 1,048,576 samples
+directly; the TRL step it rides on is measured in tests/integrations/test_trl_real.py (see
+bench/README.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+import advcore
+from _harness import Case, median_time
+
+G = 16
+
+
+def _batch(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    p = np.repeat(rng.random(n // G) ** 2, G)
+    reward = ((rng.random(n) < p) + np.round(rng.random(n), 2) * 0.05 * np.repeat(rng.random(n // G) < 0.5, G))
+    reward = reward.astype(np.float32)
+    g = reward.reshape(-1, G).astype(np.float64)
+    adv = (reward - np.repeat(g.mean(1), G)) / (np.repeat(g.std(1, ddof=1), G) + 1e-4)
+    return reward, adv.astype(np.float32)
+
+
+def _monitor(history: int, every: int, reward: np.ndarray, adv: np.ndarray) -> tuple[advcore.Monitor, Any]:
+    mon = advcore.Monitor(detect_every=every, min_steps=1)
+    for step in range(1, history + 1):
+        mon.observe(step, rewards=reward, group_size=G, advantages=adv)
+    return mon, itertools.count(history + 1)
+
+
+def _check(ours: Any, theirs: Any) -> None:
+    """``ours`` is the flat metrics dict; the competitor's value is the pair of sums."""
+    assert ours["advcore/errors"] == 0, ours
+
+
+def cases(n: int, rng: np.random.Generator) -> list[Case]:
+    if n > 1_048_576:
+        return []
+    n -= n % G
+    reward, adv = _batch(n, rng)
+    tied = float(np.mean(np.ptp(reward.reshape(-1, G), axis=1) == 0))
+
+    def read_once() -> float:
+        return float(reward.sum()) + float(adv.sum())
+
+    def check(ours: Any, theirs: Any) -> None:
+        _check(ours, theirs)
+        np.testing.assert_allclose(ours["advcore/zero_variance_group_frac"], tied, rtol=0, atol=1e-12)
+
+    plain, steps = _monitor(1, 10**9, reward, adv)
+    detecting, dsteps = _monitor(60, 1, reward, adv)
+    out = [
+        Case(f"monitor observe (per-sample path), G={G}",
+             lambda: plain.observe(next(steps), rewards=reward, group_size=G, advantages=adv),
+             {"read once (sum)": read_once}, check),
+        Case(f"monitor observe + detector pass (60 steps of history), G={G}",
+             lambda: detecting.observe(next(dsteps), rewards=reward, group_size=G, advantages=adv),
+             {"read once (sum)": read_once}, check),
+    ]
+    try:
+        import torch
+    except ImportError:
+        return out
+    t_reward, t_adv = torch.from_numpy(reward.copy()), torch.from_numpy(adv.copy())
+    tmon, tsteps = _monitor(1, 10**9, reward, adv)
+    out.append(Case(f"monitor observe, torch CPU tensors (per-sample path), G={G}",
+                    lambda: tmon.observe(next(tsteps), rewards=t_reward, group_size=G, advantages=t_adv),
+                    {"read once (sum)": read_once}, check))
+    return out
+
+
+def main() -> None:
+    for n in (16_384, 1_048_576):
+        for case in cases(n, np.random.default_rng(0)):
+            case.check(case.advcore(), None)
+            t = median_time(case.advcore, 15 if n < 100_000 else 5)
+            print(f"{n:>9,} samples | {case.name}: {t * 1e3:.2f} ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()
