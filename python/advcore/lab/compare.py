@@ -303,8 +303,10 @@ def _signal_value(sig: Signal, res: LabResult, frame: pl.DataFrame, late_from: i
     late = res.steps.filter(pl.col("step") >= late_from)
     cells = frame.filter((pl.col("stage") == "adv") & (pl.col("slice") == "all")
                          & pl.col("statistic").is_in(["n", "near_zero_frac"]))
+    if cells.is_empty():
+        return 0.0
     per_step = cells.pivot(on="statistic", index="step", values="value")
-    live = float((per_step["n"] * (1.0 - per_step["near_zero_frac"])).sum()) if per_step.height else 0.0
+    live = float((per_step["n"] * (1.0 - per_step["near_zero_frac"])).sum())
     return live / max(late.height, 1)
 
 
@@ -474,7 +476,7 @@ def render(c: Comparison, console: Any = None, *, compact: bool = False) -> None
         spread = f" ± {v.std:.1g}" if math.isfinite(v.std) else ""
         return fmt.format(v.mean) + spread
 
-    table = Table(title="stage trace (late window; mean ± seed-to-seed std)")
+    table = Table(title="stage trace (late window; mean ± seed-to-seed std; reward as scored, grouped by prompt)")
     table.add_column("stage: statistic")
     for a in ARMS:
         table.add_column(a, justify="right")
