@@ -163,6 +163,7 @@ def trace(path: Path, at_step: int | None, fmt: str, out: Path | None, rollout_n
     folder), or a DAPO-VLM rollout_results.md.
     """
     from rich.console import Console
+    from rich.markup import escape
 
     from advcore.detectors import parse_settings
     from advcore.report import render_human, render_json, render_trace
@@ -189,6 +190,10 @@ def trace(path: Path, at_step: int | None, fmt: str, out: Path | None, rollout_n
         return
     console = Console()
     render_trace(run.trace, steps[-1] if at_step is None else at_step, console)
+    if "zero_variance_group_frac" not in run.metrics:
+        why = run.metadata.get("groups", "no group ids")
+        console.print(f"[yellow]no groups[/yellow] ({escape(str(why))}): within-group statistics are left out; "
+                      "--rollout-n N groups consecutive blocks of N samples", highlight=False)
     render_human([report], console)
 
 

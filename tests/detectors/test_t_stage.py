@@ -15,12 +15,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-
 from advcore.detectors import Finding, NotEvaluable, run_detectors
+from advcore.detectors._evidence import PER_SAMPLE
 from advcore.errors import AdvcoreWarning
 from advcore.ingest import Run
 from advcore.reference import grpo, reinforce_pp, rloo, step_checks
 from advcore.stats import spearman, within_group_spearman
+
 from tests._real import REAL
 from tests.detectors._fixtures import make_run, one
 
@@ -300,7 +301,7 @@ def test_per_step_logs_are_not_evaluable() -> None:
     for det in ("NOISE_AMPLIFICATION", "GROUPING_ERROR", "ADV_REWARD_DECORRELATION", "PRECISION_LOSS"):
         out = one(run, det)
         assert isinstance(out, NotEvaluable), det
-        assert any("needs per-sample rewards and advantages (advcore trace)" in n for n in out.needs), det
+        assert any(PER_SAMPLE in n for n in out.needs), det
 
 
 def test_knobs_retune() -> None:

@@ -150,3 +150,16 @@ def test_folders_are_found_through_dot_dot_and_hidden_folders_skipped(
     code, doc = scan_json(capsys, "../logs")
     assert code == 0
     assert [Path(r["path"]).parent.name for r in doc["runs"]] == ["run1"]
+
+
+def test_a_human_folder_scan_ends_with_a_summary_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "trainer_state.json").write_text(DEMO_RUN.read_text())
+    assert main(["scan", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    tail = out[out.index("summary (paths under"):]
+    assert str(tmp_path) in tail.replace("\n", "")
+    for name in ("a", "b"):
+        assert f"{name}/trainer_state.json" in tail
+    assert tail.count("stage R") == 2 and "2 files: 2 with a lost signal" in tail

@@ -83,3 +83,19 @@ def test_slice_columns_of_the_long_format_slice_the_trace(tmp_path: Path, capsys
     assert stat("task=code", "std") == 0.0 and stat("task=code", "zero_variance_group_frac") == 1.0
     assert stat("task=math", "mean") == pytest.approx(reward[:32].mean(), abs=1e-12)
     assert stat("all", "n") == n and stat("task=math", "n") == 32
+
+
+def test_a_dump_without_recoverable_groups_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a verl rollout dump whose prompt text is identical for every sample (a VLM: the image is not in
+    # the text): groups cannot be rebuilt from `input`, and the trace says how to give them
+    rows = [{"input": "describe the image", "output": f"o{i}", "score": float(i % 3), "step": 1} for i in range(8)]
+    path = tmp_path / "1.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert main(["trace", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "no groups" in out and "--rollout-n" in out
+    assert main(["trace", str(path), "--rollout-n", "4"]) == 0
+    assert "no groups" not in capsys.readouterr().out
+    assert main(["trace", "--format", "json", str(path), "--rollout-n", "4"]) == 0
+    needs = {n["id"]: n["needs"] for n in json.loads(capsys.readouterr().out)["runs"][0]["not_evaluable"]}
+    assert "no advantage column" in needs["NOISE_AMPLIFICATION"][0]  # not "use advcore trace"

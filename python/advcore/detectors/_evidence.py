@@ -24,8 +24,9 @@ from advcore.ingest import Run
 
 __all__ = ["PER_SAMPLE", "Hits", "finite", "has_critic", "hits", "needs", "padded", "summary"]
 
-#: What NotEvaluable says after the metric names.
-PER_SAMPLE = "needs per-sample rewards and advantages (advcore trace)"
+#: What NotEvaluable says after the metric names, for a per-step log and for a per-sample dump.
+PER_SAMPLE = "needs per-sample rewards and advantages (a per-sample dump, advcore trace, or advcore.Tracer)"
+_DUMP_WITHOUT = "this per-sample dump has no advantage column (adv) or no group ids"
 
 
 def has_critic(run: Run) -> bool:
@@ -40,9 +41,11 @@ def has_critic(run: Run) -> bool:
     return {"baseline", "return"} <= set(run.trace["stage"].unique().to_list())
 
 
-def needs(*names: str) -> tuple[str, ...]:
-    """The ``needs`` of a NotEvaluable: the metric names and where they come from."""
-    return (f"{' or '.join(names)}: {PER_SAMPLE}",)
+def needs(*names: str, run: Run | None = None) -> tuple[str, ...]:
+    """The ``needs`` of a NotEvaluable: the metric names and where they come from (for a run read
+    from per-sample data, what that data lacks)."""
+    where = _DUMP_WITHOUT if run is not None and run.trace is not None else PER_SAMPLE
+    return (f"{' or '.join(names)}: {where}",)
 
 
 def finite(name: str) -> pl.Expr:

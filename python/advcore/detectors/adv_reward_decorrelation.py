@@ -35,7 +35,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     below = float(knobs["within_below"])
     h = hits(run, "spearman_adv_reward_within < within_below", (finite(METRIC) < below,), (METRIC,))
     if h is None:
-        return NotEvaluable(ID, needs(METRIC))
+        return NotEvaluable(ID, needs(METRIC, run=run))
     if len(h.index) < int(knobs["min_steps"]) or h.onset is None:
         return None
     onset = h.series.steps[h.onset]

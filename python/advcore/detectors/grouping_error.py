@@ -71,7 +71,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     }
     h = hits(run, "grouping conditions", tuple(conds.values()), tuple(conds))
     if h is None:
-        return NotEvaluable(ID, needs("singleton_group_frac", "adv_group_mean_max"))
+        return NotEvaluable(ID, needs("singleton_group_frac", "adv_group_mean_max", run=run))
     if len(h.index) < int(knobs["min_steps"]) or h.onset is None:
         return None
     onset = h.series.steps[h.onset]

@@ -41,7 +41,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     conds = (finite("adv_bound_excess") >= blowup, finite("noise_group_adv_max") >= noise)
     h = hits(run, "adv_bound_excess >= blowup_above or noise_group_adv_max >= noise_adv_above", conds, METRICS)
     if h is None:
-        return NotEvaluable(ID, needs(*METRICS))
+        return NotEvaluable(ID, needs(*METRICS, run=run))
     if len(h.index) < int(knobs["min_steps"]) or h.onset is None:
         return None
     onset = h.series.steps[h.onset]

@@ -42,7 +42,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     h = hits(run, "reward_rounding_adv_err >= rounding_err_above or (reward_onepass_relerr >= onepass_above and "
                   "adv_recompute_err > 1)", conds, METRICS)
     if h is None:
-        return NotEvaluable(ID, needs(*METRICS))
+        return NotEvaluable(ID, needs(*METRICS, run=run))
     if len(h.index) < int(knobs["min_steps"]) or h.onset is None:
         return None
     onset = h.series.steps[h.onset]

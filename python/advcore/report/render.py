@@ -95,7 +95,29 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
     if any(r.findings for r in reports):
         console.print(f"[dim]stages: {_STAGES}[/dim]")
     if len(reports) > 1:
+        from rich.table import Table
+
+        import os
+
+        root = os.path.commonpath([os.path.dirname(r.run.path) or "." for r in reports])
+        console.print(f"[bold]summary[/bold] (paths under {escape(root)})", highlight=False)
+        table = Table()
+        for col in ("run", "verdict", "since", "findings"):
+            table.add_column(col, overflow="fold")
+        for r in reports:
+            onset = "" if r.verdict.onset is None else str(r.verdict.onset)
+            table.add_row(escape(os.path.relpath(r.run.path, root)), _head(r), onset, ", ".join(f.id for f in r.findings))
+        console.print(table)
         console.print(f"[bold]{_totals(reports)}[/bold]")
+
+
+def _head(r: RunReport) -> str:
+    """The verdict of one run in a word or two."""
+    if r.run.errors and r.run.steps == 0:
+        return "unreadable"
+    if not r.verdict.judged:
+        return "not judged"
+    return "no finding" if r.verdict.stage is None else f"stage {r.verdict.stage}"
 
 
 def _totals(reports: Sequence[RunReport]) -> str:
@@ -114,9 +136,7 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
     if len(reports) > 1:
         lines += [_totals(reports) + ".", "", "| run | verdict | findings |", "| --- | --- | --- |"]
         for r in reports:
-            head = ("unreadable" if r.run.errors and r.run.steps == 0 else "not judged" if not r.verdict.judged
-                    else "no finding" if r.verdict.stage is None else f"stage {r.verdict.stage}")
-            lines.append(f"| {r.run.path} | {head} | {', '.join(f.id for f in r.findings)} |")
+            lines.append(f"| {r.run.path} | {_head(r)} | {', '.join(f.id for f in r.findings)} |")
         lines.append("")
     for r in reports:
         run = r.run
