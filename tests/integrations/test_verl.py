@@ -103,16 +103,23 @@ def test_bad_batches_raise_or_are_logged(caplog: pytest.LogCaptureFixture) -> No
     assert good["advcore/findings"] == 0 and "advcore/zero_variance_group_frac" in good
 
 
-def test_against_verls_own_grpo() -> None:
+@pytest.mark.parametrize("singleton", [False, True])
+def test_against_verls_own_grpo(singleton: bool) -> None:
     torch = pytest.importorskip("torch")
     core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
     batch, score, _, uid = verl_batch(4)
+    if singleton:   # one prompt keeps a single response: verl lets its raw score through (mean 0, std 1)
+        keep = np.ones(uid.size, dtype=bool)
+        keep[np.flatnonzero(uid == "prompt-5")[1:]] = False
+        batch = {k: v[keep] for k, v in batch.items()}
+        score, uid = score[keep], uid[keep]
     tlr = torch.tensor(batch["token_level_rewards"])
     mask = torch.tensor(batch["response_mask"])
     adv, ret = core_algos.compute_grpo_outcome_advantage(token_level_rewards=tlr, response_mask=mask, index=uid)
     out = batch_metrics({"token_level_rewards": tlr, "response_mask": mask, "advantages": adv, "returns": ret,
                          "uid": uid})
     assert out["advcore/adv_recompute_err"] <= 1.0
+    assert out["advcore/singleton_group_frac"] == pytest.approx(1 / 8 if singleton else 0.0)
     from advcore.reference import grpo
 
     ours = grpo(score, uid.tolist(), eps=1e-6, ddof=1, singleton="raw")
