@@ -1,0 +1,148 @@
+"""The detector rules added for the score card (bench/score_card.py), each on hand-built series with
+a hand-computed answer: the update mechanics in UPDATE_SUPPRESSED, ADV_COLLAPSE on advantages in
+reward units, the change-point onset of ENTROPY_COLLAPSE, the verdict's causal lead of an entropy
+collapse, and the aliases of the update mechanics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from advcore.detectors import Finding, NotEvaluable
+from advcore.detectors._base import Finding as BaseFinding
+from advcore.detectors._windows import Series, change_point, running_peak_ratio
+from advcore.diagnose import _order
+from advcore.ingest import load_aliases
+from tests.detectors._fixtures import make_run, one
+
+N = 40
+
+
+def _oracle_change_point(x: np.ndarray) -> int:
+    """Brute force: the split minimising the two segments' summed squared deviations."""
+    costs = [((x[:k] - x[:k].mean()) ** 2).sum() + ((x[k:] - x[k:].mean()) ** 2).sum() for k in range(1, len(x))]
+    return 1 + int(np.argmin(costs))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_change_point_matches_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(3, 27))
+    x = np.concatenate([rng.normal(2.0, 0.2, k), rng.normal(0.5, 0.2, 30 - k)])
+    assert change_point(tuple(x.tolist())) == _oracle_change_point(x)
+    assert change_point((1.0,)) is None
+
+
+def test_running_peak_ratio_ignores_a_single_spike() -> None:
+    values = (0.0, 0.1, 0.2, 5.0, 0.2, 0.2, 0.2, 0.02)
+    s = running_peak_ratio(Series("kl", tuple(range(1, 9)), None, values), "r", smooth=3)
+    # windows of 3 ending at points 3..7 have medians 0.1, 0.2, 0.2, 0.2, 0.2: the spike is no peak
+    assert s.values[:3] == (np.inf, np.inf, np.inf)
+    assert s.values[3] == pytest.approx(5.0 / 0.1)
+    assert s.values[7] == pytest.approx(0.02 / 0.2)
+
+
+def _healthy(**cols: list[float]) -> dict[str, list[float]]:
+    return {"adv_std": [1.0] * N, "grad_norm": [0.3] * N, **cols}
+
+
+def test_update_ratio_drop_is_suppression_relative_to_its_early_level() -> None:
+    ratio = [0.1] * 20 + [1e-5] * 20  # 1e-4 of its early median (<= 1e-3)
+    f = one(make_run(_healthy(update_ratio=ratio)), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "update_ratio" and f.onset_step == 21
+    # a fall to 1/100 is a slowdown, not a stopped update
+    assert one(make_run(_healthy(update_ratio=[0.1] * 20 + [1e-3] * 20)), "UPDATE_SUPPRESSED") is None
+    # an absolute level as small as an LLM's (1e-6 throughout) is not suppression
+    assert one(make_run(_healthy(update_ratio=[1e-6] * N)), "UPDATE_SUPPRESSED") is None
+
+
+def test_clipped_grad_and_update_kl() -> None:
+    clipped = [0.3] * 20 + [1e-6] * 20
+    f = one(make_run(_healthy(grad_norm_clipped=clipped)), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "grad_norm_clipped" and f.onset_step == 21
+    # the KL of the update is second order in the step: 1e-3 of its early level is still an update
+    assert one(make_run(_healthy(kl_step=[4e-3] * 20 + [4e-6] * 20)), "UPDATE_SUPPRESSED") is None
+    f = one(make_run(_healthy(kl_step=[4e-3] * 20 + [4e-14] * 20)), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_step"
+
+
+def test_kl_pinned_to_a_resynced_reference() -> None:
+    kl = list(np.linspace(0.0, 0.6, 20)) + [0.01] * 20
+    f = one(make_run(_healthy(kl=kl)), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_pinned" and f.onset_step == 21
+    # a growing KL (healthy) and an update KL (SB3 approx_kl after a spike) are not pinned
+    assert one(make_run(_healthy(kl=list(np.linspace(0.0, 0.6, N)))), "UPDATE_SUPPRESSED") is None
+    sb3 = make_run(_healthy(kl=kl), sources={"kl": "train/approx_kl"})
+    assert one(sb3, "UPDATE_SUPPRESSED") is None
+    # a KL that never reached kl_pin_peak (0.01) has nothing to be pinned below
+    assert one(make_run(_healthy(kl=[0.005] * 20 + [1e-5] * 20)), "UPDATE_SUPPRESSED") is None
+
+
+def test_signal_in_reward_units_counts_against_its_own_level() -> None:
+    ratio = [0.1] * 20 + [1e-6] * 20
+    run = make_run({"adv_std": [0.4] * N, "grad_norm": [0.3] * N, "update_ratio": ratio})
+    f = one(run, "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["signal_bar"] == pytest.approx(0.2)
+    # a proxy stays on the absolute bar: 0.4 is no signal there
+    proxy = make_run({"zero_variance_group_frac": [0.84] * N, "grad_norm": [0.3] * N, "update_ratio": ratio})
+    assert one(proxy, "UPDATE_SUPPRESSED") is None
+
+
+def test_not_evaluable_names_the_update_metrics() -> None:
+    out = one(make_run({"adv_std": [1.0] * N}), "UPDATE_SUPPRESSED")
+    assert isinstance(out, NotEvaluable) and "update_ratio" in out.needs[0]
+
+
+def test_adv_collapse_relative_rule_for_unnormalised_advantages() -> None:
+    adv = [0.4] * 20 + [4e-9] * 20  # Dr. GRPO with rewards x 1e-8 from step 21
+    run = make_run({"adv_std": adv, "reward_std": [0.45] * N})
+    f = one(run, "ADV_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "relative" and f.onset_step == 21
+    assert f.evidence["cut"] == pytest.approx(0.1 * 0.4)
+    # the seed rule still rules normalised advantages (and says so)
+    g = one(make_run({"adv_std": [1.0] * 20 + [0.01] * 20, "reward_std": [0.45] * N}), "ADV_COLLAPSE")
+    assert isinstance(g, Finding) and g.evidence["rule"] == "seed"
+    # a fall to a third is no collapse; advantages far below the reward spread are not judged relatively
+    assert one(make_run({"adv_std": [0.4] * 20 + [0.13] * 20, "reward_std": [0.45] * N}), "ADV_COLLAPSE") is None
+    assert one(make_run({"adv_std": [0.1] * 20 + [1e-9] * 20, "reward_std": [0.45] * N}), "ADV_COLLAPSE") is None
+    # without a reward spread the extension cannot judge
+    assert one(make_run({"adv_std": adv}), "ADV_COLLAPSE") is None
+
+
+def test_entropy_step_fall_is_dated_from_its_change_point() -> None:
+    ent = [2.0] * 30 + [1.2, 0.9, 0.8, 0.7, 0.6, 0.45, 0.4, 0.35, 0.3, 0.3] + [0.3] * 20
+    f = one(make_run({"entropy": ent}), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding)
+    early = np.mean(ent[:12])
+    crossing = 1 + next(i for i in range(len(ent)) if all(np.array(ent[i:i + 5]) < 0.25 * early))
+    assert f.evidence["below_cut_step"] == crossing == 36
+    start = 12  # the early window: ceil(0.2 * 60)
+    part = np.array(ent[start:crossing - 1 + 5])
+    assert f.onset_step == start + _oracle_change_point(part) + 1 == 31
+
+
+def _finding(fid: str, stage: str, onset: int) -> BaseFinding:
+    return BaseFinding(fid, "warn", stage, onset, {}, "")  # type: ignore[arg-type]
+
+
+def test_entropy_collapse_leads_the_tied_groups_it_causes() -> None:
+    ent, dg = _finding("ENTROPY_COLLAPSE", "U", 33), _finding("DEGENERATE_GROUPS", "R", 30)
+    assert [f.id for f in _order([dg, ent])] == ["ENTROPY_COLLAPSE", "DEGENERATE_GROUPS"]
+    # more than 5 steps after the tied groups: the groups came first
+    late = _finding("ENTROPY_COLLAPSE", "U", 36)
+    assert [f.id for f in _order([dg, late])] == ["DEGENERATE_GROUPS", "ENTROPY_COLLAPSE"]
+    # a saturated reward is a cause of its own
+    sat = _finding("REWARD_SATURATION", "R", 30)
+    assert _order([dg, sat, ent])[-1].id == "ENTROPY_COLLAPSE"
+
+
+def test_update_mechanics_aliases() -> None:
+    table = load_aliases()
+    assert table.canonical("actor/ppo_kl", "verl") is not None
+    assert table.canonical("actor/ppo_kl", "verl")[0] == "kl_step"  # type: ignore[index]
+    assert table.canonical("actor/kl_loss", "verl")[0] == "kl"  # type: ignore[index]
+    for key, name in (("step_param_ratio", "update_ratio"), ("update_ratio", "update_ratio"),
+                      ("grad_norm_clipped", "grad_norm_clipped"), ("kl_step", "kl_step"),
+                      ("train/num_gen_batches", "gen_batches")):
+        hit = table.canonical(key, "verl")
+        assert hit is not None and hit[0] == name, key
