@@ -27,3 +27,15 @@ def test_torch_tensors_match_numpy() -> None:
         assert out[key] == pytest.approx(ref[key], rel=1e-6)
     assert bf["advcore/zero_variance_group_frac"] == ref["advcore/zero_variance_group_frac"]   # 0/1 exact in bf16
     assert bf["advcore/adv_std"] == pytest.approx(ref["advcore/adv_std"], rel=1e-2)   # bf16 has 8 bits
+
+
+def test_import_advcore_imports_neither_torch_nor_transformers() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, advcore, advcore.integrations.trl, advcore.integrations.verl; "
+            "print(sorted(m for m in ('torch', 'transformers', 'trl', 'verl') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    code = "import sys; from advcore.integrations.trl import AdvcoreCallback; print('transformers' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "True"
