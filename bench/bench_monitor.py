@@ -5,7 +5,7 @@ Data as in ``bench_trace``: float32 GRPO rewards in contiguous groups of G = 16 
 
 * ``observe (per-sample path)``: one step's trace, canonical metrics and reference checks
   (``advcore.trace.step_row``) and the flat ``advcore/...`` metrics, with the detectors not run
-  (``detect_every`` beyond the benchmark): what every step pays.
+  (``detect_every=0``): what every step pays.
 * ``observe + detector pass``: the same on a monitor with 60 steps of history, running every
   registered detector on the per-step frame (``detect_every=1``, the default). This part does not
   depend on the batch size; ``detect_every=k`` divides it by k.
@@ -66,7 +66,7 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
         _check(ours, theirs)
         np.testing.assert_allclose(ours["advcore/zero_variance_group_frac"], tied, rtol=0, atol=1e-12)
 
-    plain, steps = _monitor(1, 10**9, reward, adv)
+    plain, steps = _monitor(1, 0, reward, adv)
     detecting, dsteps = _monitor(60, 1, reward, adv)
     out = [
         Case(f"monitor observe (per-sample path), G={G}",
@@ -81,7 +81,7 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
     except ImportError:
         return out
     t_reward, t_adv = torch.from_numpy(reward.copy()), torch.from_numpy(adv.copy())
-    tmon, tsteps = _monitor(1, 10**9, reward, adv)
+    tmon, tsteps = _monitor(1, 0, reward, adv)
     out.append(Case(f"monitor observe, torch CPU tensors (per-sample path), G={G}",
                     lambda: tmon.observe(next(tsteps), rewards=t_reward, group_size=G, advantages=t_adv),
                     {"read once (sum)": read_once}, check))

@@ -102,6 +102,11 @@ class Monitor:
     stop_on : {"error", "warn"}, optional
         Set :attr:`should_stop` once a finding of this severity or worse is reported (the TRL
         callback then asks the trainer to stop; other loops read the flag).
+    detect_budget : float, optional
+        Instead of ``detect_every``: the share of wall time the detector passes may take (e.g.
+        0.01). A pass (10-20 ms on the development machine, whatever the batch size) then runs
+        once the wall time since the previous one is at least its duration over the budget, so on
+        short steps the findings come a few steps later; ``min_steps`` still applies.
     record_to : str or Path, optional
         Write the recording (the long trace rows, :meth:`write_parquet`) here on :meth:`close`.
     prefix : str, default "advcore/"
@@ -110,7 +115,7 @@ class Monitor:
     Raises
     ------
     AdvcoreError
-        Unknown detector IDs, a bad ``min_steps``, ``detect_every`` or ``stop_on`` (at construction,
+        Unknown detector IDs, a bad ``min_steps``, ``detect_every``, ``detect_budget`` or ``stop_on`` (at construction,
         whatever ``strict`` is).
     """
 
@@ -123,6 +128,7 @@ class Monitor:
         logger: logging.Logger | None = None,
         min_steps: int = 6,
         detect_every: int = 1,
+        detect_budget: float | None = None,
         strict: bool = False,
         stop_on: Literal["error", "warn"] | None = None,
         record_to: str | Path | None = None,
@@ -132,8 +138,15 @@ class Monitor:
             raise AdvcoreError(f"`stop_on` must be 'error', 'warn' or None, got {stop_on!r}")
         self._logger = logger or logging.getLogger("advcore")
         self._user_callback = callback
+        if detect_budget is not None and (isinstance(detect_budget, bool) or not isinstance(detect_budget, (int, float))
+                                          or not 0 < detect_budget <= 1):
+            raise AdvcoreError(f"`detect_budget` must be a share of time in (0, 1], got {detect_budget!r}")
+        self.detect_budget = None if detect_budget is None else float(detect_budget)
         self.tracer = Tracer(detectors=detectors, settings=settings, callback=self._found, logger=self._logger,
-                             min_steps=min_steps, detect_every=detect_every)
+                             min_steps=min_steps, detect_every=detect_every if detect_budget is None else 0)
+        self._min_steps = min_steps
+        self._pass_end = time.perf_counter()
+        self._pass_s = 0.0
         self.strict = bool(strict)
         self.stop_on = stop_on
         self.record_to = None if record_to is None else Path(record_to)
@@ -224,6 +237,12 @@ class Monitor:
                 raise AdvcoreError("`rewards` is needed with any other per-sample array (or pass `metrics` alone)")
             self._step = int(step) if isinstance(step, (int, np.integer)) and not isinstance(step, bool) else None
             self.tracer.observe(step, metrics=metrics, **given)
+            if self.detect_budget is not None and len(self.tracer._rows) >= self._min_steps:
+                now = time.perf_counter()
+                if now - self._pass_end >= self._pass_s / self.detect_budget:
+                    self.tracer.detect()
+                    self._pass_end = time.perf_counter()
+                    self._pass_s = self._pass_end - now
             self._last = dict(self.tracer.last_row)
             out = flat_metrics(self._last, self.prefix)
         except Exception as e:  # noqa: BLE001 (a monitor must not stop the run it watches)

@@ -452,7 +452,8 @@ class Tracer:
         Steps observed before the detectors run (their windows need a few points).
     detect_every : int, default 1
         Run the detectors on every ``detect_every``-th step from ``min_steps`` on (a pass costs
-        about 10-20 ms whatever the batch size; :meth:`detect` runs one at any time).
+        about 10-20 ms whatever the batch size; :meth:`detect` runs one at any time); 0: only
+        when :meth:`detect` is called.
     """
 
     def __init__(
@@ -473,8 +474,8 @@ class Tracer:
             raise AdvcoreError(f"`detectors`: unknown detector IDs {unknown}; known: {sorted(REGISTRY)}")
         if isinstance(min_steps, bool) or not isinstance(min_steps, int) or min_steps < 1:
             raise AdvcoreError(f"`min_steps` must be a positive integer, got {min_steps!r}")
-        if isinstance(detect_every, bool) or not isinstance(detect_every, int) or detect_every < 1:
-            raise AdvcoreError(f"`detect_every` must be a positive integer, got {detect_every!r}")
+        if isinstance(detect_every, bool) or not isinstance(detect_every, int) or detect_every < 0:
+            raise AdvcoreError(f"`detect_every` must be a non-negative integer, got {detect_every!r}")
         self._every = detect_every
         self._settings = dict(settings or {})
         self._callback = callback
@@ -510,7 +511,7 @@ class Tracer:
         given = {k: float(v) for k, v in (metrics or {}).items() if k not in row and k != "step"}
         self._rows.append({"step": float(step), **given, **row})
         n = len(self._rows)
-        if n < self._min_steps or (n - self._min_steps) % self._every:
+        if n < self._min_steps or not self._every or (n - self._min_steps) % self._every:
             return []
         return self.detect()
 

@@ -168,3 +168,20 @@ def test_device_tensors_are_copied_once_each_without_blocking() -> None:
     out = advcore.Monitor().observe(1, rewards=_DeviceTensor(r, log), group_ids=g, advantages=_DeviceTensor(adv, log))
     assert log == ["to cpu non_blocking=True"] * 2
     assert out["advcore/adv_std"] == pytest.approx(np.std(adv))
+
+
+def test_detect_budget_spaces_the_detector_passes_by_their_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    import advcore.monitor as monitor_module
+
+    clock = iter(np.arange(0.0, 1000.0, 0.5))   # every perf_counter call advances 0.5 s
+    monkeypatch.setattr(monitor_module.time, "perf_counter", lambda: float(next(clock)))
+    mon = advcore.Monitor(min_steps=1, detect_budget=0.25)
+    calls: list[int] = []
+    mon.tracer.detect = lambda: calls.append(len(mon.tracer._rows)) or []  # type: ignore[method-assign]
+    for step in range(1, 13):
+        mon.observe(step, metrics={"grad_norm": 1.0})
+    # observe reads the clock at its start, before the budget check and at its end, a pass once more:
+    # a pass "costs" 0.5 s, so with a budget of 1/4 the next waits 2 s, two steps here (by hand)
+    assert calls == [1, 3, 5, 7, 9, 11]
+    with pytest.raises(AdvcoreError, match="detect_budget"):
+        advcore.Monitor(detect_budget=0.0)
