@@ -22,7 +22,7 @@ right stage on >= 95 % of faulty runs, onset within 5 steps, no warning on healt
 
 Usage::
 
-    python bench/score_card.py [--seeds 3] [--format jsonl] [--jobs 2] [--faults a,b] [--estimators x,y]
+    python bench/score_card.py [--seeds 3] [--first-seed 0] [--format jsonl] [--jobs 2] [--faults a,b] [--estimators x,y]
                                [--markdown] [--details]
 
 A run takes ~0.2 s; the grid runs in a process pool (``--jobs``, default 2).
@@ -102,13 +102,15 @@ class Outcome:
 
 
 def grid(seeds: int = 3, fmt: str = "jsonl", faults: Iterable[str] | None = None,
-         estimators: Iterable[str] | None = None, healthy: bool = True) -> list[Job]:
-    """Every fault x the estimators it applies to x ``seeds`` seeds, then the healthy runs."""
+         estimators: Iterable[str] | None = None, healthy: bool = True, first_seed: int = 0) -> list[Job]:
+    """Every fault x the estimators it applies to x ``seeds`` seeds (from ``first_seed``), then the
+    healthy runs."""
     names = list(faults) if faults is not None else list(FAULTS)
     ests = list(estimators) if estimators is not None else list(ESTIMATORS)
-    jobs = [Job(f, e, s, fmt) for f in names for e in ests if e in FAULTS[f].estimators for s in range(seeds)]
+    seed_range = range(first_seed, first_seed + seeds)
+    jobs = [Job(f, e, s, fmt) for f in names for e in ests if e in FAULTS[f].estimators for s in seed_range]
     if healthy:
-        jobs += [Job(None, e, s, fmt) for e in ests for s in range(seeds)]
+        jobs += [Job(None, e, s, fmt) for e in ests for s in seed_range]
     return jobs
 
 
@@ -262,6 +264,7 @@ def targets_met(rows: Sequence[Row]) -> dict[str, bool]:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     p.add_argument("--format", default="jsonl", choices=("jsonl", "verl", "trl"))
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--faults", default=None, help="comma-separated fault names (default: all)")
@@ -271,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", default=None, help="write every outcome to this file")
     a = p.parse_args(argv)
     jobs = grid(a.seeds, a.format, a.faults.split(",") if a.faults else None,
-                a.estimators.split(",") if a.estimators else None)
+                a.estimators.split(",") if a.estimators else None, first_seed=a.first_seed)
     t0 = time.perf_counter()
     outcomes = score(jobs, a.jobs)
     rows = table(outcomes)

@@ -33,13 +33,15 @@ def test_change_point_matches_brute_force(seed: int) -> None:
     assert change_point((1.0,)) is None
 
 
-def test_running_peak_ratio_ignores_a_single_spike() -> None:
-    values = (0.0, 0.1, 0.2, 5.0, 0.2, 0.2, 0.2, 0.02)
-    s = running_peak_ratio(Series("kl", tuple(range(1, 9)), None, values), "r", smooth=3)
-    # windows of 3 ending at points 3..7 have medians 0.1, 0.2, 0.2, 0.2, 0.2: the spike is no peak
-    assert s.values[:3] == (np.inf, np.inf, np.inf)
-    assert s.values[3] == pytest.approx(5.0 / 0.1)
-    assert s.values[7] == pytest.approx(0.02 / 0.2)
+def test_running_peak_ratio_judges_the_level_not_single_points() -> None:
+    values = (0.0, 0.1, 0.2, 5.0, 0.2, 0.2, 0.001, 0.2, 0.02, 0.02)
+    s = running_peak_ratio(Series("kl", tuple(range(1, 11)), None, values), "r", smooth=3)
+    level = [float(np.median(values[max(0, i - 2): i + 1])) for i in range(10)]
+    assert level[3] == 0.2 and level[6] == 0.2  # the spike and the single low point are no level
+    assert s.values[:2] == (np.inf, np.inf)  # no positive earlier level yet
+    for i in range(2, 10):
+        assert s.values[i] == pytest.approx(level[i] / max(level[:i])), i
+    assert s.values[9] == pytest.approx(0.02 / 0.2)
 
 
 def _healthy(**cols: list[float]) -> dict[str, list[float]]:
@@ -56,6 +58,16 @@ def test_update_ratio_drop_is_suppression_relative_to_its_early_level() -> None:
     assert one(make_run(_healthy(update_ratio=[1e-6] * N)), "UPDATE_SUPPRESSED") is None
 
 
+def test_learning_rate_cut_but_not_a_decay_to_zero() -> None:
+    cut = [5e-6] * 20 + [5e-12] * 20  # x 1e-6 from step 21
+    f = one(make_run(_healthy(lr=cut)), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "lr" and f.onset_step == 21
+    # linear decay to 0 (TRL's default schedule): below 1e-3 of the start only at the last point
+    decay = list(np.linspace(5e-6, 0.0, N))
+    assert sum(v <= 1e-3 * 5e-6 for v in decay) == 1
+    assert one(make_run(_healthy(lr=decay)), "UPDATE_SUPPRESSED") is None
+
+
 def test_clipped_grad_and_update_kl() -> None:
     clipped = [0.3] * 20 + [1e-6] * 20
     f = one(make_run(_healthy(grad_norm_clipped=clipped)), "UPDATE_SUPPRESSED")
@@ -69,7 +81,10 @@ def test_clipped_grad_and_update_kl() -> None:
 def test_kl_pinned_to_a_resynced_reference() -> None:
     kl = list(np.linspace(0.0, 0.6, 20)) + [0.01] * 20
     f = one(make_run(_healthy(kl=kl)), "UPDATE_SUPPRESSED")
-    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_pinned" and f.onset_step == 21
+    # the level is the trailing median of 5 points: it is low once 3 of them are, at step 23
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_pinned" and f.onset_step == 23
+    # a KL that alternates between ~0.001 and ~0.1 (one group per step, unsloth-gptoss-20b) holds its level
+    assert one(make_run(_healthy(kl=[0.001, 0.1, 0.1] * 13 + [0.1])), "UPDATE_SUPPRESSED") is None
     # a growing KL (healthy) and an update KL (SB3 approx_kl after a spike) are not pinned
     assert one(make_run(_healthy(kl=list(np.linspace(0.0, 0.6, N)))), "UPDATE_SUPPRESSED") is None
     sb3 = make_run(_healthy(kl=kl), sources={"kl": "train/approx_kl"})

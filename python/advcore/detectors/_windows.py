@@ -180,16 +180,16 @@ def change_point(values: tuple[float, ...], end: int | None = None) -> int | Non
 
 
 def running_peak_ratio(s: Series, name: str, smooth: int = 5) -> Series:
-    """Each point divided by the earlier peak: the highest rolling median (over ``smooth``
-    consecutive points, so that one spike is no peak) among the windows that end before it;
-    ``inf`` where that peak is not positive or no window has ended yet. How far below its own
-    earlier level a quantity sits."""
+    """The trailing rolling median of ``s`` (over ``smooth`` points, fewer at the start) divided by
+    the highest such median among the earlier points; ``inf`` where that peak is not positive or
+    there is none yet. How far below its own earlier level a quantity sits, judged on its level
+    rather than on single points (one spike is no peak, one low point is no fall)."""
+    level = [statistics.median(s.values[max(0, i + 1 - smooth): i + 1]) for i in range(len(s))]
     out: list[float] = []
     peak = -math.inf
-    for i, v in enumerate(s.values):
+    for v in level:
         out.append(v / peak if peak > 0 else math.inf)
-        if i + 1 >= smooth:
-            peak = max(peak, statistics.median(s.values[i + 1 - smooth: i + 1]))
+        peak = max(peak, v)
     return Series(name, s.steps, s.phases, tuple(out), True)
 
 

@@ -102,6 +102,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     # after clipping, the KL of the update (second order in the step, hence drop squared).
     for name, factor, what in (("update_ratio", drop, "step norm / parameter norm"),
                                ("grad_norm_clipped", drop, "grad_norm after clipping"),
+                               ("lr", drop, "the learning rate"),
                                ("kl_step", drop * drop, "KL of the update")):
         check = _relative(run, name, factor, what)
         if check is not None:
@@ -173,6 +174,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                 "kl": "the policy does not move (KL exactly 0)",
                 "update_ratio": "the parameters do not move",
                 "grad_norm_clipped": "the clipped gradient that reaches the optimizer is ~0",
+                "lr": "the learning rate cannot move the policy",
                 "kl_step": "the update does not change the policy",
                 "kl_pinned": "the policy is held at its reference (the KL penalty outweighs the advantages)",
                 "clip_frac": "nearly every token is clipped, where the PPO objective has no gradient"}[check.name]
