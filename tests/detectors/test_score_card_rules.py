@@ -10,7 +10,7 @@ import pytest
 
 from advcore.detectors import Finding, NotEvaluable
 from advcore.detectors._base import Finding as BaseFinding
-from advcore.detectors._windows import Series, change_point, running_peak_ratio
+from advcore.detectors._windows import Series, change_point, last_onset_index, running_peak_ratio
 from advcore.diagnose import _order
 from advcore.ingest import load_aliases
 from tests.detectors._fixtures import make_run, one
@@ -42,6 +42,18 @@ def test_running_peak_ratio_judges_the_level_not_single_points() -> None:
     for i in range(2, 10):
         assert s.values[i] == pytest.approx(level[i] / max(level[:i])), i
     assert s.values[9] == pytest.approx(0.02 / 0.2)
+
+
+def test_last_onset_dates_the_state_the_series_ends_in() -> None:
+    warmup_then_break = [0.0] * 5 + [0.2] * 24 + [0.0] * 20  # a critic's warm-up, then a break at index 29
+    low = lambda v: v <= 0.05  # noqa: E731
+    assert last_onset_index(tuple(warmup_then_break), low, 5) == 29
+    # no healthy stretch of 5: the first onset, as onset_index
+    assert last_onset_index(tuple([0.0] * 3 + [0.2] * 4 + [0.0] * 10), low, 5) == 0
+    assert last_onset_index(tuple([0.2] * 10), low, 5) is None
+    ev = [0.0] * 5 + [0.2] * 24 + [0.0] * 20
+    f = one(make_run({"vf_explained_var": ev, "value_mean": [1.0] * 49}, trainer="verl"), "BASELINE_BROKEN")
+    assert isinstance(f, Finding) and f.onset_step == 30
 
 
 def _healthy(**cols: list[float]) -> dict[str, list[float]]:

@@ -47,6 +47,7 @@ __all__ = [
     "adv_signal",
     "aligned",
     "change_point",
+    "last_onset_index",
     "running_peak_ratio",
     "metric",
     "onset_index",
@@ -152,6 +153,19 @@ def onset_index(values: tuple[float, ...], pred: Callable[[float], bool], sustai
     if run > 0:
         return len(values) - run
     return None
+
+
+def last_onset_index(values: tuple[float, ...], pred: Callable[[float], bool], sustain: int) -> int | None:
+    """:func:`onset_index` counted from after the last stretch of ``sustain`` consecutive values
+    that do not satisfy ``pred``: the start of the state the series ends in, not an earlier
+    episode it recovered from (a critic's warm-up before a later break)."""
+    start, run = 0, 0
+    for i, v in enumerate(values):
+        run = 0 if pred(v) else run + 1
+        if run >= sustain:
+            start = i + 1
+    idx = onset_index(values[start:], pred, sustain)
+    return None if idx is None else start + idx
 
 
 def change_point(values: tuple[float, ...], end: int | None = None) -> int | None:

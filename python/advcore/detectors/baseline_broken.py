@@ -13,8 +13,10 @@ value head learns. Beyond it, medians are used because one bad batch can give -9
   ``returns - values``, hence the advantage, is ~0 (a value input that sees the return, or a
   return that does not depend on the actions).
 
-Onset: the first of ``sustain`` (5) consecutive logged points in that state, else the first such
-point of the late window. Not applicable (None) to a group-based run (GRPO and kin log group
+Onset: the first of ``sustain`` (5) consecutive logged points in that state after the last
+stretch of ``sustain`` points out of it (:func:`advcore.detectors._windows.last_onset_index`: a
+critic's warm-up below the bar, followed by healthy steps and a later break, dates the break, not
+the warm-up), else the first such point of the late window. Not applicable (None) to a group-based run (GRPO and kin log group
 statistics and no critic metric: their baseline is the group mean); not evaluable without
 ``vf_explained_var`` otherwise.
 """
@@ -25,7 +27,7 @@ import statistics
 from collections.abc import Callable, Mapping
 
 from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import metric, onset_index, run_kind, window_len
+from advcore.detectors._windows import last_onset_index, metric, run_kind, window_len
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -67,7 +69,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         rule, pred, try_ = "explains_everything", (lambda v: v >= leak), WHAT_TO_TRY_EVERYTHING
     else:
         return None
-    idx = onset_index(s.values, pred, sustain)
+    idx = last_onset_index(s.values, pred, sustain)
     if idx is None:
         start = len(s) - window_len(len(s))
         idx = next(i for i in range(start, len(s)) if pred(s.values[i]))
