@@ -48,8 +48,9 @@ def test_last_onset_dates_the_state_the_series_ends_in() -> None:
     warmup_then_break = [0.0] * 5 + [0.2] * 24 + [0.0] * 20  # a critic's warm-up, then a break at index 29
     low = lambda v: v <= 0.05  # noqa: E731
     assert last_onset_index(tuple(warmup_then_break), low, 5) == 29
-    # no healthy stretch of 5: the first onset, as onset_index
-    assert last_onset_index(tuple([0.0] * 3 + [0.2] * 4 + [0.0] * 10), low, 5) == 0
+    # no healthy stretch of 5 (only 4): the first run of 5 low points, as onset_index counts it
+    assert last_onset_index(tuple([0.2] * 4 + [0.0] * 10), low, 5) == 4
+    assert last_onset_index(tuple([0.0] * 3 + [0.2] * 4 + [0.0] * 10), low, 5) == 7
     assert last_onset_index(tuple([0.2] * 10), low, 5) is None
     ev = [0.0] * 5 + [0.2] * 24 + [0.0] * 20
     f = one(make_run({"vf_explained_var": ev, "value_mean": [1.0] * 49}, trainer="verl"), "BASELINE_BROKEN")
