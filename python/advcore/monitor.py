@@ -115,8 +115,8 @@ class Monitor:
     Raises
     ------
     AdvcoreError
-        Unknown detector IDs, a bad ``min_steps``, ``detect_every``, ``detect_budget`` or ``stop_on`` (at construction,
-        whatever ``strict`` is).
+        Unknown detector IDs, a bad ``min_steps``, ``detect_every``, ``detect_budget`` or
+        ``stop_on`` (at construction, whatever ``strict`` is).
     """
 
     def __init__(

@@ -25,8 +25,8 @@ def replay(name: str, out: Path, **monitor: object) -> tuple[TrlWatcher, list[di
     src = FIXTURES / name
     history = json.loads((src / "trainer_state.json").read_text())["log_history"]
     (out / "completions").mkdir(parents=True)
-    watcher = TrlWatcher(advcore.Monitor(**monitor), out, num_generations=4, log_completions=True,  # type: ignore[arg-type]
-                         version="1.16.0")
+    mon = advcore.Monitor(**monitor)  # type: ignore[arg-type]
+    watcher = TrlWatcher(mon, out, num_generations=4, log_completions=True, version="1.16.0")
     added: dict[int, dict] = {}
     for row in history:
         step = int(row["step"])
@@ -61,7 +61,8 @@ def test_zero_variance_share_equals_trls_frac_reward_zero_std(name: str, tmp_pat
     assert logged and sorted(ours) == sorted(logged)   # every generating step, from the samples
     for step, v in logged.items():
         assert ours[step] == pytest.approx(v), step
-        assert ours[step] == pytest.approx(tied_share(FIXTURES / name / "completions" / f"completions_{step:05d}.parquet"))
+        table = FIXTURES / name / "completions" / f"completions_{step:05d}.parquet"
+        assert ours[step] == pytest.approx(tied_share(table))
     # the reward mean from the samples equals TRL's logged `reward`
     means = dict(zip(frame["step"].to_list(), frame["reward_mean"].to_list(), strict=True))
     for r in history:

@@ -50,7 +50,7 @@ from advcore.ingest._aliases import load_aliases
 from advcore.ingest.formats.trl_completions import reward_components, same_batch, samples_of
 from advcore.monitor import Monitor
 
-__all__ = ["AdvcoreCallback", "TrlWatcher", "canonical_logs"]
+__all__ = ["AdvcoreCallback", "TrlWatcher", "canonical_logs"]  # noqa: F822 (AdvcoreCallback: module __getattr__)
 
 #: File name of the recording in ``output_dir``.
 RECORDING = "advcore_trace.parquet"

@@ -60,7 +60,7 @@ def _fields(batch: Any) -> dict[str, Any]:
         raise AdvcoreError(f"`batch` must be a verl DataProto or a dict of tensors, got {type(batch).__name__}")
     out: dict[str, Any] = {}
     for key in _TENSORS:
-        if tensors is not None and key in tensors.keys():
+        if tensors is not None and key in tensors.keys():  # noqa: SIM118 (a TensorDict, not a dict)
             out[key] = tensors[key]
     if extra is not None and "uid" in extra:
         out["uid"] = extra["uid"]
