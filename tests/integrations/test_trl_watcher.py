@@ -127,3 +127,14 @@ def test_without_completions_only_logged_metrics_are_watched(tmp_path: Path) -> 
     frame = watcher.monitor.steps_frame
     assert frame.height == 12 and "n_samples" not in frame.columns
     assert frame["zero_variance_group_frac"].to_list() == [r["frac_reward_zero_std"] for r in history[:12]]
+
+
+def test_batch_scaled_runs_do_not_read_the_batch_flag_as_a_share(tmp_path: Path) -> None:
+    logs = {"loss": 0.1, "frac_reward_zero_std": 1.0, "grad_norm": 0.3}
+    grouped = TrlWatcher(advcore.Monitor(), tmp_path, 4, log_completions=False, version="1.16.0")
+    batch = TrlWatcher(advcore.Monitor(), tmp_path, 4, log_completions=False, version="1.16.0", scale_rewards="batch")
+    grouped.log(1, logs)
+    batch.log(1, logs)
+    assert grouped.monitor.steps_frame["zero_variance_group_frac"].to_list() == [1.0]
+    assert "zero_variance_group_frac" not in batch.monitor.steps_frame.columns
+    assert batch.monitor.steps_frame["grad_norm"].to_list() == [0.3]

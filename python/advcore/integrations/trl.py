@@ -102,10 +102,15 @@ class TrlWatcher:
         ``GRPOConfig.reward_weights`` (None: all 1).
     version : str, optional
         The TRL version (default: the installed one).
+    scale_rewards : str or bool, optional
+        ``GRPOConfig.scale_rewards``. Under ``"batch"`` TRL's ``frac_reward_zero_std`` is a 0/1 flag
+        for the whole batch (SPEC section 4), not the tied-group share, so it is not read.
     """
 
     def __init__(self, monitor: Monitor, output_dir: str | Path, num_generations: int, log_completions: bool,
-                 reward_weights: list[float] | None = None, version: str | None = None) -> None:
+                 reward_weights: list[float] | None = None, version: str | None = None,
+                 scale_rewards: str | bool | None = None) -> None:
+        self.batch_scaled = scale_rewards == "batch"
         self.monitor = monitor
         self.folder = Path(output_dir) / "completions"
         self.num_generations = int(num_generations)
@@ -126,6 +131,8 @@ class TrlWatcher:
         names = [str(k)[len("rewards/"):-len("/mean")] for k in logs
                  if str(k).startswith("rewards/") and str(k).endswith("/mean")]
         metrics = canonical_logs(logs, self.version)
+        if self.batch_scaled:
+            metrics.pop("zero_variance_group_frac", None)
         if not self.log_completions:
             return self.monitor.observe(step, metrics=metrics)
         out = self.flush(before=step)
@@ -216,7 +223,8 @@ def _callback_class() -> type:
                     self.monitor.record_to = Path(self.record)
                 self.watcher = TrlWatcher(self.monitor, args.output_dir, getattr(args, "num_generations", 1) or 1,
                                           bool(getattr(args, "log_completions", False)),
-                                          getattr(args, "reward_weights", None))
+                                          getattr(args, "reward_weights", None),
+                                          scale_rewards=getattr(args, "scale_rewards", None))
             return self.watcher
 
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
