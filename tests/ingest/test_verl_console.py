@@ -100,7 +100,7 @@ def test_real_verl_consoles(relative: str, n: int, first: int, last: int, score0
     assert f["step"].is_sorted()
     assert f["reward_mean"][0] == pytest.approx(score0) and f["reward_mean"][-1] == pytest.approx(score1)
     assert f["entropy"][0] == pytest.approx(ent0) and f["entropy"][-1] == pytest.approx(ent1)
-    assert run.has("kl", "adv_max", "adv_min", "response_length_mean")
+    assert run.has("kl_step", "adv_max", "adv_min", "response_length_mean")
 
 
 def test_real_gui_cursor_filter_ratios() -> None:
