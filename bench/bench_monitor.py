@@ -21,6 +21,7 @@ bench/README.md).
 from __future__ import annotations
 
 import itertools
+import logging
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,12 @@ def _batch(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return reward, adv.astype(np.float32)
 
 
+_QUIET = logging.getLogger("advcore.bench")
+_QUIET.disabled = True   # the same batch every step: the findings it raises are not the point here
+
+
 def _monitor(history: int, every: int, reward: np.ndarray, adv: np.ndarray) -> tuple[advcore.Monitor, Any]:
-    mon = advcore.Monitor(detect_every=every, min_steps=1)
+    mon = advcore.Monitor(detect_every=every, min_steps=1, logger=_QUIET)
     for step in range(1, history + 1):
         mon.observe(step, rewards=reward, group_size=G, advantages=adv)
     return mon, itertools.count(history + 1)
