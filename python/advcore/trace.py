@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from advcore.detectors import Finding
     from advcore.ingest import Run
 
-__all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Tracer", "canonical_row", "step_row", "trace_step"]
+__all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Tracer", "canonical_row", "rows_frame", "step_row",
+           "trace_step"]
 
 #: Per-sample stages in pipeline order (R -> A -> T), keyword -> stage name.
 STAGES: dict[str, str] = {
@@ -484,7 +485,7 @@ class Tracer:
         self._parts: list[pl.DataFrame] = []
         self._frame = pl.DataFrame(schema=_SCHEMA)
         self._rows: list[dict[str, float]] = []
-        self._steps = _steps_frame([])
+        self._steps = rows_frame([])
         #: the per-sample metrics (:func:`step_row`) of the last observed step, without ``metrics``
         self.last_row: dict[str, float] = {}
         self._done = 0  # rows already in self._steps
@@ -545,7 +546,7 @@ class Tracer:
 
         Built incrementally: only the steps observed since the last call are converted."""
         if self._done < len(self._rows):
-            fresh = _steps_frame(self._rows[self._done:])
+            fresh = rows_frame(self._rows[self._done:])
             self._steps = fresh if not self._done else pl.concat([self._steps, fresh], how="diagonal_relaxed")
             self._done = len(self._rows)
         return self._steps
@@ -568,7 +569,10 @@ class Tracer:
         self.frame.write_parquet(Path(path))
 
 
-def _steps_frame(rows: list[dict[str, float]]) -> pl.DataFrame:
+def rows_frame(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
+    """Per-step rows (dicts with an integer-like ``step`` and metric values, keys may differ from
+    row to row) as a frame: ``step`` Int64, then one Float64 column per key in order of first
+    appearance, null where a row lacks the key."""
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(k for k in r if k != "step"))

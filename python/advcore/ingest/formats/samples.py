@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from advcore.trace import step_row
+from advcore.trace import rows_frame, step_row
 from advcore.ingest.formats.plain import read_jsonl
 from advcore.ingest._model import IngestError, RawLog
 
@@ -182,12 +182,7 @@ def reduce(frame: pl.DataFrame, *, layout: str, reward_col: str, group_col: str 
             else:
                 group_notes.add("group ids missing")
         rows.append(row)
-    keys: dict[str, None] = {}
-    for r in rows:
-        keys.update(dict.fromkeys(k for k in r if k != "step"))
-    out = {"step": pl.Series("step", [r["step"] for r in rows], dtype=pl.Int64)}
-    for k in keys:
-        out[k] = pl.Series(k, [r.get(k) for r in rows], dtype=pl.Float64)
+    out = rows_frame(rows)
     meta: dict[str, Any] = {"layout": layout, "samples": frame.height,
                             "null_rewards": int(frame[reward_col].cast(pl.Float64, strict=False).is_null().sum())}
     if layout == "verl_rollout_dump":
@@ -199,5 +194,5 @@ def reduce(frame: pl.DataFrame, *, layout: str, reward_col: str, group_col: str 
     if null_steps:
         meta["samples_without_step"] = null_steps
     meta.update(metadata or {})
-    return RawLog(format, pl.DataFrame(out), trainer=trainer, metadata=meta, errors=tuple(errors),
+    return RawLog(format, out, trainer=trainer, metadata=meta, errors=tuple(errors),
                   trace=pl.concat(traces) if traces else None)

@@ -27,7 +27,7 @@ def sniff(path: Path, head: str | None) -> bool:
 
 
 def read(path: Path) -> RawLog:
-    from advcore.trace import canonical_row
+    from advcore.trace import canonical_row, rows_frame
 
     frame = pl.read_parquet(Path(path), columns=sorted(_COLUMNS))
     rows: list[dict[str, Any]] = []
@@ -38,11 +38,6 @@ def read(path: Path) -> RawLog:
             rows.append({"step": step, **canonical_row(part)})
         except AdvcoreError as e:
             errors.append(IngestError(str(path), f"step {step}: {e}"))
-    keys: dict[str, None] = {}
-    for r in rows:
-        keys.update(dict.fromkeys(k for k in r if k != "step"))
-    out = {"step": pl.Series("step", [r["step"] for r in rows], dtype=pl.Int64)}
-    for k in keys:
-        out[k] = pl.Series(k, [r.get(k) for r in rows], dtype=pl.Float64)
+    out = rows_frame(rows)
     meta = {"layout": "trace", "stages": sorted(frame["stage"].unique().to_list())}
-    return RawLog(NAME, pl.DataFrame(out), metadata=meta, errors=tuple(errors))
+    return RawLog(NAME, out, metadata=meta, errors=tuple(errors))
