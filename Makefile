@@ -31,7 +31,7 @@ INTEGRATION_VENV ?= $(HOME)/.cache/advcore/venv-integration
 test-integration:  ## slow real-client tests (TRL GRPOTrainer on the CPU + advcore callback); pinned trainers in a venv, after make install
 	test -x $(INTEGRATION_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(INTEGRATION_VENV)
 	$(INTEGRATION_VENV)/bin/python -m pip install --quiet $(INTEGRATION_PINS)
-	$(INTEGRATION_VENV)/bin/python -m pytest -q -m slow -p no:cacheprovider tests/integrations
+	$(INTEGRATION_VENV)/bin/python -m pytest -q -m "slow or not slow" -p no:cacheprovider tests/integrations
 
 lint:  ## rustfmt, clippy (pedantic, warnings are errors) and mypy (strict)
 	cargo fmt --check
