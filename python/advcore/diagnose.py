@@ -114,11 +114,22 @@ _REGIME_TEXT = {
 }
 
 
-def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel]) -> list[str]:
+#: R-stage findings that mean the reward lost its contrast (the others: it measures the wrong thing).
+_NO_CONTRAST = {"DEGENERATE_GROUPS", "REWARD_STD_DEATH", "DEAD_FROM_START", "REWARD_SATURATION", "REWARD_FLOOR"}
+
+
+def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set[str]) -> list[str]:
     """The evidence that tells "the reward had no contrast" from "the pipeline removed it": the
-    reward stage's own late level, set against the stage that was blamed."""
+    reward stage's own late level, set against the stage that was blamed. At stage R without a
+    finding of lost contrast (truncation, one component, missing rewards), a reward that still
+    varies within groups is said to carry the wrong signal rather than none."""
     reward = next((s for s in signal if s.stage == "R"), None)
-    if stage is None or stage == "R":
+    if stage is None:
+        return []
+    if stage == "R":
+        if reward is not None and had_contrast(reward) and not ids & _NO_CONTRAST:
+            return [f"the rewards still vary within groups ({reward.describe()}): the contrast is there, "
+                    "but it is not measuring what the task asks"]
         return []
     if reward is None:
         return ["the reward stage was not logged, so a reward without contrast is not ruled out"]
@@ -182,7 +193,7 @@ def diagnose(
             stage = "R" if f.stage == "R/U" else f.stage
             break
     signal = stage_signal(run)
-    parts.extend(_localize(stage, signal))
+    parts.extend(_localize(stage, signal, ids))
     onset = first.onset_step
     summary = "; ".join(parts)
     if onset is not None:

@@ -62,3 +62,22 @@ def test_the_verdict_tells_a_pipeline_loss_from_a_reward_without_contrast() -> N
     blind = make_run({"adv_std": adv})
     v = diagnose(blind, *run_detectors(blind))
     assert v.stage == "T" and "not ruled out" in v.summary
+
+
+def test_a_reward_that_still_varies_but_measures_truncation_is_said_to_carry_the_wrong_signal() -> None:
+    from tests.detectors._fixtures import make_run
+
+    n = 60
+    run = make_run({
+        "truncated_frac": [0.2] * 20 + [1.0] * 40,          # every completion cut from step 21
+        "zero_variance_group_frac": [0.1] * n,              # groups keep their contrast throughout
+        "reward_std": [0.5] * n,
+        "reward_mean": [0.4 + 0.1 * (i % 3) for i in range(n)],
+    })
+    findings, missing = run_detectors(run)
+    assert [f.id for f in findings] == ["TRUNCATION_REWARD"]
+    v = diagnose(run, findings, missing)
+    assert v.stage == "R" and "the contrast is there" in v.summary
+    tied = make_run({"zero_variance_group_frac": [0.9] * 30, "reward_std": [0.0] * 30, "reward_mean": [0.5] * 30})
+    v = diagnose(tied, *run_detectors(tied))
+    assert v.stage == "R" and "the contrast is there" not in v.summary  # lost contrast is said as such
