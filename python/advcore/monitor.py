@@ -163,7 +163,7 @@ class Monitor:
             self.reported_at[finding.id] = self._step
         if self.stop_on is not None and _RANK[finding.severity] >= _RANK[self.stop_on] and not self.should_stop:
             self.should_stop = True
-            self._logger.warning("advcore: stopping requested (stop_on=%r) by %s", self.stop_on, finding.id)
+            self._logger.warning("stopping requested (stop_on=%r) by %s", self.stop_on, finding.id)
         if self._user_callback is not None:
             self._user_callback(finding)
 
@@ -171,7 +171,7 @@ class Monitor:
         self.errors += 1
         if self.strict:
             raise e
-        self._logger.warning("advcore: %s failed (%s: %s); training goes on", what, type(e).__name__, e,
+        self._logger.warning("%s failed (%s: %s); training goes on", what, type(e).__name__, e,
                              exc_info=self.errors == 1)
 
     def observe(

@@ -527,7 +527,8 @@ class Tracer:
         for f in new:
             self._seen.add(f.id)
             self._findings.append(f)
-            self._logger.warning("%s at step %s: %s", f.id, f.onset_step, f.message)
+            self._logger.warning("%s since step %s (detected at step %s): %s", f.id, f.onset_step,
+                                 int(self._rows[-1]["step"]), f.message)
             if self._callback is not None:
                 self._callback(f)
         return new
@@ -564,9 +565,21 @@ class Tracer:
         sources = {c: f"trace:{c}" for c in frame.columns if c != "step"}
         return Run("<tracer>", "trace", None, frame, sources, {"layout": "trace", "steps": frame.height})
 
+    def recording(self) -> pl.DataFrame:
+        """:attr:`frame` plus each step's per-step metrics (:attr:`steps_frame`: the trace's, the
+        reference checks' and the trainer's ``metrics``) as rows of stage ``"step"``, slice
+        ``"all"``, in the same long form: what :meth:`write_parquet` writes and ``advcore scan``
+        reads back into the same per-step run the detectors saw."""
+        steps = self.steps_frame
+        per_step = (steps.unpivot(index="step", variable_name="statistic", value_name="value")
+                    .drop_nulls("value")
+                    .with_columns(pl.lit("step").alias("stage"), pl.lit("all").alias("slice"))
+                    .select(list(_SCHEMA)))
+        return pl.concat([self.frame, per_step.cast({"step": pl.Int64, "value": pl.Float64})])
+
     def write_parquet(self, path: str | Path) -> None:
-        """Write :attr:`frame` (the long rows) to Parquet; ``advcore scan`` reads it back."""
-        self.frame.write_parquet(Path(path))
+        """Write :meth:`recording` to Parquet; ``advcore scan`` reads it back."""
+        self.recording().write_parquet(Path(path))
 
 
 def rows_frame(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:

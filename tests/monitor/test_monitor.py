@@ -90,7 +90,7 @@ def test_dead_signal_reported_once_within_the_sustain_window_and_stops(caplog: p
     assert mon.reported_at["DEGENERATE_GROUPS"] <= onset + sustain
     assert mon.should_stop
     assert out["advcore/findings"] == len(ids)
-    assert caplog.text.count("DEGENERATE_GROUPS at step 4") == 1
+    assert caplog.text.count("DEGENERATE_GROUPS since step 4 (detected at step") == 1
 
 
 def test_stop_on_error_for_a_signal_dead_from_the_start() -> None:

@@ -26,7 +26,8 @@ __all__ = ["PER_SAMPLE", "Hits", "finite", "has_critic", "hits", "needs", "padde
 
 #: What NotEvaluable says after the metric names, for a per-step log and for a per-sample dump.
 PER_SAMPLE = "needs per-sample rewards and advantages (a per-sample dump, advcore trace, or advcore.Tracer)"
-_DUMP_WITHOUT = "this per-sample dump has no advantage column (adv) or no group ids"
+_DUMP_WITHOUT = ("this per-sample data gives no such evidence (no advantage column, no group ids, or no group "
+                 "whose rewards vary)")
 
 
 def has_critic(run: Run) -> bool:

@@ -1,6 +1,9 @@
 """The long stage-trace Parquet written by :meth:`advcore.Tracer.write_parquet` (columns ``step``,
 ``stage``, ``slice``, ``statistic``, ``value``; see :func:`advcore.trace.trace_step`), read back
-into per-step canonical metrics with :func:`advcore.trace.canonical_row`, one step at a time."""
+into per-step canonical metrics: a Tracer recording carries them as rows of stage ``"step"``
+(everything the detectors saw, reference checks and trainer metrics included); a bare trace is
+read with :func:`advcore.trace.canonical_row`, one step at a time. The trace rows are kept
+(``Run.trace``) so that ``advcore trace`` shows them."""
 
 from __future__ import annotations
 
@@ -34,10 +37,14 @@ def read(path: Path) -> RawLog:
     errors: list[IngestError] = []
     for part in frame.filter(pl.col("step").is_not_null()).partition_by("step", maintain_order=True):
         step = int(part["step"][0])
+        recorded = part.filter(pl.col("stage") == "step")
+        if recorded.height:  # a Tracer recording: the per-step metrics the detectors saw
+            rows.append({"step": step, **dict(zip(recorded["statistic"], recorded["value"], strict=True))})
+            continue
         try:
             rows.append({"step": step, **canonical_row(part)})
         except AdvcoreError as e:
             errors.append(IngestError(str(path), f"step {step}: {e}"))
     out = rows_frame(rows)
     meta = {"layout": "trace", "stages": sorted(frame["stage"].unique().to_list())}
-    return RawLog(NAME, out, metadata=meta, errors=tuple(errors))
+    return RawLog(NAME, out, metadata=meta, errors=tuple(errors), trace=frame.filter(pl.col("stage") != "step"))
