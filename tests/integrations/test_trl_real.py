@@ -147,7 +147,7 @@ def test_dead_reward_is_reported_in_the_sustain_window_and_stops_the_run(
     sustain = int(REGISTRY["DEGENERATE_GROUPS"].resolve({})["sustain"])
     onset = ids["DEGENERATE_GROUPS"].onset_step
     assert onset == 1 and cb.monitor.reported_at["DEGENERATE_GROUPS"] <= onset + sustain
-    assert "DEGENERATE_GROUPS at step 1" in caplog.text
+    assert "DEGENERATE_GROUPS since step 1 (detected at step" in caplog.text
     assert trainer.state.global_step < 12   # stop_on="error" ended the run early
     logged = [h["frac_reward_zero_std"] for h in trainer.state.log_history if "frac_reward_zero_std" in h]
     assert logged and set(logged) == {1.0}
