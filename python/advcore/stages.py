@@ -37,7 +37,22 @@ class StageLevel:
     late: float
 
     def describe(self) -> str:
-        return f"{self.stage} {self.metric} {self.early:.3g} -> {self.late:.3g}"
+        """``"R groups with reward spread 94% -> 88%"``: the stage, what was read, early -> late."""
+        label, percent = _LABELS.get(self.metric, (self.metric, False))
+        if percent:
+            return f"{self.stage} {label} {100 * self.early:.0f}% -> {100 * self.late:.0f}%"
+        return f"{self.stage} {label} {self.early:.3g} -> {self.late:.3g}"
+
+
+#: How a stage's metric reads in a sentence, and whether it is a share shown in percent.
+_LABELS = {
+    "1 - zero_variance_group_frac": ("groups with reward spread", True),
+    "reward_std_within": ("reward std within groups", False),
+    "reward_std": ("reward std", False),
+    "vf_explained_var": ("value explained variance", False),
+    "adv_std": ("advantage std", False),
+    "adv_max - adv_min": ("advantage range", False),
+}
 
 
 def _first(*series: Series | None) -> Series | None:

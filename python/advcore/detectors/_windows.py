@@ -51,6 +51,7 @@ __all__ = [
     "running_peak_ratio",
     "metric",
     "onset_index",
+    "plain",
     "reward_spread",
     "run_kind",
     "tied_share",
@@ -66,6 +67,21 @@ TIE_EPS = 1e-6
 
 #: Names of the proxies built from rewards rather than from advantages.
 REWARD_PROXIES = ("sqrt(1 - zero_variance_group_frac)", "1[reward_std_within > 1e-6]", "1[reward_std > 1e-6]")
+
+#: How a proxy reads in a message (its formula stays in the evidence).
+_PLAIN = {
+    "sqrt(1 - zero_variance_group_frac)": "read from the tied-group share: sqrt(1 - zero_variance_group_frac)",
+    "1[reward_std_within > 1e-6]": "share of steps whose groups have any reward spread",
+    "1[reward_std > 1e-6]": "share of steps whose rewards have any spread",
+    "1[reward_std_within <= 1e-6]": "steps whose reward_std_within is 0 count as all groups tied",
+    "1[reward_std <= 1e-6]": "steps whose reward_std is 0 count as all groups tied",
+    "adv_max - adv_min": "the advantage range adv_max - adv_min",
+}
+
+
+def plain(name: str) -> str:
+    """A metric or proxy name as a message should say it (canonical names are kept as they are)."""
+    return _PLAIN.get(name, name)
 
 
 @dataclass(frozen=True, slots=True)

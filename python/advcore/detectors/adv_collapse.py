@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import ADV_NEEDS, adv_signal, onset_index, reward_spread
+from advcore.detectors._windows import ADV_NEEDS, adv_signal, onset_index, plain, reward_spread
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -73,7 +73,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         evidence["proxy"] = s.name
     return Finding(
         ID, "warn", "T", s.step_at(idx), dict(evidence),
-        f"Advantage spread ({s.name}) fell from {early:.3g} early to {late:.3g} late: the learning signal has vanished.",
+        f"Advantage spread ({plain(s.name)}) fell from {early:.3g} early to {late:.3g} late: the learning signal has vanished.",
         WHAT_TO_TRY,
     )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import ADV_NEEDS, adv_signal, metric
+from advcore.detectors._windows import ADV_NEEDS, adv_signal, metric, plain
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -44,7 +44,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         if sig.proxy:
             evidence["proxy"] = sig.name
         if early < dead_below and late < dead_below:
-            reasons.append(f"{sig.name} was {early:.3g} early and {late:.3g} late")
+            reasons.append(f"{plain(sig.name)} was {early:.3g} early and {late:.3g} late")
             first = (sig.steps[0], sig.phases[0] if sig.phases else None)
     if grad is not None and grad.judgeable:
         gmax = max(max(grad.early()), max(grad.late()))

@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping
 
 from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import onset_index, run_kind, tied_share
+from advcore.detectors._windows import onset_index, plain, run_kind, tied_share
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -84,7 +84,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     pct = 100 * overall if math.isfinite(overall) else float("nan")
     return Finding(
         ID, "warn", "R", s.step_at(idx), dict(evidence),
-        f"{100 * late:.0f}% of GRPO groups (by {s.name}) are tied late in the run ({pct:.0f}% overall): "
+        f"{100 * late:.0f}% of GRPO groups ({plain(s.name)}) are tied late in the run ({pct:.0f}% overall): "
         "those groups give zero advantage and no gradient.",
         WHAT_TO_TRY,
     )

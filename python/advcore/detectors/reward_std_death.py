@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import onset_index, reward_spread
+from advcore.detectors._windows import onset_index, plain, reward_spread
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -52,7 +52,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         evidence["proxy"] = s.name
     return Finding(
         ID, "warn", "R", s.step_at(idx), dict(evidence),
-        f"Reward spread ({s.name}) fell from {early:.3g} early to {late:.3g} late "
+        f"Reward spread ({plain(s.name)}) fell from {early:.3g} early to {late:.3g} late "
         f"({100 * late / early:.1f}% of its early level): the rewards no longer tell samples apart.",
         WHAT_TO_TRY,
     )
