@@ -104,16 +104,16 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from advcore import _core
 from advcore._arrays import check_tolerance
-from advcore.errors import AdvcoreError, AdvcoreWarning
-from advcore.stats import grouped_moments
+from advcore.errors import AdvcoreError
 
 __all__ = [
     "ADV_METRICS",
@@ -187,6 +187,9 @@ def _array(x: Any, name: str) -> tuple[F64, str | None]:
     """``x`` as a 1-D float64 array (None -> NaN) and the name of its low-precision dtype if any."""
     low: str | None = None
     dt = getattr(x, "dtype", None)
+    if isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype.kind == "f" and x.shape[0]:
+        # The common case (a float numpy array): no conversion beyond the widening.
+        return np.asarray(x, dtype=np.float64), ("float16" if x.dtype == np.float16 else None)
     if dt is not None and str(dt) in ("torch.bfloat16", "torch.float16"):
         low = "bfloat16" if "bfloat16" in str(dt) else "float16"
         x = x.detach().cpu().float().numpy()
@@ -231,25 +234,34 @@ def _dense_ids(group_ids: Any, n: int) -> tuple[npt.NDArray[np.int64], int]:
     return inv, int(inv.max()) + 1
 
 
+def _omit_moments(x: F64, inv: npt.NDArray[np.int64]) -> tuple[F64, F64, F64, F64, F64]:
+    """Count, mean, variance (ddof 0), min and max of each group of dense labels ``inv``, NaN omitted:
+    :func:`advcore.stats.grouped_moments` (``nan_policy="omit"``) without its argument checks and
+    warnings (``x`` is float64 and ``inv`` dense int64 here), rows in label order."""
+    _, count, mean, var, lo, hi, census = _core.grouped_moments(np.ascontiguousarray(x), None, np.ascontiguousarray(inv), 0,
+                                                                  "omit", 1e-8, 1e-5)
+    k = int(census[0])
+    return (np.asarray(count, np.float64)[:k], np.asarray(mean[:k], np.float64), np.asarray(var[:k], np.float64),
+            np.asarray(lo[:k], np.float64), np.asarray(hi[:k], np.float64))
+
+
 class _Groups:
     """One step's rewards with its group statistics, computed once and shared by every estimator."""
 
     def __init__(self, rewards: Any, group_ids: Any) -> None:
         self.x, self.low = _array(rewards, "rewards")
+        # a float32 numpy input: every reward is a float32 value
+        self.f32 = isinstance(rewards, np.ndarray) and rewards.dtype == np.float32
         n = self.x.shape[0]
         self.inv, self.k = _dense_ids(group_ids, n)
         self.finite = np.isfinite(self.x)
         self.all_finite = bool(self.finite.all())
         if not self.all_finite:
             self.x = np.where(self.finite, self.x, np.nan)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", AdvcoreWarning)
-            m = grouped_moments(self.x, group_ids=self.inv, nan_policy="omit", ddof=0)
-        self.count = np.asarray(m.count, dtype=np.float64)  # scored samples per group
+        count, self.mean, self.var0, self.min, self.max = _omit_moments(self.x, self.inv)
+        self.count = count  # scored samples per group
         # samples per group, scored or not
         self.size = self.count.astype(np.int64) if self.all_finite else np.bincount(self.inv, minlength=self.k)
-        self.mean, self.var0 = m.mean, m.var
-        self.min, self.max = np.asarray(m.min, np.float64), np.asarray(m.max, np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             self.var1 = np.where(self.count > 1, self.var0 * self.count / (self.count - 1), np.nan)
         self.tied = (self.count >= 2) & (self.max == self.min)
@@ -630,11 +642,8 @@ class _AdvGroups:
     @classmethod
     def of(cls, adv: F64, gr: _Groups) -> _AdvGroups:
         ok = np.isfinite(adv) & gr.finite
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", AdvcoreWarning)
-            m = grouped_moments(adv if ok.all() else np.where(ok, adv, np.nan), group_ids=gr.inv, nan_policy="omit")
-        return cls(m.mean, np.asarray(m.min, np.float64), np.asarray(m.max, np.float64),
-                   np.asarray(m.count, np.float64))
+        count, mean, _, lo, hi = _omit_moments(adv if ok.all() else np.where(ok, adv, np.nan), gr.inv)
+        return cls(mean, lo, hi, count)
 
 
 def _screen(gr: _Groups, ag: _AdvGroups, rtol: float) -> Callable[[str], bool]:
@@ -696,9 +705,19 @@ def _compare(adv: F64, gr: _Groups, rtol: float, names: Sequence[str], ag: _AdvG
     possible = _screen(gr, ag if ag is not None else _AdvGroups.of(adv, gr), rtol)
     # The screen's passes first (it never turns away a match), then, when none of them matches,
     # the rest, so that a mismatch still reports the closest preset of all.
-    passes = [n for n in names if possible(n)] if len(names) > 1 else list(names)
-    order = passes + [n for n in names if n not in passes]
-    for name in order:
+    screen = len(names) > 1
+    rest: list[str] = []
+
+    def order() -> Iterator[str]:
+        # The screen runs lazily: the presets after a match are never screened.
+        for n in names:
+            if not screen or possible(n):
+                yield n
+            else:
+                rest.append(n)
+        yield from rest
+
+    for name in order():
         ref = PRESETS[name].fn(gr)
         if all_fin and bool(np.isfinite(ref).all()):
             # The common case: nothing to mask.
@@ -861,8 +880,9 @@ def _low_precision(gr: _Groups, declared: str | None) -> str | None:
         return gr.low
     if declared is not None:
         return None
-    v = gr.x[gr.finite]
-    v = v[(v * 64.0) != np.round(v * 64.0)]  # short dyadic levels (0, 1, 0.5, 3/64, ...) prove nothing
+    v = gr.x if gr.all_finite else gr.x[gr.finite]
+    v64 = v * 64.0
+    v = v[v64 != np.round(v64)]  # short dyadic levels (0, 1, 0.5, 3/64, ...) prove nothing
     if v.size >= 8 and bool(_on_bf16_grid(v).all()) and np.unique(v).size >= 8:
         return "bfloat16"
     return None
@@ -871,6 +891,8 @@ def _low_precision(gr: _Groups, declared: str | None) -> str | None:
 def _held_in(gr: _Groups) -> str:
     """float32 when every finite reward is a float32 value (what trainers hold rewards in), else
     float64: values with more digits than float32 were not rounded through it."""
+    if gr.f32:
+        return "float32"
     v = gr.x if gr.all_finite else gr.x[gr.finite]
     return "float32" if bool(np.all(v.astype(np.float32) == v)) else "float64"
 
