@@ -432,8 +432,9 @@ def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
     per-sample ingest record for every step.
 
     With groups, the checks run on a worker thread while the trace runs on the calling thread
-    (the Rust core releases the GIL): about 1.2 ms in all for 16,384 samples, where the two in
-    turn took 1.5 ms. Errors are those of :func:`trace_step` first, as when run in turn.
+    (the Rust core releases the GIL): 1.2-1.6 ms in all for 16,384 samples on 2 cores, where the
+    two in turn took 1.9-2.5 ms (bench/README.md). Errors are those of :func:`trace_step` first,
+    as when run in turn.
     """
     from advcore.reference import step_checks
 
