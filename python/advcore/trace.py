@@ -450,7 +450,11 @@ def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
         adv = arrays.get("adv")
         return step_checks(arrays["rewards"], ids, arrays.get("adv_raw") if adv is None else adv)
 
-    checked = _worker().submit(checks)
+    try:
+        checked = _worker().submit(checks)
+    except RuntimeError:  # no new threads at interpreter shutdown: in turn, as before
+        frame, cell = _trace(step, **arrays)
+        return frame, {**{k: v for k, v in checks().items() if not math.isnan(v)}, **_canonical(cell)}
     try:
         frame, cell = _trace(step, **arrays)
     except Exception:

@@ -8,6 +8,7 @@ the same presets in the same order.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -98,3 +99,42 @@ def test_step_row_reports_the_trace_error_first() -> None:
         step_row(0, rewards=r, group_ids=[0, 0, 1, 1], group_size=2)
     with pytest.raises(AdvcoreError, match="`group_size`"):
         step_row(0, rewards=r, group_size=0)
+
+
+def test_step_row_without_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At interpreter shutdown no thread can be started: the checks then run in turn, same row."""
+    import advcore.trace as trace_module
+
+    class Closed:
+        def submit(self, *args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    r = np.array([1.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    adv = oracle.grpo(r, np.arange(6) // 3)
+    want = step_row(1, rewards=r, group_size=3, adv=adv)
+    monkeypatch.setattr(trace_module, "_worker", lambda: Closed())
+    frame, row = step_row(1, rewards=r, group_size=3, adv=adv)
+    assert row == want[1] and frame.equals(want[0])
+    assert row["adv_recompute_err"] == oracle.step_checks(r, np.arange(6) // 3, adv)["adv_recompute_err"]
+
+
+def _row_in_child(queue: Any) -> None:
+    r = np.array([1.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    queue.put(step_row(1, rewards=r, group_size=3, adv=oracle.grpo(r, np.arange(6) // 3))[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_step_row_in_a_forked_child() -> None:
+    """A child forked after the worker thread started (a data-loader worker) gets its own worker
+    instead of waiting forever on the parent's, which does not run in the child."""
+    import multiprocessing
+
+    r = np.array([1.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    want = step_row(1, rewards=r, group_size=3, adv=oracle.grpo(r, np.arange(6) // 3))[1]
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_row_in_child, args=(queue,))
+    child.start()
+    got = queue.get(timeout=60)
+    child.join(60)
+    assert got == want and child.exitcode == 0
