@@ -533,8 +533,9 @@ class Tracer:
         the per-sample arrays may be left out (a step the trainer logged without samples).
         """
         if self._rows and step <= self._rows[-1]["step"]:
-            raise AdvcoreError(f"`step` must increase: got {step} after {int(self._rows[-1]['step'])} (a new "
-                               "trainer.train() restarts its counter: pass a step that keeps counting, or a new Tracer)")
+            last = int(self._rows[-1]["step"])
+            raise AdvcoreError(f"`step` must increase: got {step} after {last} (a new trainer.train() restarts "
+                               "its counter: pass a step that keeps counting, or start a new Tracer)")
         if arrays or metrics is None:
             part, row = step_row(step, **arrays)
             self._parts.append(part)
