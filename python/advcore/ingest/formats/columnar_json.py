@@ -27,7 +27,6 @@ layouts of rho-GRPO (Sunshine535/nips-grpo-dynamics, ``src/rho_grpo_trainer*.py`
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats.plain import number, records_frame
+from advcore.ingest.formats.plain import number, read_json, records_frame
 
 NAME = "columnar_json"
 
@@ -118,11 +117,9 @@ def _group_stats(path: Path, rows: list[Any]) -> RawLog:
 
 
 def read(path: Path) -> RawLog:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except json.JSONDecodeError as e:
-        return RawLog(NAME, pl.DataFrame(), errors=(
-            IngestError(str(path), f"columnar JSON: invalid JSON ({e.msg})", e.lineno),))
+    doc, error = read_json(path, "columnar JSON")
+    if error is not None:
+        return RawLog(NAME, pl.DataFrame(), errors=(error,))
     if isinstance(doc, list):
         return _group_stats(path, doc)
     if not isinstance(doc, dict):

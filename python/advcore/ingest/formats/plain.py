@@ -165,6 +165,15 @@ def is_parquet(path: Path) -> bool:
         return False
 
 
+def read_json(path: Path, fmt: str) -> tuple[Any, IngestError | None]:
+    """The JSON document in ``path``, or None and an error naming the file and the line where the
+    JSON broke (``fmt`` says what the file was taken for)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8", errors="replace")), None
+    except json.JSONDecodeError as e:
+        return None, IngestError(str(path), f"{fmt}: invalid JSON ({e.msg})", e.lineno)
+
+
 def read_jsonl(
     path: Path, fmt: str, *, flat: bool = True, check: Callable[[dict[str, Any]], str | None] | None = None
 ) -> tuple[list[dict[str, Any]], list[IngestError]]:

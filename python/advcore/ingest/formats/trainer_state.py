@@ -8,14 +8,13 @@ Python's ``json`` writes them) stay NaN/inf.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats.plain import number
+from advcore.ingest.formats.plain import number, read_json
 
 NAME = "trainer_state"
 
@@ -30,10 +29,9 @@ def sniff(path: Path, head: str | None) -> bool:
 
 
 def read(path: Path) -> RawLog:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except json.JSONDecodeError as e:
-        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), f"invalid JSON: {e.msg}", e.lineno),))
+    doc, error = read_json(path, "trainer_state.json / log_history")
+    if error is not None:
+        return RawLog(NAME, pl.DataFrame(), errors=(error,))
     meta: dict[str, Any] = {}
     if isinstance(doc, dict):
         rows = doc.get("log_history")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from advcore.ingest.formats.plain import (
     first_json_line,
     flatten,
     is_parquet,
+    read_json,
     numeric_frame,
     read_jsonl,
     records_frame,
@@ -117,11 +117,9 @@ def _raw(frame: pl.DataFrame, path: Path, kind: str, dropped: list[str],
 
 
 def _read_summary(path: Path) -> RawLog:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except json.JSONDecodeError as e:
-        return RawLog(NAME, pl.DataFrame(), errors=(
-            IngestError(str(path), f"W&B summary: invalid JSON ({e.msg})", e.lineno),))
+    doc, error = read_json(path, "W&B summary")
+    if error is not None:
+        return RawLog(NAME, pl.DataFrame(), errors=(error,))
     if not isinstance(doc, dict):
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "W&B summary: expected a JSON object"),))
     record = flatten({k: v for k, v in doc.items() if k != "_wandb"})
