@@ -10,7 +10,7 @@ import glob
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -131,7 +131,10 @@ def scan_file(path: Path, options: ScanOptions) -> RunReport:
 
 
 def _scan_one(args: tuple[Path, ScanOptions]) -> RunReport:
-    return scan_file(*args)
+    """One file of a folder scan: its report without the per-sample trace (``advcore trace``
+    shows that; a scan of many dumps need not carry every step's trace back from the workers)."""
+    report = scan_file(*args)
+    return replace(report, run=replace(report.run, trace=None)) if report.run.trace is not None else report
 
 
 def is_quiet_miss(report: RunReport, explicit: set[Path]) -> bool:
@@ -154,7 +157,7 @@ def scan(
     if len(paths) < PARALLEL_FROM or jobs == 1:
         out = []
         for p in paths:
-            out.append(scan_file(p, options))
+            out.append(_scan_one((p, options)))
             if progress:
                 progress(1)
         return out

@@ -66,7 +66,7 @@ def load(path: Path | str, *, format: str | None = None, metric_map: Path | None
             module = formats.BY_NAME.get(format) if format else detect(path)
         if module is None:
             return Run.failed(path, "not a training log advcore can read (no known format matched its content)")
-        takes_n = module in (formats.samples, formats.trl_completions)
+        takes_n = getattr(module, "TAKES_ROLLOUT_N", False)
         raw: RawLog = module.read(path, rollout_n=rollout_n) if takes_n else module.read(path)
         return canonicalize(raw, path, aliases)
     except OSError as e:

@@ -1,6 +1,7 @@
 """One module per log format. Each has ``NAME``, ``sniff(path, head) -> bool`` (``head`` is the
 file's first 64 KiB decoded as UTF-8, or None for binary content) and ``read(path) -> RawLog``.
-``ORDER`` is the detection order: the most specific formats first."""
+``ORDER`` is the detection order: the most specific formats first. Optional flags:
+``READS_FOLDERS`` (a folder is one run) and ``TAKES_ROLLOUT_N`` (``read`` takes ``rollout_n``)."""
 
 from __future__ import annotations
 

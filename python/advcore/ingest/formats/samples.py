@@ -37,6 +37,8 @@ from advcore.trace import rows_frame, step_row
 from advcore.ingest.formats.plain import read_jsonl
 from advcore.ingest._model import IngestError, RawLog
 
+#: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).
+TAKES_ROLLOUT_N = True
 NAME = "samples"
 
 _CANONICAL_SAMPLE_COLS = {"step", "group", "slice", "reward", "adv", "adv_raw", "adv_clipped", "value", "return",

@@ -49,6 +49,8 @@ from advcore.errors import AdvcoreError
 from advcore.ingest._model import IngestError, RawLog
 from advcore.ingest.formats import samples
 
+#: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).
+TAKES_ROLLOUT_N = True
 NAME = "trl_completions"
 #: File names TRL gives the completion tables.
 FILE_NAME = re.compile(r"completions_(\d+)\.parquet")
