@@ -156,7 +156,6 @@ class Monitor:
         #: finding ID -> the step being observed when it was first reported
         self.reported_at: dict[str, int] = {}
         self._step: int | None = None
-        self._last: dict[str, float] = {}
 
     def _found(self, finding: Finding) -> None:
         if self._step is not None:
@@ -243,8 +242,7 @@ class Monitor:
                     self.tracer.detect()
                     self._pass_end = time.perf_counter()
                     self._pass_s = self._pass_end - now
-            self._last = dict(self.tracer.last_row)
-            out = flat_metrics(self._last, self.prefix)
+            out = flat_metrics(self.tracer.last_row, self.prefix)
         except Exception as e:  # noqa: BLE001 (a monitor must not stop the run it watches)
             self._failed(f"observe(step={step!r})", e)
         finally:
@@ -275,7 +273,7 @@ class Monitor:
     def last_metrics(self) -> dict[str, float]:
         """The flat per-sample metrics of the last step recorded (empty before the first or
         after a step with ``metrics`` only)."""
-        return flat_metrics(self._last, self.prefix)
+        return flat_metrics(self.tracer.last_row, self.prefix)
 
     @property
     def steps_frame(self) -> pl.DataFrame:
