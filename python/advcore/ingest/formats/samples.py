@@ -87,7 +87,7 @@ def _load(path: Path) -> tuple[pl.DataFrame, list[IngestError]]:
 
 
 def _numeric(frame: pl.DataFrame, col: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-    return frame[col].cast(pl.Float64, strict=False).to_numpy().astype(np.float64)
+    return frame[col].cast(pl.Float64, strict=False).to_numpy().astype(np.float64, copy=False)
 
 
 def _group_codes(part: pl.DataFrame, group_col: str | None, rollout_n: int | None) -> np.ndarray[Any, Any] | None:
