@@ -24,10 +24,11 @@ from advcore.ingest.formats.plain import number, quote_nonfinite, records_frame
 
 NAME = "trl_console"
 
-#: A metric dict starts a line segment (after ``\r`` redraws and whitespace, or right after a tqdm
-#: bar ``... | 2/3 [00:02<00:01]`` it was glued to) with a Trainer key.
+#: A metric dict opens with a Trainer key anywhere in a line segment: after ``\r`` redraws, a tqdm
+#: bar ``... | 2/3 [00:02<00:01]`` it was glued to, or any logger prefix (``2026-05-27 11:57:00
+#: INFO``, ``[rank0]:``).
 _START = re.compile(
-    r"^(?:[^{]*\|[^{]*\]\s*)?\s*\{'(loss|grad_norm|learning_rate|reward|rewards/[^']*|kl|entropy|epoch|num_tokens|"
+    r"\{'(loss|grad_norm|learning_rate|reward|rewards/[^']*|kl|entropy|epoch|num_tokens|"
     r"completion_length|completions/[^']*|frac_reward_zero_std|train_runtime|eval_[^']*)'\s*:"
 )
 _SEGMENTS = re.compile(r"\r")
@@ -46,11 +47,11 @@ def _segments(text: str) -> list[tuple[int, str]]:
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
-    return any(_START.match(seg) for _, seg in _segments(head))
+    return any(_START.search(seg) for _, seg in _segments(head))
 
 
-def _parse(seg: str) -> dict[str, Any] | None:
-    text = seg[seg.index("{"):].strip()
+def _parse(seg: str, start: int) -> dict[str, Any] | None:
+    text = seg[start:].strip()
     end = text.rfind("}")
     if end < 0:
         return None
@@ -70,9 +71,10 @@ def read(path: Path) -> RawLog:
     meta: dict[str, Any] = {}
     evals = 0
     for n, seg in _segments(text):
-        if not _START.match(seg):
+        start = _START.search(seg)
+        if start is None:
             continue
-        obj = _parse(seg)
+        obj = _parse(seg, start.start())
         if obj is None:
             errors.append(IngestError(
                 str(path), "TRL console: expected a complete Python dict literal ({'key': value, ...}); "

@@ -5,6 +5,9 @@ What real consoles add around those lines, and how it is handled:
 * ANSI colour codes (``\\x1b[36m``) are removed before anything else.
 * Ray prefixes (``(TaskRunner pid=2021996)``, ``(main_task pid=19799)``, ``(pid=12)``,
   ``(WorkerDict pid=3, ip=10.0.0.1)``) are stripped, as are ``[repeated 7x across cluster]``.
+* Any other line prefix before a console record (timestamps ``2026-05-27 11:57:00``, levels and
+  logger names ``INFO:root:``, ranks ``[rank0]:``) is dropped: the text before the first record
+  marker (``step:N``, ``Global step N``, ``Accuracy distribution:``) that starts a word.
 * Values may be wrapped (``np.float64(0.5)``, ``np.int64(3)``, ``tensor(0.5)``); ``nan``/``inf``
   are read as NaN/inf (by the shared :func:`advcore.ingest.formats.plain.number`), text values
   are skipped.
@@ -36,6 +39,9 @@ NAME = "verl_console"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _PREFIX = re.compile(r"^\s*(?:\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:-]+)?\)\s*)+")
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+#: Where a console record begins, after whatever prefix the logger put before it; not inside a key
+#: (``global_step:3``, ``timing/step:1.2``). Shared with the SimpleVLA-RL and OpenRLHF readers.
+_MARKER = re.compile(r"(?<![\w/.-])(?:step:\d|Global step \d|Accuracy distribution:)")
 _STEP = re.compile(r"^\s*step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
 # Keys may hold parentheses: PRIME/SimpleVLA-RL log ``actor/lr(1e-4)`` (the lr times 1e4).
 _PAIR = re.compile(r"^\s*([A-Za-z_][\w/@.\-\[\]()]*):\s*(\S.*?)\s*$")
@@ -47,7 +53,8 @@ _DEEP_SNIFF_BYTES = 32 << 20
 
 
 def clean(line: str) -> str:
-    """A console line without ANSI codes, carriage-return overwrites and Ray prefixes."""
+    """A console line without ANSI codes, carriage-return overwrites, Ray prefixes and any logger
+    prefix before a record marker."""
     line = _ANSI.sub("", line)
     if "\r" in line:
         # A progress bar overwritten in place: keep the prefix and the text after the last \r.
@@ -55,6 +62,9 @@ def clean(line: str) -> str:
         tail = line.rsplit("\r", 1)[1]
         line = (prefix.group(0) if prefix else "") + tail
     line = _PREFIX.sub("", line)
+    marker = _MARKER.search(line)
+    if marker is not None and marker.start() > 0:
+        line = line[marker.start():]
     return _REPEATED.sub("", line).rstrip()
 
 

@@ -53,8 +53,11 @@ def _header(head: str) -> list[str] | None:
 
 
 def _is_chart(header: list[str]) -> bool:
+    # The first column names the x axis (``Step``, ``_step``, ``global_step``): a logger line's
+    # timestamp (``2026-05-27 11:57:00,123 - INFO - ...``) is no header.
     rest = header[1:]
-    return bool(rest) and " - " not in header[0] and all(_CHART.match(h) for h in rest)
+    return (bool(rest) and " - " not in header[0] and re.fullmatch(r"[A-Za-z_][\w/ .]*", header[0]) is not None
+            and all(_CHART.match(h) for h in rest))
 
 
 def sniff(path: Path, head: str | None) -> bool:
