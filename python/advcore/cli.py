@@ -73,7 +73,10 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 @click.option("--format", "fmt", type=click.Choice(["human", "json", "markdown"]), default="human",
               show_default=True, help="Output for people (rich tables) or machines.")
 @click.option("--fail-on", type=click.Choice(["none", "warn", "error"]), default="none", show_default=True,
-              help="Exit with 1 when a finding of at least this severity is raised (for CI).")
+              help="For CI: exit with 2 when an input is missing or unreadable, else with 1 when a finding of at "
+                   "least this severity is raised.")
+@click.option("--per-file", is_flag=True,
+              help="Judge every file on its own (default: the files of one run in one folder are judged together).")
 @click.option("--set", "settings", multiple=True, metavar="ID.KNOB=VALUE", help="Re-tune a detector knob.")
 @click.option("--only", multiple=True, metavar="ID", help="Run only these detectors.")
 @click.option("--skip", multiple=True, metavar="ID", help="Do not run these detectors.")
@@ -84,10 +87,14 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
               help="Samples per prompt, for per-sample dumps whose prompts are all identical (groups are then "
                    "consecutive blocks of N).")
 @click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: one per CPU).")
-def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ...], only: tuple[str, ...],
-         skip: tuple[str, ...], metric_map: Path | None, log_format: str | None, rollout_n: int | None,
-         jobs: int | None) -> None:
-    """Diagnose the training logs in PATHS (files, folders searched recursively, globs)."""
+def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, settings: tuple[str, ...],
+         only: tuple[str, ...], skip: tuple[str, ...], metric_map: Path | None, log_format: str | None,
+         rollout_n: int | None, jobs: int | None) -> None:
+    """Diagnose the training logs in PATHS (files, folders searched recursively, globs).
+
+    Exit codes: 0; with --fail-on, 2 when a PATH matched nothing or a file could not be read, else 1
+    when a finding of at least that severity was raised; 2 also for a usage error.
+    """
     from rich.console import Console
     from rich.progress import Progress
 
@@ -97,7 +104,8 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ..
     from advcore.scan import scan as run_scan
 
     try:
-        options = ScanOptions(tuple(only), tuple(skip), parse_settings(settings), metric_map, log_format, rollout_n)
+        options = ScanOptions(tuple(only), tuple(skip), parse_settings(settings), metric_map, log_format, rollout_n,
+                              per_file)
         _check_options(options)
     except AdvcoreError as e:
         raise click.UsageError(str(e)) from None
@@ -106,7 +114,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ..
     for target in unmatched:
         err.print(f"[yellow]nothing to scan at[/yellow] {target}")
     if not files:
-        raise click.ClickException("no files to scan")
+        raise click.ClickException("no files to scan") if fail_on == "none" else _Failed("no files to scan", 2)
     show_progress = fmt == "human" and len(files) > 20 and err.is_terminal
     if show_progress:
         with Progress(console=err, transient=True) as bar:
@@ -122,9 +130,19 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ..
     else:
         render_human(reports, Console())
     if fail_on != "none":
+        if unmatched or any(r.verdict.status == "unreadable" for r in reports):
+            raise SystemExit(2)
         worst = max((_SEVERITY_RANK[f.severity] for r in reports for f in r.findings), default=-1)
         if worst >= _SEVERITY_RANK[fail_on]:
             raise SystemExit(1)
+
+
+class _Failed(click.ClickException):
+    """An error with its own exit code (--fail-on: 2 for inputs that are missing)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def _check_options(options: Any) -> None:

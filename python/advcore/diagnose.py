@@ -22,9 +22,12 @@ from advcore.detectors._windows import REWARD_PROXIES
 from advcore.ingest import Run
 from advcore.stages import StageLevel, had_contrast, stage_signal
 
-__all__ = ["Regime", "Verdict", "diagnose", "reward_regime"]
+__all__ = ["Regime", "Status", "Verdict", "diagnose", "reward_regime"]
 
 VerdictStage = Literal["R", "A", "T", "U"]
+#: ``lost``: a warning or error finding; ``quiet``: judged, nothing lost; ``not_judged``: too little to
+#: judge (no steps, no detector with its metrics); ``unreadable``: nothing could be read.
+Status = Literal["lost", "quiet", "not_judged", "unreadable"]
 
 _RANK = {"any": 0, "R": 1, "R/U": 1, "A": 2, "T": 3, "U": 4}
 _SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH")
@@ -49,9 +52,25 @@ class Verdict:
     judged: bool = True
     #: the signal at each observed stage, early and late (see :mod:`advcore.stages`)
     signal: tuple[StageLevel, ...] = ()
+    #: nothing could be read (the run has read errors and no step)
+    unreadable: bool = False
+
+    @property
+    def status(self) -> Status:
+        if self.findings:
+            return "lost" if any(f.severity in ("warn", "error") for f in self.findings) else "quiet"
+        if not self.judged:
+            return "unreadable" if self.unreadable else "not_judged"
+        return "quiet"
+
+    @property
+    def headline(self) -> str | None:
+        """The ID of the finding that leads (the first in causal order)."""
+        return self.findings[0].id if self.findings else None
 
     def to_json(self) -> dict[str, object]:
-        return {"stage": self.stage, "summary": self.summary}
+        return {"status": self.status, "stage": self.stage, "headline": self.headline, "onset_step": self.onset,
+                "summary": self.summary}
 
 
 #: R-stage findings a policy that stopped exploring produces by construction: a deterministic policy
@@ -166,7 +185,8 @@ def diagnose(
             if not_checked:
                 summary += f" ({len(not_checked)} detector(s) could not be checked)"
             return Verdict(None, summary, None, (), None, (), not_checked, signal=stage_signal(run))
-        return Verdict(None, summary, None, (), None, (), not_checked, judged=False)
+        return Verdict(None, summary, None, (), None, (), not_checked, judged=False,
+                       unreadable=run.steps == 0 and bool(run.errors))
     ids = {f.id for f in ordered}
     first = ordered[0]
     regime = reward_regime(run)

@@ -1,7 +1,10 @@
-"""Scan log files: load each, run the detectors, diagnose, collect one report per run.
+"""Scan log files: load each, join the files of one run, run the detectors, diagnose, collect one
+report per run.
 
-Files are processed in parallel worker processes when there are many of them; one broken file
-gives a report with its error and the others go on.
+Files are read, and runs judged, in parallel worker processes when there are many of them; one
+broken file gives a report with its error and the others go on. Files of one run in one folder (a
+console log beside a per-sample dump) are judged as one run (:func:`advcore.ingest.join_runs`
+says when), unless ``ScanOptions.per_file``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 from advcore import __version__
 from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
-from advcore.ingest import Run, load
+from advcore.ingest import Run, join_runs, load
 from advcore.ingest.formats import trl_completions
 
 __all__ = ["RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
@@ -42,6 +45,8 @@ class ScanOptions:
     metric_map: Path | None = None
     format: str | None = None
     rollout_n: int | None = None
+    #: judge every file on its own, even files of one run
+    per_file: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,20 +62,25 @@ class RunReport:
         """The run as SPEC section 9 spells it."""
         return {
             "path": self.run.path,
+            "files": list(self.run.files),
             "format": self.run.format,
             "trainer": self.run.trainer,
             "steps": self.run.steps,
             "metrics": self.run.metrics,
             "findings": [f.to_json() for f in self.findings],
             "not_evaluable": [n.to_json() for n in self.not_evaluable],
-            "verdict": {"stage": self.verdict.stage, "summary": self.verdict.summary},
+            "verdict": self.verdict.to_json(),
             "errors": [str(e) for e in self.run.errors],
         }
 
 
+#: Version of the ``--format json`` document; described by ``advcore/schema/scan.schema.json``.
+SCHEMA_VERSION = 2
+
+
 def document(reports: Sequence[RunReport]) -> dict[str, Any]:
     """The whole ``--format json`` document."""
-    return {"advcore": __version__, "runs": [r.to_json() for r in reports]}
+    return {"advcore": __version__, "schema_version": SCHEMA_VERSION, "runs": [r.to_json() for r in reports]}
 
 
 def _hidden(relative: Path) -> bool:
@@ -119,7 +129,12 @@ def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str], set[Pa
 
 def scan_file(path: Path, options: ScanOptions) -> RunReport:
     """Load, detect and diagnose one file (never raises for bad content)."""
-    run = load(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n)
+    return judge(load(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n),
+                 options)
+
+
+def judge(run: Run, options: ScanOptions) -> RunReport:
+    """Detect and diagnose a loaded run."""
     if run.errors and run.steps == 0:
         findings: list[Finding] = []
         missing: list[NotEvaluable] = []
@@ -130,11 +145,16 @@ def scan_file(path: Path, options: ScanOptions) -> RunReport:
     return RunReport(run, tuple(verdict.findings), tuple(missing), verdict)
 
 
-def _scan_one(args: tuple[Path, ScanOptions]) -> RunReport:
-    """One file of a folder scan: its report without the per-sample trace (``advcore trace``
-    shows that; a scan of many dumps need not carry every step's trace back from the workers)."""
-    report = scan_file(*args)
-    return replace(report, run=replace(report.run, trace=None)) if report.run.trace is not None else report
+def _load_one(args: tuple[Path, ScanOptions]) -> Run:
+    """One file of a scan, without its per-sample trace (``advcore trace`` shows that; a scan of many
+    dumps need not carry every step's trace between processes)."""
+    path, options = args
+    run = load(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n)
+    return replace(run, trace=None) if run.trace is not None else run
+
+
+def _judge_one(args: tuple[Run, ScanOptions]) -> RunReport:
+    return judge(*args)
 
 
 def is_quiet_miss(report: RunReport, explicit: set[Path]) -> bool:
@@ -150,22 +170,26 @@ def scan(
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[RunReport]:
-    """Scan ``paths``; reports come back in the order of ``paths``. ``progress(1)`` is called as
-    each file finishes."""
+    """Scan ``paths``; reports come back in the order of ``paths`` (a joined run where its first file
+    was). ``progress(k)`` is called as the ``k`` files of a run are judged."""
     options = options or ScanOptions()
     jobs = jobs or os.cpu_count() or 1
-    if len(paths) < PARALLEL_FROM or jobs == 1:
+
+    def judged(results: Iterable[RunReport]) -> list[RunReport]:
         out = []
-        for p in paths:
-            out.append(_scan_one((p, options)))
+        for report in results:
+            out.append(report)
             if progress:
-                progress(1)
+                progress(len(report.run.files))
         return out
+
+    if len(paths) < PARALLEL_FROM or jobs == 1:
+        runs = [_load_one((p, options)) for p in paths]
+        runs = runs if options.per_file else join_runs(runs)
+        return judged(judge(run, options) for run in runs)
     # spawn, not fork: Polars' thread pool does not survive a fork.
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-        results = []
-        for report in pool.map(_scan_one, [(p, options) for p in paths], chunksize=max(1, len(paths) // (jobs * 8))):
-            results.append(report)
-            if progress:
-                progress(1)
-        return results
+        chunk = max(1, len(paths) // (jobs * 8))
+        runs = list(pool.map(_load_one, [(p, options) for p in paths], chunksize=chunk))
+        runs = runs if options.per_file else join_runs(runs)
+        return judged(pool.map(_judge_one, [(run, options) for run in runs], chunksize=chunk))

@@ -195,15 +195,17 @@ def test_folder_scan_reads_the_step_tables_as_one_run() -> None:
     assert one == [FIX / "gen2" / "completions" / "completions_00003.parquet"] and one[0] in explicit
 
 
-def _scan(capsys: pytest.CaptureFixture[str], folder: Path) -> list[dict[str, Any]]:
-    main(["scan", "--format", "json", "--fail-on", "none", str(folder)])
+def _scan(capsys: pytest.CaptureFixture[str], folder: Path, *args: str) -> list[dict[str, Any]]:
+    main(["scan", "--format", "json", "--fail-on", "none", *args, str(folder)])
     runs: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["runs"]
     return runs
 
 
 def test_scan_dead_run_is_flagged(capsys: pytest.CaptureFixture[str]) -> None:
+    # the per-sample completions/ and trainer_state.json of one run are judged as one run
     runs = _scan(capsys, FIX / "dead")
-    assert {r["format"] for r in runs} == {"trl_completions", "trainer_state"}
+    assert [r["format"] for r in runs] == ["trl_completions+trainer_state"]
+    assert len(_scan(capsys, FIX / "dead", "--per-file")) == 2
     for r in runs:
         ids = {f["id"] for f in r["findings"]}
         assert ids & {"DEGENERATE_GROUPS", "DEAD_FROM_START"}, r["path"]
@@ -212,7 +214,7 @@ def test_scan_dead_run_is_flagged(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_scan_healthy_run_is_quiet(capsys: pytest.CaptureFixture[str]) -> None:
     runs = _scan(capsys, FIX / "healthy")
-    assert {r["format"] for r in runs} == {"trl_completions", "trainer_state"}
+    assert [r["format"] for r in runs] == ["trl_completions+trainer_state"]
     for r in runs:
         assert r["findings"] == [], r["path"]
         assert r["steps"] == 12 and r["verdict"]["stage"] is None

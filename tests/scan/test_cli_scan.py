@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+
+import advcore
 
 from advcore.cli import main
 from advcore.demo import DEMO_RUN, collapsed_run_log
@@ -23,16 +26,36 @@ def test_embedded_default_is_current() -> None:
     assert json.loads(DEMO_RUN.read_text()) == json.loads(json.dumps(collapsed_run_log()))
 
 
+SCHEMA = json.loads((Path(advcore.__file__).parent / "schema" / "scan.schema.json").read_text())
+
+
 def test_document_shape(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = scan_json(capsys, str(DEMO_RUN))
     assert code == 0
-    assert set(doc) == {"advcore", "runs"}
+    jsonschema.validate(doc, SCHEMA)
     (run,) = doc["runs"]
-    assert set(run) == {"path", "format", "trainer", "steps", "metrics", "findings", "not_evaluable", "verdict", "errors"}
     assert run["steps"] == 120 and run["trainer"] == "trl" and run["errors"] == []
-    for f in run["findings"]:
-        assert set(f) == {"id", "severity", "stage", "onset_step", "evidence", "message"}
-    assert set(run["verdict"]) == {"stage", "summary"}
+    assert run["files"] == [str(DEMO_RUN)]
+    verdict = run["verdict"]
+    assert verdict["status"] == "lost" and verdict["headline"] == run["findings"][0]["id"]
+    assert verdict["onset_step"] == run["findings"][0]["onset_step"]
+    assert all(f["what_to_try"] for f in run["findings"])
+
+
+def test_the_schema_rejects_what_it_does_not_describe(capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = scan_json(capsys, str(DEMO_RUN))
+    doc["runs"][0]["verdict"]["status"] = "fine"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, SCHEMA)
+
+
+def test_statuses_of_a_mixed_folder_match_the_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "broken.json").write_text('{"log_history": [{"step": 1, "rew')
+    (tmp_path / "short.csv").write_text("step,reward,reward_std\n1,0.5,0.25\n2,0.5,0.25\n")
+    _, doc = scan_json(capsys, str(tmp_path), str(DEMO_RUN))
+    jsonschema.validate(doc, SCHEMA)
+    status = {Path(r["path"]).name: r["verdict"]["status"] for r in doc["runs"]}
+    assert status == {"broken.json": "unreadable", "short.csv": "not_judged", DEMO_RUN.name: "lost"}
 
 
 def test_embedded_collapse_is_found(capsys: pytest.CaptureFixture[str]) -> None:
@@ -48,10 +71,23 @@ def test_embedded_collapse_is_found(capsys: pytest.CaptureFixture[str]) -> None:
     assert onsets and all(50 <= s <= 70 for s in onsets), onsets
 
 
-def test_fail_on_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+def test_fail_on_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["scan", "--format", "json", "--fail-on", "warn", str(DEMO_RUN)]) == 1
     capsys.readouterr()
     assert main(["scan", "--format", "json", "--fail-on", "none", str(DEMO_RUN)]) == 0
+    capsys.readouterr()
+    # a mistyped path or a file that cannot be read turns a CI job red, before any finding counts
+    missing = str(tmp_path / "no-such-run")
+    assert main(["scan", "--format", "json", "--fail-on", "error", missing]) == 2
+    assert main(["scan", "--format", "json", "--fail-on", "error", missing, str(DEMO_RUN)]) == 2
+    capsys.readouterr()
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"log_history": [{"step": 1, "rew')
+    assert main(["scan", "--format", "json", "--fail-on", "error", str(broken)]) == 2
+    capsys.readouterr()
+    # without --fail-on the scan reports them and exits 0 (no files at all is an error)
+    assert main(["scan", "--format", "json", str(broken)]) == 0
+    assert main(["scan", "--format", "json", missing]) == 1
 
 
 @pytest.mark.parametrize(

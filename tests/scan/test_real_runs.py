@@ -25,7 +25,8 @@ def scanned() -> dict[str, dict[str, Any]]:
     with contextlib.redirect_stdout(out):
         assert main(["scan", "--format", "json", str(REAL)]) == 0
     doc = json.loads(out.getvalue())
-    return {str(Path(r["path"]).relative_to(REAL)): r for r in doc["runs"]}
+    # every file of a run names the run (the files of one run in one folder are judged together)
+    return {str(Path(f).relative_to(REAL)): r for r in doc["runs"] for f in r["files"]}
 
 
 def _run_dirs() -> list[str]:

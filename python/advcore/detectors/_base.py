@@ -73,6 +73,7 @@ class Finding:
             "onset_step": self.onset_step,
             "evidence": self.evidence,
             "message": self.message,
+            "what_to_try": list(self.what_to_try),
         }
 
 

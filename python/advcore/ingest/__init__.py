@@ -15,8 +15,9 @@ from advcore.ingest import formats
 from advcore.ingest._aliases import AliasTable, load_aliases
 from advcore.ingest._canonical import canonicalize
 from advcore.ingest._model import IngestError, RawLog, Run
+from advcore.ingest._runs import join_runs
 
-__all__ = ["IngestError", "RawLog", "Run", "detect", "load", "load_aliases"]
+__all__ = ["IngestError", "RawLog", "Run", "detect", "join_runs", "load", "load_aliases"]
 
 #: Bytes read to detect a format.
 HEAD_BYTES = 1 << 16

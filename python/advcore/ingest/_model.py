@@ -63,6 +63,13 @@ class Run:
     #: per-sample input only: the stage trace of every step, in the long form of
     #: :func:`advcore.trace.trace_step` (step, stage, slice, statistic, value); None otherwise
     trace: pl.DataFrame | None = None
+    #: the files of a run read from several files (:func:`advcore.ingest.join_runs`); empty for one file
+    joined: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files the run was read from."""
+        return self.joined or (self.path,)
 
     @property
     def steps(self) -> int:

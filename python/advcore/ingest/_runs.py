@@ -1,0 +1,139 @@
+"""A run is a folder, not a file: the files of one run, read one by one, joined into one :class:`Run`.
+
+A trainer often writes one run as several files side by side: a console log beside a per-sample
+dump (TRL DAPO-VLM's ``run_terminal.md`` and ``rollout_results.md``), per-step metrics beside
+per-group statistics (``update_metrics.csv`` and ``reward_group_statistics.csv``), a console beside
+a JSON of per-micro-batch group counts. Judged file by file they get contradictory verdicts.
+
+The rule (:func:`join_runs`): two files read from the **same folder** are of one run when
+
+1. both were read (at least one step) and neither restarts its step counter (no ``phase``
+   column) nor repeats a step;
+2. their step ranges overlap (``max(first) <= min(last)``): a run's excerpts from far apart
+   (TinyZero's early and late snippets) stay apart. A file without step numbers (TRL's console
+   dicts: the step is the order of the lines, ``metadata["step_inferred"]``) joins only a file
+   with as many rows whose steps are ``1..n``: a console logged every 10 steps has 49 lines for
+   499 steps of a per-sample dump, and its line 5 is step 50, not 5;
+3. files of the **same format** log at least one metric in common and agree on every common
+   metric: at the steps both have, at least ``AGREE_SHARE`` (90 %) of the values are equal within
+   ``|a - b| <= 1e-6 + 1e-3 x max(|a|, |b|)``. Two seeds or two runs logged by one trainer into
+   one folder disagree and stay apart, as do two unrelated files that share nothing; two exports
+   of one run agree and are joined. Files of different formats (a console log and a per-sample
+   dump) are joined without this test: an interval-averaged console value and one step's
+   per-sample value are not expected to agree.
+
+Files are taken in order (sorted paths); each joins the first run of its folder it fits, else
+starts one. The joined run has one row per step (outer join on ``step``, sorted); a metric both
+log is taken from the file that logs it at more steps, the other's values fill its gaps. Its
+``path`` is the folder, ``format`` the formats joined with ``+``, ``files`` the files.
+``advcore scan --per-file`` keeps one run per file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore.ingest._model import Run
+
+__all__ = ["AGREE_SHARE", "join_runs", "of_one_run"]
+
+#: Share of the common steps on which two files of one format must agree on a common metric.
+AGREE_SHARE = 0.9
+_ATOL, _RTOL = 1e-6, 1e-3
+
+
+def _joinable(run: Run) -> bool:
+    frame = run.frame
+    return (run.steps > 0 and "phase" not in frame.columns and frame["step"].null_count() == 0
+            and frame["step"].n_unique() == frame.height)
+
+
+def _formats(run: Run) -> set[str]:
+    return set(run.format.split("+"))
+
+
+def _agree(a: pl.DataFrame, b: pl.DataFrame, metric: str) -> bool:
+    both = a.select("step", pl.col(metric).alias("__a")).join(
+        b.select("step", pl.col(metric).alias("__b")), on="step", how="inner"
+    ).drop_nulls()
+    if both.height == 0:
+        return False
+    close = ((pl.col("__a") - pl.col("__b")).abs()
+             <= _ATOL + _RTOL * pl.max_horizontal(pl.col("__a").abs(), pl.col("__b").abs()))
+    same_nan = pl.col("__a").is_nan() & pl.col("__b").is_nan()
+    share = both.select((close | same_nan).mean()).item()
+    return share is not None and share >= AGREE_SHARE
+
+
+def of_one_run(a: Run, b: Run) -> bool:
+    """Whether ``a`` and ``b`` (already read, from one folder) are files of one run (see the module)."""
+    if not (_joinable(a) and _joinable(b)):
+        return False
+    sa, sb = a.frame["step"], b.frame["step"]
+    if a.metadata.get("step_inferred") or b.metadata.get("step_inferred"):
+        counted = range(1, a.steps + 1)
+        if a.steps != b.steps or sa.to_list() != list(counted) or sb.to_list() != list(counted):
+            return False
+    if max(sa.min(), sb.min()) > min(sa.max(), sb.max()):  # type: ignore[operator]
+        return False
+    if _formats(a) & _formats(b):
+        common = set(a.metrics) & set(b.metrics)
+        return bool(common) and all(_agree(a.frame, b.frame, m) for m in common)
+    return True
+
+
+def _join(a: Run, b: Run) -> Run:
+    """One run of ``a`` and ``b``: outer join on step; a metric in both comes from the file that logs it
+    at more steps, the other fills its gaps."""
+    fa, fb = a.frame, b.frame
+    joined = fa.join(fb, on="step", how="full", coalesce=True, suffix="__b").sort("step")
+    sources = dict(a.sources)
+    columns: list[pl.Expr] = [pl.col("step")]
+    for name in dict.fromkeys([*fa.columns, *fb.columns]):
+        if name == "step":
+            continue
+        if name in fa.columns and name in fb.columns:
+            a_first = fa.height - fa[name].null_count() >= fb.height - fb[name].null_count()
+            first, second = (pl.col(name), pl.col(f"{name}__b")) if a_first else (pl.col(f"{name}__b"), pl.col(name))
+            columns.append(pl.coalesce(first, second).alias(name))
+            if not a_first and name in b.sources:
+                sources[name] = b.sources[name]
+        else:
+            columns.append(pl.col(name))
+            if name in b.sources:
+                sources[name] = b.sources[name]
+    parts: list[dict[str, Any]] = [*a.metadata.get("parts", [{"file": a.path, **a.metadata}]),
+                                   *b.metadata.get("parts", [{"file": b.path, **b.metadata}])]
+    folder = str(Path(a.files[0]).parent)
+    return Run(
+        path=folder,
+        format="+".join(dict.fromkeys([*a.format.split("+"), *b.format.split("+")])),
+        trainer=a.trainer or b.trainer,
+        frame=joined.select(columns),
+        sources=sources,
+        metadata={"parts": parts,
+                  **({"step_inferred": True} if a.metadata.get("step_inferred") and b.metadata.get("step_inferred")
+                     else {})},
+        errors=(*a.errors, *b.errors),
+        trace=a.trace if a.trace is not None else b.trace,
+        joined=(*a.files, *b.files),
+    )
+
+
+def join_runs(runs: Sequence[Run]) -> list[Run]:
+    """The runs of ``runs`` (one per file, in path order) with the files of one run joined (see the
+    module). A run of one file comes back unchanged; joined runs take the place of their first file."""
+    out: list[Run] = []
+    for run in runs:
+        folder = Path(run.path).parent
+        for i, kept in enumerate(out):
+            if Path(kept.files[0]).parent == folder and of_one_run(kept, run):
+                out[i] = _join(kept, run)
+                break
+        else:
+            out.append(run)
+    return out

@@ -1,0 +1,75 @@
+"""A run is a folder: the files of one run in one folder are judged as one run, files of different
+runs are not (advcore.ingest.join_runs), and --per-file keeps one run per file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advcore.cli import main
+from advcore.ingest import join_runs, load
+from tests._real import real
+
+
+def _scan(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, object]]:
+    assert main(["scan", "--format", "json", *args]) == 0
+    runs: list[dict[str, object]] = json.loads(capsys.readouterr().out)["runs"]
+    return runs
+
+
+def _write(path: Path, rewards: list[float], key: str = "reward") -> Path:
+    path.write_text("".join(json.dumps({"step": i + 1, key: r}) + "\n" for i, r in enumerate(rewards)))
+    return path
+
+
+def test_per_step_metrics_beside_per_group_statistics_are_one_run() -> None:
+    # SOURCE.md: update_metrics.csv and reward_group_statistics.csv are two views of updates 1..128
+    metrics = real("trl-grpo-v2-math-rlvr-groups/update_metrics.csv")
+    groups = real("trl-grpo-v2-math-rlvr-groups/reward_group_statistics.csv")
+    (run,) = join_runs([load(groups), load(metrics)])
+    assert run.path == str(metrics.parent) and run.steps == 128
+    assert run.files == (str(groups), str(metrics))
+    assert {"zero_variance_group_frac", "grad_norm", "entropy"} <= set(run.metrics)
+
+
+def test_a_console_without_step_numbers_is_not_aligned_with_a_dump_by_line_order() -> None:
+    # TRL logged every 10 steps: 49 console dicts beside 499 steps of per-sample rewards
+    console = real("trl-dapo-vlm-120531/run_terminal.md")
+    dump = real("trl-dapo-vlm-120531/rollout_results.md")
+    runs = join_runs([load(dump), load(console)])
+    assert [r.path for r in runs] == [str(dump), str(console)]
+
+
+def test_excerpts_far_apart_stay_apart() -> None:
+    # TinyZero: steps 2, 52, 92, 122 in one file and 383..399 in the other
+    early = real("tinyzero-ppo-entropy-collapse/early-steps.log")
+    late = real("tinyzero-ppo-entropy-collapse/part-of-logs.md")
+    assert len(join_runs([load(early), load(late)])) == 2
+
+
+def test_two_seeds_in_one_folder_are_two_runs_and_two_exports_one(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    seed0 = _write(tmp_path / "seed0.jsonl", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
+    seed1 = _write(tmp_path / "seed1.jsonl", [0.2, 0.1, 0.4, 0.3, 0.6, 0.5, 0.8])
+    assert len(join_runs([load(seed0), load(seed1)])) == 2
+    copy = _write(tmp_path / "seed0-export.jsonl", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
+    assert [r.files for r in join_runs([load(seed0), load(copy)])] == [(str(seed0), str(copy))]
+    assert len(_scan(capsys, str(tmp_path))) == 2
+    assert len(_scan(capsys, "--per-file", str(tmp_path))) == 3
+
+
+def test_a_metric_both_files_log_comes_from_the_denser_one(tmp_path: Path) -> None:
+    dense = tmp_path / "metrics.csv"
+    dense.write_text("step,reward,grad_norm\n" + "".join(f"{i},{i / 10},1.0\n" for i in range(1, 9)))
+    sparse = tmp_path / "console.log"
+    sparse.write_text("step:2 - critic/score/mean:0.9 - actor/entropy:1.5\n"
+                      "step:4 - critic/score/mean:0.9 - actor/entropy:1.25\n"
+                      "step:9 - critic/score/mean:0.9 - actor/entropy:1.0\n")
+    (run,) = join_runs([load(sparse), load(dense)])
+    assert run.frame["step"].to_list() == list(range(1, 10))
+    # reward_mean from the CSV (8 steps) where it has one; the console's 0.9 only fills step 9
+    assert run.frame["reward_mean"].to_list() == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    assert run.frame["entropy"].to_list() == [None, 1.5, None, 1.25, None, None, None, None, 1.0]
+    assert run.format == "verl_console+csv_table"
