@@ -119,8 +119,8 @@ SPEC = DetectorSpec(
              "disagreeing recompute) = distorted", low=0.0,
              why="1000 ± 0.1 gives 4.8; the real dumps at most 9e-7."),
         Knob("min_steps", 1, "traced steps that must show it", low=1, integer=True,
-             why="One traced step is enough: the real dumps stay five orders of magnitude below both cuts on every "
-                 "step, so one step above them is already a distortion."),
+             why="One traced step is enough: the real dumps stay four or more orders of magnitude below both cuts "
+                 "on every step, so one step above them is already a distortion."),
     ),
     what_to_try=WHAT_TO_TRY,
     card=CARD,
