@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: help install demo test test-rust test-python test-integration lint bench wheel
+.PHONY: help install demo test test-rust test-python test-integration lint cards bench wheel
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -37,6 +37,9 @@ lint:  ## rustfmt, clippy (pedantic, warnings are errors) and mypy (strict)
 	cargo fmt --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(PYTHON) -m mypy
+
+cards:  ## regenerate the detector cards (docs/detectors) from the detector modules
+	$(PYTHON) -m advcore.detectors.cards
 
 bench: install  ## benchmarks: ratios against numpy, scipy and Polars in the same process
 	$(PYTHON) bench/run.py

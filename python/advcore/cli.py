@@ -221,6 +221,7 @@ def explain(detector_id: str | None) -> None:
     """Print the card of a detector (what it means, how it decides, what to try); without an ID,
     list the detectors."""
     from advcore.detectors import REGISTRY
+    from advcore.detectors.cards import render_card
 
     if detector_id is None:
         for listed in REGISTRY.values():
@@ -229,19 +230,7 @@ def explain(detector_id: str | None) -> None:
     spec = REGISTRY.get(detector_id.upper())
     if spec is None:
         raise click.UsageError(f"unknown detector {detector_id!r} (known: {', '.join(REGISTRY)})")
-    card = _card_path(spec.id)
-    if card is not None:
-        click.echo(card.read_text())
-        return
-    click.echo(f"{spec.id} ({spec.severity}, stage {spec.stage}): {spec.summary}")
-    for knob in spec.knobs:
-        click.echo(f"  {knob.name} = {knob.default}: {knob.help}")
-
-
-def _card_path(detector_id: str) -> Path | None:
-    # The cards ship inside the package; docs/detectors in a checkout links to the same files.
-    card = Path(__file__).resolve().parent / "cards" / f"{detector_id}.md"
-    return card if card.is_file() else None
+    click.echo(render_card(spec), nl=False)
 
 
 from advcore.lab.cli import lab

@@ -1,5 +1,6 @@
 """The detector catalog as a whole: every ID of SPEC section 6 is registered with a valid spec and
-a card in the seed's form that documents each knob and its default."""
+a card in the seed's form that documents each knob and its default (the cards are generated from
+the specs; tests/detectors/test_cards.py checks that the files match)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 import pytest
 
 from advcore.detectors import REGISTRY
-from tests.detectors._fixtures import ROOT
+from advcore.detectors.cards import render_card
 
 #: SPEC section 6: the seed detectors, DEAD_FROM_START and the measurement contract's catalog.
 CATALOG = {
@@ -32,7 +33,7 @@ def test_spec_and_card(det: str) -> None:
     assert spec.stage == CATALOG[det]
     assert spec.resolve({}) == spec.defaults()
     assert spec.fn.__doc__
-    card = (ROOT / "docs" / "detectors" / f"{det}.md").read_text()
+    card = render_card(spec)
     assert card.startswith(f"# {det}")
     for section in SECTIONS:
         assert re.search(rf"^#+ {section}", card, re.M | re.I), section

@@ -6,11 +6,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable
 from advcore.errors import AdvcoreError
 from advcore.ingest import Run
 
-__all__ = ["REGISTRY", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases", "run_detectors"]
+__all__ = ["REGISTRY", "Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases", "run_detectors"]
 
 #: Every detector by ID, in catalog order. Detector modules add their SPEC here.
 REGISTRY: dict[str, DetectorSpec] = {}

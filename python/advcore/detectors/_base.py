@@ -1,15 +1,17 @@
 """The detector framework (SPEC section 6): frozen specs, pure functions, findings.
 
 A detector is a pure function ``fn(run, knobs) -> Finding | NotEvaluable | None`` plus a frozen
-:class:`DetectorSpec` (ID, severity, stage, key metrics, knobs with defaults and validation). The
-registry lists them; users select, suppress and re-tune them by ID. A detector without its
-metrics returns :class:`NotEvaluable` naming what it needs; it never silently passes. Rendering
-lives in :mod:`advcore.report`, not here.
+:class:`DetectorSpec` (ID, severity, stage, key metrics, knobs with defaults and validation, the
+remedies its findings carry and its :class:`Card`). The registry lists them; users select, suppress
+and re-tune them by ID. A detector without its metrics returns :class:`NotEvaluable` naming what it
+needs; it never silently passes. Rendering lives in :mod:`advcore.report` (findings) and
+:mod:`advcore.detectors.cards` (cards), not here.
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -17,7 +19,7 @@ from typing import Any, Literal
 from advcore.errors import AdvcoreError
 from advcore.ingest import Run
 
-__all__ = ["DetectorSpec", "Finding", "Knob", "NotEvaluable", "Severity", "Stage"]
+__all__ = ["Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "Severity", "Stage"]
 
 Severity = Literal["info", "warn", "error"]
 Stage = Literal["R", "A", "T", "U", "R/U", "any"]
@@ -35,6 +37,8 @@ class Knob:
     low: float | None = None
     high: float | None = None
     integer: bool = False
+    #: why this default: its calibration source (the seed card, a paper, the real logs), for the card
+    why: str = ""
 
     def validate(self, value: Any, detector: str) -> float | int:
         """``value`` as this knob's type, or an AdvcoreError naming ``ID.knob``."""
@@ -92,6 +96,35 @@ Outcome = Finding | NotEvaluable | None
 
 
 @dataclass(frozen=True, slots=True)
+class Card:
+    """The prose of a detector's card, in Markdown; :func:`advcore.detectors.cards.render_card` adds
+    the parts its :class:`DetectorSpec` holds (severity, stage, key metrics, knobs, what to try).
+
+    Each text is dedented and stripped of surrounding blank lines, so that it can be written as an
+    indented triple-quoted string in the detector's module.
+    """
+
+    #: the card's title after the ID: what the bad pattern means for the run
+    tagline: str
+    #: "What is happening": the failure and why it matters
+    happening: str
+    #: "What it looks like in the recording": the metrics' shape
+    looks_like: str
+    #: "How the detector decides": the rule, its windows and its evidence
+    decides: str
+    #: "Related detectors"
+    related: str
+    #: after the key metrics on the card: proxies or alternatives the spec's tuple cannot say
+    key_metrics_note: str = ""
+    #: after the knob table (or instead of it, for a detector without knobs): calibration as a whole
+    knobs_note: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("tagline", "happening", "looks_like", "decides", "related", "key_metrics_note", "knobs_note"):
+            object.__setattr__(self, name, textwrap.dedent(getattr(self, name)).strip("\n"))
+
+
+@dataclass(frozen=True, slots=True)
 class DetectorSpec:
     """The frozen description of one detector."""
 
@@ -102,6 +135,11 @@ class DetectorSpec:
     key_metrics: tuple[str, ...]
     fn: Callable[[Run, Mapping[str, float | int]], Outcome]
     knobs: tuple[Knob, ...] = field(default=())
+    #: the remedies the findings carry, shown on the card under "What to try"
+    what_to_try: tuple[str, ...] = ()
+    #: for a detector whose findings carry one list per case: (case, remedies) pairs, instead of what_to_try
+    what_to_try_cases: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    card: Card | None = None
 
     def __post_init__(self) -> None:
         if not _ID.match(self.id):

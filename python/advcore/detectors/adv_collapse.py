@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import ADV_NEEDS, adv_signal, onset_index, plain, reward_spread
 from advcore.ingest import Run
 
@@ -31,10 +31,11 @@ __all__ = ["SPEC", "detect"]
 ID = "ADV_COLLAPSE"
 
 WHAT_TO_TRY = (
-    "Audit reward scaling/normalization first: rewards computed correctly can be flattened on the way to the advantages.",
-    "Check for saturation: if reward_mean sits at its ceiling, the fix is harder prompts, not advantage plumbing.",
-    "Cross-check zero_variance_group_frac and reward_std to locate the collapse: per-group (curriculum), "
-    "global reward (task exhausted) or advantages only (normalization bug).",
+    "Audit reward scaling/normalization first: the pipeline can compute rewards correctly and then flatten them on "
+    "the way to the advantages.",
+    "Check for saturation: if `reward_mean` sits at its ceiling, the fix is harder prompts, not advantage plumbing.",
+    "Cross-check `zero_variance_group_frac` and `reward_std` to locate the collapse: per-group (curriculum "
+    "problem), global reward (task exhausted) or advantages only (normalization bug between the two).",
 )
 
 
@@ -78,6 +79,66 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     )
 
 
+CARD = Card(
+    tagline="the learning signal has vanished",
+    happening="""
+        Advantages are the actual learning signal of policy-gradient RL: the gradient for a sample is
+        (roughly) advantage × ∇ log π(completion). If the standard deviation of the advantages across the
+        batch goes to ~0, every sample says "you were exactly as good as expected" and the gradient
+        vanishes. The loss keeps printing numbers and nothing is taught; reward curves can look stable
+        throughout, because this failure lives one derivative away from what dashboards plot.
+
+        Distinct causes with the same curve: a reward normalization/scale bug (differences squashed
+        before the advantages), total reward saturation (everyone at the ceiling), or degenerate GRPO
+        groups everywhere (see DEGENERATE_GROUPS).
+    """,
+    looks_like="""
+        `adv_std` sliding from a healthy ~1.0 (≈1 by construction when group/batch normalization works
+        and rewards vary) down to near zero and holding there; `adv_zero_frac` rising in parallel.
+    """,
+    decides="""
+        Fires when the late-window mean of `adv_std` is below `collapse_below` while the early-window mean
+        was above `healthy_early` (windows: first and last 20 % of the logged points, at least 3 each).
+        The onset is the first of `sustain` consecutive logged points below `collapse_below`. A run that
+        never had usable advantages is a setup problem the healthy-early guard refuses to misdiagnose
+        (DEAD_FROM_START reports it).
+
+        Without `adv_std` the SPEC section 4 proxies are used and named in `evidence["proxy"]`:
+
+        | trainer logs | proxy | why the seed thresholds still apply |
+        | --- | --- | --- |
+        | verl `adv_max`, `adv_min` | `adv_max - adv_min` | range ≥ std, so the collapse test is conservative |
+        | TRL `frac_reward_zero_std` | `sqrt(1 - zero_variance_group_frac)` | a normalized group has adv std ~1, a tied group 0 |
+        | only `reward_std(_within)` | `1[reward_std > 1e-6]` per step | exact with one group per step (Unsloth), upper bound otherwise |
+
+        A reward-derived proxy cannot tell a plumbing bug from a reward-side collapse; the diagnosis says so.
+
+        **Extension: advantages in reward units** (`evidence["rule"] == "relative"`; the seed rule above is
+        unchanged and is tried first, `evidence["rule"] == "seed"`). Dr. GRPO, RLOO and plain REINFORCE do
+        not divide by a std: their `adv_std` is a share of the reward spread (0.35 to 0.45 for 0/1 rewards
+        in the collapse lab) and never clears `healthy_early`, so the seed rule cannot see their collapse
+        (the lab's `reward_scale` fault, rewards x 1e-8 before the advantage, went unflagged on all 6 Dr.
+        GRPO and RLOO runs). When the seed rule does not fire and `adv_std` is logged (not a proxy), its
+        early mean is compared with the early mean of the reward spread (`reward_std`, else
+        `reward_std_within`, else `reward_max - reward_min`): if it is at least `healthy_early` x that
+        spread (the advantages carried at least half the reward's spread), the run is judged against its
+        own early level: collapsed when the late mean is below `collapse_below` x the early mean (a
+        tenfold fall, stricter than the seed rule's 0.5 -> 0.1). The onset is the first of `sustain` points
+        below that cut. The same knobs serve both rules. On the score card (`bench/score_card.py`) this
+        takes `reward_scale` from 9/15 to 15/15 runs at the right stage, with no healthy run flagged.
+    """,
+    knobs_note="""
+        On the real logs: no run with an `adv_std` or verl range has loaded yet; f1-strategist's proxy is
+        0.028 early (never healthy), so the guard hands it to DEAD_FROM_START, as intended.
+    """,
+    related="""
+        DEGENERATE_GROUPS and REWARD_STD_DEATH are the upstream views; if all three fire together, start
+        from reward variance. If only this one fires (on a real `adv_std`), the bug is almost certainly in
+        the reward → advantage plumbing. DEAD_FROM_START covers runs that never had signal.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="warn",
@@ -86,8 +147,13 @@ SPEC = DetectorSpec(
     key_metrics=("adv_std", "adv_zero_frac"),
     fn=detect,
     knobs=(
-        Knob("collapse_below", 0.1, "late adv_std below this = collapsed", low=0.0),
-        Knob("healthy_early", 0.5, "early adv_std must have been above this", low=0.0),
-        Knob("sustain", 5, "consecutive steps below threshold for the onset estimate", low=1, integer=True),
+        Knob("collapse_below", 0.1, "late adv_std below this = collapsed", low=0.0,
+             why="Seed card; ≙ 99 % tied groups under the TRL proxy."),
+        Knob("healthy_early", 0.5, "early adv_std must have been above this", low=0.0,
+             why="Seed card; ≙ < 75 % tied groups."),
+        Knob("sustain", 5, "consecutive steps below threshold for the onset estimate", low=1, integer=True,
+             why="Seed card."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._evidence import finite, hits, needs, summary
 from advcore.ingest import Run
 
@@ -23,10 +23,11 @@ METRIC = "spearman_adv_reward_within"
 
 WHAT_TO_TRY = (
     "Check that advantages and rewards stay aligned sample by sample: a shuffle, a sort or a gather between the "
-    "reward computation and the advantage (e.g. after dynamic sampling or padding removal) misaligns them.",
+    "reward computation and the advantage (dynamic sampling, padding removal, sequence packing, a re-sort by "
+    "length) misaligns them.",
     "Check the group ids: advantages computed with another batch's ids, or ids repeated in the wrong order "
     "(interleaved vs blocked), centre each sample on the wrong group.",
-    "Check the sign: a reward used as a cost (or a negated advantage in the loss) gives rho = -1.",
+    "Check the sign: a reward used as a cost, or a negated advantage in the loss, gives rho = -1.",
 )
 
 
@@ -51,6 +52,37 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     )
 
 
+CARD = Card(
+    tagline="advantages no longer rank samples as the rewards do",
+    happening="""
+        Every estimator in use (GRPO, Dr. GRPO, RLOO, DAPO, REINFORCE++) is an increasing function of the
+        reward within a group: the better completion of a prompt gets the larger advantage. When a
+        shuffle, a sort or a gather between the reward and the advantage misaligns them, or the sign is
+        lost on the way to the loss, the advantages stop following the rewards — and the policy is pushed
+        towards completions the reward did not prefer. Reward and advantage statistics both look normal.
+    """,
+    looks_like="""
+        Per sample (advcore trace): the within-group Spearman correlation between advantage and reward
+        drops from 1 to about 0 (misalignment) or to -1 (sign flip). Per-step logs cannot show it.
+    """,
+    decides="""
+        `spearman_adv_reward_within` is the mean over the groups with reward spread of Spearman's rho
+        between advantage and reward (`advcore.stats.within_group_spearman`, average ranks for ties),
+        computed by the trace per step. Fires when it is below `within_below` on at least `min_steps`
+        steps; the onset is the first. The global `spearman_adv_reward` is reported, not judged: with
+        prompts of different difficulty a healthy GRPO run has a global rho well below 1 (a 0.9 in an easy
+        group and a 0.1 in a hard one get the same advantage).
+    """,
+    knobs_note="""
+        The real per-sample dumps hold no advantages, so the detector is not evaluable there.
+    """,
+    related="""
+        GROUPING_ERROR catches the mix-ups that leave group sums non-zero; this one catches those that keep
+        them at zero. ADV_COLLAPSE is about the size of the advantages, this one about their order.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="error",
@@ -60,7 +92,14 @@ SPEC = DetectorSpec(
     fn=detect,
     knobs=(
         Knob("within_below", 0.5, "mean within-group Spearman(advantage, reward) below this = decorrelated",
-             low=-1.0, high=1.0),
-        Knob("min_steps", 1, "traced steps that must show it", low=1, integer=True),
+             low=-1.0, high=1.0,
+             why="Correct estimators give exactly 1 (quiet controls: all six on 12 steps of 0/1 rewards); float32 "
+                 "rounding that breaks a reward tie can lower one group to about 0.94; a sign flip gives -1, a "
+                 "random permutation about 0. 0.5 sits in the middle."),
+        Knob("min_steps", 1, "traced steps that must show it", low=1, integer=True,
+             why="One traced step is enough: every correct estimator gives exactly 1 on every step (the quiet "
+                 "controls above), so a single decorrelated step is already a bug."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

@@ -26,7 +26,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import last_onset_index, metric, run_kind, window_len
 from advcore.ingest import Run
 
@@ -35,18 +35,19 @@ __all__ = ["SPEC", "detect"]
 ID = "BASELINE_BROKEN"
 
 WHAT_TO_TRY_NOTHING = (
-    "Check that the critic sees the state: a constant or dummy observation (a disconnected simulator, a wrong camera "
-    "shape), a detached or frozen value head, or a feature slice that drops the state all pin explained variance at 0.",
-    "Check the value targets: reward and return scale (normalise them), gamma/lambda, and done/truncation handling in "
-    "GAE; a value loss that keeps growing means the critic cannot fit them.",
+    "Check that the critic sees the state: a constant or dummy observation (a disconnected simulator, a wrong "
+    "camera shape), a detached or frozen value head, or a feature slice that drops the state all pin explained "
+    "variance at 0.",
+    "Check the value targets: reward and return scale (normalise them), gamma and lambda, done/truncation handling "
+    "in GAE; a value loss that keeps growing means the critic cannot fit them.",
     "Give the critic a chance: a higher critic learning rate, critic warm-up steps before actor updates, value "
     "clipping that is not freezing it.",
 )
 WHAT_TO_TRY_EVERYTHING = (
     "Look for a target leak: the value input includes the reward, the return or future tokens (e.g. the scored "
     "response with its verdict), so returns - values is ~0.",
-    "Check that the return depends on the actions: a reward that is constant per prompt or episode is fully "
-    "predictable and leaves no advantage to learn from.",
+    "Check that the return depends on the actions: a reward constant per prompt or episode is fully predictable and "
+    "leaves no advantage to learn from.",
 )
 
 
@@ -96,6 +97,53 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     return Finding(ID, "warn", "A", s.step_at(idx), dict(evidence), message, try_)
 
 
+CARD = Card(
+    tagline="the critic explains nothing, or everything",
+    happening="""
+        With a learned value baseline (PPO with GAE, actor-critic), the advantage is the return minus the
+        critic's value. Explained variance, `1 - Var(returns - values) / Var(returns)`, says how much of the
+        return the critic predicts. At about 0 or below, the baseline carries no information: the
+        advantages are as noisy as raw returns, and often the critic cannot see the state at all (a
+        constant or dummy observation, a frozen or detached value head) or cannot fit its targets. At
+        about 1 there is no residual left: `returns - values`, hence the advantage, is ~0 — the value
+        input sees the return (a target leak), or the return does not depend on the actions.
+    """,
+    looks_like="""
+        verl `critic/vf_explained_var`, SB3 `train/explained_variance`. carla-sb3-ppo-constant-obs:
+        exactly 0 (within ±2.4e-7) at every update from 2048 to 25,600 timesteps while KL, clip fraction
+        and entropy look healthy — the environment fell back to a constant observation. carla-sb3-ppo-kl-
+        blowup: 0.123 at 6144, then between -0.027 and 0.046 at every point from 7168 (apart from -13.9 at
+        16384) while the value loss climbs from 23 to 32,080. Warm-up is normal: PPO's first updates
+        often have a negative explained variance (tinyzero: -4,870 at step 2, -0.69 at step 122).
+    """,
+    decides="""
+        The early window (first 20 % of the logged points, at least 3) is the critic's warm-up and is
+        not judged on its own. Medians are used, not means, because one bad batch can give -95.6
+        (tinyzero step 395) or -13.9 (carla kl-blowup).
+
+        - *Explains nothing*: the median after the warm-up **and** the late-window median are at or
+          below `explains_below`.
+        - *Explains everything*: both medians are at or above `leak_above`.
+
+        Onset: the first of `sustain` consecutive logged points in that state after the last stretch of
+        `sustain` points out of it, else the first such point of the late window. Counting from after the
+        last healthy stretch dates the break the run ends in, not a warm-up it recovered from: in the
+        collapse lab a healthy critic sits below 0.05 for its first 5 updates on one seed of six (seed 4),
+        then explains 0.05 to 0.3 until the observation is cut at step 30; counted from the start, the
+        onset was step 1 (error 29 steps on the score card's held-out seeds 3 to 5), now it is 30. Not
+        applicable (no finding, not "not evaluable") to a run that is evidently
+        group-based (it logs `zero_variance_group_frac` or `reward_std_within` and no critic metric):
+        GRPO's baseline is the group mean, judged by DEGENERATE_GROUPS. Other runs without
+        `vf_explained_var` are "not evaluable".
+    """,
+    related="""
+        The A-stage view: with a useless critic the advantages are noisy but present, so ADV_COLLAPSE
+        stays quiet; with a leaking one they vanish and ADV_COLLAPSE (on `adv_std`) fires downstream.
+        UPDATE_SUPPRESSED and ENTROPY_COLLAPSE are the U-stage consequences to check next.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="warn",
@@ -105,9 +153,19 @@ SPEC = DetectorSpec(
     fn=detect,
     knobs=(
         Knob("explains_below", 0.05, "explained variance at or below this after the warm-up = explains nothing",
-             high=1.0),
+             high=1.0,
+             why="The critic removes less than 5 % of the return variance. carla constant-obs: medians 0.0; carla "
+                 "kl-blowup: 9e-05 after the warm-up, -0.013 late. Healthy critics on the real logs: "
+                 "verl-ppo-qwen7b 0.38 after the warm-up, 0.42 late; tinyzero's erratic critic 0.093 / 0.12 — "
+                 "quiet, a factor 2 above."),
         Knob("leak_above", 0.999, "explained variance at or above this after the warm-up = no residual", low=0.0,
-             high=1.0),
-        Knob("sustain", 5, "consecutive logged steps in that state for the onset estimate", low=1, integer=True),
+             high=1.0,
+             why="The residual std is under 3 % of the return std. No real log comes near: the highest median is "
+                 "0.42 (verl-ppo-qwen7b). A critic on an easy, deterministic task can reach 0.99 honestly, so the "
+                 "cut is set above that."),
+        Knob("sustain", 5, "consecutive logged steps in that state for the onset estimate", low=1, integer=True,
+             why="As the seed card. carla constant-obs: 2048 (the first update); carla kl-blowup: 7168."),
     ),
+    what_to_try_cases=(("Explains nothing", WHAT_TO_TRY_NOTHING), ("Explains everything", WHAT_TO_TRY_EVERYTHING)),
+    card=CARD,
 )

@@ -30,7 +30,7 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import TIE_EPS, Series, aligned, metric, onset_index
 from advcore.ingest import Run
 
@@ -44,9 +44,9 @@ KL_MIN = 0.01
 WHAT_TO_TRY = (
     "Read rollouts from around the onset: does the policy satisfy the easy component (format, length, a keyword) "
     "while failing the one that matters?",
-    "Re-weight the components, or gate the easy ones on the hard one (e.g. the format bonus only when the answer "
-    "parses), so that the total cannot hold without the task.",
-    "With a KL spike: the policy found a shortcut; raise the KL coefficient, lower the learning rate, and check the "
+    "Re-weight the components, or gate the easy ones on the hard one (a format bonus only when the answer parses), "
+    "so that the total cannot hold without the task.",
+    "With a KL spike, the policy found a shortcut: raise the KL coefficient, lower the learning rate, and check the "
     "collapsed component's scorer for exploitable cases.",
     "A component that never separates samples (std 0 in every group) gives no advantage: make it denser (partial "
     "credit) or raise the group size.",
@@ -188,6 +188,56 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     return Finding(ID, "warn", "R", first.series.step_at(first.onset), evidence, message + ".", WHAT_TO_TRY)
 
 
+CARD = Card(
+    tagline="one reward component died while the total held",
+    happening="""
+        The reward is a sum of components (format, correctness, length, penalties). The total can hold
+        or rise while one component collapses: the policy earns the easy parts and gives up the one that
+        matters (or a component never tells samples apart, so every advantage comes from the others).
+        When the collapse comes with a KL spike, the policy moved quickly to a new behaviour that games
+        the remaining components: possible reward hacking.
+    """,
+    looks_like="""
+        A per-component curve (TRL `rewards/<fn>/mean`, verl `reward_extra_info/<name>`) falling to its
+        floor and freezing there while `reward` stays level; or a component whose per-batch std (TRL
+        `rewards/<fn>/std`) is 0 on the steps where `reward_std` is not; sometimes `kl` jumping at the
+        same step.
+    """,
+    decides="""
+        Components: the `reward/<name>` columns minus any that equal `reward_mean` at every step (a logged
+        total); at least two, else not evaluable. Judged on runs with at least `min_points` logged points
+        and components whose range (max − min of the per-step mean) is at least `relevance` × the range
+        of `reward_mean`. A component has collapsed when
+
+        - **fell**: its late-window mean (last 20 %) is within `pin_tol` × its range of its run minimum,
+          the late values move by at most that much, and its early-window mean was at least `moved` × its
+          range higher; onset: the first of `sustain` consecutive points at the floor; or
+        - **silent** (needs `reward_std/<name>`): on the steps where the total has spread (`reward_std` or
+          `reward_std_within` > 1e-6; at least `sustain` of them) its std is ≤ 1e-6 on at least
+          `silent_frac` of them and its late mean is below its maximum (a component saturated at its
+          ceiling is a learned skill, not a collapse); onset: the first such step;
+
+        and the total holds: late mean of `reward_mean` ≥ early mean − `hold_tol` × its span
+        (max(hi − lo, |hi|, |lo|) of the reward means). KL spike:
+        the largest `kl` over the `2 × sustain` points from the onset is ≥ `kl_spike` × the median `kl`
+        before the onset (≥ 3 points) and ≥ 0.01; the message then says "possible reward hacking".
+        A component that rises to its ceiling and stays there (a format reward learned) is never flagged.
+    """,
+    knobs_note="""
+        Calibration: fires on trl-dapo-vlm-120531 (mdi_reward, fell, onset at log point 10; no `kl`
+        logged) and unsloth-qwen3-vl-8b (correctness, silent). Quiet on chaos-economy-grpo (the
+        contrast: six components, none collapsed while the total oscillates), unsloth-llama32-3b
+        (all components rise), unsloth-qwen3-4b, gpt-oss-20b, the MAPPO per-agent rewards, and on every
+        healthy run. Runs with one component (legaloom-*, csd-pilot) are not evaluable.
+    """,
+    related="""
+        REWARD_STD_DEATH sees the total's spread, not a component's; REWARD_SATURATION when a format
+        component is all that is left at the ceiling; ENTROPY_COLLAPSE and UPDATE_SUPPRESSED often
+        accompany a hacked reward.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="warn",
@@ -197,18 +247,33 @@ SPEC = DetectorSpec(
     fn=detect,
     knobs=(
         Knob("relevance", 0.1, "judge a component whose range is at least this fraction of the total reward's range",
-             low=0.0, high=10.0),
+             low=0.0, high=10.0,
+             why="Ignore components too small to matter: chaos-economy's `news_alpha` (range 0.10) and `risk` "
+                 "(0.01) against a total range of 3.24 are 3 % and 0.3 %; trl-dapo-vlm's `think_format` (0.15 of "
+                 "2.5) is 6 %."),
         Knob("pin_tol", 0.05, "late values within this fraction of the component's range of its minimum, and moving "
-             "by no more, = pinned at the floor", low=0.0, high=0.5),
+             "by no more, = pinned at the floor", low=0.0, high=0.5,
+             why="trl-dapo-vlm-120531's `mdi_reward` sits at exactly −1.0 from log point 10 to the end (range 0.9)."),
         Knob("moved", 0.25, "the early mean must be at least this fraction of the range above the floor (a fall, "
-             "not a component that was always there)", low=0.0, high=1.0),
+             "not a component that was always there)", low=0.0, high=1.0,
+             why="mdi_reward: −0.42 early vs −1.0 late, 64 % of its range. A component at 0 from the start "
+                 "(llama-3.1 userrun's `strict_format`) is constant and ignored."),
         Knob("silent_frac", 0.9, "component std 0 on at least this share of the steps where the total has spread = "
-             "silent", low=0.0, high=1.0),
+             "silent", low=0.0, high=1.0,
+             why="unsloth-qwen3-vl's `correctness_reward_func` has std 0 on all 5 steps where `reward_std` > 0 (and "
+                 "on all 60 steps): all the contrast comes from the formatting reward."),
         Knob("hold_tol", 0.2, "the total holds when its late mean is at least its early mean minus this fraction "
-             "of its span (max(hi - lo, |hi|, |lo|))", low=0.0, high=1.0),
-        Knob("kl_spike", 5.0, "KL after the onset at least this multiple of its median before = spike", low=1.0),
+             "of its span (max(hi - lo, |hi|, |lo|))", low=0.0, high=1.0,
+             why="trl-dapo-vlm's total goes 2.74 → 2.38 (10 % of its span 3.7) while mdi_reward loses 0.58."),
+        Knob("kl_spike", 5.0, "KL after the onset at least this multiple of its median before = spike", low=1.0,
+             why="A KL jump of 5× its earlier median (and ≥ 0.01) at the onset = spike."),
         Knob("min_points", 20, "fewest logged points to judge (a late window of 3 cannot tell pinned from quiet)",
-             low=6, integer=True),
-        Knob("sustain", 5, "consecutive logged points at the floor for the onset estimate", low=1, integer=True),
+             low=6, integer=True,
+             why="gui-cursor-verl-grpo (healthy, 10 points) has components that fall to 0 (`false_move` 0.31 → "
+                 "0.009: rates of mistakes, not rewards); 3-point windows cannot tell a collapse from a good trend."),
+        Knob("sustain", 5, "consecutive logged points at the floor for the onset estimate", low=1, integer=True,
+             why="As the seed card."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import ADV_NEEDS, adv_signal, metric, plain
 from advcore.ingest import Run
 
@@ -21,10 +21,12 @@ __all__ = ["SPEC", "detect"]
 ID = "DEAD_FROM_START"
 
 WHAT_TO_TRY = (
-    "Treat it as a setup bug, not a training dynamic: read a few rollouts and their rewards by hand.",
-    "Check the reward function is wired (not constant, not 0 for every sample) and the group size is > 1.",
+    "Read a few rollouts and their rewards by hand: it is a setup bug, not a training dynamic.",
+    "Check that the reward function is wired (not constant, not 0 for every sample) and that the group size G is > "
+    "1.",
     "Check the prompts' difficulty: all-solved (ceiling) or all-failed (floor) groups give no advantage.",
-    "Check the rollouts themselves (truncation at the length cap, repeated tokens, a broken generation config).",
+    "Check the rollouts themselves: truncation at the length cap, repeated tokens, a broken generation config (e.g. "
+    "gradient checkpointing corrupting TRL 0.14 rollouts in csd-pilot-dead).",
 )
 
 
@@ -70,6 +72,33 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     )
 
 
+CARD = Card(
+    tagline="there never was a signal",
+    key_metrics_note="`adv_std` or its proxies",
+    happening="""
+        The run had no usable learning signal, or made no update, from its first logged step: the reward
+        is not wired, every prompt is solved or failed, the rollouts are broken (a token loop, every
+        completion at the length cap) or the optimizer never steps. This is a setup problem, not a
+        collapse, and its fix is in the configuration, not in the training dynamics.
+    """,
+    looks_like="""
+        Everything flat from step 1: `reward_std` exactly 0 (or `frac_reward_zero_std` ≈ 1) from the first
+        log line to the last, often `reward_mean` constant, `grad_norm` 0 or tiny, completions at the cap.
+    """,
+    decides="""
+        Either (signal) the advantage std or its proxy (as ADV_COLLAPSE: `adv_max - adv_min`,
+        `sqrt(1 - zero_variance_group_frac)`, `1[reward_std > 1e-6]`, named in `evidence["proxy"]`) has an
+        early-window mean **and** a late-window mean below `dead_below` (it never found a signal; a slow
+        start that recovers is not dead), or (update) `grad_norm` is at or below `no_update_below` at every
+        point of the early and late windows. Onset: the first logged step.
+    """,
+    related="""
+        ADV_COLLAPSE refuses these runs through its healthy-early guard; DEGENERATE_GROUPS usually fires
+        alongside with the onset at the first step; UPDATE_SUPPRESSED covers signal present but no update.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="error",
@@ -78,7 +107,14 @@ SPEC = DetectorSpec(
     key_metrics=("adv_std", "zero_variance_group_frac", "reward_std", "grad_norm"),
     fn=detect,
     knobs=(
-        Knob("dead_below", 0.1, "early and late advantage std (or proxy) below this = never had signal", low=0.0),
-        Knob("no_update_below", 1e-8, "grad_norm at or below this at every early and late point = no update", low=0.0),
+        Knob("dead_below", 0.1, "early and late advantage std (or proxy) below this = never had signal", low=0.0,
+             why="The seed's `collapse_below`, so a run is either healthy-then-collapsed (ADV_COLLAPSE) or never "
+                 "healthy (here). f1-strategist: 0.028 early, 0.007 late; unsloth-qwen3-vl: 0.08 / 0.0; the llama31 "
+                 "user run, tied for its first ten steps, is 0.42 early and stays quiet."),
+        Knob("no_update_below", 1e-8, "grad_norm at or below this at every early and late point = no update", low=0.0,
+             why="grpo-dynamics-csd-pilot-dead logs exactly 0; f1-strategist's LoRA grad norm of ~0.002 is small "
+                 "but real."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

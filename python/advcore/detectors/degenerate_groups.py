@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import onset_index, plain, run_kind, tied_share
 from advcore.ingest import Run
 
@@ -28,11 +28,13 @@ __all__ = ["SPEC", "detect"]
 ID = "DEGENERATE_GROUPS"
 
 WHAT_TO_TRY = (
-    "Tell saturation from floor: if reward_mean is at its ceiling the prompts are too easy; at its floor, too hard "
-    "or the reward is not wired; in between, each prompt gets one tied value (a deterministic policy or a coarse reward).",
-    "Filter or resample prompts whose groups are all-correct or all-wrong (curriculum, DAPO-style dynamic sampling).",
+    "Tell saturation from floor: if `reward_mean` is at its ceiling the prompts are too easy; at its floor, too "
+    "hard or the reward is not wired; in between, each prompt is tied at its own value (a deterministic policy or a "
+    "coarse reward).",
+    "Filter or resample prompts whose groups are all-correct or all-wrong (curriculum, DAPO-style dynamic "
+    "sampling).",
     "Increase the group size G or the sampling temperature, or use a denser (partial-credit) reward.",
-    "Check that completions are not all cut at the length cap (truncated_frac): truncated groups score alike.",
+    "Check that completions are not all cut at the length cap (`truncated_frac`): truncated groups score alike.",
 )
 
 
@@ -90,6 +92,44 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     )
 
 
+CARD = Card(
+    tagline="most groups are tied, so they teach nothing",
+    happening="""
+        GRPO, RLOO and DAPO compute each sample's advantage relative to the other samples of its prompt's
+        group. When every completion of a group gets the same reward (all correct, all wrong, all cut at
+        the length cap, or a coarse reward that cannot tell them apart), the group's advantages are all
+        zero and it contributes no gradient. A few tied groups are normal; when nearly all are tied the run
+        only burns compute.
+    """,
+    looks_like="""
+        TRL's `frac_reward_zero_std` near 1 at every log point, or `reward_std` exactly 0 on most steps
+        when a step holds one group (Unsloth notebooks), often with `grad_norm` tiny and completions at
+        the length cap. About half the groups tied is **normal** for 0/1 rewards at moderate success rates.
+    """,
+    decides="""
+        Per step, the tied-group share is `zero_variance_group_frac`, or, when it is not logged, the proxy
+        `1[reward_std_within <= 1e-6]` / `1[reward_std <= 1e-6]` (named in `evidence["proxy"]`). Fires
+        when the late-window mean (last 20 % of the logged points) reaches `tied_above` and the share has
+        settled there (an onset exists). Onset: the first of `sustain` consecutive points at or above
+        `tied_above`, or the
+        first tied point from which the share of every remaining stretch stays at or above `tied_above`,
+        whichever is earlier. DAPO-style dynamic sampling drops tied groups before metrics are computed,
+        so there the logged share understates the truth.
+
+        Not applicable to runs that are evidently not group-based: when the run logs a critic
+        (`vf_explained_var` or `value_mean`) and no group statistic (`zero_variance_group_frac`,
+        `reward_std_within`) nor a reward spread to build the proxy from — verl PPO (GAE) and SB3 runs —
+        the detector reports nothing instead of "not evaluable" (verl-gsm8k-ppo-quickstart,
+        verl-ppo-qwen7b-gsm8k-resumed). A run that logs neither kind (verl GRPO consoles, which have no
+        group statistic) is still "not evaluable".
+    """,
+    related="""
+        The within-group view upstream of ADV_COLLAPSE; REWARD_STD_DEATH is the whole-batch view. When
+        the share is high from the first step, DEAD_FROM_START names it a setup problem.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="warn",
@@ -99,7 +139,17 @@ SPEC = DetectorSpec(
     fn=detect,
     knobs=(
         Knob("tied_above", 0.75, "late-window tied-group share at or above this = degenerate",
-             low=0.0, high=1.0),
-        Knob("sustain", 5, "consecutive logged steps at or above tied_above for the onset estimate", low=1, integer=True),
+             low=0.0, high=1.0,
+             why="On the real logs the stuck runs sit at 0.998 (f1-strategist), 0.92 (unsloth-qwen3-vl, zero-std "
+                 "steps), 0.87 (unsloth-qwen3-8b-fp8), ≥ 0.9 (trl-dapo-vlm), 0.79 late / 0.81 overall "
+                 "(grpo-dynamics-gate2, G=2: 81% of samples in tied groups) and 0.75 late (legaloom-grpo-final, "
+                 "mode collapse onto one 9-token answer); runs that learn or are merely noisy sit at 0.12 (llama31 "
+                 "user run), 0.31 (unsloth-qwen25-3b, learns), 0.43 (phi4), 0.47 / 0.50 (qwen3-4b runs). 0.75 "
+                 "catches every stuck run and leaves the 0.5 \"half tied\" zone of healthy 0/1-reward runs quiet "
+                 "(0.8 missed gate2 and legaloom-final)."),
+        Knob("sustain", 5, "consecutive logged steps at or above tied_above for the onset estimate", low=1,
+             integer=True, why="As the seed card."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import change_point, metric, onset_index
 from advcore.ingest import Run
 
@@ -47,12 +47,13 @@ def _mean(xs: tuple[float, ...]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 WHAT_TO_TRY = (
-    "Read a few late rollouts: one repeated answer template means the policy collapsed onto what the reward pays for "
-    "(check the reward for a format-only or length shortcut).",
-    "Keep exploration alive: an entropy bonus (entropy_coeff), a higher sampling temperature, DAPO's clip-higher "
-    "(a larger upper clip range keeps low-probability tokens), or a lower learning rate / PPO clip range.",
-    "Keep the policy near its reference: a KL penalty (or a larger kl_coef) slows the drift onto one mode.",
-    "Resume from a checkpoint before the onset step with the changes above; a collapsed policy rarely recovers.",
+    "Read a few late rollouts: one repeated answer template means the policy collapsed onto what the reward pays "
+    "for (check the reward for a format-only or length shortcut).",
+    "Keep exploration alive: an entropy bonus (`entropy_coeff`), a higher sampling temperature, DAPO's clip-higher "
+    "(a larger upper clip range keeps low-probability tokens alive), a lower learning rate or PPO clip range.",
+    "Keep the policy near its reference: a KL penalty (or a larger `kl_coef`) slows the drift onto one mode.",
+    "Resume from a checkpoint before the onset step with these changes; a collapsed policy rarely recovers by "
+    "itself.",
 )
 
 
@@ -108,6 +109,60 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     return Finding(ID, "warn", "U", s.step_at(idx), dict(evidence), message, WHAT_TO_TRY)
 
 
+CARD = Card(
+    tagline="the policy stopped exploring",
+    happening="""
+        The policy's per-token entropy fell to a small fraction of where it started: it now puts almost
+        all its probability on one continuation. Every sample of a group then looks alike, the rewards
+        tie, and the run stops learning; often the policy has collapsed onto a template that the reward
+        pays for (a format bonus, a short answer) rather than onto the task. Some sharpening is normal
+        and healthy as a policy learns; a fall to a few percent of the early level is not.
+    """,
+    looks_like="""
+        TRL `entropy`, verl `actor/entropy` (older verl: `actor/entropy_loss`, which is the entropy
+        itself), OpenRLHF `policy_entropy`, SB3 `train/entropy_loss` (minus the entropy; the alias table
+        flips its sign). trl-dapo-vlm-120531: 0.956 at the first log point, 0.11 by the tenth, 0.004 to
+        0.08 from then on, while completions shrink from 53 tokens to about 4 (a bare answer letter) and
+        most groups tie. tinyzero-ppo-entropy-collapse: 1.21, 1.34, 0.91, 0.79 at steps 2, 52, 92, 122,
+        then 0.003 to 0.008 at steps 383 to 399, with the rollouts repeating one template.
+    """,
+    decides="""
+        Windows are the first and last 20 % of the logged points (at least 3; 6 points to be judged).
+
+        - *Relative*: the early-window mean is above `floor` and the late-window mean is below
+          `fraction` × the early mean. Onset: the first of `sustain` consecutive points below that cut.
+        - *Absolute*: otherwise, the late-window mean is below `floor` nats per token, for a discrete
+          (token) distribution only: never negative and not from SB3, whose policies are mostly Gaussian
+          (a differential entropy can sit near or below 0 with a healthy spread). Onset: the first of
+          `sustain` points below `floor`. This catches a log that begins after the collapse (a resumed
+          run, an excerpt); the evidence then carries `already_low_at_first_logged_step`.
+
+        Not evaluable without `entropy`. Per-agent-group entropies (`entropy/<group>`, multi-agent PPO)
+        are not judged.
+    """,
+    knobs_note="""
+        **Onset of a step fall.** The crossing above dates when the entropy had fallen far enough, which
+        for a fall spread over several steps is late: in the collapse lab (an entropy bonus of the wrong
+        sign from step 30) the crossing came at steps 32 to 42. When the fall is a step, the onset is
+        where it began: the least-squares change point of the entropy's level over the points after the
+        early window (the reference level) up to the end of the crossing run, used when it precedes the
+        crossing and the `sustain` points after it sit below the `sustain` points before it by at least
+        0.2 of the whole fall (early mean - late mean); the crossing stays in `evidence["below_cut_step"]`.
+        In the lab this gives steps 31 to 35 (onset error at most 5 steps on 18 runs); trl-dapo-vlm-120531
+        keeps 13 (its level drops there, 0.109 -> 0.048, 27 % of its fall); a steady linear decline keeps
+        its crossing. The verdict (`advcore.diagnose`) puts an entropy collapse ahead of the tied groups
+        and dying reward spread it produces (a deterministic policy samples G identical completions) when
+        those are the only R-stage findings and the entropy began falling no more than 5 steps after the
+        earliest of them; saturation and floor findings keep the lead.
+    """,
+    related="""
+        A deterministic policy gives tied groups: DEGENERATE_GROUPS and REWARD_STD_DEATH often follow
+        this one (trl-dapo-vlm-120531 has both). When the entropy is fine but the update is zero, see
+        UPDATE_SUPPRESSED. ENTROPY_COLLAPSE alone, with reward spread still present, is an early warning.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="warn",
@@ -116,8 +171,20 @@ SPEC = DetectorSpec(
     key_metrics=("entropy",),
     fn=detect,
     knobs=(
-        Knob("fraction", 0.25, "late entropy below this fraction of the early entropy = collapsed", low=0.0, high=1.0),
-        Knob("floor", 0.01, "late per-token entropy (nats) below this = collapsed, whatever the early level", low=0.0),
-        Knob("sustain", 5, "consecutive logged steps below the cut for the onset estimate", low=1, integer=True),
+        Knob("fraction", 0.25, "late entropy below this fraction of the early entropy = collapsed", low=0.0, high=1.0,
+             why="On the real logs the collapsed run trl-dapo-vlm-120531 ends at 0.124 of its early mean (0.043 / "
+                 "0.349), while the healthy verl-gsm8k-ppo-quickstart sharpens to 0.44 (0.46 → 0.20) and the other "
+                 "healthy runs stay near 1 (budget-router 0.9, trl-grpo-v2-math 1.16, verl-ppo-qwen7b 1.01); 0.25 "
+                 "sits about a factor 2 from both sides."),
+        Knob("floor", 0.01, "late per-token entropy (nats) below this = collapsed, whatever the early level", low=0.0,
+             why="0.01 nats is the entropy of a token chosen with probability ≈ 0.999 against one alternative: "
+                 "sampling has become greedy decoding. tinyzero's excerpt sits at 0.0058 (late mean; all points ≤ "
+                 "0.008); the lowest healthy level on the real logs is verl-ppo-qwen7b's 0.020 to 0.040 (an "
+                 "instruct model at 95 % on GSM8K), a factor 2 above."),
+        Knob("sustain", 5, "consecutive logged steps below the cut for the onset estimate", low=1, integer=True,
+             why="As the seed card. trl-dapo-vlm-120531: onset at log point 13 (0.048 < 0.087 = 0.25 × 0.349, and "
+                 "the next four stay below); tinyzero's excerpt: step 383, its first logged step."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

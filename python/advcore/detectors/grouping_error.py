@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._evidence import finite, has_critic, hits, needs, padded, summary
 from advcore.ingest import Run
 
@@ -36,10 +36,10 @@ COLUMNS = ("singleton_group_frac", "uneven_group_frac", "adv_group_mean_max", "t
            "adv_batch_normalized", "adv_recompute_err")
 
 WHAT_TO_TRY = (
-    "Print the group ids of one step next to the prompts: one id per prompt, repeated G times, in the order the "
-    "rewards are in (verl's interleaved repeat vs a blocked layout is a classic mix-up).",
-    "Check that the group statistics are taken per group and not over the whole batch (a batch mean leaves each "
-    "group's advantages with a non-zero sum, and gives tied groups non-zero advantages).",
+    "Print one step's group ids next to the prompts: one id per prompt, repeated G times, in the order the rewards "
+    "are in (verl's interleaved repeat vs a blocked layout is a classic mix-up).",
+    "Take the group statistics per group, not over the whole batch: a batch mean leaves each group's advantages "
+    "with a non-zero sum and gives tied groups non-zero advantages.",
     "Singleton groups: a uid made per sample instead of per prompt, or samples dropped after grouping; GRPO then "
     "gives 0 (TRL) or leaks the raw reward (verl). Filter whole groups, never single samples.",
     "Uneven groups: samples lost between generation and scoring (timeouts, failed rollouts); keep the group size "
@@ -88,6 +88,57 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     )
 
 
+CARD = Card(
+    tagline="the advantages were computed over the wrong groups",
+    happening="""
+        GRPO, Dr. GRPO, RLOO and DAPO compare each completion with the other completions *of the same
+        prompt*. The group id is plumbing that is easy to get wrong: a uid made per sample instead of per
+        prompt, verl's interleaved repeat read as blocks, samples dropped between generation and scoring,
+        or statistics taken over the batch instead of per group. The advantages then measure the wrong
+        comparison — a sample is rewarded for having an easy prompt, a group whose completions all scored
+        5.0 (which must get advantage 0) gets a push, a group of one leaks its raw reward (verl) or gets 0
+        (TRL).
+    """,
+    looks_like="""
+        Per sample (advcore trace): groups of one next to groups of G; groups of several sizes; group
+        means of the advantages far from 0; tied groups with non-zero advantages. Raw rewards
+        `[1, 2, 3, 4, 10, 12, 5, 6, 7]` with groups `[0,0,0,0,1,1,2,2,2]` centred on the batch mean 50/9
+        give group means of -3.06, +5.44 and +0.44 — the largest 1.58 advantage standard deviations.
+        Per-step logs cannot show it.
+    """,
+    decides="""
+        Per traced step, from `advcore.reference.step_checks`, any of:
+
+        - `singleton_group_frac > singleton_above` while not every group is a singleton; or every group a
+          singleton while the advantages match a group estimator (`adv_recompute_err <= 1` and not
+          batch-normalised: GRPO on groups of one). A trace with no grouping at all (PPO, one sample per
+          prompt, advantages of no group estimator) is not judged.
+        - `uneven_group_frac >= uneven_above`: share of samples whose group size is not the common one.
+        - `adv_group_mean_max > group_mean_above`: the largest |mean advantage| of a group of two or more,
+          over the batch std of the advantages; group-centred estimators give 0 (to float rounding).
+        - `tied_group_adv_nonzero_frac > tied_adv_above`: share of tied groups with an advantage above
+          the dtype tolerance; GRPO, Dr. GRPO, RLOO and DAPO give exactly 0.
+
+        The last two are by design for batch-normalised estimators (REINFORCE++ and its baseline variant,
+        TRL's `scale_rewards="batch"`): on steps whose advantages match one within tolerance
+        (`adv_batch_normalized = 1`) they are not judged. Fires when at least `min_steps` steps qualify;
+        the onset is the first; `evidence["reasons"]` lists which rules fired there. A run with a critic
+        (`vf_explained_var` or `value_mean` logged: PPO) is not judged — its advantages come from a
+        learned value, not from the groups.
+    """,
+    knobs_note="""
+        TRL 1.16.0's own per-sample output (`tests/fixtures/trl_grpo_cpu`, 28 steps of rewards and the
+        advantages TRL wrote) matches the `trl_grpo` reference within 1e-7 on every step, with group
+        means of the advantages at 0 and no tied group carrying an advantage: quiet.
+    """,
+    related="""
+        ADV_REWARD_DECORRELATION catches mixed-up ids that still sum to 0 per group (a permutation across
+        groups). DEGENERATE_GROUPS is about groups that are *correctly* formed but tied. NOISE_AMPLIFICATION
+        covers eps divisions inside correctly formed groups.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="error",
@@ -97,12 +148,23 @@ SPEC = DetectorSpec(
     fn=detect,
     knobs=(
         Knob("singleton_above", 0.0, "share of singleton groups above this (when not all are) = error",
-             low=0.0, high=1.0),
+             low=0.0, high=1.0,
+             why="The real dumps have none (trl-dapo-vlm: 2 per prompt on all 542 steps; verl-vlm-svg: 16 blocks of "
+                 "64); a singleton beside full groups is always a lost sample or a wrong uid."),
         Knob("uneven_above", 0.1, "share of samples in groups of an unusual size at or above this = error",
-             low=0.0, high=1.0),
-        Knob("group_mean_above", 0.05, "largest |group mean advantage| / advantage std above this = error", low=0.0),
+             low=0.0, high=1.0,
+             why="The real dumps are exactly even (0.0); 0.1 leaves room for a trainer that drops a few unscorable "
+                 "samples."),
+        Knob("group_mean_above", 0.05, "largest |group mean advantage| / advantage std above this = error", low=0.0,
+             why="Correct estimators give < 1e-7 in float32 (quiet controls: TRL/verl GRPO, RLOO, Dr. GRPO on 12 "
+                 "steps × 64 groups); the batch-centred case gives 1.58."),
         Knob("tied_adv_above", 0.0, "share of tied groups with a non-zero advantage above this = error",
-             low=0.0, high=1.0),
-        Knob("min_steps", 1, "traced steps that must show it", low=1, integer=True),
+             low=0.0, high=1.0,
+             why="0 for every group estimator, by construction."),
+        Knob("min_steps", 1, "traced steps that must show it", low=1, integer=True,
+             why="One traced step is enough: the quiet controls never show a grouping error, so one step that does "
+                 "is already a bug."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.detectors._base import DetectorSpec, Finding, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, NotEvaluable, Outcome
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -32,12 +32,12 @@ ID = "NONFINITE"
 WHAT_TO_TRY = (
     "Start from the first non-finite metric: what is computed from it afterwards (loss, grad norm, then the weights "
     "and every later metric) is a consequence, not a cause.",
-    "NaN/inf grad_norm or loss: lower the learning rate, check gradient clipping is on, prefer bf16 to fp16 "
+    "NaN/inf `grad_norm` or loss: lower the learning rate, check that gradient clipping is on, prefer bf16 to fp16 "
     "(or check the fp16 loss scaler), and look for a division by a zero std (advantage normalisation without eps) "
     "or a log of 0 in the loss.",
     "NaN rewards: the reward function fails on some completions (empty, unparsable, a timeout) and returns NaN; "
     "score them explicitly and count them (REWARD_MISSING).",
-    "NaN/inf kl or entropy: a log-probability of -inf (a masked or zero-probability token, a mismatched tokenizer "
+    "NaN/inf `kl` or `entropy`: a log-probability of -inf (a masked or zero-probability token, a tokenizer mismatch "
     "between the rollout engine and the trainer).",
 )
 
@@ -108,6 +108,48 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     )
 
 
+CARD = Card(
+    tagline="a NaN or an infinity in the per-step metrics",
+    key_metrics_note="every canonical metric is read; these are the most often non-finite",
+    happening="""
+        Somewhere in the run a quantity became NaN or infinite: a gradient overflowed (fp16 without a
+        working loss scaler, a learning rate too high), a division by a zero standard deviation
+        (advantage normalisation of a tied group without eps), a log of 0 (a log-probability of a token
+        the policy gives zero mass, a masked token), or a reward function that returns NaN on some
+        completions. Once a NaN reaches the loss it reaches the weights, and from there every later
+        metric: the first non-finite value is the cause, the rest are consequences.
+    """,
+    looks_like="""
+        `grad_norm: nan` (TRL prints `'grad_norm': nan`), `actor/pg_loss:nan` in a verl console line,
+        `NaN`/`Infinity` in a `trainer_state.json`, `inf` in a CSV cell; often a rising `grad_norm` in
+        the steps before, then NaN spreading to `kl`, `entropy` and the loss. A verl JSONL file logger
+        writes NaN as `null`, which is indistinguishable from "not logged" and therefore not seen here
+        (verl-elastic-ppo-filelogger-broken's `actor/pg_loss` and `actor/ppo_kl` are null at step 3).
+    """,
+    decides="""
+        Ingest keeps NaN and ±inf as values in every format (one scalar parser for all of them); a value
+        the format itself writes as missing (JSON `null`, an empty CSV cell, a Parquet null) stays null.
+        The detector scans every canonical metric column and fires on the first non-finite value in log
+        order. The evidence names that metric, its step (and phase), its value (`nan`, `inf`, `-inf`),
+        the other metrics that went non-finite on the same row, the last finite value of the metric
+        before it, every metric that went non-finite afterwards with its first step (`then`), and the
+        count per metric. `advcore.diagnose` orders this finding before all others. Keys that have no
+        canonical name (not in the alias table) are not in the run and not judged. Not evaluable: a log
+        with no metric column, or whose metrics are all finite and none of them is read by another
+        detector (a log of `lr` only), so that such a run is reported as not judged rather than clean.
+    """,
+    knobs_note="""
+        No knobs: one non-finite value is already a finding: none of the 36 real logs (31 runs) has a
+        non-finite canonical metric, so there is no noise floor to tune against.
+    """,
+    related="""
+        Reported ahead of everything else: the other detectors read only finite values, so a collapse
+        they report after the onset here may be a consequence. REWARD_MISSING covers null and NaN rewards
+        per sample; UPDATE_SUPPRESSED an update that silently stops without a NaN.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="error",
@@ -116,4 +158,6 @@ SPEC = DetectorSpec(
     key_metrics=("grad_norm", "kl", "entropy", "reward_mean", "adv_std"),
     fn=detect,
     knobs=(),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import REL_TOL, SPREAD_GONE, reward_level
 from advcore.ingest import Run
 
@@ -24,10 +24,10 @@ __all__ = ["SPEC", "detect"]
 ID = "REWARD_FLOOR"
 
 WHAT_TO_TRY = (
-    "Score a few rollouts by hand: check that the reward function is called, returns a number per sample and is "
-    "not silently 0 (an exception caught inside it, a wrong answer key, a parser that never matches).",
-    "Check the rollouts themselves: truncated at the length cap, a token loop, a broken chat template.",
-    "If the prompts are simply too hard, use easier prompts, a curriculum, or a denser (partial-credit) reward.",
+    "Score a few rollouts by hand: is the reward function called, does it return a number per sample, is it "
+    "silently 0 (an exception caught inside it, a wrong answer key, a parser that never matches)?",
+    "Check the rollouts themselves: truncation at the length cap, token loops, a broken chat template.",
+    "If the prompts are simply too hard: easier prompts, a curriculum, or a denser (partial-credit) reward.",
 )
 
 
@@ -51,6 +51,42 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     return Finding(ID, "error", "R", level.mean.step_at(idx), evidence, message, WHAT_TO_TRY)
 
 
+CARD = Card(
+    tagline="everything fails, or the reward is not wired",
+    key_metrics_note="for `reward_std`: or `reward_std_within`, `reward_max - reward_min`, "
+        "`zero_variance_group_frac`",
+    happening="""
+        Every sample earns the lowest score: the prompts are far too hard, the completions are broken
+        (truncated, looping, the wrong template), or the reward function never runs (an exception caught
+        and turned into 0, an answer key that never matches). Groups are tied at the floor, so there is no
+        advantage and no learning, whatever the optimizer does.
+    """,
+    looks_like="""
+        `reward_mean` flat at its minimum — often exactly 0 from the first step — with `reward_std` 0,
+        `frac_reward_zero_std` 1 and `grad_norm` near 0 or only the KL term's.
+    """,
+    decides="""
+        The same rule as the verdict's regime (`advcore.diagnose.reward_regime`, implemented once in
+        `advcore/detectors/_reward.py`). It fires when either
+
+        - the reward mean is exactly 0 at every logged step (the reward is not wired), or
+        - over the late window (last 20 % of the logged points) the reward mean lies within `rel_tol` ×
+          span of the floor (`min(reward_min)` when logged, else the lowest reward mean) and moves by at
+          most that much,
+
+        and, in both cases, the spread is gone (late reward spread ≤ `spread_gone` × (ceiling − floor); or
+        ≥ 80 % tied groups; or, without either metric, a bit-identical late reward mean). Onset: the first
+        of `sustain` consecutive logged reward means within the tolerance of the floor. Not evaluable
+        without `reward_mean`.
+    """,
+    related="""
+        DEAD_FROM_START fires with it when the floor holds from the first step (a setup problem);
+        DEGENERATE_GROUPS sees the tied groups; TRUNCATION_REWARD tells whether the floor is the length
+        cap's doing. REWARD_SATURATION is the mirror image.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="error",
@@ -60,9 +96,19 @@ SPEC = DetectorSpec(
     fn=detect,
     knobs=(
         Knob("rel_tol", REL_TOL, "late mean within this fraction of the reward span of the floor, and moving by "
-             "no more, = pinned", low=0.0, high=0.5),
+             "no more, = pinned", low=0.0, high=0.5,
+             why="\"At the floor\" and \"does not move\" within 2 % of the reward span (the verdict's tolerance). "
+                 "unsloth-qwen3-8b-fp8 sits at −7.5 on most steps but reaches +13 inside its late window (late "
+                 "range 5.1 of a span of 20.5): not constant, so it is left to DEGENERATE_GROUPS and "
+                 "TRUNCATION_REWARD."),
         Knob("spread_gone", SPREAD_GONE, "late reward spread at most this fraction of ceiling - floor = no spread left",
-             low=0.0, high=1.0),
-        Knob("sustain", 5, "consecutive logged steps at the floor for the onset estimate", low=1, integer=True),
+             low=0.0, high=1.0,
+             why="grpo-dynamics-csd-pilot-dead has `reward_std` exactly 0 throughout and fires (onset step 1). A "
+                 "mean of exactly 0 next to a tied share below 0.8 (live groups hidden behind a placeholder column, "
+                 "as the gate-2 run's `csd_logs.json` once read) is not a floor and stays quiet."),
+        Knob("sustain", 5, "consecutive logged steps at the floor for the onset estimate", low=1, integer=True,
+             why="As the seed card."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

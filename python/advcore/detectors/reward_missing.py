@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._evidence import PER_SAMPLE, Hits, finite, hits, summary
 from advcore.ingest import Run
 
@@ -36,8 +36,8 @@ WHAT_TO_TRY = (
     "remote reward model that dropped requests) and fix the scorer; log how many samples each step leaves unscored.",
     "Never fill a missing reward with 0: mark it missing (None/NaN), leave it out of the group statistics and give "
     "it no advantage (TRL does this for None rewards), or drop its whole group.",
-    "If 0 is meant as a middle level (e.g. abstain), say so: set REWARD_MISSING.imputed_above above the share "
-    "of zeros.",
+    "If 0 is meant as a middle level (e.g. -1 wrong / 0 abstain / +1 right, which no single step can tell from "
+    "imputation), say so: set `REWARD_MISSING.imputed_above` above the share of zeros, or skip the detector.",
 )
 
 
@@ -92,6 +92,55 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     )
 
 
+CARD = Card(
+    tagline="some samples were never scored, or their missing reward was filled with 0",
+    happening="""
+        A reward function that fails on some completions (a parser that cannot read the answer, a sandbox
+        timeout, a remote reward model that drops requests) leaves those samples unscored. Two things can
+        follow. Either the reward is NaN/None and the trainer has to decide what to do with it (TRL sets
+        the advantage of an unscored sample to 0 and leaves it out of the group statistics), or, worse,
+        somebody filled the gap with 0.0. An imputed 0 is a real-looking reward: next to failures scored
+        -1 it *ranks above every failure*, so the policy is pushed towards whatever made the scorer fail.
+    """,
+    looks_like="""
+        Per sample (advcore trace): NaN or null rewards; or exact zeros in a reward that otherwise takes a
+        few discrete levels on which 0 cannot fall, e.g. failures at -1 and successes at +1. Per step:
+        `reward_mean` logged as NaN on a step that otherwise trained (grad norm, KL, entropy logged).
+    """,
+    decides="""
+        Per traced step, from `advcore.reference.step_checks`:
+
+        - `reward_null_frac`: share of samples whose reward is NaN, None or infinite. NaN rewards are masked
+          and counted, never propagated into the other statistics.
+        - `reward_imputed_zero_frac`: share of exact-zero rewards when the non-zero rewards take 2 to 8
+          levels, some negative and some positive, and 0 lies between them but off the lattice those
+          levels lie on (`l_1 + k·d`, `d` the greatest common step of their differences). `{-1, +1}` plus
+          zeros gives the share of zeros; a 0/1 reward, a reward whose floor is 0 (TRL's own
+          `contains_target + brevity` fixture shows steps with only 0, 0.25 and 1.25), a sum of integer
+          components such as `{-1, 3, 4}` (0 = -1 + 1 is a real level) and continuous rewards give 0. A
+          zero at the floor is left alone on purpose: a missing reward scored as a failure reorders
+          nothing, while a zero above the failures pushes the policy towards whatever broke the scorer.
+
+        From per-step logs: a row where `reward_mean` is **NaN** while another training metric is finite.
+        A **null** `reward_mean` is not evidence: trainers write rewards on some lines only (TRL console
+        lines, evaluation rows), whereas NaN is what a mean over unscored samples gives.
+
+        Fires when at least `min_steps` steps meet either rule; the onset is the first of them.
+        Not evaluable when the run has neither per-sample rewards nor a `reward_mean`.
+    """,
+    knobs_note="""
+        Per-step logs: of 3,658 real log rows with a `reward_mean` column, 26 hold null (lines without
+        rewards) and none NaN, so the per-step rule is quiet on every real run.
+    """,
+    related="""
+        NONFINITE reports the first NaN of any metric; REWARD_MISSING names the reward as its origin.
+        A reward that is missing for most samples often looks like REWARD_FLOOR (everything 0) or
+        DEAD_FROM_START. Imputed zeros inside groups break GRPO's ranking, which ADV_REWARD_DECORRELATION
+        does not see (the advantages still follow the *imputed* rewards).
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="warn",
@@ -101,9 +150,21 @@ SPEC = DetectorSpec(
     fn=detect,
     knobs=(
         Knob("null_above", 0.0, "share of unscored (NaN/None) rewards in a step above this = missing",
-             low=0.0, high=1.0),
+             low=0.0, high=1.0,
+             why="A healthy scorer scores every sample: in the real per-sample dumps (trl-dapo-vlm-120531: 499 "
+                 "steps, 998 samples; trl-dapo-vlm-181457: 43 steps; verl-vlm-svg-grpo-rollout-dump: 1,024 samples) "
+                 "not one reward is missing."),
         Knob("imputed_above", 0.05, "share of suspicious exact-zero rewards in a step at or above this = imputed",
-             low=0.0, high=1.0),
-        Knob("min_steps", 1, "steps that must show it", low=1, integer=True),
+             low=0.0, high=1.0,
+             why="One imputed zero in twenty samples already ranks those samples above every failure of its group. "
+                 "The rule needs both tests: on trl-dapo-vlm-181457 (totals -1, 0, 3, 4) \"0 between the levels\" "
+                 "alone flags 7 of 43 steps, up to 31% of samples, and on TRL 1.16.0's own fixture "
+                 "(`tests/fixtures/trl_grpo_cpu`, levels 0, 0.25, 1, 1.25) \"0 off the lattice\" alone flags steps "
+                 "showing only 0, 0.25 and 1.25; together they give 0 on every step of both and of "
+                 "trl-dapo-vlm-120531."),
+        Knob("min_steps", 1, "steps that must show it", low=1, integer=True,
+             why="One is enough, an unscored sample is a scorer bug every time."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import REL_TOL, SPREAD_GONE, reward_level
 from advcore.ingest import Run
 
@@ -23,10 +23,11 @@ __all__ = ["SPEC", "detect"]
 ID = "REWARD_SATURATION"
 
 WHAT_TO_TRY = (
-    "The task is exhausted: add harder prompts (or a curriculum that moves on), or stop the run here.",
-    "Filter prompts whose groups are all-correct (DAPO-style dynamic sampling) so that the batches keep contrast.",
+    "The task is exhausted: add harder prompts or a curriculum that moves on, or stop the run here.",
+    "Filter all-correct groups (DAPO-style dynamic sampling) so that the batches keep contrast.",
     "Check the held-out score: a train reward at its ceiling with a falling validation score is over-fitting.",
-    "If the ceiling is a format or length bonus rather than the task, make the reward measure the task.",
+    "If the ceiling is a format or length bonus rather than the task, make the reward measure the task (see "
+    "COMPONENT_COLLAPSE).",
 )
 
 
@@ -52,6 +53,50 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     )
 
 
+CARD = Card(
+    tagline="the reward is at its ceiling and has nothing left to say",
+    key_metrics_note="for `reward_std`: or `reward_std_within`, `reward_max - reward_min`, "
+        "`zero_variance_group_frac`",
+    happening="""
+        The policy solves (almost) every prompt it is given. Every sample of every group earns the top
+        score, the groups are tied at the ceiling, and group-relative advantages are zero. This is the
+        honest collapse: nothing is broken, the task is exhausted. Training on goes on spending compute on
+        batches that carry no gradient (and, with a KL or entropy term, drifts on those alone).
+    """,
+    looks_like="""
+        `reward_mean` climbs and then flattens at its maximum (`reward_max` when logged); `reward_std`
+        falls to ~0 at the same time, `frac_reward_zero_std` goes to ~1, `grad_norm` shrinks to what the
+        KL term alone produces.
+    """,
+    decides="""
+        It reads the same rule as the verdict's regime (`advcore.diagnose.reward_regime`, implemented
+        once in `advcore/detectors/_reward.py`), on the late window (last 20 % of the logged points):
+
+        - the late reward mean is within `rel_tol` × span of the ceiling (span = max(hi − lo, |hi|, |lo|)
+          of the run's reward means; ceiling = `max(reward_max)` when logged, else the highest reward
+          mean), lies above the run's lowest mean, and moves by at most `rel_tol` × span within the
+          late window;
+        - the spread is gone: the late mean of the reward spread (`reward_std`, else `reward_std_within`,
+          else `reward_max - reward_min`) is at most `spread_gone` × (ceiling − floor); without a spread
+          metric, ≥ 80 % tied groups (`zero_variance_group_frac`) or, with neither, a bit-identical late
+          reward mean.
+
+        Onset: the first of `sustain` consecutive logged reward means within the tolerance of the
+        ceiling. Not evaluable without `reward_mean`.
+    """,
+    knobs_note="""
+        Calibration on the real logs: no public run in `data/real` ends saturated with its spread gone,
+        so the detector stays quiet on all of them (including the seven healthy ones); the firing case is
+        synthetic (tests/detectors/test_r_stage.py).
+    """,
+    related="""
+        REWARD_STD_DEATH and DEGENERATE_GROUPS usually fire with it (spread gone, groups tied); this
+        detector says why (the ceiling, not the floor or a deterministic policy). REWARD_FLOOR is the
+        mirror image. ADV_COLLAPSE downstream follows from it.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="warn",
@@ -61,9 +106,18 @@ SPEC = DetectorSpec(
     fn=detect,
     knobs=(
         Knob("rel_tol", REL_TOL, "late mean within this fraction of the reward span of the ceiling, and moving by "
-             "no more, = pinned", low=0.0, high=0.5),
+             "no more, = pinned", low=0.0, high=0.5,
+             why="\"At the ceiling\" and \"does not move\" within 2 % of the reward span: the verdict's "
+                 "long-standing tolerance. verl-ppo-qwen7b-gsm8k-resumed (a 0.95 plateau, \"nothing left to "
+                 "learn\") moves by 0.074 in its late window, 7.5 % of its span, and keeps a per-step `max - min` "
+                 "of 1.0: not pinned, quiet."),
         Knob("spread_gone", SPREAD_GONE, "late reward spread at most this fraction of ceiling - floor = no spread left",
-             low=0.0, high=1.0),
-        Knob("sustain", 5, "consecutive logged steps at the ceiling for the onset estimate", low=1, integer=True),
+             low=0.0, high=1.0,
+             why="For a 0/1 reward that is a std of 0.1 (about 99 % solved); the same cut as REWARD_STD_DEATH's "
+                 "`death_ratio`."),
+        Knob("sustain", 5, "consecutive logged steps at the ceiling for the onset estimate", low=1, integer=True,
+             why="As the seed card."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

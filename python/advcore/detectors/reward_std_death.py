@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import onset_index, plain, reward_spread
 from advcore.ingest import Run
 
@@ -20,8 +20,9 @@ __all__ = ["SPEC", "detect"]
 ID = "REWARD_STD_DEATH"
 
 WHAT_TO_TRY = (
-    "Look at reward_mean: at its ceiling the task is exhausted (harder prompts); at its floor everything fails "
-    "(easier prompts, check the reward function); in between the policy became deterministic (entropy, temperature).",
+    "Read `reward_mean`: at its ceiling the task is exhausted (harder prompts); at its floor everything fails "
+    "(easier prompts, check the reward function); in between the policy became deterministic (entropy, "
+    "temperature).",
     "Check entropy and response length for mode collapse onto one answer template.",
     "Raise the sampling temperature or the group size, or add prompts the policy does not yet solve.",
 )
@@ -58,6 +59,33 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     )
 
 
+CARD = Card(
+    tagline="the rewards stopped telling samples apart",
+    happening="""
+        The spread of the rewards is the raw material of every advantage. When it falls to ~0 relative to
+        what it was early in the run, the policy has either exhausted the task (everyone scores the
+        ceiling), fails everything (the floor) or has become deterministic (every sample of a prompt
+        identical). Whatever the reason, no advantage normalization can create a signal that the rewards
+        no longer contain.
+    """,
+    looks_like="""
+        `reward_std` starting at a healthy level and sliding to ~0, often while `reward_mean` flattens,
+        entropy falls and response length collapses onto one template.
+    """,
+    decides="""
+        Reward spread: `reward_std`, else `reward_std_within`, else the proxy `reward_max - reward_min`
+        (reward units). Fires when the early-window mean (first 20 % of the logged points) exceeds
+        `min_early` and the late-window mean (last 20 %) is below `death_ratio` × the early mean. Onset:
+        the first of `sustain` consecutive points below `death_ratio` × the early mean. A spread that was
+        ~0 from the start is not a death; DEAD_FROM_START reports it.
+    """,
+    related="""
+        The whole-batch view upstream of ADV_COLLAPSE; DEGENERATE_GROUPS is the within-group view. All
+        three together: start from reward variance.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="warn",
@@ -66,8 +94,14 @@ SPEC = DetectorSpec(
     key_metrics=("reward_std", "reward_std_within"),
     fn=detect,
     knobs=(
-        Knob("death_ratio", 0.1, "late spread below this fraction of the early spread = dead", low=0.0, high=1.0),
-        Knob("min_early", 1e-3, "early spread (reward units) must exceed this to be judged", low=0.0),
-        Knob("sustain", 5, "consecutive logged steps below the cut for the onset estimate", low=1, integer=True),
+        Knob("death_ratio", 0.1, "late spread below this fraction of the early spread = dead", low=0.0, high=1.0,
+             why="legaloom-grpo-v3 (alive, low reward) keeps ~0.7 of its early spread, unsloth-qwen25-3b and the "
+                 "llama runs grow theirs; unsloth-qwen3-vl falls to 0."),
+        Knob("min_early", 1e-3, "early spread (reward units) must exceed this to be judged", low=0.0,
+             why="f1-strategist's early `reward_std` is 2e-5, which is rounding, not a level to fall from."),
+        Knob("sustain", 5, "consecutive logged steps below the cut for the onset estimate", low=1, integer=True,
+             why="As the seed card."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import Series, aligned, metric, onset_index
 from advcore.ingest import Run
 
@@ -36,13 +36,13 @@ ALL_CUT_LATE = 0.95
 NEEDS = ("truncated_frac (or response_length_mean with response_length_max, or the knob max_length)",)
 
 WHAT_TO_TRY = (
-    "Raise max_completion_length (max_response_length) so that completions can finish, or shorten the prompt "
-    "template's demanded reasoning.",
-    "Penalise or mask truncated completions (TRL mask_truncated_completions, DAPO overlong filtering / soft "
+    "Raise `max_completion_length` / `max_response_length` so that completions can finish, or ask for less "
+    "reasoning in the prompt template.",
+    "Mask or penalise truncated completions (TRL `mask_truncated_completions`, DAPO overlong filtering or soft "
     "overlong punishment) so that cut-off text is not scored as if it were an answer.",
-    "Check for token loops or a missing stop token (EOS not in the generation config) if lengths jump straight to "
-    "the cap.",
-    "With a thinking model, disable or budget the thinking phase for the reward to see the final answer.",
+    "If lengths jump straight to the cap, look for token loops or a missing stop token (EOS not in the generation "
+    "config).",
+    "With a thinking model, budget or disable the thinking phase so that the reward sees the final answer.",
 )
 
 
@@ -118,6 +118,39 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     )
 
 
+CARD = Card(
+    tagline="the reward is scoring cut-off text",
+    key_metrics_note="`response_length_mean` with `response_length_max` when `truncated_frac` is not logged",
+    happening="""
+        Most completions run into the generation length cap. A cut-off completion has no final answer
+        (and often no closing tag), so it earns the format/answer floor whatever its reasoning was worth.
+        The reward then measures *whether the completion was truncated* more than the task: when every
+        completion is cut, all of them score alike (tied groups, no advantage); when most are, the only
+        contrast left is "finished vs cut", and the policy learns about length, not about the task.
+    """,
+    looks_like="""
+        TRL `completions/clipped_ratio` near 1 and `completions/mean_length` equal to
+        `completions/max_length` (the cap); verl `response_length/clip_ratio` high; the reward pinned at
+        the value a truncated completion earns, moving against the clipped ratio from step to step.
+    """,
+    decides="""
+        The truncated share per step is `truncated_frac` (0..1). Without it, the proxy
+        `1[response_length_mean >= 0.99 × cap]` (a lower bound on the share) with the cap from the knob
+        `max_length` when set, else the longest completion logged over the run (`max(response_length_max)`).
+        It fires when the share's late-window mean (last 20 % of the logged points) is at least
+        `truncated_above`. Onset: the first of `sustain` consecutive logged points at or above
+        `truncated_above`. The evidence adds `all_truncated_from` (the first of `sustain` points at which
+        every completion was cut, given when the late mean is ≥ 0.95) and `reward_corr`, the Pearson
+        correlation of the share with `reward_mean` across steps. Not evaluable without `truncated_frac`
+        or a length and a cap (older TRL logs only `completion_length`: pass `max_length`).
+    """,
+    related="""
+        DEGENERATE_GROUPS and REWARD_FLOOR often fire with it (all-truncated groups tie at the floor);
+        this detector names the cause. DEAD_FROM_START when truncation holds from the first step.
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="warn",
@@ -127,10 +160,20 @@ SPEC = DetectorSpec(
     fn=detect,
     knobs=(
         Knob("truncated_above", 0.5, "late-window share of completions at the length cap at or above this = "
-             "truncation dominates", low=0.0, high=1.0),
+             "truncation dominates", low=0.0, high=1.0,
+             why="\"Most completions\" = a majority. chaos-economy-grpo (late 0.99, 1.0 from step 80), "
+                 "f1-strategist (1.0 at every log point, 96-token cap), unsloth-qwen3-8b-fp8 (late 0.975; reward vs "
+                 "share r = −1.00), unsloth-qwen3-4b userrun (late 0.70, r = −0.97) and unsloth-gptoss-20b (late "
+                 "0.60, r = −0.45) fire. Quiet: unsloth-qwen3-vl (late 0.25: 7 of 60 steps fully cut), "
+                 "trl-grpo-v2-math (late 0.11), verl-ppo-qwen7b (0.008), gui-cursor and trl-dapo-vlm (0)."),
         Knob("sustain", 5, "consecutive logged steps at or above truncated_above for the onset estimate",
-             low=1, integer=True),
+             low=1, integer=True,
+             why="As the seed card."),
         Knob("max_length", 0, "the length cap in tokens, for logs without truncated_frac (0 = read it from "
-             "response_length_max)", low=0.0),
+             "response_length_max)", low=0.0,
+             why="Older Unsloth tables (phi-4, cap 200) log only `completion_length` and stay not evaluable unless "
+                 "it is given."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )

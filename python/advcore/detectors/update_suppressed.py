@@ -30,7 +30,7 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from advcore.detectors._base import DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import (
     ADV_NEEDS,
     MIN_WINDOW,
@@ -56,13 +56,14 @@ UPDATE_KL_KEYS = (*ON_POLICY_KL_KEYS, "approx_kl", "kl_step")
 
 WHAT_TO_TRY = (
     "Check that the loss reaches the parameters: a detached tensor, a loss multiplied by an all-zero mask or "
-    "coefficient, frozen or unattached LoRA adapters, a learning rate of 0, an optimizer step that is skipped.",
-    "Check gradient clipping (a max_grad_norm far too small) and mixed precision (fp16 gradients underflowing to 0, "
-    "or every step skipped by the loss scaler after an overflow).",
-    "With clip_frac pinned near 1, the rollout policy and the trained policy differ: stale rollouts, a failed weight "
-    "sync between the inference engine and the trainer, or wrong old log-probabilities; inspect the importance ratio.",
-    "If grad_norm is logged for one micro-step per logging interval, compare with the loss and the logging cadence "
-    "before concluding.",
+    "coefficient, frozen or unattached LoRA adapters, a learning rate of 0, a skipped optimizer step.",
+    "Check gradient clipping (a `max_grad_norm` far too small) and mixed precision (fp16 gradients underflowing to "
+    "0, or every step skipped by the loss scaler after an overflow).",
+    "With `clip_frac` pinned near 1, the rollout policy and the trained policy differ: stale rollouts, a failed "
+    "weight sync between the inference engine and the trainer, or wrong old log-probabilities; inspect the "
+    "importance ratio.",
+    "If `grad_norm` is logged for one micro-step per logging interval, compare with the loss and the logging "
+    "cadence before concluding.",
 )
 
 
@@ -190,6 +191,84 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     return first
 
 
+CARD = Card(
+    tagline="there is something to learn, but the policy does not move",
+    key_metrics_note="`adv_std` or its proxies",
+    happening="""
+        The batch carries a learning signal — advantages with spread, groups that are not all tied — but
+        the optimizer step is zero: no gradient reaches the parameters (a detached tensor, a loss
+        multiplied by an all-zero mask or coefficient, frozen or unattached adapters, a learning rate of
+        0, fp16 gradients underflowing, every step skipped by the loss scaler), the policy does not move
+        (KL exactly 0), or nearly every token is outside the PPO trust region, where the clipped
+        objective has no gradient (a stale or mismatched rollout policy). The run spends compute and
+        learns nothing, although nothing upstream is wrong.
+    """,
+    looks_like="""
+        `grad_norm` exactly 0 (TRL `grad_norm: 0.0`) at step after step while `frac_reward_zero_std` is
+        well below 1 and `reward_std` is positive; or `kl` exactly 0 throughout; or `clip_frac` pinned
+        near 1. Upstream metrics look normal, so reward curves alone do not show it.
+
+        Not to be confused with: every group tied (then no gradient is expected: DEGENERATE_GROUPS,
+        DEAD_FROM_START — grpo-dynamics-csd-pilot-dead has `grad_norm` and `kl` exactly 0 from step 1,
+        but every reward is 0 too); an on-policy PPO KL (verl's `actor/ppo_kl` is 0 by construction for
+        one mini-batch per step: gui-cursor-verl-grpo logs 0 at all 10 steps while `grad_norm` is 3 to 8);
+        a KL blow-up (carla-sb3-ppo-kl-blowup: approx_kl 52.5 and 48.9, clip fraction 0.94 and 0.96 on
+        the first two updates, then 0.16 to 0.49 with one 0.955 spike: updates too large, the opposite).
+    """,
+    decides="""
+        A logged point is *suppressed* when the advantage signal is present there — `adv_std` or its
+        SPEC section 4 proxy (as ADV_COLLAPSE: `adv_max - adv_min`, `sqrt(1 - zero_variance_group_frac)`,
+        `1[reward_std > 1e-6]`) at or above `signal_above`, or, for a logged `adv_std` (not a proxy),
+        at or above `signal_keep` x its own early mean when that is lower (advantages in reward units:
+        Dr. GRPO and RLOO sit at 0.35 to 0.45 in the lab, never 0.5) — and, at the same step and phase:
+
+        1. `grad_norm` ≤ `grad_below`; or
+        2. the update itself, where the trainer logs it (canonical names added to the alias table:
+           `update_ratio` = step norm / parameter norm, `grad_norm_clipped` = the norm after clipping,
+           `kl_step` = KL(π_before ‖ π_after) of the update, read from verl's `actor/ppo_kl`):
+           `update_ratio` or `grad_norm_clipped` ≤ `drop_below` x the median of its own early window,
+           `kl_step` ≤ `drop_below`² x its early median (a KL is second order in the step). Relative,
+           because absolute update sizes differ by orders of magnitude between a small policy and an LLM
+           (Adam at lr 1e-6 moves LLM weights by ~1e-5 of their norm per step). Trainers log `grad_norm`
+           *before* clipping (torch's `clip_grad_norm_` returns it), so an over-tight `max_grad_norm` or
+           a learning rate that cannot move the policy is invisible in `grad_norm` and seen only here.
+           The logged learning rate (`lr`: TRL `learning_rate`, verl `actor/lr`) is judged the same way,
+           ≤ `drop_below` x its early median: a schedule that decays linearly to 0 is that low only in
+           its last 0.1 % of steps, far from the `late_share` majority of the late window, so only a
+           learning rate cut by orders of magnitude (a unit or scheduler bug) counts. An over-tight clip
+           leaves no trace in TRL's log (no post-clip norm, no update size): the score card shows it; or
+        3. only when `grad_norm` is not logged: |`kl`| ≤ `kl_below` (a `kl` read from an update KL — verl
+           `actor/ppo_kl`, now `kl_step` — never counts); or
+        4. the policy is pinned to its reference: `kl` (to the reference; not SB3's `approx_kl` or an
+           update KL), judged on its level — the trailing rolling median of 5 points — at or below
+           `kl_pin_frac` x the highest earlier level, which must have reached `kl_pin_peak`. On levels,
+           not points: unsloth-llama32-3b logs one KL of 1.71 among values of 0.01 to 0.15 (a spike is no
+           peak), and unsloth-gptoss-20b (one group of 2 per step) alternates between ~0.001 and 0.05-0.2
+           in its second half (single low points are no fall); judged point by point, it was flagged. A KL
+           to a fixed reference grows in a
+           healthy run (to 0.1-0.15 in unsloth-llama32-3b, to ~1 in the lab); it falls and stays a fifth
+           of its peak only when the reference is re-synced and a penalty holds the policy there (the
+           lab's `kl_pin`: 0.001 to 0.1 after a peak of 0.5 to 0.8); or
+        5. `clip_frac` ≥ `clip_pinned`.
+
+        It fires when at least `late_share` of the late window's points (last 20 %) are suppressed and
+        an onset exists: the first of `sustain` consecutive suppressed points (or a suppressed tail). The
+        first check that fires (in the order above) is reported, the others are listed in
+        `evidence["also"]`. Not evaluable without any of `grad_norm`, `update_ratio`, `grad_norm_clipped`,
+        `kl_step`, `kl`, `clip_frac`, or without an
+        advantage signal (SB3 logs neither advantages nor a reward spread). A KL early stop (SB3
+        `target_kl`) is printed to the console, not logged as a metric, and is not seen.
+    """,
+    related="""
+        The U-stage counterpart of ADV_COLLAPSE: there the signal vanishes before the update, here the
+        update ignores a signal that is present (the localisation case: `grad_norm` and `kl` exactly 0
+        while a third of the groups carry signal is UPDATE_SUPPRESSED, not ADV_COLLAPSE). When every group
+        is tied, DEGENERATE_GROUPS / DEAD_FROM_START explain the missing update instead. DEAD_FROM_START
+        also fires when `grad_norm` is 0 from the very first step (its "no update" branch).
+    """,
+)
+
+
 SPEC = DetectorSpec(
     id=ID,
     severity="error",
@@ -199,18 +278,47 @@ SPEC = DetectorSpec(
                  "zero_variance_group_frac"),
     fn=detect,
     knobs=(
-        Knob("grad_below", 1e-6, "grad_norm at or below this = no gradient", low=0.0),
-        Knob("kl_below", 1e-9, "|kl| at or below this = the policy did not move (only without grad_norm)", low=0.0),
+        Knob("grad_below", 1e-6, "grad_norm at or below this = no gradient", low=0.0,
+             why="The smallest non-zero gradient norms in the real logs are 0.00104 (f1-strategist, LoRA on tied "
+                 "groups), 0.0018 (legaloom-grpo-final) and 0.0049 (grpo-dynamics-gate2): three orders of magnitude "
+                 "above; exact zeros (trl-dapo-vlm, csd-pilot-dead) are below."),
+        Knob("kl_below", 1e-9, "|kl| at or below this = the policy did not move (only without grad_norm)", low=0.0,
+             why="Exactly 0, as logged when nothing changed."),
         Knob("drop_below", 1e-3, "update_ratio or grad_norm_clipped at or below this x its early median = no update "
-             "(kl_step: its square)", low=0.0, high=1.0),
-        Knob("kl_pin_frac", 0.2, "kl to the reference at or below this x its earlier peak = pinned", low=0.0, high=1.0),
-        Knob("kl_pin_peak", 0.01, "the earlier kl peak must reach this (nats per token) for the pin check", low=0.0),
+             "(kl_step: its square)", low=0.0, high=1.0,
+             why="For `kl_step` its square, 1e-06. The lab's healthy runs have `update_ratio` 0.15 to 0.2 early and "
+                 "0.02 late (late/early about 0.1); an over-tight clip (1e-6) or a learning rate x 1e-6 takes it to "
+                 "2e-7 / 5e-8 of the parameters, about 1e-6 of its early level. No real log here has these metrics, "
+                 "so it cannot fire on them."),
+        Knob("kl_pin_frac", 0.2, "kl to the reference at or below this x its earlier peak = pinned", low=0.0, high=1.0,
+             why="The lab's `kl_pin` (coefficient 10 after a reference sync) holds the KL at 0.001 to 0.003 under "
+                 "GRPO but at 0.005 to 0.1 under Dr. GRPO and RLOO (advantages in reward units pull less against "
+                 "the penalty) after peaks of 0.5 to 0.6; a fifth catches both. The healthy real runs stay quiet "
+                 "with it (tests/scan/test_real_runs.py)."),
+        Knob("kl_pin_peak", 0.01, "the earlier kl peak must reach this (nats per token) for the pin check", low=0.0,
+             why="A KL that never left ~0 has not been pinned (TRL runs log 0.0 for the first steps)."),
         Knob("clip_pinned", 0.9, "clip_frac at or above this = pinned (no gradient through the clipped objective)",
-             low=0.0, high=1.0),
-        Knob("signal_above", 0.5, "advantage std (or proxy) at or above this = the batch carries signal", low=0.0),
+             low=0.0, high=1.0,
+             why="Healthy runs clip 0 to 5 % of tokens (budget-router median 0.02, verl runs 0.002, carla "
+                 "constant-obs at most 0.12); the carla kl-blowup reaches 0.94 to 0.96 on 3 isolated updates, not "
+                 "sustained."),
+        Knob("signal_above", 0.5, "advantage std (or proxy) at or above this = the batch carries signal", low=0.0,
+             why="It is ADV_COLLAPSE's `healthy_early`; with `zero_variance_group_frac` it means at most 75 % of "
+                 "the groups tied, the level DEGENERATE_GROUPS flags, so a point is either \"degenerate\" there or "
+                 "\"has signal\" here. trl-dapo-vlm-120531 has `grad_norm` 0.0 at 42 of 49 log points, but its "
+                 "groups (2 samples each) are 90 to 100 % tied at most of them, and only 2 zero-gradient points "
+                 "have at most 75 % tied: quiet (grad_norm is logged for one step per 10-step interval, so a tied "
+                 "last step explains the zeros)."),
         Knob("signal_keep", 0.5, "or at or above this x its early mean (advantages in reward units)", low=0.0,
-             high=1.0),
-        Knob("late_share", 0.5, "share of the late window's points that must be suppressed", low=0.0, high=1.0),
-        Knob("sustain", 5, "consecutive suppressed points for the onset", low=1, integer=True),
+             high=1.0,
+             why="Used when a logged `adv_std` is below `signal_above`: half of its own level, the same bar as "
+                 "`signal_above` is for normalised advantages (half of ~1). Proxies stay on the absolute bar "
+                 "(trl-dapo-vlm-120531 would otherwise count 90 % tied steps as signal)."),
+        Knob("late_share", 0.5, "share of the late window's points that must be suppressed", low=0.0, high=1.0,
+             why="A majority, so that a few zero-gradient steps (a tied micro-batch) do not fire."),
+        Knob("sustain", 5, "consecutive suppressed points for the onset", low=1, integer=True,
+             why="As the seed card."),
     ),
+    what_to_try=WHAT_TO_TRY,
+    card=CARD,
 )
