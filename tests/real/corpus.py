@@ -1,0 +1,103 @@
+"""The real-log corpus: the manifest (``tests/real/corpus.toml``), where its files are on this
+machine, and the calibration / validation split.
+
+Two kinds of runs are listed, each with the expectation written from its source before advcore was
+run on it (``written``):
+
+* ``location = "shared"``: the runs of ``../shared/data/real/<name>/`` (next to this repository;
+  ``$ADVCORE_SHARED_REAL`` elsewhere), tuned on by earlier sessions;
+* fetched runs (the default): files of public repositories at a commit, never committed here;
+  ``tests/real/extract.py`` copies them from local clones into ``$ADVCORE_REAL_DATA`` (default
+  ``~/.cache/advcore/real``), one folder per run, sha256 checked.
+
+The split is by repository, so that runs of one project never sit on both sides: every shared run
+is *calibration* (earlier sessions tuned on them), and a fetched run is *validation* unless its
+repository holds a shared run or the repository's name hashes to calibration
+(:func:`split_of`: ``sha256(owner/name) mod 3 == 0``, about a third). Thresholds are tuned on
+calibration runs only; the validation score is the one reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["CORPUS", "MANIFEST", "SHARED", "Expectation", "RealRun", "load_manifest", "split_of"]
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFEST = Path(__file__).with_name("corpus.toml")
+#: where fetched runs are extracted
+CORPUS = Path(os.environ.get("ADVCORE_REAL_DATA") or Path.home() / ".cache" / "advcore" / "real")
+#: the shared real logs, beside this repository
+SHARED = Path(os.environ.get("ADVCORE_SHARED_REAL") or ROOT.parent / "shared" / "data" / "real")
+
+Split = Literal["calibration", "validation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """What the run's source says advcore should conclude."""
+
+    status: str
+    stage: str
+    headline: tuple[str, ...]
+    #: acceptable onset steps, inclusive (None: the run has no onset)
+    onset: tuple[int, int] | None
+    must_not_fire: tuple[str, ...]
+    healthy: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RealRun:
+    """One run of the manifest."""
+
+    name: str
+    repository: str
+    location: Literal["shared", "fetched"]
+    commit: str | None
+    #: (path in the repository, sha256)
+    files: tuple[tuple[str, str], ...]
+    trainer: str
+    format: str
+    written: str
+    expect: Expectation
+    split: Split
+
+    @property
+    def folder(self) -> Path:
+        return (SHARED if self.location == "shared" else CORPUS) / self.name
+
+    @property
+    def present(self) -> bool:
+        return all((self.folder / Path(path).name).is_file() for path, _ in self.files)
+
+
+def split_of(repository: str, shared_repositories: Iterable[str]) -> Split:
+    """Calibration or validation for a fetched run of ``repository`` (see the module)."""
+    if repository.lower() in {r.lower() for r in shared_repositories}:
+        return "calibration"
+    digest = int(hashlib.sha256(repository.lower().encode()).hexdigest(), 16)
+    return "calibration" if digest % 3 == 0 else "validation"
+
+
+def load_manifest(path: Path = MANIFEST) -> list[RealRun]:
+    """Every run of the manifest, with its split (see the module)."""
+    entries = tomllib.loads(path.read_text())["run"]
+    shared = {e["repository"] for e in entries if e.get("location") == "shared"}
+    out = []
+    for e in entries:
+        location = e.get("location", "fetched")
+        onset = e.get("expect_onset") or None
+        expect = Expectation(e["expect_status"], e["expect_stage"], tuple(e["expect_headline"]),
+                             (int(onset[0]), int(onset[1])) if onset else None, tuple(e.get("must_not_fire", ())),
+                             bool(e["healthy"]))
+        split: Split = "calibration" if location == "shared" else split_of(e["repository"], shared)
+        out.append(RealRun(e["name"], e["repository"], location, e.get("commit"),
+                           tuple((f["path"], f["sha256"]) for f in e["files"]), e["trainer"], e["format"],
+                           e["written"], expect, split))
+    return out
