@@ -1,23 +1,30 @@
-"""Where the real logs live (outside the repository, never copied into it)."""
+"""Where the real logs live (outside the repository, never copied into it): the shared runs beside
+this repository (``../shared/data/real``, or ``$ADVCORE_SHARED_REAL``) and the fetched corpus
+(``$ADVCORE_REAL_DATA``, default ``~/.cache/advcore/real``; ``tests/real/extract.py`` fills it).
+Tests that need a file that is absent skip, saying which variable points to it."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-_CANDIDATES = [
-    os.environ.get("ADVCORE_REAL_DATA"),
-    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real",
-    "/work/shared/data/real",
-]
-REAL = next((Path(p) for p in _CANDIDATES if p and Path(p).is_dir()), Path("../shared/data/real"))
+from tests.real.corpus import CORPUS, SHARED
+
+REAL = SHARED
 
 
 def real(relative: str) -> Path:
-    """The real file, or skip the test when the data folder is absent."""
-    path = REAL / relative
+    """A file of the shared runs, or skip the test when it is absent."""
+    path = SHARED / relative
     if not path.is_file():
-        pytest.skip(f"real log not found at {path} (set ADVCORE_REAL_DATA)")
+        pytest.skip(f"shared real log not found at {path} (set ADVCORE_SHARED_REAL)")
+    return path
+
+
+def corpus(relative: str) -> Path:
+    """A file of the fetched corpus, or skip the test when it is absent."""
+    path = CORPUS / relative
+    if not path.is_file():
+        pytest.skip(f"corpus log not found at {path} (set ADVCORE_REAL_DATA; tests/real/extract.py fills it)")
     return path

@@ -2,7 +2,8 @@
 
 :func:`diagnose` orders the findings causally (the earliest stage first, non-finite values before
 what followed them, then by onset; an entropy collapse before the tied groups it produces leads
-them, see :func:`_entropy_leads`), reads them together as the seed card says (all of
+them, see :func:`_entropy_leads`; updates too large before what they broke lead it, see
+:func:`_blowup_leads`), reads them together as the seed card says (all of
 ADV_COLLAPSE, DEGENERATE_GROUPS and REWARD_STD_DEATH -> start from reward variance; ADV_COLLAPSE
 alone on a real ``adv_std`` -> the reward -> advantage plumbing), tells a saturated reward (mean at
 its ceiling) from a floor (everything fails) and from tied groups (each prompt tied at its own
@@ -96,13 +97,31 @@ def _entropy_leads(findings: Sequence[Finding]) -> bool:
     return bool(onsets) and ent.onset_step <= min(onsets) + CAUSE_TOLERANCE
 
 
+def _blowup_leads(findings: Sequence[Finding]) -> bool:
+    """UPDATE_UNSTABLE is the cause when the updates became too large no later than ``CAUSE_TOLERANCE``
+    logged steps after the earliest other finding began (NaN and inf aside, which lead anyway): a
+    policy that runs away from its reference ends at a reward floor and tied groups
+    (opd-qwen3-4b-length-collapse: KL to the reference past 2 from step 6, score at its floor from
+    step 9), and updates far outside the trust region leave the critic behind (carla-sb3-ppo-kl-blowup:
+    KL 52.5 on the first update, the value baseline explains nothing from 7,168 timesteps)."""
+    blowup = next((f for f in findings if f.id == "UPDATE_UNSTABLE" and f.onset_step is not None), None)
+    if blowup is None or blowup.onset_step is None:
+        return False
+    others = [f.onset_step for f in findings
+              if f.id not in ("UPDATE_UNSTABLE", "NONFINITE") and f.onset_step is not None]
+    return not others or blowup.onset_step <= min(others) + CAUSE_TOLERANCE
+
+
 def _order(findings: Sequence[Finding]) -> list[Finding]:
     entropy_first = _entropy_leads(findings)
+    blowup_first = _blowup_leads(findings)
 
     def key(f: Finding) -> tuple[float, int, float]:
         rank: float = 0 if f.id == "NONFINITE" else _RANK.get(f.stage, 5)
         if entropy_first and f.id == "ENTROPY_COLLAPSE":
             rank = 0.5
+        if blowup_first and f.id == "UPDATE_UNSTABLE":
+            rank = 0.4
         onset = float(f.onset_step) if f.onset_step is not None else math.inf
         return (rank, 0 if f.id == "DEAD_FROM_START" else 1, onset)
 

@@ -244,7 +244,7 @@ def test_component_std_aliases() -> None:
 
 # --- real logs ----------------------------------------------------------------------------------
 
-needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real logs not found at {REAL} (set ADVCORE_REAL_DATA)")
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real logs not found at {REAL} (set ADVCORE_SHARED_REAL)")
 
 
 def fired(run: Run) -> dict[str, Finding]:

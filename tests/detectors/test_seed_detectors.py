@@ -160,7 +160,7 @@ def test_all_three_fire_means_start_from_reward_variance_and_regimes() -> None:
 
 # --- real logs ----------------------------------------------------------------------------------
 
-needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real logs not found at {REAL} (set ADVCORE_REAL_DATA)")
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real logs not found at {REAL} (set ADVCORE_SHARED_REAL)")
 
 
 def csv_run(name: str) -> Run:

@@ -163,5 +163,5 @@ def test_tensorboard_and_the_alias_scale(tmp_path: Path) -> None:
     # SB3 logs the entropy loss (minus the entropy): the alias scale -1 turns inf into -inf, NaN stays NaN
     entropy = _col(path, "entropy")
     assert _is_nan(entropy[0]) and entropy[1] == -math.inf and entropy[2] == pytest.approx(2.5)
-    approx_kl = _col(path, "kl")
+    approx_kl = _col(path, "kl_step")
     assert approx_kl[0] == pytest.approx(0.01) and _is_nan(approx_kl[1])

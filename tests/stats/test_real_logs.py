@@ -1,6 +1,6 @@
 """The kernels against the numbers real runs logged about themselves.
 
-The logs live outside the repository (``../shared/data/real``, or ``$ADVCORE_REAL_DATA``) and are
+The logs live outside the repository (``../shared/data/real``, or ``$ADVCORE_SHARED_REAL``) and are
 never copied into it.
 """
 
@@ -19,7 +19,7 @@ from tests._real import REAL
 GROUPS_RUN = REAL / "trl-grpo-v2-math-rlvr-groups"
 
 pytestmark = pytest.mark.skipif(
-    not GROUPS_RUN.is_dir(), reason=f"real logs not found at {REAL} (set ADVCORE_REAL_DATA)"
+    not GROUPS_RUN.is_dir(), reason=f"real logs not found at {REAL} (set ADVCORE_SHARED_REAL)"
 )
 
 

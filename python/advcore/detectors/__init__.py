@@ -101,9 +101,15 @@ from advcore.detectors import component_collapse, reward_floor, reward_saturatio
 _register(reward_saturation.SPEC, reward_floor.SPEC, component_collapse.SPEC, truncation_reward.SPEC)
 
 # The A/U-stage detectors and NONFINITE (SPEC section 6).
-from advcore.detectors import baseline_broken, entropy_collapse, nonfinite, update_suppressed  # noqa: E402
+from advcore.detectors import (  # noqa: E402
+    baseline_broken,
+    entropy_collapse,
+    nonfinite,
+    update_suppressed,
+    update_unstable,
+)
 
-_register(nonfinite.SPEC, baseline_broken.SPEC, update_suppressed.SPEC, entropy_collapse.SPEC)
+_register(nonfinite.SPEC, baseline_broken.SPEC, update_suppressed.SPEC, update_unstable.SPEC, entropy_collapse.SPEC)
 
 # The T-stage detectors and REWARD_MISSING, on per-sample evidence (advcore.reference.step_checks).
 from advcore.detectors import (  # noqa: E402

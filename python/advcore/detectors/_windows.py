@@ -48,6 +48,7 @@ __all__ = [
     "aligned",
     "change_point",
     "last_onset_index",
+    "rolling_level",
     "running_peak_ratio",
     "metric",
     "onset_index",
@@ -209,12 +210,19 @@ def change_point(values: tuple[float, ...], end: int | None = None) -> int | Non
     return best_k
 
 
+def rolling_level(s: Series, name: str, smooth: int = 5) -> Series:
+    """The trailing rolling median of ``s`` over ``smooth`` points (fewer at the start): its level, on
+    which one spike is no rise and one low point no fall."""
+    level = [statistics.median(s.values[max(0, i + 1 - smooth): i + 1]) for i in range(len(s))]
+    return Series(name, s.steps, s.phases, tuple(level), True)
+
+
 def running_peak_ratio(s: Series, name: str, smooth: int = 5) -> Series:
     """The trailing rolling median of ``s`` (over ``smooth`` points, fewer at the start) divided by
     the highest such median among the earlier points; ``inf`` where that peak is not positive or
     there is none yet. How far below its own earlier level a quantity sits, judged on its level
     rather than on single points (one spike is no peak, one low point is no fall)."""
-    level = [statistics.median(s.values[max(0, i + 1 - smooth): i + 1]) for i in range(len(s))]
+    level = rolling_level(s, name, smooth).values
     out: list[float] = []
     peak = -math.inf
     for v in level:

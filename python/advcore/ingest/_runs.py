@@ -73,12 +73,12 @@ def of_one_run(a: Run, b: Run) -> bool:
     """Whether ``a`` and ``b`` (already read, from one folder) are files of one run (see the module)."""
     if not (_joinable(a) and _joinable(b)):
         return False
-    sa, sb = a.frame["step"], b.frame["step"]
+    sa, sb = a.frame["step"].to_list(), b.frame["step"].to_list()
     if a.metadata.get("step_inferred") or b.metadata.get("step_inferred"):
-        counted = range(1, a.steps + 1)
-        if a.steps != b.steps or sa.to_list() != list(counted) or sb.to_list() != list(counted):
+        counted = list(range(1, a.steps + 1))
+        if a.steps != b.steps or sa != counted or sb != counted:
             return False
-    if max(sa.min(), sb.min()) > min(sa.max(), sb.max()):  # type: ignore[operator]
+    if max(min(sa), min(sb)) > min(max(sa), max(sb)):
         return False
     if _formats(a) & _formats(b):
         common = set(a.metrics) & set(b.metrics)

@@ -225,6 +225,10 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
     Fault("lr_too_small", "U", ("UPDATE_SUPPRESSED",), "switch",
           "the learning rate is multiplied by 1e-6 (a scheduler or unit bug): the policy cannot move",
           switch=_frozen({"lr_scale": 1e-6})),
+    Fault("lr_too_large", "U", ("UPDATE_UNSTABLE",), "switch",
+          "the learning rate is multiplied by 300 and gradient clipping is off (a unit bug, a forgotten warm-up): "
+          "single updates move the policy by nats and it collapses onto a few actions",
+          switch=_frozen({"lr_scale": 300.0, "max_grad_norm": 1e6})),
     Fault("kl_pin", "U", ("UPDATE_SUPPRESSED",), "switch",
           "the reference is synced to the policy and the KL coefficient jumps to 10: the penalty pins the policy",
           switch=_frozen({"kl_coef": 10.0, "ref_reset": True})),

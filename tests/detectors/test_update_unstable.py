@@ -1,0 +1,77 @@
+"""UPDATE_UNSTABLE: updates too large, on real logs (values read off the raw files by hand) and on
+small hand-made runs; one spike that recovers, and a Gaussian policy's negative entropy, stay quiet."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from advcore.detectors import REGISTRY, Finding, run_detectors
+from advcore.diagnose import diagnose
+from advcore.ingest import Run, load
+from tests._real import corpus, real
+
+SPEC = REGISTRY["UPDATE_UNSTABLE"]
+
+
+def _run(**columns: list[float]) -> Run:
+    n = len(next(iter(columns.values())))
+    frame = pl.DataFrame({"step": list(range(1, n + 1)), **columns}).with_columns(pl.col("step").cast(pl.Int64))
+    return Run("mem", "plain", None, frame, {}, {})
+
+
+def test_sb3_kl_blowup() -> None:
+    # train/approx_kl 52.547 at 2,048 timesteps, 48.950, then 7.114 at 10,240 and 19.306 at 16,384
+    run = load(real("carla-sb3-ppo-kl-blowup/events.out.tfevents.1755701530.Legion.256656.0"))
+    f = SPEC.fn(run, SPEC.defaults())
+    assert isinstance(f, Finding) and f.stage == "U" and f.severity == "error"
+    assert f.evidence["metric"] == "kl_step" and f.onset_step == 2048
+    assert f.evidence["unstable_steps"] == [2048, 3072, 10240, 16384]
+    assert abs(f.evidence["worst"] - 52.547) < 1e-3
+    # clip_fraction 0.937, 0.962, 0.955 and 0.737 >= 0.5 too
+    assert f.evidence["also"] == ["clip_frac"]
+    findings, missing = run_detectors(run)
+    verdict = diagnose(run, findings, missing)
+    # the blow-up at the first update leads what it broke (the critic explains nothing from 7,168)
+    assert verdict.headline == "UPDATE_UNSTABLE" and verdict.stage == "U" and verdict.onset == 2048
+
+
+def test_a_policy_that_runs_away_from_its_reference() -> None:
+    # actor/reward_kl_penalty 0.83, 0.85, 1.32, 2.00, 2.52, 4.38 at steps 1-6: the median of 5 points
+    # reaches 2.0 at step 6; critic/score/mean falls from -0.68 to -1.0 (its floor) from step 11
+    run = load(corpus("opd-qwen3-4b-length-collapse/output.log"))
+    f = SPEC.fn(run, SPEC.defaults())
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl" and f.onset_step == 6
+    findings, missing = run_detectors(run)
+    verdict = diagnose(run, findings, missing)
+    assert verdict.headline == "UPDATE_UNSTABLE" and verdict.stage == "U"
+    assert "REWARD_FLOOR" in {g.id for g in findings}
+
+
+def test_one_spike_that_recovers_is_routine() -> None:
+    kl_step = [0.01] * 20
+    kl_step[7] = 5.0
+    clip = [0.05] * 20
+    clip[7:9] = [0.7, 0.6]
+    kl = [0.05] * 20
+    kl[12] = 9.0
+    assert SPEC.fn(_run(kl_step=kl_step, clip_frac=clip, kl=kl), SPEC.defaults()) is None
+
+
+def test_an_entropy_that_explodes() -> None:
+    entropy = [0.5, 0.45, 0.4, 0.42, 0.4, 0.41, 0.4, 6.0, 7.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0]
+    f = SPEC.fn(_run(entropy=entropy), SPEC.defaults())
+    # early median 0.45 (first 3 points); the median of 5 points passes 4.5 at the 10th point (step 10)
+    assert isinstance(f, Finding) and f.evidence["metric"] == "entropy" and f.onset_step == 10
+
+
+def test_a_negative_entropy_is_not_judged_for_a_rise() -> None:
+    # SB3 Gaussian policies: differential entropy below 0 (smolvla logs -2.83); a ratio means nothing
+    entropy = [-2.8, -2.8, -2.7, -0.1, -0.1, -0.1, -0.1, -0.1, -0.1]
+    out = SPEC.fn(_run(entropy=entropy), SPEC.defaults())
+    assert not isinstance(out, Finding)
+    assert SPEC.fn(_run(entropy=entropy, clip_frac=[0.1] * 9), SPEC.defaults()) is None
+
+
+def test_not_evaluable_without_update_metrics() -> None:
+    out = SPEC.fn(_run(reward_mean=[0.1, 0.2, 0.3]), SPEC.defaults())
+    assert out is not None and not isinstance(out, Finding) and out.id == "UPDATE_UNSTABLE"
