@@ -93,8 +93,8 @@ def _entropy_leads(findings: Sequence[Finding]) -> bool:
     stage_r = [f for f in findings if f.stage in ("R", "R/U")]
     if not stage_r or any(f.id not in _EXPLORATION_SYMPTOMS for f in stage_r):
         return False
-    onsets = [f.onset_step for f in stage_r if f.onset_step is not None]
-    return bool(onsets) and ent.onset_step <= min(onsets) + CAUSE_TOLERANCE
+    r_onsets = [f.onset_step for f in stage_r if f.onset_step is not None]
+    return bool(r_onsets) and ent.onset_step <= min(r_onsets) + CAUSE_TOLERANCE
 
 
 def _blowup_leads(findings: Sequence[Finding]) -> bool:
@@ -115,9 +115,16 @@ def _blowup_leads(findings: Sequence[Finding]) -> bool:
 def _order(findings: Sequence[Finding]) -> list[Finding]:
     entropy_first = _entropy_leads(findings)
     blowup_first = _blowup_leads(findings)
+    onsets = [f.onset_step for f in findings if f.id != "NONFINITE" and f.onset_step is not None]
+    first_onset = min(onsets) if onsets else None
 
     def key(f: Finding) -> tuple[float, int, float]:
-        rank: float = 0 if f.id == "NONFINITE" else _RANK.get(f.stage, 5)
+        rank: float = _RANK.get(f.stage, 5)
+        if f.id == "NONFINITE":
+            # a NaN leads what followed it; what began before it (a reward at its floor from the first
+            # step, verl-elastic-ppo-filelogger-broken) leads the NaN
+            early = first_onset is None or f.onset_step is None or f.onset_step <= first_onset
+            rank = 0 if early else 4.5
         if entropy_first and f.id == "ENTROPY_COLLAPSE":
             rank = 0.5
         if blowup_first and f.id == "UPDATE_UNSTABLE":

@@ -116,8 +116,12 @@ def test_reward_level_not_evaluable_without_reward_mean() -> None:
     for det in ("REWARD_SATURATION", "REWARD_FLOOR"):
         ne = one(run, det)
         assert isinstance(ne, NotEvaluable) and ne.needs == ("reward_mean",)
-    # too short to judge: None, not a finding
-    assert one(make_run({"reward_mean": [0.0] * 5}), "REWARD_FLOOR") is None
+    # too short for windows: a reward exactly 0 at every step is still a fact (onset at the first)
+    short = one(make_run({"reward_mean": [0.0] * 5}), "REWARD_FLOOR")
+    assert isinstance(short, Finding) and short.onset_step == 1 and short.evidence["points"] == 5
+    # but a short run that is not all zero is not judged, and one point is no fact
+    assert one(make_run({"reward_mean": [0.0, 0.0, 0.1, 0.0, 0.0]}), "REWARD_FLOOR") is None
+    assert one(make_run({"reward_mean": [0.0]}), "REWARD_FLOOR") is None
 
 
 # --- TRUNCATION_REWARD --------------------------------------------------------------------------

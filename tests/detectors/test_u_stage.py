@@ -68,16 +68,21 @@ def test_nonfinite_quiet_and_not_evaluable() -> None:
     assert isinstance(f, Finding) and f.onset_step == 6
 
 
-def test_nonfinite_comes_first_in_the_verdict() -> None:
-    # the advantages collapse at step 31; grad_norm turns NaN only at step 60: still read first
+def test_nonfinite_comes_before_what_followed_it() -> None:
+    # grad_norm turns NaN at step 25, the advantages collapse from step 31: the NaN leads
     adv = [1.0] * 30 + [0.01] * 40
-    grad = [1.0] * 59 + [NAN] * 11
-    run = make_run({"adv_std": adv, "grad_norm": grad, "reward_std": [0.5] * 70})
+    run = make_run({"adv_std": adv, "grad_norm": [1.0] * 24 + [NAN] * 46, "reward_std": [0.5] * 70})
     findings, missing = run_detectors(run)
-    ids = {f.id for f in findings}
-    assert {"NONFINITE", "ADV_COLLAPSE"} <= ids
+    assert {"NONFINITE", "ADV_COLLAPSE"} <= {f.id for f in findings}
     verdict = diagnose(run, findings, missing)
-    assert verdict.findings[0].id == "NONFINITE" and verdict.findings[0].onset_step == 60
+    assert verdict.headline == "NONFINITE" and verdict.onset == 25 and verdict.stage == "T"
+    # the advantages collapse at step 31 and grad_norm turns NaN only at step 60: the NaN followed the
+    # collapse, which leads (the NaN stays in the findings, after it)
+    run = make_run({"adv_std": adv, "grad_norm": [1.0] * 59 + [NAN] * 11, "reward_std": [0.5] * 70})
+    findings, missing = run_detectors(run)
+    verdict = diagnose(run, findings, missing)
+    assert verdict.headline == "ADV_COLLAPSE" and verdict.onset == 31
+    assert [f.id for f in verdict.findings][-1] == "NONFINITE"
 
 
 def test_nonfinite_end_to_end_from_a_trainer_state(tmp_path: Path) -> None:
@@ -353,3 +358,18 @@ def test_a_trl_grpo_log_has_no_value_baseline_to_check() -> None:
     assert one(grpo, "BASELINE_BROKEN") is None
     unknown = make_run({"reward_std": [0.4] * 20, "reward_mean": [0.5] * 20}, trainer=None)
     assert isinstance(one(unknown, "BASELINE_BROKEN"), NotEvaluable)
+
+
+def test_dead_update_while_the_rewards_vary_is_stage_u_on_any_length() -> None:
+    # 4 log points: grad_norm exactly 0 at each while reward_std is about 1.2 (no trend needed)
+    run = make_run({"grad_norm": [0.0] * 4, "reward_std": [1.27, 1.17, 1.18, 1.27]})
+    f = one(run, "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.stage == "U" and f.evidence["dead"] == "update" and f.onset_step == 1
+    findings, missing = run_detectors(run)
+    assert diagnose(run, findings, missing).stage == "U"
+    # one point is no fact; a first update with a gradient is not dead from the start
+    assert one(make_run({"grad_norm": [0.0], "reward_std": [1.2]}), "DEAD_FROM_START") is None
+    assert one(make_run({"grad_norm": [0.3, 0.0, 0.0, 0.0], "reward_std": [1.2] * 4}), "DEAD_FROM_START") is None
+    # rewards tied too: the signal is dead, stage R
+    f = one(make_run({"grad_norm": [0.0] * 4, "reward_std": [0.0] * 4}), "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.stage == "R" and f.evidence["dead"] == "signal"

@@ -3,20 +3,26 @@
 Rule: either (signal) the advantage std or its proxy (as ADV_COLLAPSE; advantage units) has an
 early-window mean below ``dead_below`` (0.1) and a late-window mean below ``dead_below`` too (the
 run never found a signal), or (update) ``grad_norm`` is at or below ``no_update_below`` (1e-8)
-at every point of the early and of the late window. Onset: the first logged step. This is a setup
-problem (reward not wired, prompts all solved or all failed, rollouts broken), not a collapse.
-Windows: first and last 20 % of the logged points.
+at every point of the early and of the late window. A run too short for windows (2 to 5 logged
+points) is judged on every point. Onset: the first logged step. This is a setup problem (reward not
+wired, prompts all solved or all failed, rollouts broken), not a collapse. Windows: first and last
+20 % of the logged points. The finding's stage is R when the signal is dead and U when only the
+update is (``evidence["dead"]``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import ADV_NEEDS, adv_signal, metric, plain
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
+
+#: Fewest logged points for the point facts on a run too short for early and late windows.
+MIN_POINTS = 2
 
 ID = "DEAD_FROM_START"
 
@@ -39,35 +45,42 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return NotEvaluable(ID, (*ADV_NEEDS, "or grad_norm"))
     reasons: list[str] = []
     evidence: dict[str, object] = {}
-    first: tuple[int, int | None] | None = None
-    if sig is not None and sig.judgeable:
-        early, late = sig.early_mean(), sig.late_mean()
+    # windows on a judgeable series; on a shorter one (2 to 5 points) every point: a fact, not a trend
+    signal_dead = update_dead = False
+    if sig is not None and len(sig) >= MIN_POINTS:
+        early, late = (sig.early_mean(), sig.late_mean()) if sig.judgeable else (max(sig.values), max(sig.values))
         evidence.update({"metric": sig.name, "early_mean": early, "late_mean": late, "dead_below": dead_below})
         if sig.proxy:
             evidence["proxy"] = sig.name
         if early < dead_below and late < dead_below:
-            reasons.append(f"{plain(sig.name)} was {early:.3g} early and {late:.3g} late")
-            first = (sig.steps[0], sig.phases[0] if sig.phases else None)
-    if grad is not None and grad.judgeable:
-        gmax = max(max(grad.early()), max(grad.late()))
+            signal_dead = True
+            reasons.append(f"{plain(sig.name)} was {early:.3g} early and {late:.3g} late" if sig.judgeable
+                           else f"{plain(sig.name)} was at most {early:.3g} at all {len(sig)} logged steps")
+    if grad is not None and len(grad) >= MIN_POINTS:
+        gmax = max(max(grad.early()), max(grad.late())) if grad.judgeable else max(grad.values)
         evidence["grad_norm_max_early_late"] = gmax
         if gmax <= no_update:
+            update_dead = True
             reasons.append(f"grad_norm was {gmax:.3g} at most")
-            if first is None:
-                first = (grad.steps[0], grad.phases[0] if grad.phases else None)
-    if not reasons or first is None:
+    if not reasons:
         return None
+    # One stage from the evidence: no signal is the reward's (R); a signal with no update is the update's (U).
+    stage: Literal["R", "U"] = "R" if signal_dead else "U"
+    series = sig if stage == "R" and sig is not None else grad
+    assert series is not None
     for name in ("reward_mean", "reward_std"):
         s = metric(run, name)
         if s is not None:
             evidence[f"{name}_first"] = s.values[0]
             evidence[f"{name}_run_mean"] = s.mean()
-    evidence["onset_step"] = first[0]
-    if first[1] is not None:
-        evidence["onset_phase"] = first[1]
+    evidence["dead"] = "signal" if stage == "R" else "update"
+    evidence.update(series.where(0))
+    what = ("a setup problem, not a collapse" if stage == "R" else
+            "the batch carries signal but nothing reaches the parameters: a setup problem in the update")
     return Finding(
-        ID, "error", "R/U", first[0], evidence,
-        "No usable learning signal from the first logged step (" + "; ".join(reasons) + "): a setup problem, not a collapse.",
+        ID, "error", stage, series.steps[0], evidence,
+        f"No usable learning {'signal' if stage == 'R' else 'update'} from the first logged step ("
+        + "; ".join(reasons) + f"): {what}.",
         WHAT_TO_TRY,
     )
 
@@ -90,7 +103,14 @@ CARD = Card(
         `sqrt(1 - zero_variance_group_frac)`, `1[reward_std > 1e-6]`, named in `evidence["proxy"]`) has an
         early-window mean **and** a late-window mean below `dead_below` (it never found a signal; a slow
         start that recovers is not dead), or (update) `grad_norm` is at or below `no_update_below` at every
-        point of the early and late windows. Onset: the first logged step.
+        point of the early and late windows. A run too short for windows (2 to 5 logged points) is judged
+        on every point instead: `grad_norm` exactly 0 at all 4 log points of trl-dapo-vlm-181457 while
+        `reward_std` is 1.2 needs no trend. Onset: the first logged step.
+
+        The finding has one stage, from the evidence: **R** when the signal is absent (no signal, so no
+        update is expected either: grpo-dynamics-csd-pilot-dead has every reward, `grad_norm` and `kl`
+        exactly 0), **U** when only the update is dead while the rewards vary
+        (`evidence["dead"]` says which).
     """,
     related="""
         ADV_COLLAPSE refuses these runs through its healthy-early guard; DEGENERATE_GROUPS usually fires

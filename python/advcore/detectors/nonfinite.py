@@ -8,8 +8,11 @@ metric that went non-finite later (``evidence["then"]``, with its first step), s
 read ahead of its consequences; :func:`advcore.diagnose.diagnose` orders this finding first.
 
 Ingest keeps NaN and +-inf as float values (one parser for every format); a value a format writes
-as "missing" (verl's JSONL ``null``, an empty CSV cell) stays null and is not counted here. Only
-canonical metrics are judged (keys without an alias are not in the run's frame). Not evaluable:
+as "missing" (an empty CSV cell) stays null and is not counted here, but a trainer convention that
+writes NaN as ``null`` (verl's JSONL file logger) is read as NaN by its format. Every numeric key is
+judged: canonical metrics in the run's frame, and keys without a canonical name through
+``metadata["nonfinite_unmapped"]`` (ingest records their first non-finite value; ``critic/vf_loss:
+nan`` in a console). Not evaluable:
 a run without any metric column, or whose metrics are all finite and none of them is read by
 another detector (a log of ``lr`` only): such a run is reported as not judged, not as clean.
 """
@@ -55,6 +58,10 @@ def _judged_elsewhere(names: list[str]) -> bool:
     return any(n in read or n.split("/", 1)[0] in read for n in names)
 
 
+def _value(text: str) -> float:
+    return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[text]
+
+
 def _text(v: float) -> str:
     return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
 
@@ -73,9 +80,16 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         bad = rows.filter(pl.col(name).is_not_null() & ~pl.col(name).is_finite()).select("__row", name)
         if bad.height:
             firsts.append((int(bad["__row"][0]), name, float(bad[name][0]), bad.height))
+    # keys without a canonical name, as ingest found them: placed at the first row of their step,
+    # after the canonical metrics of that row
+    steps = frame["step"].to_list()
+    for item in run.metadata.get("nonfinite_unmapped", ()):
+        step = item["step"]
+        row = next((i for i, s in enumerate(steps) if s is not None and step is not None and s >= step), len(steps) - 1)
+        firsts.append((row, str(item["key"]), _value(str(item["value"])), int(item["count"])))
     if not firsts:
         return None if _judged_elsewhere(names) else NotEvaluable(ID, _NEEDS)
-    firsts.sort(key=lambda t: t[0])
+    firsts.sort(key=lambda t: (t[0], t[1] not in names))
     row, metric, value, _ = firsts[0]
 
     def where(r: int) -> dict[str, Any]:
@@ -85,7 +99,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return out
 
     at_onset = [name for r, name, _, _ in firsts if r == row]
-    before = rows.filter((pl.col("__row") < row) & pl.col(metric).is_not_null() & pl.col(metric).is_finite())
+    before = (rows.filter((pl.col("__row") < row) & pl.col(metric).is_not_null() & pl.col(metric).is_finite())
+              if metric in names else rows.clear())
     onset = where(row)
     evidence: dict[str, Any] = {
         "metric": metric,
@@ -93,6 +108,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "onset_step": onset["step"],
         **({"onset_phase": onset["phase"]} if has_phase else {}),
         "metrics_at_onset": at_onset,
+        # None for a key without a canonical name (ingest keeps only its first non-finite value)
         "last_finite_value": float(before[metric][-1]) if before.height else None,
         "then": [{"metric": name, **where(r), "value": _text(v)} for r, name, v, _ in firsts if r != row],
         "nonfinite_counts": {name: n for _, name, _, n in firsts},
@@ -123,24 +139,27 @@ CARD = Card(
         `grad_norm: nan` (TRL prints `'grad_norm': nan`), `actor/pg_loss:nan` in a verl console line,
         `NaN`/`Infinity` in a `trainer_state.json`, `inf` in a CSV cell; often a rising `grad_norm` in
         the steps before, then NaN spreading to `kl`, `entropy` and the loss. A verl JSONL file logger
-        writes NaN as `null`, which is indistinguishable from "not logged" and therefore not seen here
-        (verl-elastic-ppo-filelogger-broken's `actor/pg_loss` and `actor/ppo_kl` are null at step 3).
+        writes NaN as `null` (verl-elastic-ppo-filelogger-broken: the `rollout_corr/*` log-perplexity
+        statistics are null from step 2, `actor/pg_loss` and `actor/ppo_kl` at step 3).
     """,
     decides="""
         Ingest keeps NaN and ±inf as values in every format (one scalar parser for all of them); a value
-        the format itself writes as missing (JSON `null`, an empty CSV cell, a Parquet null) stays null.
-        The detector scans every canonical metric column and fires on the first non-finite value in log
-        order. The evidence names that metric, its step (and phase), its value (`nan`, `inf`, `-inf`),
+        the format itself writes as missing (JSON `null`, an empty CSV cell, a Parquet null) stays null,
+        except where the trainer writes NaN as `null`: verl's JSONL file logger, whose `null` in a key
+        that is a number on another line is read as NaN. The detector scans every numeric key — the
+        canonical metric columns and, through the first non-finite value ingest recorded for each, the
+        keys without a canonical name — and fires on the first non-finite value in log order (a
+        canonical metric before an unnamed key of the same step). The evidence names that metric, its step (and phase), its value (`nan`, `inf`, `-inf`),
         the other metrics that went non-finite on the same row, the last finite value of the metric
         before it, every metric that went non-finite afterwards with its first step (`then`), and the
-        count per metric. `advcore.diagnose` orders this finding before all others. Keys that have no
-        canonical name (not in the alias table) are not in the run and not judged. Not evaluable: a log
+        count per metric. `advcore.diagnose` orders this finding before all others. Not evaluable: a log
         with no metric column, or whose metrics are all finite and none of them is read by another
         detector (a log of `lr` only), so that such a run is reported as not judged rather than clean.
     """,
     knobs_note="""
-        No knobs: one non-finite value is already a finding: none of the 36 real logs (31 runs) has a
-        non-finite canonical metric, so there is no noise floor to tune against.
+        No knobs: one non-finite value is already a finding. Of the 36 shared real logs (31 runs) only
+        verl-elastic-ppo-filelogger-broken has one (written as `null`), so there is no noise floor to tune
+        against.
     """,
     related="""
         Reported ahead of everything else: the other detectors read only finite values, so a collapse

@@ -8,7 +8,8 @@ x span of the floor (``min(reward_min)`` when logged, else the run's lowest rewa
 by at most that much; in both cases the reward spread is gone (late spread <= ``spread_gone``
 (0.1) x ``ceiling - floor``; or >= 80 % tied groups; or, with no spread logged, a bit-identical
 late mean). Onset: the first of ``sustain`` (5) consecutive logged reward means within the
-tolerance of the floor.
+tolerance of the floor. On a run too short for windows, a reward mean of exactly 0 at every one of
+at least two logged steps is a point fact and fires too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import REL_TOL, SPREAD_GONE, reward_level
+from advcore.detectors._windows import metric
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -36,7 +38,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if not run.has("reward_mean"):
         return NotEvaluable(ID, ("reward_mean",))
     level = reward_level(run, rel_tol=float(knobs["rel_tol"]), spread_gone=float(knobs["spread_gone"]))
-    if level is None or level.regime != "floor":
+    if level is None:
+        return _all_zero_short(run)
+    if level.regime != "floor":
         return None
     all_zero = all(v == 0.0 for v in level.mean.values)
     at = 0.0 if all_zero else level.floor
@@ -49,6 +53,23 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         message = (f"The reward sits constant at its floor ({level.late_mean:.4g} late, floor {level.floor:.4g} from "
                    f"{level.floor_from}) with no spread left: everything fails, or the reward is not wired.")
     return Finding(ID, "error", "R", level.mean.step_at(idx), evidence, message, WHAT_TO_TRY)
+
+
+#: Fewest logged reward means for the point fact "exactly 0 at every step" on a run too short for windows.
+MIN_POINTS = 2
+
+
+def _all_zero_short(run: Run) -> Finding | None:
+    """A reward mean of exactly 0 at every one of at least ``MIN_POINTS`` logged steps, on a run too
+    short for the windowed rule: a fact that needs no trend (verl-elastic-ppo-filelogger-broken:
+    ``critic/score/mean`` 0 at its 3 training steps)."""
+    mean = metric(run, "reward_mean")
+    if mean is None or len(mean) < MIN_POINTS or any(v != 0.0 for v in mean.values):
+        return None
+    evidence: dict[str, object] = {"all_zero": True, "points": len(mean), **mean.where(0)}
+    return Finding(ID, "error", "R", mean.steps[0], evidence,
+                   f"The reward mean is exactly 0 at all {len(mean)} logged steps: the reward is not wired (or every "
+                   "sample fails); there is no signal to learn from.", WHAT_TO_TRY)
 
 
 CARD = Card(
@@ -76,8 +97,10 @@ CARD = Card(
 
         and, in both cases, the spread is gone (late reward spread ≤ `spread_gone` × (ceiling − floor); or
         ≥ 80 % tied groups; or, without either metric, a bit-identical late reward mean). Onset: the first
-        of `sustain` consecutive logged reward means within the tolerance of the floor. Not evaluable
-        without `reward_mean`.
+        of `sustain` consecutive logged reward means within the tolerance of the floor. A run too short
+        for windows (fewer than six logged reward means) is still judged on the point fact: a reward mean
+        of exactly 0 at every one of at least two logged steps fires, with onset at the first. Not
+        evaluable without `reward_mean`.
     """,
     related="""
         DEAD_FROM_START fires with it when the floor holds from the first step (a setup problem);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import polars as pl
@@ -30,9 +31,28 @@ def _with_steps(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, object]]:
     return frame, notes
 
 
+def _nonfinite_unmapped(raw: pl.DataFrame, unmapped: list[str], step_col: str | None) -> list[dict[str, object]]:
+    """The first NaN or +-inf of every numeric key without a canonical name: ``{"key", "step", "value",
+    "count"}`` (``step`` as logged, else the row's position from 1)."""
+    out: list[dict[str, object]] = []
+    rows = raw.with_row_index("__row", offset=1)
+    for key in unmapped:
+        if raw[key].dtype != pl.Float64:
+            continue
+        bad = rows.filter(pl.col(key).is_not_null() & ~pl.col(key).is_finite())
+        if bad.height == 0:
+            continue
+        v = float(bad[key][0])
+        step = bad[step_col][0] if step_col is not None else bad["__row"][0]
+        out.append({"key": key, "step": None if step is None else int(step),
+                    "value": "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"), "count": bad.height})
+    return out
+
+
 def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
     """Rename the trainer's keys to canonical names; keys without an alias are dropped (their
-    names are kept in ``metadata["unmapped"]``). When several keys map to one name, the first
+    names are kept in ``metadata["unmapped"]``, and the first non-finite value of each numeric one in
+    ``metadata["nonfinite_unmapped"]``, for NONFINITE). When several keys map to one name, the first
     non-null value of each row wins, in column order."""
     version = raw.metadata.get("trainer_version")
     version = str(version) if version is not None else None
@@ -55,7 +75,11 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
     metric_cols = [c for c in frame.columns if c != "step"]
     if metric_cols:
         frame = frame.filter(pl.any_horizontal(pl.col(metric_cols).is_not_null()))
+    step_key = sources.get("step")
+    nonfinite = _nonfinite_unmapped(raw.frame, unmapped, step_key)
     frame, notes = _with_steps(frame)
+    if nonfinite:
+        notes["nonfinite_unmapped"] = nonfinite
     order = ["step", *(["phase"] if "phase" in frame.columns else []), *sorted(c for c in frame.columns if c not in ("step", "phase"))]
     metadata = {**raw.metadata, **notes, "unmapped": unmapped}
     return Run(str(path), raw.format, raw.trainer, frame.select(order), sources, metadata, raw.errors, raw.trace)

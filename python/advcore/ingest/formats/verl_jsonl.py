@@ -1,6 +1,9 @@
 """verl's JSONL file logger: one ``{"step": N, "data": {...}}`` object per line.
 
-``null`` (verl serialises NaN/None as null) stays null; string values that are numbers
+verl's file logger serialises NaN and inf as ``null`` (``json.dumps`` of orjson, which has no NaN):
+a ``null`` in a key that holds a number on another line of the file is read as NaN there (the
+keys are listed in ``metadata["null_as_nan_keys"]``); a key that is ``null`` on every line stays
+null (it was never a number). A key absent from a line is missing, not NaN. String values that are numbers
 (``"0.5"``) are read as numbers, other strings (``"schedule"``) are skipped and listed in
 ``metadata["text_valued_keys"]``. Key order may differ between lines. A line that is not a
 JSON object of that shape (a truncated last line) is an :class:`IngestError` naming the line;
@@ -9,6 +12,7 @@ the other lines are kept.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -58,8 +62,16 @@ def read(path: Path) -> RawLog:
             errors.append(IngestError(str(path), 'no {"step":N,"data":{...}} line found'))
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), trainer="verl",
                       errors=tuple(errors))
+    numeric = {k for row in rows for k, v in row.items() if v is not None and value(v) is not None}
+    nan_keys = sorted({k for row in rows for k, v in row.items() if v is None and k in numeric})
+    for row in rows:
+        for k in nan_keys:
+            if k in row and row[k] is None:
+                row[k] = math.nan
     frame, _ = records_frame(rows, parse=value)
     meta: dict[str, Any] = {"first_step": frame["step"][0], "last_step": frame["step"][-1]}
+    if nan_keys:
+        meta["null_as_nan_keys"] = nan_keys
     if text_values:
         meta["text_valued_keys"] = sorted(text_values)
     return RawLog(NAME, frame, trainer="verl", metadata=meta, errors=tuple(errors))
