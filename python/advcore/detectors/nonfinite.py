@@ -47,6 +47,11 @@ WHAT_TO_TRY = (
 
 _NEEDS = ("any metric another detector reads",)
 
+#: Metrics a trainer sets to NaN by design when they are undefined, not because a number blew up:
+#: an explained variance of returns that do not vary (SB3 ``explained_variance`` returns NaN when
+#: ``var(y) == 0``: sb3-chess-legal-moves-learns logs 3 such NaNs when every episode scored alike).
+UNDEFINED_BY_DESIGN = frozenset({"vf_explained_var"})
+
 
 def _judged_elsewhere(names: list[str]) -> bool:
     """Whether any of ``names`` is a key metric of another registered detector. A log of only
@@ -70,13 +75,14 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate NONFINITE on ``run`` (no knobs: one non-finite value is already a finding)."""
     frame = run.frame
     names = [c for c in frame.columns if c not in ("step", "phase") and frame[c].dtype == pl.Float64]
+    judged = [c for c in names if c not in UNDEFINED_BY_DESIGN]
     if not names or frame.height == 0:
         return NotEvaluable(ID, _NEEDS)
     has_phase = "phase" in frame.columns and frame["phase"].null_count() < frame.height
     rows = frame.with_row_index("__row")
     # (row, metric, value, count) of each metric's first non-finite value
     firsts: list[tuple[int, str, float, int]] = []
-    for name in names:
+    for name in judged:
         bad = rows.filter(pl.col(name).is_not_null() & ~pl.col(name).is_finite()).select("__row", name)
         if bad.height:
             firsts.append((int(bad["__row"][0]), name, float(bad[name][0]), bad.height))
@@ -149,7 +155,9 @@ CARD = Card(
         that is a number on another line is read as NaN. The detector scans every numeric key — the
         canonical metric columns and, through the first non-finite value ingest recorded for each, the
         keys without a canonical name — and fires on the first non-finite value in log order (a
-        canonical metric before an unnamed key of the same step). The evidence names that metric, its step (and phase), its value (`nan`, `inf`, `-inf`),
+        canonical metric before an unnamed key of the same step). A NaN that a trainer writes by design
+        for an undefined value is not counted: SB3's `explained_variance` is NaN when the returns do not
+        vary (sb3-chess-legal-moves-learns, a run that learns, logs three). The evidence names that metric, its step (and phase), its value (`nan`, `inf`, `-inf`),
         the other metrics that went non-finite on the same row, the last finite value of the metric
         before it, every metric that went non-finite afterwards with its first step (`then`), and the
         count per metric. `advcore.diagnose` orders this finding before all others. Not evaluable: a log

@@ -14,6 +14,9 @@ A logged point is *unstable* when any of these holds there:
 * the level of ``value_loss`` at or above ``value_loss_rise`` (100) x its early median: the critic
   diverged.
 
+The two rises count only when the late window's median is past the bar too: a blow-up the run
+recovers from is a warm-up, not a divergence.
+
 Fires when a check has at least ``min_points`` (3) unstable points: a single spike that recovers
 is a routine event of RL training, not an unstable run. Onset: the first unstable point of the
 check reported (checks in the order above; the others that fired are named in
@@ -89,9 +92,11 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         if s is None or not s.judgeable:
             continue
         early = _early_median(s)
-        if not early > 0:
-            continue
         cut_rise = float(knobs[knob]) * early
+        # a blow-up that is still there at the end: one the critic recovers from is a warm-up
+        # (mountaincar-actor-critic-floor: value loss 0.01 -> 7,133 in 4 steps, then 0 once returns are constant)
+        if not early > 0 or statistics.median(s.late()) < cut_rise:
+            continue
         out.append(_Check(name, rolling_level(s, f"{name} level"), _at_least(cut_rise),
                           f"{name} (median of 5 points) >= {float(knobs[knob]):g} x its early median ({cut_rise:.3g})",
                           what))
@@ -155,7 +160,9 @@ CARD = Card(
         the level of `kl` to the reference (trailing median of 5 points, so one spike is no level) ≥
         `kl_ref_above`, or the level of `entropy` ≥ `entropy_rise` × its early median (when that is
         positive; SB3's Gaussian policies log a negative entropy, which is not judged), or the level of
-        `value_loss` ≥ `value_loss_rise` × its early median. It fires when one of these checks has at
+        `value_loss` ≥ `value_loss_rise` × its early median; these two rises count only when the median
+        of the late window is past the bar too (a critic that blows up for four steps and then fits
+        constant returns, as in mountaincar-actor-critic-floor, recovered). It fires when one of these checks has at
         least `min_points` unstable points: one spike that recovers is routine. Onset: the first unstable
         point of the first check that fires (in the order above); the others are listed in
         `evidence["also"]`. Not evaluable without any of the five metrics.
