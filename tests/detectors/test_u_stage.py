@@ -373,3 +373,25 @@ def test_dead_update_while_the_rewards_vary_is_stage_u_on_any_length() -> None:
     # rewards tied too: the signal is dead, stage R
     f = one(make_run({"grad_norm": [0.0] * 4, "reward_std": [0.0] * 4}), "DEAD_FROM_START")
     assert isinstance(f, Finding) and f.stage == "R" and f.evidence["dead"] == "signal"
+
+
+def test_kl_early_stop_ending_every_update_is_suppressed_without_an_advantage_signal() -> None:
+    # 20 steps: the KL target stops every update from step 6 on; no advantage signal is logged
+    stops = [0.0] * 5 + [1.0] * 15
+    f = one(make_run({"early_stop_frac": stops, "reward_mean": [0.5] * 20}), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "early_stop_frac" and f.onset_step == 6
+    assert f.severity == "error" and f.evidence["signal"] is None
+    # an early stop now and then is routine
+    assert one(make_run({"early_stop_frac": [0.0, 0.0, 0.0, 1.0] * 5}), "UPDATE_SUPPRESSED") is None
+
+
+def test_a_rising_reward_turns_a_suppressed_update_into_a_warning() -> None:
+    # clip fraction pinned at 0.95 from step 11 while the groups carry signal: an error ...
+    base = {"clip_frac": [0.05] * 10 + [0.95] * 20, "zero_variance_group_frac": [0.2] * 30}
+    flat = one(make_run({**base, "reward_mean": [0.5] * 30}), "UPDATE_SUPPRESSED")
+    assert isinstance(flat, Finding) and flat.severity == "error" and "reward_improving" not in flat.evidence
+    # ... but the reward climbing 0.2 -> 0.8 says the update is not fully suppressed: a warning that says so
+    rising = [0.2 + 0.6 * i / 29 for i in range(30)]
+    f = one(make_run({**base, "reward_mean": rising}), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.severity == "warn"
+    assert f.evidence["reward_improving"]["late_mean"] > f.evidence["reward_improving"]["early_mean"]

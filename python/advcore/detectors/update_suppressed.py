@@ -19,8 +19,12 @@ checks are tried in the order above; the first that fires is reported, the other
 ``evidence["also"]``. A point where the signal is absent (every group tied) is not suppressed:
 no update is then expected, and DEGENERATE_GROUPS or DEAD_FROM_START says why. Not evaluable
 without any of the update metrics, or without an advantage signal (SB3 logs neither advantages
-nor reward spread). A KL early stop (SB3 ``target_kl``) is printed, not logged as a metric, and
-is not seen here.
+nor reward spread). A KL early stop is judged where the trainer logs it (``early_stop_frac``: the
+share of a step's updates ended by the KL target, e.g. an ``early_stopped`` flag): at or above
+``early_stop_share`` (0.9) the step's update is cut short, whatever the advantages carry (SB3's
+``target_kl`` stop is only printed and is not seen). When the reward still rises (late mean above
+the early one by ``reward_rise`` (0.1) x the span of the reward means) the finding is a warning, not
+an error, and says so.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, Severity
 from advcore.detectors._windows import (
     ADV_NEEDS,
     MIN_WINDOW,
@@ -73,6 +77,8 @@ class _Check:
     series: Series
     no_update: Callable[[float], bool]
     describe: str
+    #: False for a check whose points mean "no update" whatever the advantages carry (the KL early stop)
+    needs_signal: bool = True
 
 
 def _early_median(s: Series) -> float:
@@ -121,7 +127,23 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     clip = metric(run, "clip_frac")
     if clip is not None:
         out.append(_Check("clip_frac", clip, lambda v: v >= pinned, f"clip_frac >= {pinned:g}"))
+    stops = metric(run, "early_stop_frac")
+    if stops is not None:
+        cut = float(knobs["early_stop_share"])
+        out.append(_Check("early_stop_frac", stops, lambda v: v >= cut,
+                          f"the KL early stop ends >= {cut:g} of the updates", needs_signal=False))
     return out
+
+
+def _reward_improving(run: Run, rise: float) -> dict[str, float] | None:
+    """The early and late reward means when the late one exceeds the early one by at least ``rise`` x
+    the span of the reward means (a run that learns), else None."""
+    reward = metric(run, "reward_mean")
+    if reward is None or not reward.judgeable:
+        return None
+    early, late = reward.early_mean(), reward.late_mean()
+    span = max(reward.values) - min(reward.values)
+    return {"early_mean": early, "late_mean": late} if span > 0 and late - early >= rise * span else None
 
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
@@ -132,15 +154,22 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                                  "or clip_frac",))
     signal = adv_signal(run)
     if signal is None:
-        return NotEvaluable(ID, ADV_NEEDS)
+        checks = [c for c in checks if not c.needs_signal]
+        if not checks:
+            return NotEvaluable(ID, ADV_NEEDS)
     above, share, sustain = float(knobs["signal_above"]), float(knobs["late_share"]), int(knobs["sustain"])
     # Advantages in reward units (Dr. GRPO, RLOO: a logged adv_std, not a proxy on the normalised
     # scale) sit below the normalised bar: their signal counts while it keeps `signal_keep` of its early level.
-    relative = signal.judgeable and not signal.proxy
-    bar = min(above, float(knobs["signal_keep"]) * signal.early_mean()) if relative else above
+    relative = signal is not None and signal.judgeable and not signal.proxy
+    bar = min(above, float(knobs["signal_keep"]) * signal.early_mean()) if relative and signal else above
+    improving = _reward_improving(run, float(knobs["reward_rise"]))
     hits: list[tuple[_Check, Finding]] = []
     for check in checks:
-        xs, sig, idx = aligned(check.series, signal)
+        if check.needs_signal and signal is not None:
+            xs, sig, idx = aligned(check.series, signal)
+        else:  # the point means no update whatever the signal: count it as present
+            xs, idx = check.series.values, tuple(range(len(check.series)))
+            sig = (max(bar, 1.0),) * len(xs)
         if len(xs) < 2 * MIN_WINDOW:
             continue
         flags = tuple(1.0 if check.no_update(x) and g >= bar and g > 0 else 0.0 for x, g in zip(xs, sig, strict=True))
@@ -159,7 +188,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             "metric": check.name,
             "source": run.sources.get(check.name),
             "condition": check.describe,
-            "signal": signal.name,
+            "signal": signal.name if check.needs_signal and signal is not None else None,
             "signal_above": above,
             "signal_bar": bar,
             "suppressed_points": len(kept),
@@ -169,7 +198,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             "signal_mean_when_suppressed": math.fsum(signals) / len(signals),
             **s.where(idx[on]),
         }
-        if signal.proxy:
+        if check.needs_signal and signal is not None and signal.proxy:
             evidence["proxy"] = signal.name
         what = {"grad_norm": "no gradient reaches the parameters",
                 "kl": "the policy does not move (KL exactly 0)",
@@ -178,11 +207,21 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                 "lr": "the learning rate cannot move the policy",
                 "kl_step": "the update does not change the policy",
                 "kl_pinned": "the policy is held at its reference (the KL penalty outweighs the advantages)",
-                "clip_frac": "nearly every token is clipped, where the PPO objective has no gradient"}[check.name]
+                "clip_frac": "nearly every token is clipped, where the PPO objective has no gradient",
+                "early_stop_frac": "each update is cut short after a few mini-batches"}[check.name]
+        carried = (f" while the advantages still carry signal ({signal.name} "
+                   f"{evidence['signal_mean_when_suppressed']:.3g} on average there)"
+                   if check.needs_signal and signal is not None else "")
         message = (f"From step {s.steps[idx[on]]} the update is suppressed ({check.describe} at "
-                   f"{100 * late_share:.0f}% of the late points) while the advantages still carry signal "
-                   f"({signal.name} {evidence['signal_mean_when_suppressed']:.3g} on average there): {what}.")
-        hits.append((check, Finding(ID, "error", "U", s.steps[idx[on]], evidence, message, WHAT_TO_TRY)))
+                   f"{100 * late_share:.0f}% of the late points){carried}: {what}.")
+        severity: Severity = "error"
+        if improving is not None:
+            # the reward still rises: the update cannot be that suppressed; said, and a warning only
+            evidence["reward_improving"] = improving
+            severity = "warn"
+            message += (f" The reward rose from {improving['early_mean']:.3g} to {improving['late_mean']:.3g} "
+                        "meanwhile, so the update is not fully suppressed.")
+        hits.append((check, Finding(ID, severity, "U", s.steps[idx[on]], evidence, message, WHAT_TO_TRY)))
     if not hits:
         return None
     first = hits[0][1]
@@ -254,10 +293,19 @@ CARD = Card(
         It fires when at least `late_share` of the late window's points (last 20 %) are suppressed and
         an onset exists: the first of `sustain` consecutive suppressed points (or a suppressed tail). The
         first check that fires (in the order above) is reported, the others are listed in
-        `evidence["also"]`. Not evaluable without any of `grad_norm`, `update_ratio`, `grad_norm_clipped`,
-        `kl_step`, `kl`, `clip_frac`, or without an
-        advantage signal (SB3 logs neither advantages nor a reward spread). A KL early stop (SB3
-        `target_kl`) is printed to the console, not logged as a metric, and is not seen.
+        `evidence["also"]`.
+
+        6. A KL early stop ending the updates, where the trainer logs it (`early_stop_frac`, the share of
+           a step's updates the KL target stopped; aliases `early_stopped`, `early_stop`): at or above
+           `early_stop_share` the step's update is cut short after a few mini-batches, whatever the
+           advantages carry, so this check needs no advantage signal. SB3's `target_kl` stop is only
+           printed to the console and is not seen.
+
+        When the reward still rises over the run (late mean above the early one by `reward_rise` × the
+        span of the reward means) the update cannot be fully suppressed: the finding is then a warning,
+        says so, and carries `evidence["reward_improving"]`. Not evaluable without any of `grad_norm`,
+        `update_ratio`, `grad_norm_clipped`, `kl_step`, `kl`, `clip_frac`, `early_stop_frac`, or, for all
+        but the early stop, without an advantage signal (SB3 logs neither advantages nor a reward spread).
     """,
     related="""
         The U-stage counterpart of ADV_COLLAPSE: there the signal vanishes before the update, here the
@@ -318,6 +366,17 @@ SPEC = DetectorSpec(
              why="A majority, so that a few zero-gradient steps (a tied micro-batch) do not fire."),
         Knob("sustain", 5, "consecutive suppressed points for the onset", low=1, integer=True,
              why="As the seed card."),
+        Knob("early_stop_share", 0.9, "share of a step's updates ended by the KL early stop at or above which "
+             "the step's update is cut short", low=0.0, high=1.0,
+             why="A KL target stops an epoch now and then in a healthy PPO run; stopping (nearly) every update "
+                 "means the policy never gets the update it was planned: smolvla-flowsde-ppo-leashed logs "
+                 "`early_stopped` 1.0 on all 391 updates (its code comment calls it a numerical artefact that "
+                 "cut updates to about 14 % of the intended work)."),
+        Knob("reward_rise", 0.1, "late reward mean above the early one by this x the span of the reward means = "
+             "the run learns (the finding becomes a warning)", low=0.0, high=1.0,
+             why="An update that is really ~0 cannot raise the reward: when the reward climbs by a tenth of its "
+                 "range the suppression is partial at most, so the finding is a warning that says so, not an "
+                 "error."),
     ),
     what_to_try=WHAT_TO_TRY,
     card=CARD,
