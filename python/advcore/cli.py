@@ -92,8 +92,9 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
          rollout_n: int | None, jobs: int | None) -> None:
     """Diagnose the training logs in PATHS (files, folders searched recursively, globs).
 
-    Exit codes: 0; with --fail-on, 2 when a PATH matched nothing or a file could not be read, else 1
-    when a finding of at least that severity was raised; 2 also for a usage error.
+    Exit codes: 0; 1 when no PATH matched a file; with --fail-on, 2 when a PATH matched nothing or a
+    file could not be read, else 1 when a finding of at least that severity was raised; 2 also for a
+    usage error.
     """
     from rich.console import Console
     from rich.progress import Progress

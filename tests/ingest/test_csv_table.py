@@ -86,3 +86,18 @@ def test_real_project_csvs() -> None:
     groups = load(real("trl-grpo-v2-math-rlvr-groups/reward_group_statistics.csv"))
     assert groups.steps == 128
     assert groups.frame["zero_variance_group_frac"].mean() == pytest.approx(145 / 512)
+
+
+def test_sb3_progress_csv(tmp_path: Path) -> None:
+    # stable-baselines3's CSV logger: columns in its own order, the first row without train/ values
+    p = tmp_path / "progress.csv"
+    p.write_text("time/iterations,rollout/ep_rew_mean,time/total_timesteps,train/entropy_loss,train/approx_kl,"
+                 "train/explained_variance\n"
+                 "1,-20.2,2048,,,\n"
+                 "2,-18.5,4096,-1.37,0.012,0.5\n"
+                 "3,-15.0,6144,-1.1,0.008,0.9\n")
+    run = load(p)
+    assert run.trainer == "sb3" and run.frame["step"].to_list() == [2048, 4096, 6144]
+    assert run.frame["reward_mean"].to_list() == [-20.2, -18.5, -15.0]
+    assert run.frame["entropy"].to_list() == [None, 1.37, 1.1]  # SB3 logs minus the entropy
+    assert run.frame["kl_step"].to_list() == [None, 0.012, 0.008]

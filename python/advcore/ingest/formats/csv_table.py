@@ -53,6 +53,8 @@ def sniff(path: Path, head: str | None) -> bool:
 def trainer_of(keys: list[str]) -> str | None:
     if any(k in _TRL_MARKERS or k.startswith(_TRL_PREFIXES) for k in keys):
         return "trl"
+    if "time/total_timesteps" in keys:  # stable-baselines3's progress.csv (its CSV logger)
+        return "sb3"
     return None
 
 
