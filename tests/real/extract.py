@@ -20,7 +20,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.real.corpus import CORPUS, load_manifest  # noqa: E402
+from tests.real.corpus import CORPUS, MANIFEST, load_manifest  # noqa: E402
 
 
 def git_dir(clones: Path, repository: str) -> Path | None:
@@ -37,10 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clones", type=Path, required=True, help="folder of local clones (owner+name/)")
     parser.add_argument("--out", type=Path, default=CORPUS, help=f"where runs go (default {CORPUS})")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="the manifest (default tests/real/corpus.toml)")
     args = parser.parse_args(argv)
     problems: list[str] = []
     done = 0
-    for run in load_manifest():
+    for run in load_manifest(args.manifest):
         if run.location != "fetched":
             continue
         gd = git_dir(args.clones, run.repository)
