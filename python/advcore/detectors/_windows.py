@@ -117,6 +117,10 @@ class Series:
     def early_mean(self) -> float:
         return _mean(self.early())
 
+    def early_median(self) -> float:
+        """The median of the early window: an early level no single spike moves."""
+        return statistics.median(self.early())
+
     def late_mean(self) -> float:
         return _mean(self.late())
 

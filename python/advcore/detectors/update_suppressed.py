@@ -81,17 +81,13 @@ class _Check:
     needs_signal: bool = True
 
 
-def _early_median(s: Series) -> float:
-    return statistics.median(s.early())
-
-
 def _relative(run: Run, name: str, drop: float, what: str) -> _Check | None:
     """``name`` at or below ``drop`` x the median of its own early window (judged only when that
     early level is positive)."""
     s = metric(run, name)
     if s is None or len(s) < 2 * MIN_WINDOW:
         return None
-    early = _early_median(s)
+    early = s.early_median()
     if not early > 0:
         return None
     cut = drop * early

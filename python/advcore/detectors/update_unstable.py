@@ -64,10 +64,6 @@ def _at_least(cut: float) -> Callable[[float], bool]:
     return lambda v: v >= cut
 
 
-def _early_median(s: Series) -> float:
-    return statistics.median(s.early())
-
-
 def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     out: list[_Check] = []
     kl_step = metric(run, "kl_step")
@@ -91,7 +87,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         s = metric(run, name)
         if s is None or not s.judgeable:
             continue
-        early = _early_median(s)
+        early = s.early_median()
         cut_rise = float(knobs[knob]) * early
         # a blow-up that is still there at the end: one the critic recovers from is a warm-up
         # (mountaincar-actor-critic-floor: value loss 0.01 -> 7,133 in 4 steps, then 0 once returns are constant)
