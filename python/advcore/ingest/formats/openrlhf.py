@@ -69,7 +69,4 @@ def read(path: Path) -> RawLog:
                       errors=tuple(errors))
     frame, _ = records_frame(rows, parse=value)
     meta: dict[str, Any] = {"first_step": rows[0]["step"], "last_step": rows[-1]["step"]}
-    nonfinite = [c for c in frame.columns if c != "step" and (~frame[c].drop_nulls().is_finite()).any()]
-    if nonfinite:
-        meta["nonfinite_keys"] = nonfinite
     return RawLog(NAME, frame, trainer="openrlhf", metadata=meta, errors=tuple(errors))

@@ -22,7 +22,6 @@ What real consoles add around those lines, and how it is handled:
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -188,7 +187,4 @@ def read(path: Path) -> RawLog:
         meta["fragment_lines"] = fragments
     if text_values:
         meta["text_valued_keys"] = sorted(text_values)
-    nonfinite = [k for k in keys if any(v is not None and not math.isfinite(v) for v in columns[k].to_list())]
-    if nonfinite:
-        meta["nonfinite_keys"] = nonfinite
     return RawLog(NAME, frame, trainer="verl", metadata=meta, errors=tuple(errors))
