@@ -37,6 +37,7 @@ from advcore.ingest import Run
 
 __all__ = [
     "MIN_WINDOW",
+    "POINT_FACT_MIN",
     "TIE_EPS",
     "WINDOW_FRAC",
     "Series",
@@ -63,6 +64,8 @@ __all__ = [
 WINDOW_FRAC = 0.2
 #: Fewest points in a window.
 MIN_WINDOW = 3
+#: Fewest logged points for a point fact (a value at every logged step: no trend, so no windows).
+POINT_FACT_MIN = 2
 #: A reward spread at or below this is "tied" (float32 rounding of 0/1 or partial-credit rewards).
 TIE_EPS = 1e-6
 

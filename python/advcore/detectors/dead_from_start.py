@@ -16,13 +16,10 @@ from collections.abc import Mapping
 from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import ADV_NEEDS, adv_signal, metric, plain
+from advcore.detectors._windows import ADV_NEEDS, POINT_FACT_MIN, adv_signal, metric, plain
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
-
-#: Fewest logged points for the point facts on a run too short for early and late windows.
-MIN_POINTS = 2
 
 ID = "DEAD_FROM_START"
 
@@ -47,7 +44,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     evidence: dict[str, object] = {}
     # windows on a judgeable series; on a shorter one (2 to 5 points) every point: a fact, not a trend
     signal_dead = update_dead = False
-    if sig is not None and len(sig) >= MIN_POINTS:
+    if sig is not None and len(sig) >= POINT_FACT_MIN:
         early, late = (sig.early_mean(), sig.late_mean()) if sig.judgeable else (max(sig.values), max(sig.values))
         evidence.update({"metric": sig.name, "early_mean": early, "late_mean": late, "dead_below": dead_below})
         if sig.proxy:
@@ -56,7 +53,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             signal_dead = True
             reasons.append(f"{plain(sig.name)} was {early:.3g} early and {late:.3g} late" if sig.judgeable
                            else f"{plain(sig.name)} was at most {early:.3g} at all {len(sig)} logged steps")
-    if grad is not None and len(grad) >= MIN_POINTS:
+    if grad is not None and len(grad) >= POINT_FACT_MIN:
         gmax = max(max(grad.early()), max(grad.late())) if grad.judgeable else max(grad.values)
         evidence["grad_norm_max_early_late"] = gmax
         if gmax <= no_update:

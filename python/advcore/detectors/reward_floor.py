@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import REL_TOL, SPREAD_GONE, reward_level
-from advcore.detectors._windows import metric
+from advcore.detectors._reward import REL_TOL, SPREAD_GONE, RewardLevel, reward_level
+from advcore.detectors._windows import POINT_FACT_MIN, Series, metric
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -39,37 +39,29 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return NotEvaluable(ID, ("reward_mean",))
     level = reward_level(run, rel_tol=float(knobs["rel_tol"]), spread_gone=float(knobs["spread_gone"]))
     if level is None:
-        return _all_zero_short(run)
+        # too short for windows: only the point fact, a reward mean of exactly 0 at every logged step
+        # (verl-elastic-ppo-filelogger-broken: critic/score/mean 0 at its 3 training steps)
+        mean = metric(run, "reward_mean")
+        if mean is None or len(mean) < POINT_FACT_MIN or any(v != 0.0 for v in mean.values):
+            return None
+        return _finding(mean, 0, {"all_zero": True}, None)
     if level.regime != "floor":
         return None
     all_zero = all(v == 0.0 for v in level.mean.values)
-    at = 0.0 if all_zero else level.floor
-    idx = level.pinned_onset(at, int(knobs["sustain"]))
-    evidence: dict[str, object] = {**level.evidence(), "all_zero": all_zero, **level.mean.where(idx)}
-    if all_zero:
-        message = (f"The reward mean is exactly 0 at all {len(level.mean)} logged steps: the reward is not wired "
+    idx = level.pinned_onset(0.0 if all_zero else level.floor, int(knobs["sustain"]))
+    return _finding(level.mean, idx, {**level.evidence(), "all_zero": all_zero}, None if all_zero else level)
+
+
+def _finding(mean: Series, idx: int | None, evidence: dict[str, object], level: RewardLevel | None) -> Finding:
+    """The finding at row ``idx`` of ``mean``: the reward exactly 0 throughout (``level`` None) or at its floor."""
+    if level is None:
+        message = (f"The reward mean is exactly 0 at all {len(mean)} logged steps: the reward is not wired "
                    "(or every sample fails); there is no signal to learn from.")
     else:
         message = (f"The reward sits constant at its floor ({level.late_mean:.4g} late, floor {level.floor:.4g} from "
                    f"{level.floor_from}) with no spread left: everything fails, or the reward is not wired.")
-    return Finding(ID, "error", "R", level.mean.step_at(idx), evidence, message, WHAT_TO_TRY)
-
-
-#: Fewest logged reward means for the point fact "exactly 0 at every step" on a run too short for windows.
-MIN_POINTS = 2
-
-
-def _all_zero_short(run: Run) -> Finding | None:
-    """A reward mean of exactly 0 at every one of at least ``MIN_POINTS`` logged steps, on a run too
-    short for the windowed rule: a fact that needs no trend (verl-elastic-ppo-filelogger-broken:
-    ``critic/score/mean`` 0 at its 3 training steps)."""
-    mean = metric(run, "reward_mean")
-    if mean is None or len(mean) < MIN_POINTS or any(v != 0.0 for v in mean.values):
-        return None
-    evidence: dict[str, object] = {"all_zero": True, "points": len(mean), **mean.where(0)}
-    return Finding(ID, "error", "R", mean.steps[0], evidence,
-                   f"The reward mean is exactly 0 at all {len(mean)} logged steps: the reward is not wired (or every "
-                   "sample fails); there is no signal to learn from.", WHAT_TO_TRY)
+    return Finding(ID, "error", "R", mean.step_at(idx), {**evidence, "points": len(mean), **mean.where(idx)},
+                   message, WHAT_TO_TRY)
 
 
 CARD = Card(
