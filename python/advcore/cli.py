@@ -115,7 +115,9 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
     for target in unmatched:
         err.print(f"[yellow]nothing to scan at[/yellow] {target}")
     if not files:
-        raise click.ClickException("no files to scan") if fail_on == "none" else _Failed("no files to scan", 2)
+        nothing = click.ClickException("no files to scan")
+        nothing.exit_code = 1 if fail_on == "none" else 2  # --fail-on: a missing input is exit 2
+        raise nothing
     show_progress = fmt == "human" and len(files) > 20 and err.is_terminal
     if show_progress:
         with Progress(console=err, transient=True) as bar:
@@ -137,13 +139,6 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
         if worst >= _SEVERITY_RANK[fail_on]:
             raise SystemExit(1)
 
-
-class _Failed(click.ClickException):
-    """An error with its own exit code (--fail-on: 2 for inputs that are missing)."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def _check_options(options: Any) -> None:

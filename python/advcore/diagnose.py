@@ -30,7 +30,7 @@ VerdictStage = Literal["R", "A", "T", "U"]
 #: judge (no steps, no detector with its metrics); ``unreadable``: nothing could be read.
 Status = Literal["lost", "quiet", "not_judged", "unreadable"]
 
-_RANK = {"any": 0, "R": 1, "R/U": 1, "A": 2, "T": 3, "U": 4}
+_RANK = {"any": 0, "R": 1, "A": 2, "T": 3, "U": 4}
 _SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH")
 
 
@@ -90,7 +90,7 @@ def _entropy_leads(findings: Sequence[Finding]) -> bool:
     ent = next((f for f in findings if f.id == "ENTROPY_COLLAPSE" and f.onset_step is not None), None)
     if ent is None or ent.onset_step is None:
         return False
-    stage_r = [f for f in findings if f.stage in ("R", "R/U")]
+    stage_r = [f for f in findings if f.stage == "R"]
     if not stage_r or any(f.id not in _EXPLORATION_SYMPTOMS for f in stage_r):
         return False
     r_onsets = [f.onset_step for f in stage_r if f.onset_step is not None]
@@ -237,7 +237,7 @@ def diagnose(
     stage: VerdictStage | None = None
     for f in ordered:
         if f.stage != "any":
-            stage = "R" if f.stage == "R/U" else f.stage
+            stage = f.stage
             break
     signal = stage_signal(run)
     parts.extend(_localize(stage, signal, ids))

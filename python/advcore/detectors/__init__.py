@@ -10,7 +10,8 @@ from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvalua
 from advcore.errors import AdvcoreError
 from advcore.ingest import Run
 
-__all__ = ["REGISTRY", "Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases", "run_detectors"]
+__all__ = ["REGISTRY", "Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases",
+           "run_detectors"]
 
 #: Every detector by ID, in catalog order. Detector modules add their SPEC here.
 REGISTRY: dict[str, DetectorSpec] = {}

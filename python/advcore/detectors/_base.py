@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from advcore.errors import AdvcoreError
 from advcore.ingest import Run
 
-__all__ = ["Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "Severity", "Stage"]
+__all__ = ["Card", "DetectorSpec", "Finding", "FindingStage", "Knob", "NotEvaluable", "Severity", "Stage",
+           "first_of_checks"]
 
 Severity = Literal["info", "warn", "error"]
+#: a detector's stage; "R/U" for one whose findings say which of the two (DEAD_FROM_START)
 Stage = Literal["R", "A", "T", "U", "R/U", "any"]
+#: the stage of one finding: always one
+FindingStage = Literal["R", "A", "T", "U", "any"]
 _ID = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
 
 
@@ -62,7 +66,7 @@ class Finding:
 
     id: str
     severity: Severity
-    stage: Stage
+    stage: FindingStage
     onset_step: int | None
     evidence: dict[str, Any]
     message: str
@@ -93,6 +97,17 @@ class NotEvaluable:
 
 
 Outcome = Finding | NotEvaluable | None
+
+
+def first_of_checks(hits: Sequence[tuple[str, Finding]]) -> Finding | None:
+    """For a detector that tries several checks in order: the finding of the first check that fired,
+    naming the others that fired in ``evidence["also"]``; None when none fired."""
+    if not hits:
+        return None
+    first = hits[0][1]
+    if len(hits) > 1:
+        first = replace(first, evidence={**first.evidence, "also": [name for name, _ in hits[1:]]})
+    return first
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,13 @@
 """NONFINITE (error, any stage): a NaN or an infinity in a per-step metric.
 
-Rule: any canonical metric column of the run (Float64; ``step`` and ``phase`` excluded) holds a
-value that is not null and not finite. The finding names the *first* non-finite value in log
+Rule: any numeric key of the run (its canonical metric columns, ``step`` and ``phase`` excluded,
+and the keys without a canonical name as ingest recorded them; not ``vf_explained_var``, which SB3
+sets to NaN by design) holds a value that is not null and not finite. The finding names the *first* non-finite value in log
 order (its metric, step, phase and value ``nan``/``inf``/``-inf``; several metrics when they went
 non-finite on the same row), the last finite value that metric had before it, and every other
 metric that went non-finite later (``evidence["then"]``, with its first step), so that the cause is
-read ahead of its consequences; :func:`advcore.diagnose.diagnose` orders this finding first.
+read ahead of its consequences; :func:`advcore.diagnose.diagnose` orders this finding before
+what began at or after it.
 
 Ingest keeps NaN and +-inf as float values (one parser for every format); a value a format writes
 as "missing" (an empty CSV cell) stays null and is not counted here, but a trainer convention that
@@ -157,10 +159,12 @@ CARD = Card(
         keys without a canonical name — and fires on the first non-finite value in log order (a
         canonical metric before an unnamed key of the same step). A NaN that a trainer writes by design
         for an undefined value is not counted: SB3's `explained_variance` is NaN when the returns do not
-        vary (sb3-chess-legal-moves-learns, a run that learns, logs three). The evidence names that metric, its step (and phase), its value (`nan`, `inf`, `-inf`),
-        the other metrics that went non-finite on the same row, the last finite value of the metric
-        before it, every metric that went non-finite afterwards with its first step (`then`), and the
-        count per metric. `advcore.diagnose` orders this finding before all others. Not evaluable: a log
+        vary (sb3-chess-legal-moves-learns, a run that learns, logs three). The evidence names that
+        metric, its step (and phase), its value (`nan`, `inf`, `-inf`), the other metrics that went
+        non-finite on the same row, the last finite value of the metric before it, every metric that went
+        non-finite afterwards with its first step (`then`), and the count per metric. `advcore.diagnose`
+        orders this finding before every finding that began at or after it (what began earlier, a reward
+        at its floor from the first step, leads it). Not evaluable: a log
         with no metric column, or whose metrics are all finite and none of them is read by another
         detector (a log of `lr` only), so that such a run is reported as not judged rather than clean.
     """,

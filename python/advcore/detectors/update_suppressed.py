@@ -32,9 +32,18 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, Severity
+from advcore.detectors._base import (
+    Card,
+    DetectorSpec,
+    Finding,
+    Knob,
+    NotEvaluable,
+    Outcome,
+    Severity,
+    first_of_checks,
+)
 from advcore.detectors._windows import (
     ADV_NEEDS,
     MIN_WINDOW,
@@ -146,8 +155,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate UPDATE_SUPPRESSED on ``run`` with resolved ``knobs``."""
     checks = _checks(run, knobs)
     if not checks:
-        return NotEvaluable(ID, ("grad_norm, update_ratio, grad_norm_clipped, kl_step, kl (to the reference policy) "
-                                 "or clip_frac",))
+        return NotEvaluable(ID, ("grad_norm, update_ratio, grad_norm_clipped, kl_step, kl (to the reference policy), "
+                                 "clip_frac or early_stop_frac",))
     signal = adv_signal(run)
     if signal is None:
         checks = [c for c in checks if not c.needs_signal]
@@ -157,18 +166,20 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     # Advantages in reward units (Dr. GRPO, RLOO: a logged adv_std, not a proxy on the normalised
     # scale) sit below the normalised bar: their signal counts while it keeps `signal_keep` of its early level.
     relative = signal is not None and signal.judgeable and not signal.proxy
-    bar = min(above, float(knobs["signal_keep"]) * signal.early_mean()) if relative and signal else above
+    bar = min(above, float(knobs["signal_keep"]) * signal.early_mean()) if signal is not None and relative else above
     improving = _reward_improving(run, float(knobs["reward_rise"]))
-    hits: list[tuple[_Check, Finding]] = []
+    hits: list[tuple[str, Finding]] = []
     for check in checks:
-        if check.needs_signal and signal is not None:
-            xs, sig, idx = aligned(check.series, signal)
-        else:  # the point means no update whatever the signal: count it as present
-            xs, idx = check.series.values, tuple(range(len(check.series)))
-            sig = (max(bar, 1.0),) * len(xs)
+        used = signal if check.needs_signal else None
+        if used is not None:
+            xs, sig, idx = aligned(check.series, used)
+            flags = tuple(1.0 if check.no_update(x) and g >= bar and g > 0 else 0.0
+                          for x, g in zip(xs, sig, strict=True))
+        else:  # the point means no update whatever the advantages carry
+            xs, sig, idx = check.series.values, (), tuple(range(len(check.series)))
+            flags = tuple(1.0 if check.no_update(x) else 0.0 for x in xs)
         if len(xs) < 2 * MIN_WINDOW:
             continue
-        flags = tuple(1.0 if check.no_update(x) and g >= bar and g > 0 else 0.0 for x, g in zip(xs, sig, strict=True))
         late = flags[len(flags) - window_len(len(flags)):]
         late_share = math.fsum(late) / len(late)
         if late_share < share:
@@ -177,25 +188,27 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         if on is None:
             continue
         kept = [i for i, f in enumerate(flags) if f == 1.0]
-        values = [xs[i] for i in kept]
-        signals = [sig[i] for i in kept]
         s = check.series
         evidence: dict[str, object] = {
             "metric": check.name,
             "source": run.sources.get(check.name),
             "condition": check.describe,
-            "signal": signal.name if check.needs_signal and signal is not None else None,
+            "signal": used.name if used is not None else None,
             "signal_above": above,
             "signal_bar": bar,
             "suppressed_points": len(kept),
             "judged_points": len(flags),
             "late_share_suppressed": late_share,
-            "metric_median_when_suppressed": statistics.median(values),
-            "signal_mean_when_suppressed": math.fsum(signals) / len(signals),
+            "metric_median_when_suppressed": statistics.median(xs[i] for i in kept),
             **s.where(idx[on]),
         }
-        if check.needs_signal and signal is not None and signal.proxy:
-            evidence["proxy"] = signal.name
+        carried = ""
+        if used is not None:
+            mean_signal = math.fsum(sig[i] for i in kept) / len(kept)
+            evidence["signal_mean_when_suppressed"] = mean_signal
+            if used.proxy:
+                evidence["proxy"] = used.name
+            carried = f" while the advantages still carry signal ({used.name} {mean_signal:.3g} on average there)"
         what = {"grad_norm": "no gradient reaches the parameters",
                 "kl": "the policy does not move (KL exactly 0)",
                 "update_ratio": "the parameters do not move",
@@ -205,9 +218,6 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                 "kl_pinned": "the policy is held at its reference (the KL penalty outweighs the advantages)",
                 "clip_frac": "nearly every token is clipped, where the PPO objective has no gradient",
                 "early_stop_frac": "each update is cut short after a few mini-batches"}[check.name]
-        carried = (f" while the advantages still carry signal ({signal.name} "
-                   f"{evidence['signal_mean_when_suppressed']:.3g} on average there)"
-                   if check.needs_signal and signal is not None else "")
         message = (f"From step {s.steps[idx[on]]} the update is suppressed ({check.describe} at "
                    f"{100 * late_share:.0f}% of the late points){carried}: {what}.")
         severity: Severity = "error"
@@ -217,13 +227,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             severity = "warn"
             message += (f" The reward rose from {improving['early_mean']:.3g} to {improving['late_mean']:.3g} "
                         "meanwhile, so the update is not fully suppressed.")
-        hits.append((check, Finding(ID, severity, "U", s.steps[idx[on]], evidence, message, WHAT_TO_TRY)))
-    if not hits:
-        return None
-    first = hits[0][1]
-    if len(hits) > 1:
-        first = replace(first, evidence={**first.evidence, "also": [c.name for c, _ in hits[1:]]})
-    return first
+        hits.append((check.name, Finding(ID, severity, "U", s.steps[idx[on]], evidence, message, WHAT_TO_TRY)))
+    return first_of_checks(hits)
 
 
 CARD = Card(
@@ -284,18 +289,17 @@ CARD = Card(
            healthy run (to 0.1-0.15 in unsloth-llama32-3b, to ~1 in the lab); it falls and stays a fifth
            of its peak only when the reference is re-synced and a penalty holds the policy there (the
            lab's `kl_pin`: 0.001 to 0.1 after a peak of 0.5 to 0.8); or
-        5. `clip_frac` ≥ `clip_pinned`.
+        5. `clip_frac` ≥ `clip_pinned`; or
+        6. a KL early stop ending the updates, where the trainer logs it (`early_stop_frac`, the share of
+           a step's updates the KL target stopped; aliases `early_stopped`, `early_stop`): at or above
+           `early_stop_share` the step's update is cut short after a few mini-batches, whatever the
+           advantages carry, so this check needs no advantage signal. SB3's `target_kl` stop is only
+           printed to the console and is not seen.
 
         It fires when at least `late_share` of the late window's points (last 20 %) are suppressed and
         an onset exists: the first of `sustain` consecutive suppressed points (or a suppressed tail). The
         first check that fires (in the order above) is reported, the others are listed in
         `evidence["also"]`.
-
-        6. A KL early stop ending the updates, where the trainer logs it (`early_stop_frac`, the share of
-           a step's updates the KL target stopped; aliases `early_stopped`, `early_stop`): at or above
-           `early_stop_share` the step's update is cut short after a few mini-batches, whatever the
-           advantages carry, so this check needs no advantage signal. SB3's `target_kl` stop is only
-           printed to the console and is not seen.
 
         When the reward still rises over the run (late mean above the early one by `reward_rise` × the
         span of the reward means) the update cannot be fully suppressed: the finding is then a warning,

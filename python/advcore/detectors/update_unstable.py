@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, first_of_checks
 from advcore.detectors._windows import Series, metric, rolling_level
 from advcore.ingest import Run
 
@@ -105,7 +105,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if not checks:
         return NotEvaluable(ID, ("kl_step, clip_frac, kl, entropy or value_loss",))
     need = int(knobs["min_points"])
-    hits: list[tuple[_Check, Finding]] = []
+    hits: list[tuple[str, Finding]] = []
     for check in checks:
         s = check.series
         idx = [i for i, v in enumerate(s.values) if check.unstable(v)]
@@ -124,13 +124,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         }
         message = (f"From step {s.steps[idx[0]]} the updates are too large ({check.describe} at {len(idx)} of "
                    f"{len(s)} points, up to {worst:.3g}): {check.what}.")
-        hits.append((check, Finding(ID, "error", "U", s.steps[idx[0]], evidence, message, WHAT_TO_TRY)))
-    if not hits:
-        return None
-    first = hits[0][1]
-    if len(hits) > 1:
-        first = replace(first, evidence={**first.evidence, "also": [c.name for c, _ in hits[1:]]})
-    return first
+        hits.append((check.name, Finding(ID, "error", "U", s.steps[idx[0]], evidence, message, WHAT_TO_TRY)))
+    return first_of_checks(hits)
 
 
 CARD = Card(
