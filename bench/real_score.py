@@ -65,7 +65,7 @@ def score_run(run: RealRun) -> Score:
     v, e = r.verdict, run.expect
     status_ok = v.status == e.status
     stage_ok = status_ok and (e.status != "lost" or (v.stage or "") == e.stage)
-    headline_ok = (v.headline in e.headline) if e.status == "lost" else v.headline is None or status_ok
+    headline_ok = v.headline in e.headline if e.status == "lost" else v.status != "lost"
     onset: bool | None = None
     if e.onset is not None:
         slack = max(5.0, 0.1 * _span(r))

@@ -67,6 +67,8 @@ class RealRun:
     written: str
     expect: Expectation
     split: Split
+    #: why and when the expectation was changed after a scan (calibration runs only), else None
+    revised: str | None = None
 
     @property
     def folder(self) -> Path:
@@ -99,5 +101,5 @@ def load_manifest(path: Path = MANIFEST) -> list[RealRun]:
         split: Split = "calibration" if location == "shared" else split_of(e["repository"], shared)
         out.append(RealRun(e["name"], e["repository"], location, e.get("commit"),
                            tuple((f["path"], f["sha256"]) for f in e["files"]), e["trainer"], e["format"],
-                           e["written"], expect, split))
+                           e["written"], expect, split, e.get("revised")))
     return out
