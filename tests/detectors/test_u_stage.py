@@ -18,7 +18,7 @@ import pytest
 from advcore.detectors import Finding, NotEvaluable, run_detectors
 from advcore.diagnose import diagnose
 from advcore.ingest import Run, load
-from tests._real import real
+from tests._real import corpus, real
 from tests.detectors._fixtures import fired as fired_by
 from tests.detectors._fixtures import make_run, one
 
@@ -131,6 +131,26 @@ def test_entropy_collapse_not_evaluable_and_too_short() -> None:
     out = one(make_run({"reward_mean": [0.5] * 10}), "ENTROPY_COLLAPSE")
     assert isinstance(out, NotEvaluable) and out.needs == ("entropy",)
     assert one(make_run({"entropy": [1.0, 0.5, 0.1, 0.01, 0.001]}), "ENTROPY_COLLAPSE") is None
+
+
+def test_entropy_logged_as_a_constant_is_not_a_measurement() -> None:
+    # exactly 0.0 on every step (a placeholder) and a fixed noise level: not evaluable, never a collapse
+    for value in (0.0, -2.8271):
+        out = one(make_run({"entropy": [value] * 30, "reward_std": [0.7] * 30}), "ENTROPY_COLLAPSE")
+        assert isinstance(out, NotEvaluable) and "every logged step" in out.needs[0]
+    # one moving point makes it a measurement again
+    f = one(make_run({"entropy": [0.5] + [0.0] * 29}), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding)
+
+
+def test_real_hand_written_loop_logs_entropy_zero_as_a_placeholder() -> None:
+    path = corpus("countdown-qwen3-06b-handgrpo/metrics.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    entropy = [r["entropy"] for r in rows if "entropy" in r]
+    assert len(entropy) >= 100 and set(entropy) == {0.0}  # read independently: 0.0 on every record
+    run = load(path)
+    assert isinstance(one(run, "ENTROPY_COLLAPSE"), NotEvaluable)
+    assert "ENTROPY_COLLAPSE" not in fired(run)
 
 
 # --- BASELINE_BROKEN ----------------------------------------------------------------------------
@@ -251,8 +271,25 @@ def test_update_suppressed_not_evaluable() -> None:
 def test_degenerate_groups_not_applicable_to_a_critic_run() -> None:
     ppo = make_run({"value_mean": [0.5] * 10, "adv_max": [2.0] * 10, "adv_min": [-2.0] * 10}, trainer="verl")
     assert one(ppo, "DEGENERATE_GROUPS") is None
-    neither = make_run({"adv_max": [2.0] * 10, "adv_min": [-2.0] * 10}, trainer="verl")
+    neither = make_run({"reward_mean": [0.5] * 10}, trainer="verl")
     assert isinstance(one(neither, "DEGENERATE_GROUPS"), NotEvaluable)
+    # a verl GRPO console logs no group statistic, but advantages exactly 0 on a step mean every group is tied
+    spread = make_run({"adv_max": [2.0] * 10, "adv_min": [-2.0] * 10}, trainer="verl")
+    assert one(spread, "DEGENERATE_GROUPS") is None
+    dead = make_run({"adv_max": [2.0] * 3 + [0.0] * 7, "adv_min": [-2.0] * 3 + [0.0] * 7}, trainer="verl")
+    f = one(dead, "DEGENERATE_GROUPS")
+    assert isinstance(f, Finding) and f.onset_step == 4 and f.evidence["proxy"] == "1[adv_max - adv_min <= 1e-6]"
+
+
+def test_a_tied_share_that_the_advantages_contradict_is_not_the_trained_reward() -> None:
+    # success tied in every group (a SimpleVLA-RL accuracy line) while the shaped reward's advantages spread
+    share = [1.0] * 20
+    shaped = make_run({"zero_variance_group_frac": share, "adv_max": [1.2] * 20, "adv_min": [-0.9] * 20})
+    assert one(shaped, "DEGENERATE_GROUPS") is None
+    # the same share with advantages exactly 0: the success is the reward, and every group is tied
+    terminal = make_run({"zero_variance_group_frac": share, "adv_max": [0.0] * 20, "adv_min": [0.0] * 20})
+    f = one(terminal, "DEGENERATE_GROUPS")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "zero_variance_group_frac"
 
 
 # --- registry -----------------------------------------------------------------------------------

@@ -57,14 +57,15 @@ def _accuracy(successes: Sequence[int]) -> str:
 
 def _metrics(successes: np.ndarray) -> dict[str, float]:
     rate = successes / G
+    spread = 0.0 if bool(np.all((successes == 0) | (successes == G))) else 1.5  # every group tied: no advantage
     return {
         "train_verify_score/all": float(rate.mean()),
         "critic/score/mean": float(rate.mean()),
         "critic/score/max": 1.0,
         "critic/score/min": 0.0,
         "critic/advantages/mean": 0.0,
-        "critic/advantages/max": 1.5,
-        "critic/advantages/min": -1.5,
+        "critic/advantages/max": spread,
+        "critic/advantages/min": -spread,
         "actor/pg_clipfrac": 0.01,
         "actor/ppo_kl": 0.001,
         "actor/grad_norm": 0.4,

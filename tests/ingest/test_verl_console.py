@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import verl_console
 
-from tests._real import real
+from tests._real import corpus, real
 
 ESC = "\x1b"
 
@@ -108,3 +109,24 @@ def test_real_gui_cursor_filter_ratios() -> None:
     good = raw.frame["rollout/too_good_sample_ratio"]
     assert good[0] == pytest.approx(0.010416666666666666) and good[-1] == pytest.approx(0.3854166666666667)
     assert raw.frame["reward_extra_info/success"][0] == pytest.approx(0.29296875)
+
+
+def test_an_unparsable_chunk_costs_that_chunk_not_the_line(tmp_path: Path) -> None:
+    # a key with '&' (SimpleVLA-RL's timing/acc&trunc_filter) and a chunk with no colon at all
+    p = tmp_path / "run.log"
+    p.write_text("step:0 - timing/acc&trunc_filter:0.413 - oops - critic/score/mean:0.5 - actor/grad_norm:1.25\n")
+    raw = verl_console.read(p)
+    row = raw.frame.row(0, named=True)
+    assert row["timing/acc&trunc_filter"] == 0.413 and row["critic/score/mean"] == 0.5
+    assert row["actor/grad_norm"] == 1.25
+    assert [e.line for e in raw.errors] == [1] and "'oops'" in raw.errors[0].message
+
+
+def test_real_simplevla_console_keeps_the_metrics_after_an_odd_key() -> None:
+    path = corpus("simplevla-dense-reward-libero/dense_reward_training.txt")
+    # independent count: step lines and their critic/advantages/max values, by regex
+    lines = [ln for ln in path.read_text().splitlines() if re.search(r"\bstep:\d+ - ", ln)]
+    adv_max = [float(m.group(1)) for ln in lines if (m := re.search(r"critic/advantages/max:(-?[\d.]+)", ln))]
+    assert len(adv_max) == 162
+    run = load(path)
+    assert run.frame["adv_max"].drop_nulls().to_list() == pytest.approx(adv_max)

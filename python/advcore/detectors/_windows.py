@@ -263,17 +263,32 @@ def tied_share(run: Run) -> Series | None:
     """Per step, the share of groups whose rewards are all equal (0..1).
 
     ``zero_variance_group_frac`` when logged; otherwise the proxy ``1[reward_std_within <= 1e-6]``
-    or ``1[reward_std <= 1e-6]`` (1 when every group of the step is tied; exact for one group per
-    step, a lower bound otherwise).
+    or ``1[reward_std <= 1e-6]``, else ``1[adv_max - adv_min <= 1e-6]`` (1 when every group of the
+    step is tied, or every advantage is 0; exact for one group per step, a lower bound otherwise).
+
+    A logged share that the advantages contradict is not the share of the reward that trains: when
+    on most steps where it says every group is tied the advantages still spread
+    (``adv_max > adv_min``), it counts ties of another label, and the advantage proxy is used
+    instead. SimpleVLA-RL's ``Accuracy distribution:`` lines count success, while a run with a dense
+    shaped reward trains on ``critic/score`` (simplevla-dense-reward-libero: success tied on 88 % of
+    the groups, advantages all 0 on only 28 % of the steps).
     """
+    advantages = _from_expr(run, "1[adv_max - adv_min <= 1e-6]",
+                            ((pl.col("adv_max") - pl.col("adv_min")) <= TIE_EPS).cast(pl.Float64), proxy=True,
+                            needs=("adv_max", "adv_min"))
     s = metric(run, "zero_variance_group_frac")
     if s is not None:
+        if advantages is not None:
+            share, tied, _ = aligned(s, advantages)
+            all_tied = [t for v, t in zip(share, tied, strict=True) if v >= 1.0 - TIE_EPS]
+            if all_tied and sum(1 for t in all_tied if t < 1.0) > len(all_tied) / 2:
+                return advantages
         return s
     for name in ("reward_std_within", "reward_std"):
         s = metric(run, name)
         if s is not None:
             return s.map(f"1[{name} <= 1e-6]", lambda v: 1.0 if v <= TIE_EPS else 0.0)
-    return None
+    return advantages
 
 
 def reward_spread(run: Run) -> Series | None:

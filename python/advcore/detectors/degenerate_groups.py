@@ -1,7 +1,8 @@
 """DEGENERATE_GROUPS (warn, stage R): most GRPO groups are tied, so they carry no advantage.
 
 Rule: the tied-group share (``zero_variance_group_frac``, 0..1, or the proxy
-``1[reward_std(_within) <= 1e-6]`` per step, named in ``evidence["proxy"]``) has a late-window
+``1[reward_std(_within) <= 1e-6]`` or ``1[adv_max - adv_min <= 1e-6]`` per step, named in
+``evidence["proxy"]``; :func:`advcore.detectors._windows.tied_share`) has a late-window
 mean >= ``tied_above`` (0.75) and an onset exists; the onset is the first of
 ``sustain`` (5) consecutive logged points whose tied share is >= ``tied_above``, or, when single
 steps alternate, the first point from which the running share over the rest of the run stays at or
@@ -10,7 +11,7 @@ stays quiet. Windows: first and last 20 % of the logged points.
 
 Not applicable (None, not "not evaluable") to a run that is evidently not group-based: it logs a
 critic (``vf_explained_var`` or ``value_mean``) and no group statistic (``zero_variance_group_frac``,
-``reward_std_within``) nor any reward spread to build the proxy from, as verl PPO and SB3 runs do
+``reward_std_within``) nor any reward or advantage spread to build the proxy from, as SB3 runs do
 (:func:`advcore.detectors._windows.run_kind`).
 """
 
@@ -108,7 +109,14 @@ CARD = Card(
     """,
     decides="""
         Per step, the tied-group share is `zero_variance_group_frac`, or, when it is not logged, the proxy
-        `1[reward_std_within <= 1e-6]` / `1[reward_std <= 1e-6]` (named in `evidence["proxy"]`). Fires
+        `1[reward_std_within <= 1e-6]` / `1[reward_std <= 1e-6]`, else `1[adv_max - adv_min <= 1e-6]`
+        (every advantage of the step is 0; verl logs advantage extremes and no group statistic), named
+        in `evidence["proxy"]`. A logged share that the advantages contradict is replaced by the
+        advantage proxy: when on most steps where it says every group is tied the advantages still
+        spread, it counts ties of another label than the reward that trains. SimpleVLA-RL's
+        `Accuracy distribution:` lines count success; simplevla-dense-reward-libero trains on a dense
+        shaped score, with success tied in 88 % of the groups but advantages all 0 on only 28 % of the
+        steps (simplevla-terminal-reward-libero, trained on success: 84 %). Fires
         when the late-window mean (last 20 % of the logged points) reaches `tied_above` and the share has
         settled there (an onset exists). Onset: the first of `sustain` consecutive points at or above
         `tied_above`, or the
@@ -118,10 +126,9 @@ CARD = Card(
 
         Not applicable to runs that are evidently not group-based: when the run logs a critic
         (`vf_explained_var` or `value_mean`) and no group statistic (`zero_variance_group_frac`,
-        `reward_std_within`) nor a reward spread to build the proxy from — verl PPO (GAE) and SB3 runs —
-        the detector reports nothing instead of "not evaluable" (verl-gsm8k-ppo-quickstart,
-        verl-ppo-qwen7b-gsm8k-resumed). A run that logs neither kind (verl GRPO consoles, which have no
-        group statistic) is still "not evaluable".
+        `reward_std_within`) nor a reward or advantage spread to build a proxy from (SB3 runs), the
+        detector reports nothing instead of "not evaluable". A run that logs neither kind is still
+        "not evaluable".
     """,
     related="""
         The within-group view upstream of ADV_COLLAPSE; REWARD_STD_DEATH is the whole-batch view. When

@@ -26,6 +26,10 @@ the wrong sign switched on at step 30 crosses the cut at steps 32 to 42 and chan
 27 % of its fall), so its onset stays 13; a steady linear decline keeps its crossing.
 
 Windows: first and last 20 % of the logged points (at least 3 each; 6 points to be judged).
+
+An entropy that is the same number on every logged step is not a measurement (a hand-written loop
+that logs ``entropy: 0.0`` as a placeholder, countdown-qwen3-06b-handgrpo; a fixed exploration
+noise, smolvla-flowsde-ppo-leashed at -2.8271): the detector is then not evaluable.
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return NotEvaluable(ID, ("entropy",))
     if not s.judgeable:
         return None
+    if min(s.values) == max(s.values):  # a measured entropy moves; a logged constant is a placeholder or fixed noise
+        return NotEvaluable(ID, (f"entropy that varies (it is {s.values[0]:g} on every logged step)",))
     fraction, floor, sustain = float(knobs["fraction"]), float(knobs["floor"]), int(knobs["sustain"])
     early, late = s.early_mean(), s.late_mean()
     discrete = run.trainer != "sb3" and min(s.values) >= 0.0
@@ -137,7 +143,10 @@ CARD = Card(
           `sustain` points below `floor`. This catches a log that begins after the collapse (a resumed
           run, an excerpt); the evidence then carries `already_low_at_first_logged_step`.
 
-        Not evaluable without `entropy`. Per-agent-group entropies (`entropy/<group>`, multi-agent PPO)
+        Not evaluable without `entropy`, or when the entropy is the same number on every logged step:
+        that is a placeholder (countdown-qwen3-06b-handgrpo logs `entropy: 0.0` on all 500 steps while
+        its rewards vary) or a fixed exploration noise (smolvla-flowsde-ppo-leashed, -2.8271
+        throughout), not a measured entropy. Per-agent-group entropies (`entropy/<group>`, multi-agent PPO)
         are not judged.
     """,
     knobs_note="""

@@ -43,7 +43,7 @@ _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _MARKER = re.compile(r"(?<![\w/.-])(?:step:\d|Global step \d|Accuracy distribution:)")
 _STEP = re.compile(r"^\s*step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
 # Keys may hold parentheses: PRIME/SimpleVLA-RL log ``actor/lr(1e-4)`` (the lr times 1e4).
-_PAIR = re.compile(r"^\s*([A-Za-z_][\w/@.\-\[\]()]*):\s*(\S.*?)\s*$")
+_PAIR = re.compile(r"^\s*([A-Za-z_][^\s:]*):\s*(\S.*?)\s*$")
 _RESUME = re.compile(r"(?:Load(?:ing)? from checkpoint folder|resum\w*)[^\n]*?global_step_(\d+)", re.IGNORECASE)
 
 #: How far ``sniff`` reads past the 64 KiB head when the head looks like a Ray/verl job
@@ -91,8 +91,10 @@ def sniff(path: Path, head: str | None) -> bool:
 
 
 def _pairs(body: str) -> tuple[list[tuple[str, str]], str | None]:
-    """``key:value`` pairs of the text after ``step:N -``; the first unparsable chunk, if any."""
+    """``key:value`` pairs of the text after ``step:N -``, and the first unparsable chunk, if any
+    (it costs that chunk: the pairs after it are read too)."""
     out: list[tuple[str, str]] = []
+    bad: str | None = None
     chunks = [c for c in re.split(r"\s+-\s+", body.strip()) if c.strip()]
     if chunks and chunks[-1].rstrip().endswith(" -"):
         chunks[-1] = chunks[-1].rstrip()[:-2]
@@ -102,9 +104,10 @@ def _pairs(body: str) -> tuple[list[tuple[str, str]], str | None]:
             continue
         m = _PAIR.match(chunk)
         if m is None:
-            return out, chunk
+            bad = bad or chunk
+            continue
         out.append((m.group(1), m.group(2)))
-    return out, None
+    return out, bad
 
 
 def _continuation(line: str) -> list[tuple[str, str]] | None:
