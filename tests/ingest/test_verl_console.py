@@ -130,3 +130,21 @@ def test_real_simplevla_console_keeps_the_metrics_after_an_odd_key() -> None:
     assert len(adv_max) == 162
     run = load(path)
     assert run.frame["adv_max"].drop_nulls().to_list() == pytest.approx(adv_max)
+
+
+def test_a_console_capture_whose_first_step_line_comes_after_pages_of_rollouts() -> None:
+    path = corpus("logic-rl-formula-grpo-9step/output.log")
+    text = path.read_text()
+    first = text.index("\nstep:0 - ")
+    assert first > (1 << 16)  # past the head that format detection reads first
+    steps = [int(m.group(1)) for m in re.finditer(r"^step:(\d+) - .*critic/score/mean:", text, re.MULTILINE)]
+    assert len(steps) == 9
+    assert detect(path) is verl_console
+    run = load(path)
+    assert sorted(set(run.frame["step"].to_list())) == sorted(set(steps))
+
+
+def test_a_text_file_without_step_lines_is_still_not_a_verl_console(tmp_path: Path) -> None:
+    p = tmp_path / "notes.log"
+    p.write_text("a diary of a training run\n" * 5000 + "reward went up\n")
+    assert detect(p) is not verl_console

@@ -49,6 +49,8 @@ _RESUME = re.compile(r"(?:Load(?:ing)? from checkpoint folder|resum\w*)[^\n]*?gl
 #: How far ``sniff`` reads past the 64 KiB head when the head looks like a Ray/verl job
 #: (config dumps and worker noise can push the first step line far down).
 _DEEP_SNIFF_BYTES = 32 << 20
+#: file name endings of console captures (``python train.py > output.log``), sniffed past the head
+_CONSOLE_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
 
 
 def clean(line: str) -> str:
@@ -77,7 +79,10 @@ def sniff(path: Path, head: str | None) -> bool:
         return False
     if any(_is_step_line(line) for line in head.splitlines()):
         return True
-    if not re.search(r"pid=\d+\)|actor_rollout_ref|verl\.trainer|main_ppo", head):
+    # A console capture can open with pages of rollouts or debug prints before its first step line:
+    # read further when the head names verl or the file is named as a console capture.
+    if not (re.search(r"pid=\d+\)|actor_rollout_ref|verl\.trainer|main_ppo", head)
+            or path.suffix.lower() in _CONSOLE_SUFFIXES):
         return False
     read = 0
     with path.open("r", encoding="utf-8", errors="replace") as f:
