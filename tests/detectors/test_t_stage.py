@@ -13,16 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.stats
 import polars as pl
 import pytest
 from advcore.detectors import Finding, NotEvaluable, run_detectors
 from advcore.detectors._evidence import PER_SAMPLE
 from advcore.errors import AdvcoreWarning
-from advcore.ingest import Run
+from advcore.ingest import Run, load
 from advcore.reference import grpo, reinforce_pp, rloo, step_checks
 from advcore.stats import spearman, within_group_spearman
 
-from tests._real import REAL
+from tests._real import REAL, corpus
 from tests.detectors._fixtures import make_run, one
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -375,3 +376,36 @@ def test_real_trl_grpo_completions_stay_quiet(run_id: str) -> None:
     assert all(r["adv_recompute_err"] <= 1 for r in rows)
     _, missing = run_detectors(run, only=MINE)
     assert missing == []  # every one of them could judge the traced run
+
+
+def test_one_advantage_per_step_that_falls_as_the_reward_rises() -> None:
+    rng = np.random.default_rng(5)
+    reward = rng.uniform(0.0, 1.3, 40)
+    inverted = list(0.6 - reward + rng.normal(0, 0.05, 40))  # every sample of a step: this one advantage
+    base = {"reward_mean": list(reward), "adv_std": [0.0] * 40}
+    f = one(make_run({**base, "adv_mean": inverted}), "ADV_REWARD_DECORRELATION")
+    rho = scipy.stats.spearmanr(reward, inverted).statistic
+    assert isinstance(f, Finding) and f.stage == "T" and f.onset_step == 1
+    assert f.evidence["spearman_across_steps"] == pytest.approx(rho)
+    # a running-mean baseline (r - b) rises with the reward: not judged wrong
+    assert isinstance(one(make_run({**base, "adv_mean": list(reward - 0.6)}), "ADV_REWARD_DECORRELATION"),
+                      NotEvaluable)
+    # and a signal that is one non-zero advantage per step is not "dead from the start"
+    assert one(make_run({**base, "adv_mean": inverted}), "DEAD_FROM_START") is None
+    # advantages that are 0 on every step are dead, as before
+    dead = one(make_run({**base, "adv_mean": [0.0] * 40}), "DEAD_FROM_START")
+    assert isinstance(dead, Finding) and dead.stage == "R"
+
+
+def test_real_log_whose_advantages_point_against_the_rewards() -> None:
+    path = corpus("deepretrieval-grpo-0p8b-inverted-adv/train_log.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    train = [r for r in rows if r.get("phase") == "train"]
+    assert len(train) == 50 and all(r["adv_std"] < 1e-6 for r in train)
+    rho = scipy.stats.spearmanr([r["reward_mean"] for r in train], [r["adv_mean"] for r in train]).statistic
+    run = load(path)
+    findings, _ = run_detectors(run)
+    ids = {f.id: f for f in findings}
+    assert "DEAD_FROM_START" not in ids
+    f = ids["ADV_REWARD_DECORRELATION"]
+    assert f.evidence["spearman_across_steps"] == pytest.approx(rho) and f.evidence["steps"] == 50

@@ -33,3 +33,17 @@ def test_parquet(tmp_path: Path) -> None:
     run = load(p)
     assert run.frame["reward_mean"].to_list() == [0.1, None]
     assert run.frame["entropy"].to_list() == [1.0, 0.5]
+
+
+def test_evaluation_records_are_kept_apart_from_training(tmp_path: Path) -> None:
+    # a hand-written loop logging train and eval records with the same keys at the same step
+    p = tmp_path / "log.jsonl"
+    p.write_text('{"step": 10, "phase": "train", "reward_mean": 0.8}\n'
+                 '{"step": 10, "phase": "eval", "reward_mean": -0.02, "epoch": 1}\n'
+                 '{"step": 11, "split": "Validation", "reward_mean": 0.1}\n'
+                 '{"step": 11, "mode": "train", "reward_mean": 0.9}\n')
+    raw = plain.read(p)
+    assert raw.metadata["evaluation_records"] == 2
+    assert raw.frame["reward_mean"].to_list() == [0.8, None, None, 0.9]
+    assert raw.frame["eval/reward_mean"].to_list() == [None, -0.02, 0.1, None]
+    assert raw.frame["epoch"].to_list() == [None, 1.0, None, None]

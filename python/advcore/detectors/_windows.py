@@ -57,6 +57,7 @@ __all__ = [
     "reward_spread",
     "run_kind",
     "tied_share",
+    "one_advantage_per_step",
     "window_len",
 ]
 
@@ -329,6 +330,30 @@ ADV_NEEDS = ("adv_std (or a proxy: adv_max and adv_min, zero_variance_group_frac
 CRITIC_METRICS = ("vf_explained_var", "value_mean")
 #: Metrics only a group-relative estimator (GRPO, RLOO, DAPO: advantages within a prompt's group) produces.
 GROUP_METRICS = ("zero_variance_group_frac", "reward_std_within")
+
+
+def one_advantage_per_step(run: Run) -> Series | None:
+    """``adv_mean`` at the steps whose samples all got one advantage (``adv_std <= 1e-6``), when
+    those are most of the logged steps and that advantage is not 0 on most of them; else None.
+
+    No group-relative estimator gives every sample of a step the same non-zero advantage (a tied
+    group gets 0): such a run's signal is not absent but not formed within groups, and its per-step
+    mean is each sample's advantage (deepretrieval-grpo-0p8b-inverted-adv: ``adv_std`` 0 or 1.2e-7
+    on all 50 steps, ``adv_mean`` +-0.75 to 0.92 on 36 of them).
+    """
+    mean, std = metric(run, "adv_mean"), metric(run, "adv_std")
+    if mean is None or std is None:
+        return None
+    means, stds, idx = aligned(mean, std)
+    keep = [i for i, sd in enumerate(stds) if sd <= TIE_EPS]
+    if len(keep) < POINT_FACT_MIN or 2 * len(keep) <= len(mean):
+        return None
+    if 2 * sum(1 for i in keep if abs(means[i]) > TIE_EPS) <= len(keep):
+        return None
+    rows = [idx[i] for i in keep]
+    return Series("adv_mean", tuple(mean.steps[r] for r in rows),
+                  tuple(mean.phases[r] for r in rows) if mean.phases is not None else None,
+                  tuple(means[i] for i in keep))
 
 
 def run_kind(run: Run) -> Literal["critic", "group"] | None:

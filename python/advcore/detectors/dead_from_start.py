@@ -7,7 +7,9 @@ at every point of the early and of the late window. A run too short for windows 
 points) is judged on every point. Onset: the first logged step. This is a setup problem (reward not
 wired, prompts all solved or all failed, rollouts broken), not a collapse. Windows: first and last
 20 % of the logged points. The finding's stage is R when the signal is dead and U when only the
-update is (``evidence["dead"]``).
+update is (``evidence["dead"]``). An ``adv_std`` of 0 is no dead signal when every sample of a step
+got one non-zero advantage (:func:`advcore.detectors._windows.one_advantage_per_step`): that is an
+advantage not formed within groups, which ADV_REWARD_DECORRELATION judges.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import ADV_NEEDS, POINT_FACT_MIN, adv_signal, metric, plain
+from advcore.detectors._windows import ADV_NEEDS, POINT_FACT_MIN, adv_signal, metric, one_advantage_per_step, plain
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -49,7 +51,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         evidence.update({"metric": sig.name, "early_mean": early, "late_mean": late, "dead_below": dead_below})
         if sig.proxy:
             evidence["proxy"] = sig.name
-        if early < dead_below and late < dead_below:
+        constant = one_advantage_per_step(run) if sig.name == "adv_std" else None
+        if constant is not None:  # every sample of a step got one non-zero advantage: a signal, not formed in groups
+            evidence["one_advantage_per_step"] = len(constant)
+        elif early < dead_below and late < dead_below:
             signal_dead = True
             reasons.append(f"{plain(sig.name)} was {early:.3g} early and {late:.3g} late" if sig.judgeable
                            else f"{plain(sig.name)} was at most {early:.3g} at all {len(sig)} logged steps")
@@ -108,6 +113,10 @@ CARD = Card(
         update is expected either: grpo-dynamics-csd-pilot-dead has every reward, `grad_norm` and `kl`
         exactly 0), **U** when only the update is dead while the rewards vary
         (`evidence["dead"]` says which).
+
+        An `adv_std` of 0 is not a dead signal when `adv_mean` is non-zero on most of those steps:
+        every sample of a step got one non-zero advantage (deepretrieval-grpo-0p8b-inverted-adv,
+        +-0.75 to 0.92), which no group-relative estimator gives; ADV_REWARD_DECORRELATION judges it.
     """,
     related="""
         ADV_COLLAPSE refuses these runs through its healthy-early guard; DEGENERATE_GROUPS usually fires

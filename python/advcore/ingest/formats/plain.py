@@ -203,6 +203,27 @@ def read_jsonl(
     return rows, errors
 
 
+#: A record whose ``phase``/``split``/``mode``/``stage`` field says one of these is an evaluation.
+_EVAL_FIELDS = ("phase", "split", "mode", "stage")
+_EVAL_WORDS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
+_KEEP = frozenset({"step", "epoch"})
+
+
+def evaluation_apart(rows: list[dict[str, Any]]) -> int:
+    """Rename, in place, the metrics of evaluation records (a ``phase``, ``split``, ``mode`` or
+    ``stage`` field saying ``eval``, ``val``, ``test`` ...) to ``eval/<key>``, so that a held-out
+    ``reward_mean`` logged beside the training one at the same step is not read as training
+    signal; returns how many records were evaluations."""
+    n = 0
+    for i, row in enumerate(rows):
+        if not any(isinstance(v := row.get(f), str) and v.strip().lower() in _EVAL_WORDS for f in _EVAL_FIELDS):
+            continue
+        rows[i] = {(k if k in _KEEP or k in _EVAL_FIELDS or k.startswith("eval/") else f"eval/{k}"): v
+                   for k, v in row.items()}
+        n += 1
+    return n
+
+
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return path.suffix.lower() == ".parquet" or is_parquet(path)
@@ -224,5 +245,9 @@ def read(path: Path) -> RawLog:
     if not rows:
         errors.append(IngestError(str(path), "plain JSONL: no JSON object lines found"))
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
+    evaluations = evaluation_apart(rows)
     frame, dropped = records_frame(rows)
-    return RawLog(NAME, frame, metadata={"non_numeric": dropped} if dropped else {}, errors=tuple(errors))
+    meta: dict[str, Any] = {"non_numeric": dropped} if dropped else {}
+    if evaluations:
+        meta["evaluation_records"] = evaluations
+    return RawLog(NAME, frame, metadata=meta, errors=tuple(errors))
