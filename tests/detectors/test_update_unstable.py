@@ -3,12 +3,15 @@ small hand-made runs; one spike that recovers, and a Gaussian policy's negative 
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+import pytest
 
 from advcore.detectors import REGISTRY, Finding, run_detectors
 from advcore.diagnose import diagnose
 from advcore.ingest import Run, load
 from tests._real import corpus, real
+from tests.detectors._fixtures import make_run, one
 
 SPEC = REGISTRY["UPDATE_UNSTABLE"]
 
@@ -75,3 +78,48 @@ def test_a_negative_entropy_is_not_judged_for_a_rise() -> None:
 def test_not_evaluable_without_update_metrics() -> None:
     out = SPEC.fn(_run(reward_mean=[0.1, 0.2, 0.3]), SPEC.defaults())
     assert out is not None and not isinstance(out, Finding) and out.id == "UPDATE_UNSTABLE"
+
+
+def _learn_then_collapse(clip_after: float) -> dict[str, list[float]]:
+    # 100 steps: reward 0.2 -> 0.8 by step 40, held to step 60, then back to 0.1; clip fraction 0.05 before
+    reward = [0.2 + 0.6 * min(i, 40) / 40 for i in range(60)] + [0.1] * 40
+    clip = [0.05] * 60 + [clip_after] * 40
+    return {"reward_mean": reward, "clip_frac": clip}
+
+
+def test_a_collapse_after_success_with_the_updates_growing() -> None:
+    f = one(make_run(_learn_then_collapse(0.2)), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.stage == "U" and f.evidence["condition"] == "collapse after success"
+    assert f.onset_step == 61  # the first step of the fall (steps are 1-based in make_run)
+    assert f.evidence["peak_level"] == pytest.approx(0.8) and f.evidence["late_median"] == pytest.approx(0.1)
+    assert f.evidence["update_moved"] == {"clip_frac": pytest.approx(4.0)}
+
+
+def test_a_reward_that_stops_being_paid_is_not_an_update_failure() -> None:
+    # the same fall with the updates unchanged (a reward that broke, the lab's floor fault): not this detector
+    assert one(make_run(_learn_then_collapse(0.05)), "UPDATE_UNSTABLE") is None
+    # a success that is kept is no collapse, and noise around a flat level is no success
+    kept = _learn_then_collapse(0.2)
+    kept["reward_mean"] = kept["reward_mean"][:60] + [0.78] * 40
+    assert one(make_run(kept), "UPDATE_UNSTABLE") is None
+    rng = np.random.default_rng(3)
+    flat = {"reward_mean": list(0.5 + rng.normal(0, 0.1, 100)), "clip_frac": [0.05] * 60 + [0.2] * 40}
+    assert one(make_run(flat), "UPDATE_UNSTABLE") is None
+
+
+def test_real_sb3_run_that_collapsed_after_success() -> None:
+    path = corpus("sb3-acrobot-collapse-after-success/"
+                  "events.out.tfevents.1748546518.kangs-MacBook-Pro-6.local.97564.0")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    reward = {e.step: e.value for e in acc.Scalars("rollout/ep_rew_mean")}
+    best = max(reward, key=lambda s: reward[s])
+    assert best == 263168 and reward[best] == pytest.approx(-4969, abs=1)  # from SOURCE of the manifest
+    run = load(path)
+    f = one(run, "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse after success"
+    assert 263168 <= f.onset_step <= 460000 and f.evidence["late_median"] < -7900
+    findings, missing = run_detectors(run)
+    assert diagnose(run, findings, missing).stage == "U"

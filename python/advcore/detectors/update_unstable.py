@@ -17,6 +17,21 @@ A logged point is *unstable* when any of these holds there:
 The two rises count only when the late window's median is past the bar too: a blow-up the run
 recovers from is a warm-up, not a divergence.
 
+A collapse after success is the same failure seen at the reward: the level of ``reward_mean``
+(trailing median over a tenth of the run, at least 5 points) rose from the early window's median
+``E`` to a peak ``P`` before the late window and stayed above ``E + (P - E) / 2`` for at least
+that many points (a success held, not a lucky stretch), by more than ``SUCCESS_NOISE`` (3) times the reward's
+step-to-step noise (1.4826 x the median absolute deviation of its first differences, over sqrt 2),
+and the late window's median gave back at least ``giveback`` (0.75) of that gain. Its points are
+those from the change point of the level after the peak (:func:`change_point`, least squares) to
+the end; runs with curriculum phases are not judged (a harder phase lowers the reward by design).
+sb3-acrobot-collapse-after-success: -7514 early, a level of -5261 at step 291,840, -7946 late (every
+episode at the time limit). A fall of the reward alone does not say the updates caused it (a reward
+that stops being paid falls the same way): the collapse counts only when an update metric moved with
+it, ``kl_step``, ``clip_frac`` or ``kl`` (median over the fall at least ``MOVED`` (2) times its median
+over the success before the peak) or ``entropy`` (that factor either way), named in
+``evidence["update_moved"]`` (the acrobot run: clip fraction 4.7 times).
+
 Fires when a check has at least ``min_points`` (3) unstable points: a single spike that recovers
 is a routine event of RL training, not an unstable run. Onset: the first unstable point of the
 check reported (checks in the order above; the others that fired are named in
@@ -30,7 +45,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, first_of_checks
-from advcore.detectors._windows import Series, metric, rolling_level
+from advcore.detectors._windows import Series, change_point, metric, rolling_level, window_len
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -58,6 +73,67 @@ class _Check:
     unstable: Callable[[float], bool]
     describe: str
     what: str
+
+
+#: A rise of the reward's level is a success when it exceeds this many times its step-to-step noise.
+SUCCESS_NOISE = 3.0
+
+
+def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str, object]] | None:
+    """The reward's points from where it collapsed after a success to the end, and the evidence; None
+    when the reward did not succeed and then give back ``giveback`` of its gain (module docstring)."""
+    s = metric(run, "reward_mean")
+    if s is None or len(s) < 10 or len(set(s.phases or ())) > 1:
+        return None
+    n, k = len(s), window_len(len(s))
+    w = max(5, n // 10)
+    level = rolling_level(s, "reward level", w).values
+    if n - k <= w - 1:
+        return None
+    peak = max(range(w - 1, n - k), key=lambda i: level[i])  # a level over a full window, before the late one
+    early, late = statistics.median(s.early()), statistics.median(s.late())
+    gain = level[peak] - early
+    held = sum(1 for v in level[w - 1:] if v >= early + gain / 2)
+    diffs = [b - a for a, b in zip(s.values, s.values[1:], strict=False)]
+    mid = statistics.median(diffs)
+    noise = 1.4826 * statistics.median(abs(d - mid) for d in diffs) / 2 ** 0.5
+    if not (gain > SUCCESS_NOISE * noise and gain > 0 and held >= w and level[peak] - late >= giveback * gain):
+        return None
+    start = max(0, peak - w // 2)
+    cut = change_point(s.values[start:])
+    first = start + (cut or 0)
+    moved = _update_moved(run, s.steps[max(0, peak - w)], s.steps[peak], s.steps[first])
+    if not moved:
+        return None
+    tail = Series("reward_mean", s.steps[first:], s.phases[first:] if s.phases else None, s.values[first:])
+    evidence: dict[str, object] = {"update_moved": moved, "early_median": early, "peak_level": level[peak], "peak_step": s.steps[peak],
+                                   "late_median": late, "gave_back": (level[peak] - late) / gain,
+                                   "noise": noise, "level_points": w}
+    return tail, evidence
+
+
+#: An update metric corroborates a collapse when its median over the fall is this many times (or, for
+#: the entropy, this fraction of) its median over the success before it.
+MOVED = 2.0
+
+
+def _update_moved(run: Run, success_from: int, success_to: int, fall_from: int) -> dict[str, float]:
+    """The update metrics whose level moved between the success (steps ``success_from`` to
+    ``success_to``) and the fall (from ``fall_from``): ``kl_step``, ``clip_frac`` or ``kl`` grown at
+    least ``MOVED`` times, or ``entropy`` changed by that factor either way; name -> ratio."""
+    out: dict[str, float] = {}
+    for name in ("kl_step", "clip_frac", "kl", "entropy"):
+        s = metric(run, name)
+        if s is None:
+            continue
+        before = [v for st, v in zip(s.steps, s.values, strict=True) if success_from <= st <= success_to]
+        after = [v for st, v in zip(s.steps, s.values, strict=True) if st >= fall_from]
+        if len(before) < 3 or len(after) < 3:
+            continue
+        b, a = statistics.median(before), statistics.median(after)
+        if b > 0 and (a >= MOVED * b or (name == "entropy" and a <= b / MOVED)):
+            out[name] = a / b
+    return out
 
 
 def _at_least(cut: float) -> Callable[[float], bool]:
@@ -99,10 +175,25 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     return out
 
 
+def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | None:
+    found = _collapse_after_success(run, float(knobs["giveback"]))
+    if found is None:
+        return None
+    tail, ev = found
+    onset = tail.steps[0]
+    evidence: dict[str, object] = {"metric": "reward_mean", "source": run.sources.get("reward_mean"),
+                                   "condition": "collapse after success", **ev, **tail.where(0)}
+    message = (f"The reward collapsed after success: its level peaked at {ev['peak_level']:.4g} at step "
+               f"{ev['peak_step']}, then fell from step {onset} to {ev['late_median']:.4g} by the end (it began at "
+               f"{ev['early_median']:.4g}): the updates destroyed what the policy had learned.")
+    return Finding(ID, "error", "U", onset, evidence, message, WHAT_TO_TRY)
+
+
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate UPDATE_UNSTABLE on ``run`` with resolved ``knobs``."""
     checks = _checks(run, knobs)
-    if not checks:
+    collapse = _collapse_finding(run, knobs)
+    if not checks and collapse is None:
         return NotEvaluable(ID, ("kl_step, clip_frac, kl, entropy or value_loss",))
     need = int(knobs["min_points"])
     hits: list[tuple[str, Finding]] = []
@@ -125,6 +216,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         message = (f"From step {s.steps[idx[0]]} the updates are too large ({check.describe} at {len(idx)} of "
                    f"{len(s)} points, up to {worst:.3g}): {check.what}.")
         hits.append((check.name, Finding(ID, "error", "U", s.steps[idx[0]], evidence, message, WHAT_TO_TRY)))
+    if collapse is not None:
+        hits.append(("collapse after success", collapse))
     return first_of_checks(hits)
 
 
@@ -157,6 +250,18 @@ CARD = Card(
         least `min_points` unstable points: one spike that recovers is routine. Onset: the first unstable
         point of the first check that fires (in the order above); the others are listed in
         `evidence["also"]`. Not evaluable without any of the five metrics.
+
+        *Collapse after success.* The level of `reward_mean` (trailing median over a tenth of the run,
+        at least 5 points) rose from the early window's median to a peak before the late window, stayed
+        above half-way for at least that many points, by more than 3 times the reward's step-to-step
+        noise, and the late window's median gave back at least `giveback` of the gain. A falling reward
+        alone does not say the updates caused it (a reward that stops being paid falls the same way: the
+        lab's `floor` fault), so it counts only when an update metric moved with it: `kl_step`,
+        `clip_frac` or `kl` at least 2 times higher over the fall than over the success, or `entropy`
+        changed by that factor either way (`evidence["update_moved"]`). Onset: the change point of the
+        reward's level after the peak. sb3-acrobot-collapse-after-success: -7514 early, a level of -5261
+        at step 291,840, -7946 late with every episode at the time limit, clip fraction 4.7 times higher;
+        onset 391,168. Runs with curriculum phases are not judged this way.
     """,
     related="""
         The opposite of UPDATE_SUPPRESSED (the update is ~0). A clip fraction pinned near 1 with a KL
@@ -195,6 +300,12 @@ SPEC = DetectorSpec(
              low=1.0,
              why="Two orders of magnitude: a critic's loss falls as it fits, and moves within one order as the "
                  "returns grow."),
+        Knob("giveback", 0.75, "share of the reward's gain lost by the end = a collapse after success", low=0.0,
+             high=1.0,
+             why="sb3-acrobot-collapse-after-success gives back 1.19 of its gain (ends below its start); the "
+                 "healthy calibration runs whose reward level moves the most give back at most 0.73 "
+                 "(simplevla-dense-phase-gradclip-libero, a gain within its noise) and the ones that learn keep "
+                 "their gain."),
         Knob("min_points", 3, "unstable points needed (a spike that recovers is routine)", low=1, integer=True,
              why="carla-sb3-ppo-kl-blowup has 4 update-KL spikes over 1; unsloth-llama32-3b (healthy) has "
                  "single KL-to-reference spikes."),
