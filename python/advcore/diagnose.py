@@ -198,7 +198,13 @@ def diagnose(
     the run is too short to judge, the verdict says so instead of reporting a clean run.
     """
     ordered = _order(findings)
+    # an info finding (an outcome such as a solved task) never leads a warning or an error
+    ordered = [f for f in ordered if f.severity != "info"] + [f for f in ordered if f.severity == "info"]
     not_checked = tuple(f"{n.id}: needs {', '.join(n.needs)}" for n in not_evaluable)
+    if ordered and all(f.severity == "info" for f in ordered) and run.steps >= MIN_STEPS:
+        notes = "; ".join(f.message.rstrip(".") for f in ordered)
+        return Verdict(None, f"no sign that the learning signal was lost; {notes}", None, tuple(ordered), None, (),
+                       not_checked, signal=stage_signal(run))
     if not ordered:
         if run.steps == 0:
             summary = "nothing to judge: no steps were read"

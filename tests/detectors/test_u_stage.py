@@ -432,3 +432,26 @@ def test_a_rising_reward_turns_a_suppressed_update_into_a_warning() -> None:
     f = one(make_run({**base, "reward_mean": rising}), "UPDATE_SUPPRESSED")
     assert isinstance(f, Finding) and f.severity == "warn"
     assert f.evidence["reward_improving"]["late_mean"] > f.evidence["reward_improving"]["early_mean"]
+
+
+def test_a_gaussian_policy_narrowing_is_not_an_entropy_collapse() -> None:
+    # a differential entropy 1.2 -> -0.4 (negative: a continuous policy) is never judged as a share of its start
+    entropy = list(np.linspace(1.2, -0.4, 60))
+    assert one(make_run({"entropy": entropy}, trainer=None), "ENTROPY_COLLAPSE") is None
+    # the same fall of a discrete entropy (never negative) is a collapse
+    f = one(make_run({"entropy": list(np.linspace(1.2, 0.05, 60))}, trainer=None), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "relative"
+
+
+def test_an_episode_return_at_its_cap_is_a_solved_task_not_a_lost_signal() -> None:
+    reward = [10.0 + 990.0 * min(i, 40) / 40 for i in range(100)]  # climbs to 1000 (the cap) and stays
+    run = make_run({"reward_mean": reward})
+    solved = Run(run.path, run.format, "sb3", run.frame, {"reward_mean": "rollout/ep_rew_mean"}, {})
+    f = one(solved, "REWARD_SATURATION")
+    assert isinstance(f, Finding) and f.severity == "info" and f.evidence["episode_return"] == "rollout/ep_rew_mean"
+    findings, missing = run_detectors(solved)
+    verdict = diagnose(solved, findings, missing)
+    assert verdict.status == "quiet" and verdict.stage is None and "solved" in verdict.summary
+    # a GRPO reward pinned at its ceiling is still a warning: the prompts are exhausted
+    g = one(run, "REWARD_SATURATION")
+    assert isinstance(g, Finding) and g.severity == "warn"

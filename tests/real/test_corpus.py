@@ -45,7 +45,7 @@ def test_the_split_is_by_repository() -> None:
     assert all(len(s) == 1 for s in sides.values()), {k: v for k, v in sides.items() if len(v) > 1}
     shared = {r.repository for r in RUNS if r.location == "shared"}
     assert all(r.split == "calibration" for r in RUNS if r.location == "shared")
-    assert all(r.split == split_of(r.repository, shared) for r in RUNS)
+    assert all(r.split == split_of(r.repository, r.batch, shared) for r in RUNS if r.location == "fetched")
     counts = Counter(r.split for r in RUNS)
     assert counts["validation"] >= 20
 

@@ -5,7 +5,9 @@ Rule (``entropy``: mean per-token entropy of the policy in nats, as TRL ``entrop
 ``train/entropy_loss`` read with its sign flipped by the alias table):
 
 * *relative*: the early-window mean is above ``floor`` and the late-window mean is below
-  ``fraction`` (0.25) times it;
+  ``fraction`` (0.25) times it (an entropy that is negative anywhere is a differential entropy of a
+  continuous policy, where a share of the early level means nothing: not judged;
+  sb3-invertedpendulum-dr-solved goes from 1.2 to -0.42 as its Gaussian narrows on a solved task);
 * *absolute*: otherwise, the late-window mean is below ``floor`` (0.01 nats per token) and the
   entropy is that of a discrete (token) distribution, i.e. never negative and not from SB3, whose
   policies are mostly Gaussian (a differential entropy: it can sit near or below 0 with a healthy
@@ -72,7 +74,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return NotEvaluable(ID, (f"entropy that varies (it is {s.values[0]:g} on every logged step)",))
     fraction, floor, sustain = float(knobs["fraction"]), float(knobs["floor"]), int(knobs["sustain"])
     early, late = s.early_mean(), s.late_mean()
-    discrete = run.trainer != "sb3" and min(s.values) >= 0.0
+    if min(s.values) < 0.0:  # a differential entropy (a Gaussian policy): no fraction of it means "collapsed"
+        return None
+    discrete = run.trainer != "sb3"
     if early > floor and late < fraction * early:
         rule, cut = "relative", fraction * early
     elif discrete and late < floor:
@@ -136,7 +140,9 @@ CARD = Card(
         Windows are the first and last 20 % of the logged points (at least 3; 6 points to be judged).
 
         - *Relative*: the early-window mean is above `floor` and the late-window mean is below
-          `fraction` × the early mean. Onset: the first of `sustain` consecutive points below that cut.
+          `fraction` × the early mean. An entropy that is negative anywhere is the differential entropy
+          of a continuous (Gaussian) policy, where a share of the early level means nothing: not judged
+          (sb3-invertedpendulum-dr-solved narrows from 1.2 to -0.42 on a solved task). Onset: the first of `sustain` consecutive points below that cut.
         - *Absolute*: otherwise, the late-window mean is below `floor` nats per token, for a discrete
           (token) distribution only: never negative and not from SB3, whose policies are mostly Gaussian
           (a differential entropy can sit near or below 0 with a healthy spread). Onset: the first of

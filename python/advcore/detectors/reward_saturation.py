@@ -18,6 +18,11 @@ from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvalua
 from advcore.detectors._reward import REL_TOL, SPREAD_GONE, reward_level
 from advcore.ingest import Run
 
+#: A reward read from one of these is an episode return (SB3 ``rollout/ep_rew_mean``, a hand-written
+#: loop's ``episode_return``): at its ceiling the environment is solved, an outcome (info), not a lost
+#: signal (sb3-invertedpendulum-dr-solved: 1000, the episode cap, from step 149,504).
+EPISODIC = ("ep_rew", "episode", "return")
+
 __all__ = ["SPEC", "detect"]
 
 ID = "REWARD_SATURATION"
@@ -44,6 +49,15 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
               if level.spread_late is not None and level.spread is not None
               else f"{100 * (level.tied_late or 0):.0f}% tied groups" if level.tied_late is not None
               else "a constant late mean")
+    source = str(run.sources.get("reward_mean") or "")
+    if any(word in source.lower() for word in EPISODIC):
+        evidence["episode_return"] = source
+        return Finding(
+            ID, "info", "R", level.mean.step_at(idx), evidence,
+            f"The episode return is pinned at its ceiling ({level.late_mean:.4g} late, from {source}): the task is "
+            "solved; training on it further teaches nothing new.",
+            WHAT_TO_TRY,
+        )
     return Finding(
         ID, "warn", "R", level.mean.step_at(idx), evidence,
         f"The reward mean is pinned at its ceiling ({level.late_mean:.4g} late, ceiling {level.ceiling:.4g} from "
