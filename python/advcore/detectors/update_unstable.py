@@ -106,9 +106,9 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
     if not moved:
         return None
     tail = Series("reward_mean", s.steps[first:], s.phases[first:] if s.phases else None, s.values[first:])
-    evidence: dict[str, object] = {"update_moved": moved, "early_median": early, "peak_level": level[peak], "peak_step": s.steps[peak],
-                                   "late_median": late, "gave_back": (level[peak] - late) / gain,
-                                   "noise": noise, "level_points": w}
+    evidence: dict[str, object] = {"update_moved": moved, "early_median": early, "peak_level": level[peak],
+                                   "peak_step": s.steps[peak], "late_median": late,
+                                   "gave_back": (level[peak] - late) / gain, "noise": noise, "level_points": w}
     return tail, evidence
 
 
@@ -277,7 +277,8 @@ SPEC = DetectorSpec(
     id=ID,
     severity="error",
     stage="U",
-    summary="updates too large: KL blow-up, clip fraction high, entropy or value-loss explosion",
+    summary="updates too large: KL blow-up, clip fraction high, entropy or value-loss explosion, a collapse "
+            "after success",
     key_metrics=("kl_step", "clip_frac", "kl", "entropy", "value_loss"),
     fn=detect,
     knobs=(
