@@ -584,6 +584,8 @@ class Tracer:
         if self._done < len(self._rows):
             fresh = rows_frame(self._rows[self._done:])
             self._steps = fresh if not self._done else pl.concat([self._steps, fresh], how="diagonal_relaxed")
+            if self._steps.n_chunks() > _MAX_CHUNKS:  # every later read of a many-chunk frame pays per chunk
+                self._steps = self._steps.rechunk()
             self._done = len(self._rows)
         return self._steps
 
@@ -615,6 +617,10 @@ class Tracer:
     def write_parquet(self, path: str | Path) -> None:
         """Write :meth:`recording` to Parquet; ``advcore scan`` reads it back."""
         self.recording().write_parquet(Path(path))
+
+
+#: The per-step frame is merged into one chunk when a pass leaves more chunks than this.
+_MAX_CHUNKS = 8
 
 
 def rows_frame(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:

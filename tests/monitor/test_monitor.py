@@ -185,3 +185,16 @@ def test_detect_budget_spaces_the_detector_passes_by_their_cost(monkeypatch: pyt
     assert calls == [1, 3, 5, 7, 9, 11]
     with pytest.raises(AdvcoreError, match="detect_budget"):
         advcore.Monitor(detect_budget=0.0)
+
+
+def test_the_per_step_history_stays_in_few_chunks_and_equals_its_rows() -> None:
+    # one detector pass per step appends one chunk; the history is merged instead of growing a chunk per step
+    rng = np.random.default_rng(8)
+    m = advcore.Monitor(detect_every=1)
+    rewards = [(rng.random(32) < 0.5).astype(np.float32) for _ in range(60)]
+    for step, r in enumerate(rewards, start=1):
+        m.observe(step, rewards=r, group_size=8)
+    frame = m.steps_frame
+    assert frame.n_chunks() <= 8 and frame["step"].to_list() == list(range(1, 61))
+    tied = [float(np.mean([len(set(g)) == 1 for g in r.reshape(-1, 8)])) for r in rewards]
+    assert frame["zero_variance_group_frac"].to_list() == pytest.approx(tied)
