@@ -134,10 +134,11 @@ def test_entropy_collapse_not_evaluable_and_too_short() -> None:
 
 
 def test_entropy_logged_as_a_constant_is_not_a_measurement() -> None:
-    # exactly 0.0 on every step (a placeholder) and a fixed noise level: not evaluable, never a collapse
-    for value in (0.0, -2.8271):
-        out = one(make_run({"entropy": [value] * 30, "reward_std": [0.7] * 30}), "ENTROPY_COLLAPSE")
-        assert isinstance(out, NotEvaluable) and "every logged step" in out.needs[0]
+    # exactly 0.0 on every step (a placeholder): not evaluable, never a collapse
+    out = one(make_run({"entropy": [0.0] * 30, "reward_std": [0.7] * 30}), "ENTROPY_COLLAPSE")
+    assert isinstance(out, NotEvaluable) and "every logged step" in out.needs[0]
+    # a constant that is not 0 is a measurement (a uniform policy over 7 actions: ln 7), judged and quiet
+    assert one(make_run({"entropy": [math.log(7)] * 30}), "ENTROPY_COLLAPSE") is None
     # one moving point makes it a measurement again
     f = one(make_run({"entropy": [0.5] + [0.0] * 29}), "ENTROPY_COLLAPSE")
     assert isinstance(f, Finding)
@@ -455,3 +456,30 @@ def test_an_episode_return_at_its_cap_is_a_solved_task_not_a_lost_signal() -> No
     # a GRPO reward pinned at its ceiling is still a warning: the prompts are exhausted
     g = one(run, "REWARD_SATURATION")
     assert isinstance(g, Finding) and g.severity == "warn"
+
+
+def test_explained_variance_is_not_judged_while_the_returns_no_longer_vary() -> None:
+    # the critic explains the return (EV 0.8) while the reward varies; once every episode returns the cap,
+    # EV is undefined (here logged as -5): not a broken baseline
+    reward = [float(i) for i in range(60)] + [500.0] * 40
+    ev = [0.8] * 60 + [-5.0] * 40
+    run = make_run({"reward_mean": reward, "vf_explained_var": ev}, trainer="sb3")
+    assert one(run, "BASELINE_BROKEN") is None
+    # the same EV with a reward that still varies is judged (and broken)
+    varying = make_run({"reward_mean": [float(i % 7) for i in range(100)], "vf_explained_var": ev}, trainer="sb3")
+    f = one(varying, "BASELINE_BROKEN")
+    assert isinstance(f, Finding) and "judged_before_step" not in f.evidence
+
+
+def test_a_kl_that_hovers_around_the_peak_minimum_is_not_pinned() -> None:
+    # KL to the reference wanders 0.008 .. 0.013 (a hand-written GRPO with a KL penalty), advantages alive:
+    # values under the 0.01 peak minimum are values, not zeros
+    rng = np.random.default_rng(2)
+    kl = list(0.0105 + 0.0025 * np.sin(np.arange(140) / 3.0) + rng.normal(0, 3e-4, 140))
+    run = make_run({"kl": kl, "adv_std": [0.95] * 140, "reward_mean": [0.05] * 140})
+    out = one(run, "UPDATE_SUPPRESSED")
+    assert not isinstance(out, Finding)
+    # a KL that falls from 0.05 to 0.001 after its peak is pinned
+    fall = [0.05] * 40 + [0.001] * 100
+    f = one(make_run({"kl": fall, "adv_std": [0.95] * 140, "reward_mean": [0.05] * 140}), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_pinned"

@@ -16,7 +16,15 @@ value head learns. Beyond it, medians are used because one bad batch can give -9
 Onset: the first of ``sustain`` (5) consecutive logged points in that state after the last
 stretch of ``sustain`` points out of it (:func:`advcore.detectors._windows.last_onset_index`: a
 critic's warm-up below the bar, followed by healthy steps and a later break, dates the break, not
-the warm-up), else the first such point of the late window. Not applicable (None) to a group-based run (GRPO and kin log group
+the warm-up), else the first such point of the late window.
+
+Points logged while the reward mean is pinned (the run's last stretch of at least ``sustain``
+reward means within ``REL_TOL`` (0.02) x the reward's span of each other: a solved task at its cap,
+a policy collapsed to one failing behaviour) are not judged: returns that no longer vary make
+``Var(returns)`` ~0 and the explained variance undefined (sb3-acrobot-collapse-after-success: 0.9998
+once every episode hits the time limit; a solved CartPole logs NaN and -1e4).
+
+Not applicable (None) to a group-based run (GRPO and kin log group
 statistics and no critic metric: their baseline is the group mean); not evaluable without
 ``vf_explained_var`` otherwise.
 """
@@ -27,7 +35,8 @@ import statistics
 from collections.abc import Callable, Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import last_onset_index, metric, run_kind, window_len
+from advcore.detectors._reward import REL_TOL
+from advcore.detectors._windows import Series, last_onset_index, metric, run_kind, window_len
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -51,14 +60,37 @@ WHAT_TO_TRY_EVERYTHING = (
 )
 
 
+def _pinned_from(run: Run, sustain: int) -> int | None:
+    """The first step of the run's last stretch of at least ``sustain`` logged reward means that stay
+    within ``REL_TOL`` x the reward's span of each other (a solved task at its cap, a collapsed
+    policy at its floor), or None."""
+    reward = metric(run, "reward_mean")
+    if reward is None or len(reward) < sustain:
+        return None
+    tol = REL_TOL * (max(reward.values) - min(reward.values))
+    lo = hi = reward.values[-1]
+    first = len(reward) - 1
+    for i in range(len(reward) - 2, -1, -1):
+        lo, hi = min(lo, reward.values[i]), max(hi, reward.values[i])
+        if hi - lo > tol:
+            break
+        first = i
+    return reward.steps[first] if len(reward) - first >= sustain else None
+
+
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate BASELINE_BROKEN on ``run`` with resolved ``knobs``."""
     s = metric(run, "vf_explained_var")
     if s is None:
         return None if run_kind(run) == "group" else NotEvaluable(ID, ("vf_explained_var",))
+    below, leak, sustain = float(knobs["explains_below"]), float(knobs["leak_above"]), int(knobs["sustain"])
+    pinned_from = _pinned_from(run, sustain)
+    if pinned_from is not None:  # returns that no longer vary leave the explained variance undefined
+        keep = [i for i, st in enumerate(s.steps) if st < pinned_from]
+        s = Series(s.name, tuple(s.steps[i] for i in keep), tuple(s.phases[i] for i in keep) if s.phases else None,
+                   tuple(s.values[i] for i in keep), s.proxy)
     if not s.judgeable:
         return None
-    below, leak, sustain = float(knobs["explains_below"]), float(knobs["leak_above"]), int(knobs["sustain"])
     warmup = window_len(len(s))
     post = statistics.median(s.values[warmup:])
     late = statistics.median(s.late())
@@ -87,6 +119,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "leak_above": leak,
         **s.where(idx),
     }
+    if pinned_from is not None:
+        evidence["judged_before_step"] = pinned_from
     if rule == "explains_nothing":
         message = (f"The value baseline explains nothing of the return: explained variance {post:.3g} (median after "
                    f"the first {warmup} points, the warm-up), {late:.3g} late. The advantages are returns minus an "
@@ -130,7 +164,14 @@ CARD = Card(
         last healthy stretch dates the break the run ends in, not a warm-up it recovered from: in the
         collapse lab a healthy critic sits below 0.05 for its first 5 updates on one seed of six (seed 4),
         then explains 0.05 to 0.3 until the observation is cut at step 30; counted from the start, the
-        onset was step 1 (error 29 steps on the score card's held-out seeds 3 to 5), now it is 30. Not
+        onset was step 1 (error 29 steps on the score card's held-out seeds 3 to 5), now it is 30.
+
+        Points logged while the reward mean is pinned are not judged: the run's last stretch of at
+        least `sustain` reward means within 0.02 x the reward's span of each other (a solved task at its
+        cap, a policy collapsed onto one failing behaviour) has returns that no longer vary, so
+        `Var(returns)` is ~0 and the explained variance undefined (sb3-acrobot-collapse-after-success
+        logs 0.9998 once every episode hits the time limit; `evidence["judged_before_step"]` says where
+        judging stopped). Not
         applicable (no finding, not "not evaluable") to a run that is evidently
         group-based (it logs `zero_variance_group_frac` or `reward_std_within` and no critic metric):
         GRPO's baseline is the group mean, judged by DEGENERATE_GROUPS. Other runs without

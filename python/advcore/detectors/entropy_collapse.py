@@ -29,9 +29,10 @@ the wrong sign switched on at step 30 crosses the cut at steps 32 to 42 and chan
 
 Windows: first and last 20 % of the logged points (at least 3 each; 6 points to be judged).
 
-An entropy that is the same number on every logged step is not a measurement (a hand-written loop
-that logs ``entropy: 0.0`` as a placeholder, countdown-qwen3-06b-handgrpo; a fixed exploration
-noise, smolvla-flowsde-ppo-leashed at -2.8271): the detector is then not evaluable.
+An entropy that is exactly 0 on every logged step is not a measurement but a placeholder (a
+hand-written loop that logs ``entropy: 0.0``, countdown-qwen3-06b-handgrpo): the detector is then
+not evaluable. A constant that is not 0 is a fact (a uniform policy over 7 actions holds ln 7,
+h3-baselines-a2c-minigrid-multiroom-dead) and is judged by the rules above.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return NotEvaluable(ID, ("entropy",))
     if not s.judgeable:
         return None
-    if min(s.values) == max(s.values):  # a measured entropy moves; a logged constant is a placeholder or fixed noise
-        return NotEvaluable(ID, (f"entropy that varies (it is {s.values[0]:g} on every logged step)",))
+    if all(v == 0.0 for v in s.values):  # a measured entropy is never exactly 0 at every step: a placeholder
+        return NotEvaluable(ID, ("entropy that is measured (it is exactly 0 on every logged step)",))
     fraction, floor, sustain = float(knobs["fraction"]), float(knobs["floor"]), int(knobs["sustain"])
     early, late = s.early_mean(), s.late_mean()
     if min(s.values) < 0.0:  # a differential entropy (a Gaussian policy): no fraction of it means "collapsed"
@@ -149,10 +150,10 @@ CARD = Card(
           `sustain` points below `floor`. This catches a log that begins after the collapse (a resumed
           run, an excerpt); the evidence then carries `already_low_at_first_logged_step`.
 
-        Not evaluable without `entropy`, or when the entropy is the same number on every logged step:
-        that is a placeholder (countdown-qwen3-06b-handgrpo logs `entropy: 0.0` on all 500 steps while
-        its rewards vary) or a fixed exploration noise (smolvla-flowsde-ppo-leashed, -2.8271
-        throughout), not a measured entropy. Per-agent-group entropies (`entropy/<group>`, multi-agent PPO)
+        Not evaluable without `entropy`, or when the entropy is exactly 0 on every logged step: that is
+        a placeholder (countdown-qwen3-06b-handgrpo logs `entropy: 0.0` on all 500 steps while its
+        rewards vary), not a measured entropy; a constant that is not 0 is a fact (a uniform policy
+        over 7 actions holds ln 7) and is judged. Per-agent-group entropies (`entropy/<group>`, multi-agent PPO)
         are not judged.
     """,
     knobs_note="""

@@ -126,7 +126,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         out.append(_Check("kl", kl, lambda v: abs(v) <= kl_below, f"|kl| <= {kl_below:g}"))
     if kl is not None and not any(k in source for k in UPDATE_KL_KEYS):
         peak_min = float(knobs["kl_pin_peak"])
-        ratio = running_peak_ratio(kl.map("kl", lambda v: v if v >= peak_min else 0.0), "kl / earlier peak")
+        ratio = running_peak_ratio(kl, "kl / earlier peak", min_peak=peak_min)
         out.append(_Check("kl_pinned", ratio, lambda v: v <= pin,
                           f"kl to the reference <= {pin:g} x its earlier peak (peak >= {peak_min:g})"))
     clip = metric(run, "clip_frac")
