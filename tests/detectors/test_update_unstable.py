@@ -123,3 +123,29 @@ def test_real_sb3_run_that_collapsed_after_success() -> None:
     assert 263168 <= f.onset_step <= 460000 and f.evidence["late_median"] < -7900
     findings, missing = run_detectors(run)
     assert diagnose(run, findings, missing).stage == "U"
+
+
+def test_a_gaussian_policy_whose_exploration_noise_blows_up() -> None:
+    # SB3 train/std from 1.0 growing 5 % per update for 100 updates (to 131x): the noise blew up
+    std = [1.0 * 1.05 ** i for i in range(100)]
+    f = one(make_run({"action_std": std}, trainer="sb3"), "UPDATE_UNSTABLE")
+    early = float(np.median(std[:20]))
+    assert isinstance(f, Finding) and f.evidence["metric"] == "action_std"
+    # the onset is the first point whose 5-point trailing median reaches 10x the early median
+    level = [float(np.median(std[max(0, i - 4): i + 1])) for i in range(100)]
+    assert f.onset_step == 1 + next(i for i, v in enumerate(level) if v >= 10 * early)
+    # a std that narrows as the policy converges is quiet
+    assert one(make_run({"action_std": std[::-1]}, trainer="sb3"), "UPDATE_UNSTABLE") is None
+
+
+def test_real_sb3_run_whose_action_std_blew_up() -> None:
+    path = corpus("sb3-acrobot-effort-std-blowup/"
+                  "events.out.tfevents.1748624215.kangs-MacBook-Pro-6.local.73516.0")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    std = [e.value for e in acc.Scalars("train/std")]
+    assert std[0] == pytest.approx(1.008, abs=0.01) and std[-1] > 80  # from the manifest's checked numbers
+    f = one(load(path), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "action_std"

@@ -10,7 +10,9 @@ A logged point is *unstable* when any of these holds there:
 * the level of ``kl`` to the reference policy (trailing median of 5 points, so one spike is no
   level) at or above ``kl_ref_above`` (2 nats per token);
 * the level of ``entropy`` at or above ``entropy_rise`` (10) x its early median (judged when that is
-  positive): the policy blew up into noise;
+  positive): the policy blew up into noise; the same factor for ``action_std``, the standard
+  deviation of a Gaussian policy (SB3 ``train/std``), whose differential entropy cannot be judged
+  as a ratio (sb3-acrobot-effort-std-blowup: std 1.0 -> 81.7, 10x by step 498,688);
 * the level of ``value_loss`` at or above ``value_loss_rise`` (100) x its early median: the critic
   diverged.
 
@@ -35,7 +37,7 @@ over the success before the peak) or ``entropy`` (that factor either way), named
 Fires when a check has at least ``min_points`` (3) unstable points: a single spike that recovers
 is a routine event of RL training, not an unstable run. Onset: the first unstable point of the
 check reported (checks in the order above; the others that fired are named in
-``evidence["also"]``). Not evaluable without any of the five metrics.
+``evidence["also"]``). Not evaluable without any of these metrics.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ from advcore.ingest import Run
 __all__ = ["SPEC", "detect"]
 
 ID = "UPDATE_UNSTABLE"
+#: the update metrics the checks read
+METRICS = ("kl_step", "clip_frac", "kl", "entropy", "action_std", "value_loss")
 
 WHAT_TO_TRY = (
     "Shrink the update: a lower learning rate, fewer PPO epochs or mini-batches per rollout, a tighter clip range, "
@@ -159,6 +163,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
                           f"the KL to the reference (median of 5 points) >= {cut_kl:g}",
                           "the policy ran away from its reference"))
     for name, knob, what in (("entropy", "entropy_rise", "the policy blew up into noise"),
+                             ("action_std", "entropy_rise", "the policy's exploration noise blew up"),
                              ("value_loss", "value_loss_rise", "the critic diverged")):
         s = metric(run, name)
         if s is None or not s.judgeable:
@@ -194,7 +199,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     checks = _checks(run, knobs)
     collapse = _collapse_finding(run, knobs)
     if not checks and collapse is None:
-        return NotEvaluable(ID, ("kl_step, clip_frac, kl, entropy or value_loss",))
+        if any(run.has(name) for name in METRICS):  # judged: a rise that did not last is no check
+            return None
+        return NotEvaluable(ID, (", ".join(METRICS[:-1]) + " or " + METRICS[-1],))
     need = int(knobs["min_points"])
     hits: list[tuple[str, Finding]] = []
     for check in checks:
@@ -244,12 +251,14 @@ CARD = Card(
         the level of `kl` to the reference (trailing median of 5 points, so one spike is no level) ≥
         `kl_ref_above`, or the level of `entropy` ≥ `entropy_rise` × its early median (when that is
         positive; SB3's Gaussian policies log a negative entropy, which is not judged), or the level of
+        `action_std` (a Gaussian policy's standard deviation, SB3 `train/std`) ≥ `entropy_rise` × its
+        early median (sb3-acrobot-effort-std-blowup: 1.0 to 81.7), or the level of
         `value_loss` ≥ `value_loss_rise` × its early median; these two rises count only when the median
         of the late window is past the bar too (a critic that blows up for four steps and then fits
         constant returns, as in mountaincar-actor-critic-floor, recovered). It fires when one of these checks has at
         least `min_points` unstable points: one spike that recovers is routine. Onset: the first unstable
         point of the first check that fires (in the order above); the others are listed in
-        `evidence["also"]`. Not evaluable without any of the five metrics.
+        `evidence["also"]`. Not evaluable without any of these metrics.
 
         *Collapse after success.* The level of `reward_mean` (trailing median over a tenth of the run,
         at least 5 points) rose from the early window's median to a peak before the late window, stayed
@@ -279,7 +288,7 @@ SPEC = DetectorSpec(
     stage="U",
     summary="updates too large: KL blow-up, clip fraction high, entropy or value-loss explosion, a collapse "
             "after success",
-    key_metrics=("kl_step", "clip_frac", "kl", "entropy", "value_loss"),
+    key_metrics=METRICS,
     fn=detect,
     knobs=(
         Knob("kl_step_above", 1.0, "an update KL (nats) at or above this = a blow-up", low=0.0,
