@@ -82,39 +82,62 @@ _EXPLORATION_SYMPTOMS = frozenset({"DEGENERATE_GROUPS", "REWARD_STD_DEATH"})
 CAUSE_TOLERANCE = 5
 
 
-def _entropy_leads(findings: Sequence[Finding]) -> bool:
+def _tolerance(run: Run) -> float:
+    """``CAUSE_TOLERANCE`` logged points in step units: the median gap between logged steps times it
+    (SB3 logs every 2,048 timesteps, a GRPO console every step)."""
+    steps = run.frame["step"].drop_nulls().unique().sort() if "step" in run.frame.columns else None
+    if steps is None or len(steps) < 2:
+        return float(CAUSE_TOLERANCE)
+    gap = steps.diff().drop_nulls().median()
+    return CAUSE_TOLERANCE * max(1.0, float(gap) if isinstance(gap, (int, float)) else 1.0)
+
+
+def _entropy_leads(findings: Sequence[Finding], tolerance: float, first_step: int | None) -> bool:
     """ENTROPY_COLLAPSE is the cause of the R-stage findings when those are only the tied groups and
-    dying reward spread a deterministic policy produces, and the entropy began falling no later than
-    ``CAUSE_TOLERANCE`` steps after the earliest of them. Ties caused by the task (saturation,
-    floor) or by the reward are R findings of their own and keep the lead."""
+    dying reward spread a deterministic policy produces, or a floor the reward fell to after the run
+    began (sb3-chess-entropy-collapse: the policy collapses onto one illegal move, the return
+    reaches its floor of -100 at step 1250 and the entropy's fall crosses its cut at 1300), and the
+    entropy began falling no later than ``tolerance`` steps after the earliest of them. A floor from
+    the first steps (the task too hard, the reward not wired), saturation, or ties the reward makes
+    are R findings of their own and keep the lead."""
     ent = next((f for f in findings if f.id == "ENTROPY_COLLAPSE" and f.onset_step is not None), None)
     if ent is None or ent.onset_step is None:
         return False
     stage_r = [f for f in findings if f.stage == "R"]
-    if not stage_r or any(f.id not in _EXPLORATION_SYMPTOMS for f in stage_r):
+
+    def symptom(f: Finding) -> bool:
+        if f.id in _EXPLORATION_SYMPTOMS:
+            return True
+        reached = f.onset_step is not None and first_step is not None and f.onset_step > first_step + tolerance
+        return f.id == "REWARD_FLOOR" and reached
+
+    if not stage_r or not all(symptom(f) for f in stage_r):
         return False
     r_onsets = [f.onset_step for f in stage_r if f.onset_step is not None]
-    return bool(r_onsets) and ent.onset_step <= min(r_onsets) + CAUSE_TOLERANCE
+    return bool(r_onsets) and ent.onset_step <= min(r_onsets) + tolerance
 
 
-def _blowup_leads(findings: Sequence[Finding]) -> bool:
-    """UPDATE_UNSTABLE is the cause when the updates became too large no later than ``CAUSE_TOLERANCE``
-    logged steps after the earliest other finding began (NaN and inf aside, which lead anyway): a
-    policy that runs away from its reference ends at a reward floor and tied groups
-    (opd-qwen3-4b-length-collapse: KL to the reference past 2 from step 6, score at its floor from
-    step 9), and updates far outside the trust region leave the critic behind (carla-sb3-ppo-kl-blowup:
-    KL 52.5 on the first update, the value baseline explains nothing from 7,168 timesteps)."""
+def _blowup_leads(findings: Sequence[Finding], tolerance: float) -> bool:
+    """UPDATE_UNSTABLE is the cause when the updates became too large no later than ``tolerance``
+    steps (``CAUSE_TOLERANCE`` logged points) after the earliest other finding began (NaN and inf
+    aside, which lead anyway): a policy that runs away from its reference ends at a reward floor and
+    tied groups (opd-qwen3-4b-length-collapse: KL to the reference past 2 from step 6, score at its
+    floor from step 9), and updates far outside the trust region leave the critic behind
+    (carla-sb3-ppo-kl-blowup: KL 52.5 on the first update, the value baseline explains nothing from
+    7,168 timesteps)."""
     blowup = next((f for f in findings if f.id == "UPDATE_UNSTABLE" and f.onset_step is not None), None)
     if blowup is None or blowup.onset_step is None:
         return False
     others = [f.onset_step for f in findings
               if f.id not in ("UPDATE_UNSTABLE", "NONFINITE") and f.onset_step is not None]
-    return not others or blowup.onset_step <= min(others) + CAUSE_TOLERANCE
+    return not others or blowup.onset_step <= min(others) + tolerance
 
 
-def _order(findings: Sequence[Finding]) -> list[Finding]:
-    entropy_first = _entropy_leads(findings)
-    blowup_first = _blowup_leads(findings)
+def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
+    tolerance = _tolerance(run)
+    first_step = int(run.frame["step"].min()) if "step" in run.frame.columns and run.frame.height else None  # type: ignore[arg-type]
+    entropy_first = _entropy_leads(findings, tolerance, first_step)
+    blowup_first = _blowup_leads(findings, tolerance)
     onsets = [f.onset_step for f in findings if f.id != "NONFINITE" and f.onset_step is not None]
     first_onset = min(onsets) if onsets else None
 
@@ -197,7 +220,7 @@ def diagnose(
     ``n_detectors`` is how many detectors were run; when every one of them lacked its metrics, or
     the run is too short to judge, the verdict says so instead of reporting a clean run.
     """
-    ordered = _order(findings)
+    ordered = _order(findings, run)
     # an info finding (an outcome such as a solved task) never leads a warning or an error
     ordered = [f for f in ordered if f.severity != "info"] + [f for f in ordered if f.severity == "info"]
     not_checked = tuple(f"{n.id}: needs {', '.join(n.needs)}" for n in not_evaluable)

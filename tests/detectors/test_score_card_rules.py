@@ -154,14 +154,28 @@ def _finding(fid: str, stage: str, onset: int) -> BaseFinding:
 
 
 def test_entropy_collapse_leads_the_tied_groups_it_causes() -> None:
+    run = make_run({"reward_mean": [0.5] * 60})  # steps 1..60, logged every step
     ent, dg = _finding("ENTROPY_COLLAPSE", "U", 33), _finding("DEGENERATE_GROUPS", "R", 30)
-    assert [f.id for f in _order([dg, ent])] == ["ENTROPY_COLLAPSE", "DEGENERATE_GROUPS"]
+    assert [f.id for f in _order([dg, ent], run)] == ["ENTROPY_COLLAPSE", "DEGENERATE_GROUPS"]
     # more than 5 steps after the tied groups: the groups came first
     late = _finding("ENTROPY_COLLAPSE", "U", 36)
-    assert [f.id for f in _order([dg, late])] == ["DEGENERATE_GROUPS", "ENTROPY_COLLAPSE"]
+    assert [f.id for f in _order([dg, late], run)] == ["DEGENERATE_GROUPS", "ENTROPY_COLLAPSE"]
     # a saturated reward is a cause of its own
     sat = _finding("REWARD_SATURATION", "R", 30)
-    assert _order([dg, sat, ent])[-1].id == "ENTROPY_COLLAPSE"
+    assert _order([dg, sat, ent], run)[-1].id == "ENTROPY_COLLAPSE"
+    # a floor the reward fell to mid-run, with the entropy collapsing with it: the policy is the cause
+    floor = _finding("REWARD_FLOOR", "R", 30)
+    assert _order([floor, ent], run)[0].id == "ENTROPY_COLLAPSE"
+    # a floor from the first step is the task's or the reward's: it keeps the lead
+    assert _order([_finding("REWARD_FLOOR", "R", 1), _finding("ENTROPY_COLLAPSE", "U", 4)], run)[0].id == "REWARD_FLOOR"
+
+
+def test_the_lead_tolerance_counts_logged_points_not_step_units() -> None:
+    # SB3 logs every 50 timesteps here: 5 logged points are 250 steps
+    run = make_run({"reward_mean": [0.5] * 60}, steps=list(range(50, 3050, 50)))
+    dg, ent = _finding("DEGENERATE_GROUPS", "R", 1250), _finding("ENTROPY_COLLAPSE", "U", 1300)
+    assert _order([dg, ent], run)[0].id == "ENTROPY_COLLAPSE"
+    assert _order([dg, _finding("ENTROPY_COLLAPSE", "U", 1550)], run)[0].id == "DEGENERATE_GROUPS"
 
 
 def test_update_mechanics_aliases() -> None:

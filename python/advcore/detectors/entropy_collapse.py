@@ -167,9 +167,11 @@ CARD = Card(
         In the lab this gives steps 31 to 35 (onset error at most 5 steps on 18 runs); trl-dapo-vlm-120531
         keeps 13 (its level drops there, 0.109 -> 0.048, 27 % of its fall); a steady linear decline keeps
         its crossing. The verdict (`advcore.diagnose`) puts an entropy collapse ahead of the tied groups
-        and dying reward spread it produces (a deterministic policy samples G identical completions) when
-        those are the only R-stage findings and the entropy began falling no more than 5 steps after the
-        earliest of them; saturation and floor findings keep the lead.
+        and dying reward spread it produces (a deterministic policy samples G identical completions), or
+        of a floor the reward fell to after the run began (sb3-chess-entropy-collapse: the policy
+        collapses onto one illegal move), when those are the only R-stage findings and the entropy began
+        falling no more than 5 logged points after the earliest of them; saturation and a floor from the
+        first steps keep the lead.
     """,
     related="""
         A deterministic policy gives tied groups: DEGENERATE_GROUPS and REWARD_STD_DEATH often follow
