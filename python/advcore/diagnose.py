@@ -13,7 +13,7 @@ value), and lists what could not be checked.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -173,6 +173,22 @@ def reward_regime(run: Run, *, rel_tol: float = REL_TOL) -> Regime | None:
     return level.regime if level is not None else None
 
 
+def _regime(run: Run, ids: set[str], judged: Collection[str] | None) -> Regime | None:
+    """The regime the findings say: saturation when REWARD_SATURATION fired, floor when REWARD_FLOOR
+    did; else :func:`reward_regime`, except a saturation or a floor that its detector was run on
+    (``judged``) and did not report, with the user's knobs: the verdict never disagrees with the
+    findings of a re-tuned detector."""
+    if "REWARD_SATURATION" in ids:
+        return "saturation"
+    if "REWARD_FLOOR" in ids:
+        return "floor"
+    regime = reward_regime(run)
+    claimed_by = {"saturation": "REWARD_SATURATION", "floor": "REWARD_FLOOR"}.get(regime or "")
+    if claimed_by is not None and judged is not None and claimed_by in judged:
+        return None
+    return regime
+
+
 _REGIME_TEXT = {
     "saturation": "the reward mean sits at its ceiling (saturation: the task is exhausted; harder prompts, "
     "not advantage plumbing)",
@@ -213,12 +229,15 @@ MIN_STEPS = 6
 
 
 def diagnose(
-    run: Run, findings: Sequence[Finding], not_evaluable: Sequence[NotEvaluable], n_detectors: int | None = None
+    run: Run, findings: Sequence[Finding], not_evaluable: Sequence[NotEvaluable], n_detectors: int | None = None,
+    *, judged: Collection[str] | None = None,
 ) -> Verdict:
     """The verdict for ``run`` from the detectors' ``findings`` and ``not_evaluable`` outcomes.
 
     ``n_detectors`` is how many detectors were run; when every one of them lacked its metrics, or
-    the run is too short to judge, the verdict says so instead of reporting a clean run.
+    the run is too short to judge, the verdict says so instead of reporting a clean run. ``judged``
+    names the detectors that were run: a saturation or floor regime is then claimed only by the
+    finding of its detector (run with the user's knobs), never recomputed against it.
     """
     ordered = _order(findings, run)
     # an info finding (an outcome such as a solved task) never leads a warning or an error
@@ -245,7 +264,7 @@ def diagnose(
                        unreadable=run.steps == 0 and bool(run.errors))
     ids = {f.id for f in ordered}
     first = ordered[0]
-    regime = reward_regime(run)
+    regime = _regime(run, ids, judged)
     parts: list[str] = []
     if "DEAD_FROM_START" in ids:
         parts.append("no usable signal from the first steps: a setup problem, not a collapse")

@@ -140,8 +140,8 @@ def judge(run: Run, options: ScanOptions) -> RunReport:
         missing: list[NotEvaluable] = []
     else:
         findings, missing = run_detectors(run, only=options.only, skip=options.skip, settings=options.settings)
-    n_run = sum(1 for i in REGISTRY if (not options.only or i in options.only) and i not in options.skip)
-    verdict = diagnose(run, findings, missing, n_run)
+    ran = tuple(i for i in REGISTRY if (not options.only or i in options.only) and i not in options.skip)
+    verdict = diagnose(run, findings, missing, len(ran), judged=ran)
     return RunReport(run, tuple(verdict.findings), tuple(missing), verdict)
 
 

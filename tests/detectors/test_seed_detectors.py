@@ -14,6 +14,7 @@ import pytest
 from advcore.detectors import Finding, NotEvaluable, run_detectors
 from advcore.diagnose import diagnose, reward_regime
 from advcore.ingest import Run, load
+from advcore.scan import ScanOptions, scan_file
 from tests._real import REAL
 from tests.detectors._fixtures import fired as fired_by
 from tests.detectors._fixtures import make_run, one
@@ -219,3 +220,17 @@ def test_a_phase_that_collapses_is_judged_on_its_own_windows() -> None:
     healthy = make_run({"zero_variance_group_frac": [0.3] * 60}, steps=list(range(1, 21)) + list(range(1, 41)),
                        phase=[0] * 20 + [1] * 40)
     assert fired(healthy) == {}
+
+
+def test_the_regime_follows_the_findings_of_a_retuned_detector(tmp_path: Path) -> None:
+    # a reward at its floor (0.02 of the span above it) with tied groups: with default knobs REWARD_FLOOR
+    # fires and the verdict names the floor; re-tuned so it does not fire, the verdict does not claim it
+    late = [0.01, 0.015]  # within 0.02 x the span (0.49) of the floor, but not within 0.001 x it
+    rows = [{"step": i + 1, "reward_mean": 0.5 if i < 20 else late[i % 2], "reward_std": 0.3 if i < 20 else 0.0}
+            for i in range(100)]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    default = scan_file(path, ScanOptions())
+    assert "REWARD_FLOOR" in {f.id for f in default.findings} and default.verdict.regime == "floor"
+    retuned = scan_file(path, ScanOptions(settings={"REWARD_FLOOR": {"rel_tol": 0.001}}))
+    assert "REWARD_FLOOR" not in {f.id for f in retuned.findings} and retuned.verdict.regime is None
