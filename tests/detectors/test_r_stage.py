@@ -19,7 +19,7 @@ import scipy.stats
 from advcore.detectors import Finding, NotEvaluable
 from advcore.diagnose import reward_regime
 from advcore.ingest import Run, load, load_aliases
-from tests._real import REAL, real
+from tests._real import REAL, corpus, real
 from tests.detectors._fixtures import fired as fired_by
 from tests.detectors._fixtures import make_run, one
 
@@ -334,3 +334,27 @@ def test_real_csd_pilot_dead_reward_floor_from_step_one() -> None:
 def test_real_uncapped_unsloth_tables_stay_quiet(name: str) -> None:
     path = next((REAL / name).glob("*.csv"))
     assert fired(load(path)) == {}
+
+
+def test_floor_at_zero_with_excursions_is_named_from_the_level() -> None:
+    # exactly 0 on 80 of 100 steps, -0.25 / -0.125 on the others (no trend): at its floor, though not constant
+    rng = np.random.default_rng(4)
+    reward = [0.0 if rng.random() < 0.8 else float(rng.choice([-0.25, -0.125])) for _ in range(100)]
+    reward[80:] = [0.0] * 20  # the late window sits at 0 too
+    run = make_run({"reward_mean": reward, "zero_variance_group_frac": [0.9] * 100})
+    f = one(run, "REWARD_FLOOR")
+    assert isinstance(f, Finding) and f.evidence["zero_share"] == pytest.approx(reward.count(0.0) / 100)
+    assert reward_regime(run) == "floor"
+    # the same zeros with the groups alive (spread logged and not gone) are not a floor
+    alive = make_run({"reward_mean": reward, "reward_std": [0.4] * 100})
+    assert one(alive, "REWARD_FLOOR") is None
+
+
+def test_real_run_at_zero_with_excursions() -> None:
+    path = corpus("recall-l3-qwen7b-grpo-skipall-tied/first_l3.txt")
+    rewards = [float(ast.literal_eval(m.group(0))["reward"])
+               for m in re.finditer(r"\{[^{}]*'reward': [^{}]*\}", path.read_text())]
+    zeros = sum(1 for r in rewards if r == 0.0)
+    assert len(rewards) == 72 and zeros == 62  # counted by hand from the dict lines
+    f = one(load(path), "REWARD_FLOOR")
+    assert isinstance(f, Finding) and f.evidence["zero_share"] == pytest.approx(zeros / len(rewards))

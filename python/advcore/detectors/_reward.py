@@ -7,7 +7,11 @@ Regimes, judged on the late window (last 20 % of the logged points, see :mod:`._
   (``max(reward_max)`` when logged, else the run's highest reward mean), barely moves (late range
   at most ``rel_tol`` x span), lies above the run's lowest mean, and the spread is gone;
 * ``floor``: the same at the *floor* (``min(reward_min)`` or the run's lowest mean), or a reward
-  mean of exactly 0 at every logged step (the reward is not wired), with the spread gone;
+  mean of exactly 0 at every logged step (the reward is not wired), with the spread gone; or a
+  reward mean of exactly 0 on at least ``ZERO_SHARE`` (3/4) of the logged steps and of the late
+  window, whatever the others, when the spread is not shown to be alive: the run sits at 0 with
+  excursions, not a constant (recall-l3-qwen7b-grpo-skipall-tied: 0 on 62 of 72 steps, -0.25 or
+  -0.125 on the rest, the policy abstaining on every prompt);
 * ``tied_groups``: the late mean still moves from step to step (prompts differ) while the spread
   is ~0 (``<= 1e-6`` x span) or at least 80 % of the groups are tied.
 
@@ -30,7 +34,7 @@ from typing import Literal
 from advcore.detectors._windows import Series, metric, onset_index, reward_spread
 from advcore.ingest import Run
 
-__all__ = ["REL_TOL", "SPREAD_GONE", "TIED_LATE", "Regime", "RewardLevel", "reward_level"]
+__all__ = ["REL_TOL", "SPREAD_GONE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardLevel", "reward_level"]
 
 Regime = Literal["saturation", "floor", "tied_groups"]
 
@@ -40,6 +44,8 @@ REL_TOL = 0.02
 SPREAD_GONE = 0.1
 #: Late tied-group share at or above this = the groups carry no spread.
 TIED_LATE = 0.8
+#: Share of the logged reward means (and of the late window) exactly 0 that puts the run at its floor.
+ZERO_SHARE = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +72,8 @@ class RewardLevel:
     tied_late: float | None
     #: True / False when a spread or tied share was logged; None when judged from a constant mean
     spread_gone: bool | None
+    #: share of the logged reward means that are exactly 0
+    zero_share: float = 0.0
 
     def pinned_onset(self, level: float, sustain: int) -> int | None:
         """Index of the first of ``sustain`` consecutive reward means within ``tol`` of ``level``."""
@@ -84,6 +92,7 @@ class RewardLevel:
             "spread_metric": self.spread.name if self.spread is not None else None,
             "spread_late": self.spread_late,
             "tied_late": self.tied_late,
+            "zero_share": self.zero_share,
         }
 
 
@@ -116,8 +125,12 @@ def reward_level(run: Run, *, rel_tol: float = REL_TOL, spread_gone: float = SPR
         gone = None
     no_spread = gone if gone is not None else late_range == 0.0
     late_mean = math.fsum(late) / len(late)
+    zero_share = sum(1 for v in mean.values if v == 0.0) / len(mean)
+    late_zero = sum(1 for v in late if v == 0.0) / len(late)
     regime: Regime | None = None
-    if not moves and no_spread and all(v == 0.0 for v in mean.values):
+    if not moves and no_spread and zero_share == 1.0:
+        regime = "floor"
+    elif gone is not False and zero_share >= ZERO_SHARE and late_zero >= ZERO_SHARE:
         regime = "floor"
     elif not moves and no_spread and abs(late_mean - ceiling) <= tol and late_mean > lo + tol:
         regime = "saturation"
@@ -128,4 +141,4 @@ def reward_level(run: Run, *, rel_tol: float = REL_TOL, spread_gone: float = SPR
     elif tied_late is not None and tied_late >= TIED_LATE:
         regime = "tied_groups" if moves else ("saturation" if late_mean >= hi - tol else "floor")
     return RewardLevel(regime, mean, late_mean, late_range, ceiling, ceiling_from, floor, floor_from, tol, moves,
-                       spread, spread_late, tied_late, gone)
+                       spread, spread_late, tied_late, gone, zero_share)

@@ -8,7 +8,9 @@ x span of the floor (``min(reward_min)`` when logged, else the run's lowest rewa
 by at most that much; in both cases the reward spread is gone (late spread <= ``spread_gone``
 (0.1) x ``ceiling - floor``; or >= 80 % tied groups; or, with no spread logged, a bit-identical
 late mean). Onset: the first of ``sustain`` (5) consecutive logged reward means within the
-tolerance of the floor. On a run too short for windows, a reward mean of exactly 0 at every one of
+tolerance of the floor. A reward mean of exactly 0 on at least 3/4 of the logged steps and of the
+late window, with excursions near it, is at its floor too (the level over the run, not constancy,
+names the regime; onset: where it settled at 0). On a run too short for windows, a reward mean of exactly 0 at every one of
 at least two logged steps is a point fact and fires too.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import REL_TOL, SPREAD_GONE, RewardLevel, reward_level
+from advcore.detectors._reward import REL_TOL, SPREAD_GONE, ZERO_SHARE, RewardLevel, reward_level
 from advcore.detectors._windows import POINT_FACT_MIN, Series, metric
 from advcore.ingest import Run
 
@@ -47,8 +49,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return _finding(mean, 0, {"all_zero": True}, None)
     if level.regime != "floor":
         return None
-    all_zero = all(v == 0.0 for v in level.mean.values)
-    idx = level.pinned_onset(0.0 if all_zero else level.floor, int(knobs["sustain"]))
+    all_zero = level.zero_share == 1.0
+    at_zero = level.zero_share >= ZERO_SHARE  # at 0 with excursions: the onset is where it settled at 0
+    idx = level.pinned_onset(0.0 if at_zero else level.floor, int(knobs["sustain"]))
     return _finding(level.mean, idx, {**level.evidence(), "all_zero": all_zero}, None if all_zero else level)
 
 
@@ -57,6 +60,11 @@ def _finding(mean: Series, idx: int | None, evidence: dict[str, object], level: 
     if level is None:
         message = (f"The reward mean is exactly 0 at all {len(mean)} logged steps: the reward is not wired "
                    "(or every sample fails); there is no signal to learn from.")
+    elif level.zero_share >= ZERO_SHARE:
+        zeros = round(level.zero_share * len(mean))
+        message = (f"The reward mean is exactly 0 on {zeros} of {len(mean)} logged steps and near it on the rest "
+                   f"({level.late_mean:.4g} late): the run sits at 0, where everything fails or the reward is not "
+                   "wired, with excursions rather than a trend.")
     else:
         message = (f"The reward sits constant at its floor ({level.late_mean:.4g} late, floor {level.floor:.4g} from "
                    f"{level.floor_from}) with no spread left: everything fails, or the reward is not wired.")
@@ -89,7 +97,13 @@ CARD = Card(
 
         and, in both cases, the spread is gone (late reward spread ≤ `spread_gone` × (ceiling − floor); or
         ≥ 80 % tied groups; or, without either metric, a bit-identical late reward mean). Onset: the first
-        of `sustain` consecutive logged reward means within the tolerance of the floor. A run too short
+        of `sustain` consecutive logged reward means within the tolerance of the floor.
+
+        The level over the run, not constancy, names the regime: a reward mean of exactly 0 on at least
+        3/4 of the logged steps and of the late window, with excursions near it, sits at its floor too,
+        unless a logged spread shows the groups alive (recall-l3-qwen7b-grpo-skipall-tied: 0 on 62 of 72
+        steps, -0.25 or -0.125 on the rest while the policy abstains on every prompt). Its onset is the
+        first of `sustain` consecutive means within the tolerance of 0. A run too short
         for windows (fewer than six logged reward means) is still judged on the point fact: a reward mean
         of exactly 0 at every one of at least two logged steps fires, with onset at the first. Not
         evaluable without `reward_mean`.
