@@ -46,3 +46,10 @@ def test_sb3_entropy_is_positive_on_the_real_run() -> None:
         pytest.skip(f"real logs not found at {REAL}")
     entropy = load(path).frame["entropy"].drop_nulls()
     assert entropy[0] == pytest.approx(2.82, abs=0.01) and entropy[-1] == pytest.approx(2.51, abs=0.01)
+
+
+def test_plain_mean_reward_keys_are_the_reward_mean_but_not_an_evaluation() -> None:
+    table = load_aliases()
+    for key in ("avg_reward", "mean_reward", "train/mean_reward"):
+        assert table.canonical(key, None)[0] == "reward_mean", key  # type: ignore[index]
+    assert table.canonical("eval/mean_reward", "sb3") is None  # SB3's EvalCallback: held-out, not training

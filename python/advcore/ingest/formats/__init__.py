@@ -10,11 +10,16 @@ from types import ModuleType
 from advcore.ingest.formats import trainer_state, trl_completions, trl_rollouts_md
 from advcore.ingest.formats import openrlhf, samples, simplevla, tensorboard, trace, verl_console, verl_jsonl
 from advcore.ingest.formats import columnar_json, csv_table, plain, trl_console, wandb
+from advcore.ingest.formats import cleanrl_console, json_records, notebook, sb3_console
 
-#: Detection order: the first module whose ``sniff`` accepts a file reads it (specific formats first;
-#: OpenRLHF before TRL's console, whose dict lines may follow any prefix, ``Global step N:`` included).
+#: Detection order: the first module whose ``sniff`` accepts a file reads it (specific formats first:
+#: a notebook before everything, as its outputs may hold any console text; JSON record groups before
+#: columnar JSON, which takes any object of arrays; OpenRLHF, SB3 and CleanRL consoles before TRL's,
+#: whose dict lines may follow any prefix, ``Global step N:`` included; lists of records without a
+#: ``step`` before ``trainer_state``, which takes any list of objects).
 ORDER: list[ModuleType] = [
-    trl_rollouts_md, trl_completions, wandb, columnar_json, simplevla, openrlhf, trl_console, trainer_state,
-    verl_jsonl, trace, samples, verl_console, tensorboard, csv_table, plain,
+    notebook, trl_rollouts_md, trl_completions, wandb, json_records, columnar_json, simplevla, openrlhf,
+    sb3_console, cleanrl_console, trl_console, trainer_state, verl_jsonl, trace, samples, verl_console,
+    tensorboard, csv_table, plain,
 ]
 BY_NAME: dict[str, ModuleType] = {m.NAME: m for m in ORDER}

@@ -119,6 +119,16 @@ def records_frame(
     return frame, dropped
 
 
+def mean_record(records: list[dict[str, float | None]]) -> dict[str, float | None]:
+    """Several records of one step averaged key by key, over the values that are not null (a key
+    with none stays null; a NaN among them makes the mean NaN)."""
+    out: dict[str, float | None] = {}
+    for key in dict.fromkeys(k for r in records for k in r):
+        values = [v for r in records if (v := r.get(key)) is not None]
+        out[key] = sum(values) / len(values) if values else None
+    return out
+
+
 def numeric_frame(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     """A frame read by Polars with every column as Float64 (strings parsed where numeric)."""
     rows_kept: list[pl.Series] = []

@@ -65,7 +65,12 @@ def _parse(seg: str, start: int) -> dict[str, Any] | None:
 
 
 def read(path: Path) -> RawLog:
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    return read_text(path.read_bytes().decode("utf-8", errors="replace"), path)
+
+
+def read_text(text: str, path: Path | str) -> RawLog:
+    """The dict lines of console text read from ``path`` (a notebook's stream output, say); the
+    errors name ``path`` and the line of ``text``."""
     rows: list[dict[str, Any]] = []
     errors: list[IngestError] = []
     meta: dict[str, Any] = {}

@@ -1,0 +1,293 @@
+"""JSON documents of per-iteration records that are not one table of equal-length arrays.
+
+Two layouts of hand-written training loops:
+
+* **A list of records** (``[{"epoch": 1, "avg_reward": 0.86, ...}, ...]``), one per iteration,
+  without a ``step`` key (a list whose records have one is a ``log_history`` and is read by
+  :mod:`~advcore.ingest.formats.trainer_state`; a list of per-group records with ``n_degenerate`` by
+  :mod:`~advcore.ingest.formats.columnar_json`). The step is the first of ``global_step``,
+  ``iteration``, ``iter``, ``update``, ``epoch`` whose values are all integers, else the record's
+  position from 1. E.g. MCP-Tool-RL (mazzeratziii/MCP-Tool-RL, ``src/rl/train_grpo.py``) writes
+  ``epoch, proxy_loss, avg_reward, success_rate, avg_steps, timestamp`` per epoch.
+* **An object of record groups** whose arrays differ in length, e.g. the SB3 callback of
+  Maybe1e/rl (``train_with_logging.py``, commit e1d8e4d)::
+
+      {"ep_rewards": [...10520], "ep_lengths": [...], "ep_timesteps": [...],   # one per episode
+       "eval_rewards": [...60], "eval_timesteps": [...60],                     # one per evaluation
+       "losses": [{"step": 2049, "policy_loss": ..., "value_loss": ..., "entropy": ...,
+                   "clip_fraction": ..., "approx_kl": ...}, ...]}              # logger snapshots
+
+  A *group* is a list of objects with a step key (``step``, ``global_step``, ``timestep(s)``,
+  ``total_timesteps``, ``num_timesteps``, ``iteration``, ``update``, ``epoch``), or the arrays of one
+  length together with their step array: an array of integers that never decreases, named
+  ``step``, ``steps``, ``timestep(s)`` or ending in ``_step(s)``/``_timestep(s)``; arrays of one
+  length with several step arrays go with the one whose name prefix they share (``ep_`` with
+  ``ep_timesteps``). Arrays with no step array cannot be placed and are listed in
+  ``metadata["unaligned"]``; scalars go to ``metadata``.
+
+  How groups are joined: the training group with the fewest distinct steps sets the rows (for the
+  file above, the logger snapshots: one row per update), and every other training group is averaged
+  per bin: an entry at step ``t`` goes to the first row step ``>= t`` (an episode goes to the update
+  logged after it ended); entries after the last row step make one more row, at the last of their
+  steps. Within one group, entries at the same step are averaged. A record of a list that repeats
+  the previous record in everything but its step is the same snapshot sampled again (the callback
+  above copies SB3's logger every ~500 calls, the update runs every 2048): the first is kept
+  (``metadata["repeated_records"]``). Groups named ``eval...``/``val...``/``test...`` are
+  evaluations: their keys become ``eval/<key>`` (``eval_rewards`` -> ``eval/rewards``), they stay on
+  their own steps and are never training metrics. A name two groups share is prefixed with its
+  group's name (``losses/value``).
+
+  Trainer ``sb3_callback``: episode arrays ``ep_rewards`` beside records with SB3 PPO's update
+  keys ``approx_kl``, ``clip_fraction`` and ``entropy``. The alias table reads ``ep_rewards`` as
+  ``reward_mean`` and ``entropy`` as minus the entropy: the callback copies SB3's
+  ``train/entropy_loss`` under that name (at the first update it is -4.27 = -3 x 0.5 ln(2 pi e),
+  the entropy of the initial 3-D Gaussian policy with unit std, negated).
+
+Values are read by :func:`advcore.ingest.formats.plain.number`; a value that is not a number costs
+that value (null), an entry whose step is not a number costs that entry (counted in
+``metadata["entries_without_step"]``). Nested objects in records are flattened with ``/``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest.formats.plain import evaluation_apart, flatten, mean_record, number, read_json, records_frame
+
+NAME = "json_records"
+
+#: step keys of a list's records, in order of preference
+_RECORD_STEP_KEYS = ("step", "global_step", "timestep", "timesteps", "total_timesteps", "num_timesteps",
+                    "iteration", "iter", "update", "epoch")
+_LIST_STEP_KEYS = ("global_step", "iteration", "iter", "update", "epoch")
+_STEP_ARRAY = re.compile(r"^(?:(?P<prefix>.+?[_/])?(?:time)?steps?)$")
+#: the name of an evaluation group or array (``eval_rewards``, ``evaluations``, ``val/loss``)
+_EVAL = re.compile(r"^(?:evaluations|evaluation|validation|valid|eval|val|test)(?:[_/]|$)", re.IGNORECASE)
+_OBJECT_OF_LISTS = re.compile(r'^\{\s*"[^"]*"\s*:\s*\[')
+_LIST_OF_OBJECTS = re.compile(r"^\[\s*\{")
+_STEP_KEY = re.compile(r'"step"\s*:')
+#: largest file ``sniff`` parses to look at its groups (a bigger one is left to columnar_json)
+_SNIFF_BYTES = 64 << 20
+#: SB3 PPO's ``train/*`` names a callback copied next to per-episode arrays (trainer ``sb3_callback``)
+_SB3_UPDATE_KEYS = frozenset({"approx_kl", "clip_fraction", "entropy"})
+
+
+# -- the document's groups -----------------------------------------------------------------------
+
+
+def _record_step_key(records: list[Any]) -> str | None:
+    if not records or not all(isinstance(r, dict) for r in records):
+        return None
+    return next((k for k in _RECORD_STEP_KEYS if any(k in r for r in records)), None)
+
+
+def _step_prefix(name: str) -> str | None:
+    """``ep_`` for ``ep_timesteps``, ``""`` for ``steps``; None when the name is not a step array's."""
+    m = _STEP_ARRAY.match(name)
+    return None if m is None else (m.group("prefix") or "")
+
+
+def _is_step_array(values: list[Any]) -> bool:
+    nums = [number(v) for v in values]
+    ints = [v for v in nums if v is not None and math.isfinite(v) and v == int(v)]
+    return len(ints) == len(nums) and all(b >= a for a, b in zip(ints, ints[1:], strict=False))
+
+
+def _groups(doc: dict[str, Any]) -> tuple[dict[str, list[str]], list[str]]:
+    """The arrays placed on each step array (``{step array: [arrays]}``) and those that could not be
+    placed (no step array of their length)."""
+    arrays = {k: v for k, v in doc.items() if isinstance(v, list) and _record_step_key(v) is None
+              and not any(isinstance(x, (dict, list)) for x in v)}
+    by_length: dict[int, list[str]] = {}
+    for k, v in arrays.items():
+        by_length.setdefault(len(v), []).append(k)
+    placed: dict[str, list[str]] = {}
+    unaligned: list[str] = []
+    for names in by_length.values():
+        steps = {k: prefix for k in names if (prefix := _step_prefix(k)) is not None and _is_step_array(arrays[k])}
+        for k in names:
+            if k in steps:
+                continue
+            # the step array whose name prefix this array shares (the longest), else the only one
+            fits = [s for s, prefix in steps.items() if k.startswith(prefix)] or (list(steps) if len(steps) == 1 else [])
+            if fits:
+                placed.setdefault(max(fits, key=lambda s: len(steps[s])), []).append(k)
+            else:
+                unaligned.append(k)
+    return placed, unaligned
+
+
+def _is_record_groups(doc: Any) -> bool:
+    """Whether a JSON object holds record groups this module joins: a list of objects with a step key,
+    or arrays of different lengths of which some lie on a step array."""
+    if not isinstance(doc, dict) or "log_history" in doc:
+        return False
+    if any(isinstance(v, list) and _record_step_key(v) is not None for v in doc.values()):
+        return True
+    lengths = {len(v) for v in doc.values() if isinstance(v, list)}
+    return len(lengths) > 1 and bool(_groups(doc)[0])
+
+
+def sniff(path: Path, head: str | None) -> bool:
+    if head is None:
+        return False
+    text = head.lstrip("\ufeff").lstrip()
+    if _LIST_OF_OBJECTS.match(text):
+        return _STEP_KEY.search(text) is None and '"n_degenerate"' not in text
+    if not _OBJECT_OF_LISTS.match(text) or '"log_history"' in text:
+        return False
+    try:
+        if path.stat().st_size > _SNIFF_BYTES:
+            return False
+        doc = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return False
+    return _is_record_groups(doc)
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def _list_of_records(path: Path, doc: list[Any]) -> RawLog:
+    if not all(isinstance(r, dict) for r in doc):
+        bad = next(i for i, r in enumerate(doc) if not isinstance(r, dict))
+        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
+            str(path), f"JSON records: expected a list of objects, but entry {bad + 1} is {type(doc[bad]).__name__}"),))
+    rows = [flatten(r) for r in doc]
+    meta: dict[str, Any] = {"layout": "list"}
+    key = next((k for k in _LIST_STEP_KEYS if any(k in r for r in rows)
+                and all((v := number(r.get(k))) is not None and math.isfinite(v) and v == int(v) for r in rows)), None)
+    if key is not None:
+        for r in rows:
+            r["step"] = r[key]
+        meta["step_key"] = key
+    evaluations = evaluation_apart(rows)
+    if evaluations:
+        meta["evaluation_records"] = evaluations
+    frame, dropped = records_frame(rows)
+    if dropped:
+        meta["non_numeric"] = dropped
+    return RawLog(NAME, frame, metadata=meta)
+
+
+Entries = list[tuple[int, dict[str, float | None]]]
+
+
+def _per_step(entries: Entries) -> dict[int, dict[str, float | None]]:
+    """Entries at one step averaged, in step order."""
+    by_step: dict[int, list[dict[str, float | None]]] = {}
+    for step, values in entries:
+        by_step.setdefault(step, []).append(values)
+    return {s: mean_record(v) for s, v in sorted(by_step.items())}
+
+
+def _binned(entries: Entries, bins: list[int]) -> dict[int, dict[str, float | None]]:
+    """Entries averaged per bin: the first bin step ``>= t``; those after the last bin make one more
+    bin at the last of their steps."""
+    last = max(s for s, _ in entries)
+    out: Entries = []
+    for step, values in entries:
+        i = bisect.bisect_left(bins, step)
+        out.append((bins[i] if i < len(bins) else last, values))
+    return _per_step(out)
+
+
+def _list_groups(doc: dict[str, Any]) -> tuple[list[tuple[str, Entries]], int, int]:
+    """Each list of records with a step key as (name, entries); the entries without a step and the
+    repeated snapshots dropped."""
+    groups: list[tuple[str, Entries]] = []
+    no_step = repeated = 0
+    for name, records in doc.items():
+        if not isinstance(records, list) or (step_key := _record_step_key(records)) is None:
+            continue
+        entries: Entries = []
+        for r in records:
+            step = number(r.get(step_key))
+            if step is None or not math.isfinite(step) or step != int(step):
+                no_step += 1
+                continue
+            values = {k: number(v) for k, v in flatten(r).items() if k != step_key}
+            if entries and values == entries[-1][1]:
+                repeated += 1
+                continue
+            entries.append((int(step), values))
+        groups.append((name, entries))
+    return groups, no_step, repeated
+
+
+def _record_groups(path: Path, doc: dict[str, Any]) -> RawLog:
+    meta: dict[str, Any] = {k: v for k, v in doc.items() if not isinstance(v, (list, dict))}
+    meta["layout"] = "groups"
+    groups, no_step, repeated = _list_groups(doc)
+    placed, unaligned = _groups(doc)
+    for step_array, members in placed.items():
+        prefix = (_step_prefix(step_array) or "").rstrip("_/")
+        name = prefix or step_array
+        if all(_EVAL.match(k) for k in members):
+            name = prefix if _EVAL.match(prefix) else "eval"
+        steps = [int(number(s) or 0) for s in doc[step_array]]  # a step array holds integers only
+        groups.append((name, [(s, {k: number(doc[k][i]) for k in members}) for i, s in enumerate(steps)]))
+    groups = [(name, entries) for name, entries in groups if entries]
+    if not groups:
+        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
+            str(path), "JSON records: no list of records with a step key and no arrays with a step array found"),))
+    evaluation = {name for name, _ in groups if _EVAL.match(name)}
+    # A key two groups share is prefixed with its group's name.
+    owners: dict[str, set[str]] = {}
+    for name, entries in groups:
+        for key in {k for _, e in entries for k in e}:
+            owners.setdefault(_key(key, name in evaluation), set()).add(name)
+    # The training group with the fewest distinct steps sets the rows; the others are binned onto them.
+    training = [i for i, (name, _) in enumerate(groups) if name not in evaluation]
+    base = min(training, key=lambda i: len({s for s, _ in groups[i][1]}), default=None)
+    bins = sorted({s for s, _ in groups[base][1]}) if base is not None else []
+    rows: dict[int, dict[str, float | None]] = {}
+    for i, (name, entries) in enumerate(groups):
+        binned = i in training and i != base
+        for step, values in (_binned(entries, bins) if binned else _per_step(entries)).items():
+            row = rows.setdefault(step, {})
+            for k, v in values.items():
+                key = _key(k, name in evaluation)
+                row[f"{name}/{key}" if len(owners[key]) > 1 else key] = v
+    frame, dropped = records_frame([{"step": s, **rows[s]} for s in sorted(rows)])
+    meta["groups"] = {name: len(entries) for name, entries in groups}
+    if base is not None:
+        meta["rows_from"] = groups[base][0]
+    if evaluation:
+        meta["evaluation_groups"] = sorted(evaluation)
+    if repeated:
+        meta["repeated_records"] = repeated
+    if no_step:
+        meta["entries_without_step"] = no_step
+    if unaligned:
+        meta["unaligned"] = unaligned
+    if dropped:
+        meta["non_numeric"] = dropped
+    keys = {k for _, entries in groups for _, e in entries for k in e}
+    trainer = "sb3_callback" if "ep_rewards" in keys and _SB3_UPDATE_KEYS <= keys else None
+    return RawLog(NAME, frame, trainer=trainer, metadata=meta)
+
+
+def _key(key: str, is_eval: bool) -> str:
+    """An evaluation group's key under ``eval/``, without its own ``eval_`` prefix."""
+    return f"eval/{_EVAL.sub('', key, count=1) or key}" if is_eval else key
+
+
+def read(path: Path) -> RawLog:
+    doc, error = read_json(path, "JSON records")
+    if error is not None:
+        return RawLog(NAME, pl.DataFrame(), errors=(error,))
+    if isinstance(doc, list):
+        return _list_of_records(path, doc)
+    if isinstance(doc, dict):
+        return _record_groups(path, doc)
+    return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
+        str(path), f"JSON records: expected a list of records or an object of record groups, got {type(doc).__name__}"),))

@@ -1,0 +1,175 @@
+"""Jupyter notebooks (``.ipynb``, nbformat 4): the training log in the saved outputs of their cells.
+
+Two kinds of output hold one:
+
+* **The progress table** transformers' ``NotebookProgressCallback`` draws into a ``text/html``
+  output (``transformers/utils/notebook.py``, ``text_to_html_table``): ``<table border="1"
+  class="dataframe">`` whose header row starts with ``Step`` (or ``Epoch``) and goes on with
+  ``Training Loss`` and, in Unsloth's notebooks, every logged key by its display name (``reward``,
+  ``reward_std``, ``kl``, ``rewards / check_answer``); floats printed with 6 decimals, ``No log`` in a
+  cell that had no value. These are the columns of the progress tables exported to CSV that
+  :mod:`~advcore.ingest.formats.csv_table` reads, and the trainer is named the same way (``trl``
+  when there is a ``Training Loss`` column), so the same aliases apply. The display is updated in
+  place while training runs; the saved notebook keeps its last state, so a table is the whole run.
+  A notebook with several training tables (``trainer.train()`` run in several cells) is read from
+  the last one, and ``metadata["table"]`` says so; HTML tables whose header does not start with
+  ``Step``/``Epoch`` (a pandas DataFrame) are not training tables.
+* **TRL's console dicts** (``{'loss': ..., 'reward': ...}``) printed into ``stream`` outputs (no
+  progress table: ``disable_tqdm``, a ``PrinterCallback``), read by
+  :func:`advcore.ingest.formats.trl_console.read_text` from the concatenated text of one cell's
+  stdout (or stderr) outputs, the last such cell when several have dict lines. A progress table,
+  where there is one, is read instead: it has the step numbers.
+
+Cells count from 1 in errors and metadata. A table row with more or fewer cells than the header is
+an :class:`IngestError` naming the cell and the row, and costs that row; a cell that is not a
+number costs that value (null). nbformat 3 notebooks (cells under ``worksheets``) are not read.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest.formats import csv_table, trl_console
+from advcore.ingest.formats.plain import read_json, records_frame
+
+NAME = "notebook"
+
+_CELLS = re.compile(r'"cells"\s*:\s*\[')
+_CELL_TYPE = re.compile(r'"cell_type"\s*:')
+#: the first header cell of a NotebookTrainingTracker table
+_FIRST_COLUMNS = ("Step", "Epoch")
+
+
+def sniff(path: Path, head: str | None) -> bool:
+    if head is None:
+        return False
+    text = head.lstrip("\ufeff").lstrip()
+    return text.startswith("{") and _CELLS.search(text) is not None and _CELL_TYPE.search(text) is not None
+
+
+class _Tables(HTMLParser):
+    """The ``<table>``s of an HTML fragment, each as rows of cell texts (header row first)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: list[list[list[str]]] = []
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._row is not None and self._cell is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.tables[-1].append(self._row)
+            self._row = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _text(value: Any) -> str:
+    """A notebook string field: a string, or a list of strings to join."""
+    if isinstance(value, list):
+        return "".join(v for v in value if isinstance(v, str))
+    return value if isinstance(value, str) else ""
+
+
+def _outputs(cell: Any) -> list[dict[str, Any]]:
+    """The saved outputs of a cell (none for a markdown cell or a malformed entry)."""
+    outputs = cell.get("outputs") if isinstance(cell, dict) else None
+    return [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
+
+
+def _training_tables(cells: list[Any]) -> list[tuple[int, list[list[str]]]]:
+    """(cell number, rows) of every progress table in the ``text/html`` outputs, in notebook order."""
+    found: list[tuple[int, list[list[str]]]] = []
+    for number, cell in enumerate(cells, start=1):
+        for output in _outputs(cell):
+            data = output.get("data")
+            html = _text(data.get("text/html")) if isinstance(data, dict) else ""
+            if "<table" not in html:
+                continue
+            parser = _Tables()
+            parser.feed(html)
+            parser.close()
+            found.extend((number, t) for t in parser.tables if t and t[0] and t[0][0] in _FIRST_COLUMNS)
+    return found
+
+
+def _from_table(path: Path, cell: int, table: list[list[str]], n_tables: int) -> RawLog:
+    header, body = table[0], table[1:]
+    rows: list[dict[str, Any]] = []
+    errors: list[IngestError] = []
+    for i, cells in enumerate(body, start=1):
+        if len(cells) != len(header):
+            errors.append(IngestError(str(path), f"notebook cell {cell}: progress table row {i} has {len(cells)} "
+                                      f"cells, the header {len(header)}"))
+            continue
+        rows.append(dict(zip(header, cells, strict=True)))
+    meta: dict[str, Any] = {"source": "progress_table", "cell": cell}
+    if n_tables > 1:
+        meta["table"] = f"the last of {n_tables} training tables (cell {cell})"
+    if not rows:
+        errors.append(IngestError(str(path), f"notebook cell {cell}: the progress table has no rows"))
+        return RawLog(NAME, pl.DataFrame(), metadata=meta, errors=tuple(errors))
+    frame, dropped = records_frame(rows)
+    if dropped:
+        meta["non_numeric"] = dropped
+    return RawLog(NAME, frame, trainer=csv_table.trainer_of(header), metadata=meta, errors=tuple(errors))
+
+
+def _from_streams(path: Path, cells: list[Any]) -> RawLog | None:
+    """The last cell stream (stdout or stderr) with TRL dict lines, read as a TRL console; None if none."""
+    found: tuple[int, str] | None = None
+    for number, cell in enumerate(cells, start=1):
+        streams: dict[str, list[str]] = {}
+        for output in _outputs(cell):
+            if output.get("output_type") == "stream":
+                streams.setdefault(str(output.get("name")), []).append(_text(output.get("text")))
+        for text in ("".join(parts) for parts in streams.values()):
+            if trl_console.sniff(path, text):
+                found = (number, text)
+    if found is None:
+        return None
+    number, text = found
+    raw = trl_console.read_text(text, path)
+    errors = tuple(IngestError(e.path, f"notebook cell {number}" + (f", output line {e.line}" if e.line else "")
+                               + f": {e.message}") for e in raw.errors)
+    meta = {**raw.metadata, "source": "console_dicts", "cell": number}
+    return RawLog(NAME, raw.frame, trainer=raw.trainer, metadata=meta, errors=errors)
+
+
+def read(path: Path) -> RawLog:
+    doc, error = read_json(path, "notebook")
+    if error is not None:
+        return RawLog(NAME, pl.DataFrame(), errors=(error,))
+    cells = doc.get("cells") if isinstance(doc, dict) else None
+    if not isinstance(cells, list):
+        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
+            str(path), "notebook: expected a JSON object with a 'cells' list (nbformat 4)"),))
+    tables = _training_tables(cells)
+    if tables:
+        cell, table = tables[-1]
+        return _from_table(path, cell, table, len(tables))
+    console = _from_streams(path, cells)
+    if console is not None:
+        return console
+    return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
+        str(path), "notebook: no training progress table (Step | Training Loss | ...) and no TRL log dicts "
+        "in the cells' outputs"),))

@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advcore.ingest import detect, load
+from advcore.ingest.formats import columnar_json, json_records, trainer_state
+
+from tests._real import corpus
+
+
+def _write(tmp_path: Path, doc: object, name: str = "training_log.json") -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps(doc, indent=2))
+    return p
+
+
+# -- a list of per-iteration records ---------------------------------------------------------------
+
+
+def test_list_of_records_takes_its_step_from_epoch(tmp_path: Path) -> None:
+    rows = [{"epoch": 1, "avg_reward": 0.5, "success_rate": 0.8, "timestamp": "2026-04-18T21:35:52"},
+            {"epoch": 2, "avg_reward": "bad", "success_rate": 0.9, "timestamp": "2026-04-18T21:47:32"},
+            {"epoch": 3, "avg_reward": 0.7, "success_rate": 1.0, "timestamp": "2026-04-18T21:51:47"}]
+    p = _write(tmp_path, rows)
+    assert detect(p) is json_records
+    run = load(p)
+    assert run.format == "json_records" and not run.errors
+    assert run.metadata["step_key"] == "epoch" and run.metadata["non_numeric"] == ["timestamp"]
+    raw = json_records.read(p)
+    assert raw.frame["step"].to_list() == [1, 2, 3]
+    assert raw.frame["avg_reward"].to_list() == [0.5, None, 0.7]  # a bad value costs that value
+    assert raw.frame["success_rate"].to_list() == [0.8, 0.9, 1.0]
+    assert run.frame["reward_mean"].to_list() == [0.5, 0.7]  # epoch 2 has no mapped metric left
+
+
+def test_list_without_an_integer_step_key_counts_records(tmp_path: Path) -> None:
+    p = _write(tmp_path, [{"epoch": 0.5, "mean_reward": 1.0}, {"epoch": 1.0, "mean_reward": 2.0},
+                          {"phase": "eval", "mean_reward": 9.0}])
+    run = load(p)
+    assert "step_key" not in run.metadata and run.metadata["evaluation_records"] == 1
+    assert run.frame["step"].to_list() == [1, 2]  # the evaluation record has no training metric
+    assert run.frame["reward_mean"].to_list() == [1.0, 2.0]
+
+
+def test_lists_with_a_step_stay_log_history_and_group_stats_stay_columnar(tmp_path: Path) -> None:
+    assert detect(_write(tmp_path, [{"loss": 0.1, "step": 1}], "a.json")) is trainer_state
+    stats = [{"step": 0, "n_positive": 1, "n_negative": 1, "n_degenerate": 2}]
+    assert detect(_write(tmp_path, stats, "b.json")) is columnar_json
+    assert detect(_write(tmp_path, {"a": [1, 2], "b": [3, 4]}, "c.json")) is columnar_json
+    unequal = _write(tmp_path, {"a": [1, 2], "b": [1]}, "d.json")  # no step array: nothing to join on
+    assert detect(unequal) is columnar_json and "equal-length" in load(unequal).errors[0].message
+
+
+def test_not_a_list_of_objects(tmp_path: Path) -> None:
+    p = _write(tmp_path, [{"epoch": 1, "avg_reward": 0.5}, 3])
+    raw = json_records.read(p)
+    assert raw.frame.height == 0 and "entry 2 is int" in raw.errors[0].message
+
+
+# -- an object of record groups --------------------------------------------------------------------
+
+SNAPSHOT = {"policy_loss": -0.01, "value_loss": 0.7, "entropy": -4.0, "clip_fraction": 0.1, "approx_kl": 0.01}
+
+
+def _groups_doc() -> dict[str, object]:
+    later = {**SNAPSHOT, "entropy": -4.5, "approx_kl": 0.02}
+    return {
+        "ep_rewards": [1.0, 3.0, "nan?", 10.0, 20.0, 30.0],
+        "ep_lengths": [5, 6, 7, 8, 9, 10],
+        "ep_timesteps": [40, 90, 100, 150, 200, 260],
+        "eval_rewards": [50.0, 60.0],
+        "eval_timesteps": [100, 200],
+        "notes": [1, 2, 3],
+        "losses": [{"step": 101, **SNAPSHOT}, {"step": 151, **SNAPSHOT}, {"step": 201, **later},
+                   {"step": "?", **later}],
+        "seed": 7,
+    }
+
+
+def test_groups_joined_on_the_update_steps(tmp_path: Path) -> None:
+    p = _write(tmp_path, _groups_doc())
+    assert detect(p) is json_records
+    raw = json_records.read(p)
+    assert raw.trainer == "sb3_callback" and not raw.errors
+    f = raw.frame
+    # rows: the snapshots (the repeat at 151 dropped), the evaluations on their own steps, and the
+    # episodes after the last snapshot on the step of the last of them
+    assert f["step"].to_list() == [100, 101, 200, 201, 260]
+    assert f["ep_rewards"].to_list() == [None, 2.0, None, 15.0, 30.0]  # the bad value costs that value
+    assert f["ep_lengths"].to_list() == [None, 6.0, None, 8.5, 10.0]
+    assert f["eval/rewards"].to_list() == [50.0, None, 60.0, None, None]
+    assert f["approx_kl"].to_list() == [None, 0.01, None, 0.02, None]
+    assert raw.metadata["repeated_records"] == 1 and raw.metadata["entries_without_step"] == 1
+    assert raw.metadata["unaligned"] == ["notes"] and raw.metadata["seed"] == 7
+    assert raw.metadata["rows_from"] == "losses"
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == [2.0, 15.0, 30.0]
+    assert run.frame["entropy"].to_list() == [4.0, 4.5, None]  # SB3's entropy loss, negated
+    assert run.frame["kl_step"].to_list() == [0.01, 0.02, None]
+    assert run.frame["clip_frac"].to_list() == [0.1, 0.1, None]
+    assert run.has("value_loss") and not any(m.startswith("eval") for m in run.metrics)
+
+
+def test_groups_without_records_join_arrays_on_the_coarsest_steps(tmp_path: Path) -> None:
+    doc = {"rewards": [1.0, 2.0, 3.0, 4.0], "timesteps": [1, 2, 2, 9],
+           "kl": [0.1, 0.2], "update_steps": [2, 4]}
+    p = _write(tmp_path, doc)
+    assert detect(p) is json_records
+    raw = json_records.read(p)
+    assert raw.trainer is None and raw.metadata["rows_from"] == "update"
+    assert raw.frame["step"].to_list() == [2, 4, 9]
+    assert raw.frame["rewards"].to_list() == [2.0, None, 4.0]
+    assert raw.frame["kl"].to_list() == [0.1, 0.2, None]
+
+
+def test_a_key_two_groups_share_is_named_by_its_group(tmp_path: Path) -> None:
+    doc = {"loss": [1.0, 2.0, 3.0], "steps": [1, 2, 3], "updates": [{"step": 3, "loss": 0.5}]}
+    raw = json_records.read(_write(tmp_path, doc))
+    assert set(raw.frame.columns) == {"step", "steps/loss", "updates/loss"}
+    assert raw.frame["steps/loss"].to_list() == [2.0]
+
+
+def test_real_mcp_tool_list_of_epochs() -> None:
+    path = corpus("h2-custom-grpo-mcp-tool-qwen15-no-signal/training_log.json")
+    records = json.loads(path.read_text())
+    run = load(path)
+    assert run.format == "json_records" and not run.errors
+    assert run.frame["step"].to_list() == [r["epoch"] for r in records]
+    assert run.frame["reward_mean"].to_list() == [r["avg_reward"] for r in records]
+
+
+def test_real_sb3_callback_arm_drawing() -> None:
+    path = corpus("h5-sb3-ppo-arm-drawing-converges/training_log.json")
+    doc = json.loads(path.read_text())
+    # Independently: the distinct logger snapshots, and the episodes between consecutive ones.
+    snapshots: list[dict[str, float]] = []
+    for r in doc["losses"]:
+        if not snapshots or {k: v for k, v in r.items() if k != "step"} != \
+                {k: v for k, v in snapshots[-1].items() if k != "step"}:
+            snapshots.append(r)
+    assert len(doc["losses"]) == 1194 and len(snapshots) == 292
+    episodes = list(zip(doc["ep_timesteps"], doc["ep_rewards"], strict=True))
+    expected: list[float] = []
+    previous = -1
+    for snap in snapshots:
+        inside = [r for t, r in episodes if previous < t <= snap["step"]]
+        expected.append(sum(inside) / len(inside))
+        previous = snap["step"]
+    after = [r for t, r in episodes if t > previous]
+    run = load(path)
+    assert run.format == "json_records" and run.trainer == "sb3_callback" and not run.errors
+    steps = [s["step"] for s in snapshots] + [max(doc["ep_timesteps"])]
+    assert run.frame["step"].to_list() == steps
+    assert run.frame["reward_mean"].to_list() == pytest.approx(expected + [sum(after) / len(after)])
+    assert run.frame["entropy"].to_list()[:-1] == pytest.approx([-s["entropy"] for s in snapshots])
+    assert run.frame["kl_step"].to_list()[:-1] == pytest.approx([s["approx_kl"] for s in snapshots])
+    # -4.27 at the first update: minus the entropy of a 3-D unit-std Gaussian, 3 x 0.5 ln(2 pi e)
+    assert run.frame["entropy"][0] == pytest.approx(4.2728, abs=1e-3)
+    assert not any(m.startswith("eval") for m in run.metrics)

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advcore.ingest import detect, load
+from advcore.ingest.formats import notebook
+
+from tests._real import corpus
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """A progress table as transformers' ``text_to_html_table`` writes it."""
+    out = ['<div><progress value="3" max="3"></progress> [3/3 00:10, Epoch 1/1]</div>',
+           '<table border="1" class="dataframe">', '  <thead>', ' <tr style="text-align: left;">']
+    out += [f"      <th>{h}</th>" for h in header]
+    out += ["    </tr>", "  </thead>", "  <tbody>"]
+    for row in rows:
+        out += ["    <tr>", *(f"      <td>{c}</td>" for c in row), "    </tr>"]
+    out += ["  </tbody>", "</table><p>"]
+    return "\n".join(out)
+
+
+def _html_output(text: str) -> dict[str, Any]:
+    lines = text.splitlines(keepends=True)  # notebooks store multi-line strings as lists of lines
+    return {"output_type": "display_data", "metadata": {},
+            "data": {"text/html": lines, "text/plain": ["<IPython.core.display.HTML object>"]}}
+
+
+def _stream(text: str, name: str = "stdout") -> dict[str, Any]:
+    return {"output_type": "stream", "name": name, "text": text.splitlines(keepends=True)}
+
+
+def _notebook(tmp_path: Path, cells: list[list[dict[str, Any]]], name: str = "run.ipynb") -> Path:
+    doc = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# GRPO\n"]}]
+                    + [{"cell_type": "code", "execution_count": i, "metadata": {}, "source": ["trainer.train()"],
+                        "outputs": outputs} for i, outputs in enumerate(cells, start=1)],
+           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    p = tmp_path / name
+    p.write_text(json.dumps(doc, indent=1))
+    return p
+
+
+HEADER = ["Step", "Training Loss", "reward", "kl", "rewards / check_answer"]
+
+
+def test_the_last_progress_table_is_read(tmp_path: Path) -> None:
+    first = _table(HEADER, [["1", "0.000000", "0.100000", "0.000000", "0.000000"]])
+    last = _table(HEADER, [["1", "No log", "0.500000", "0.000000", "1.000000"],
+                           ["2", "0.000100", "oops", "0.001000", "2.000000"],
+                           ["3", "0.000100", "0.750000", "0.002000"],  # a row with a cell missing
+                           ["4", "0.000200", "1.250000", "0.003000", "3.000000"]])
+    pandas = ('<table border="1" class="dataframe">\n<thead><tr style="text-align: right;"><th></th><th>a</th>'
+              "</tr></thead><tbody><tr><th>0</th><td>9</td></tr></tbody></table>")
+    p = _notebook(tmp_path, [[_html_output(first)], [_stream("{'loss': 0.1, 'reward': 9.0}\n"), _html_output(last)],
+                             [_html_output(pandas)]])
+    assert detect(p) is notebook
+    run = load(p)
+    assert run.format == "notebook" and run.trainer == "trl"
+    assert run.frame["step"].to_list() == [1, 2, 4]
+    assert run.frame["reward_mean"].to_list() == [0.5, None, 1.25]  # a bad value costs that value
+    assert run.frame["reward/check_answer"].to_list() == [1.0, 2.0, 3.0]
+    assert run.metadata["source"] == "progress_table" and run.metadata["cell"] == 3
+    assert run.metadata["table"] == "the last of 2 training tables (cell 3)"
+    assert len(run.errors) == 1 and run.errors[0].path == str(p)
+    assert run.errors[0].message.startswith("notebook cell 3: progress table row 3 has 4 cells")
+
+
+def test_console_dicts_in_stream_outputs(tmp_path: Path) -> None:
+    # stdout arrives in chunks: a dict line may be split between two stream outputs
+    outputs = [_stream("==((====))==  Unsloth\n{'loss': 0.1, 'reward': 0.25, 'kl': 0.0"),
+               _stream("'Generating: 100%|####| 3/3\n", "stderr"),
+               _stream(", 'epoch': 0.1}\n{'loss': 0.2, 'reward': 0.5, 'kl': 0.01, 'epoch': 0.2}\n"
+                       "{'loss': 0.3, 'reward': 0.\n"
+                       "{'train_runtime': 12.0, 'train_loss': 0.2, 'epoch': 0.3}\n")]
+    p = _notebook(tmp_path, [[_stream("Loading\n")], outputs])
+    run = load(p)
+    assert run.format == "notebook" and run.trainer == "trl"
+    assert run.frame["reward_mean"].to_list() == [0.25, 0.5]
+    assert run.frame["kl"].to_list() == [0.0, 0.01]
+    assert run.metadata["source"] == "console_dicts" and run.metadata["cell"] == 3
+    assert run.metadata["summary"]["train_runtime"] == 12.0
+    assert len(run.errors) == 1 and run.errors[0].message.startswith("notebook cell 3, output line 4: TRL console")
+
+
+def test_a_notebook_without_a_training_log(tmp_path: Path) -> None:
+    p = _notebook(tmp_path, [[_stream("hello\n")]])
+    assert detect(p) is notebook
+    run = load(p)
+    assert run.steps == 0 and "no training progress table" in run.errors[0].message
+
+
+def test_colab_layout_and_broken_json(tmp_path: Path) -> None:
+    doc = {"nbformat": 4, "nbformat_minor": 0, "metadata": {"colab": {}},
+           "cells": [{"cell_type": "code", "source": [], "outputs": [
+               _html_output(_table(HEADER, [["1", "0.1", "0.5", "0.0", "1.0"]]))]}]}
+    p = tmp_path / "colab.ipynb"
+    p.write_text(json.dumps(doc, separators=(",", ":")))
+    assert detect(p) is notebook and load(p).frame["reward_mean"].to_list() == [0.5]
+    cut = tmp_path / "cut.ipynb"
+    cut.write_text(p.read_text()[:200])
+    e = notebook.read(cut).errors[0]
+    assert e.line == 1 and "invalid JSON" in e.message
+
+
+def test_real_unsloth_probability_notebook() -> None:
+    path = corpus("h4-unsloth-llama31-8b-grpo-probability-answer-floor/GRPO-guide.ipynb")
+    doc = json.loads(path.read_text())
+    # Independently: the text/html outputs with a progress table, its header and rows by regex.
+    tables = ["".join(o["data"]["text/html"]) for c in doc["cells"] for o in c.get("outputs", [])
+              if "text/html" in o.get("data", {}) and "<th>Step</th>" in "".join(o["data"]["text/html"])]
+    assert len(tables) == 1
+    header = [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", tables[0])]
+    rows = [re.findall(r"<td>(.*?)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", tables[0], re.S)]
+    assert len(rows) == 158 and header[:3] == ["Step", "Training Loss", "reward"]
+    column = {h: [float(r[i]) for r in rows] for i, h in enumerate(header)}
+    run = load(path)
+    assert run.format == "notebook" and run.trainer == "trl" and not run.errors
+    assert run.frame["step"].to_list() == [int(s) for s in column["Step"]]
+    assert run.frame["reward_mean"].to_list() == pytest.approx(column["reward"])
+    assert run.frame["reward/check_answer"].to_list() == pytest.approx(column["rewards / check_answer"])
+    assert run.frame["kl"].to_list() == pytest.approx(column["kl"])
+    assert sum(v == -1.0 for v in column["rewards / check_answer"]) == 127  # the manifest's count
