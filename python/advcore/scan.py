@@ -28,11 +28,12 @@ __all__ = ["RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
 
 #: Below this many files the scan runs in this process (worker start-up costs ~0.5 s).
 PARALLEL_FROM = 8
-_SKIP_SUFFIXES = {".ipynb", ".py", ".png", ".jpg", ".gz", ".zip", ".pt", ".bin", ".safetensors"}
+_SKIP_SUFFIXES = {".py", ".png", ".jpg", ".gz", ".zip", ".pt", ".bin", ".safetensors"}
 _SKIP_NAMES = {"SOURCE.md", "README.md"}
-#: Found in a folder, files with these suffixes are tried (console logs get pasted into markdown)
-#: but left out of the report when no format recognises them: they are usually notes.
-_QUIET_SUFFIXES = {".md", ".txt"}
+#: Found in a folder, files with these suffixes are tried (console logs get pasted into markdown,
+#: training runs print into notebooks) but left out of the report when nothing is read from them:
+#: they are usually notes or analysis notebooks.
+_QUIET_SUFFIXES = {".md", ".txt", ".ipynb"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +161,9 @@ def _judge_one(args: tuple[Run, ScanOptions]) -> RunReport:
 def is_quiet_miss(report: RunReport, explicit: set[Path]) -> bool:
     """A document found in a folder (not named by the user) that holds no training log."""
     p = Path(report.run.path)
-    return p not in explicit and p.suffix.lower() in _QUIET_SUFFIXES and report.run.format == "unknown"
+    if p in explicit or p.suffix.lower() not in _QUIET_SUFFIXES:
+        return False
+    return report.run.format == "unknown" or (p.suffix.lower() == ".ipynb" and report.run.steps == 0)
 
 
 def scan(

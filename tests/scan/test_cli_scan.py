@@ -199,3 +199,22 @@ def test_a_human_folder_scan_ends_with_a_summary_table(tmp_path: Path, capsys: p
     for name in ("a", "b"):
         assert f"{name}/trainer_state.json" in tail
     assert tail.count("stage R") == 2 and "2 files: 2 with a lost signal" in tail
+
+
+def test_a_folder_scan_reads_a_training_notebook_and_leaves_an_analysis_notebook_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = ("<table border=\"1\" class=\"dataframe\"><thead><tr><th>Step</th><th>Training Loss</th><th>reward</th>"
+             "<th>reward_std</th></tr></thead><tbody>"
+             + "".join(f"<tr><td>{i}</td><td>0.0</td><td>{0.1 * i:.1f}</td><td>0.5</td></tr>" for i in range(1, 11))
+             + "</tbody></table>")
+    train = {"cells": [{"cell_type": "code", "source": ["trainer.train()"], "metadata": {}, "execution_count": 1,
+                        "outputs": [{"output_type": "display_data", "metadata": {},
+                                     "data": {"text/html": [table], "text/plain": ["<IPython.core.display.HTML>"]}}]}],
+             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    notes = {"cells": [{"cell_type": "markdown", "source": ["# plots"], "metadata": {}}],
+             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "train.ipynb").write_text(json.dumps(train))
+    (tmp_path / "analysis.ipynb").write_text(json.dumps(notes))
+    code, doc = scan_json(capsys, "--per-file", str(tmp_path))
+    paths = {Path(r["path"]).name: r for r in doc["runs"]}
+    assert set(paths) == {"train.ipynb"} and paths["train.ipynb"]["steps"] == 10
