@@ -21,7 +21,8 @@ from typing import Any
 from advcore import __version__
 from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
-from advcore.ingest import Run, join_runs, load
+from advcore.errors import AdvcoreError
+from advcore.ingest import IngestError, Run, join_runs, load
 from advcore.ingest.formats import trl_completions
 
 __all__ = ["RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
@@ -136,13 +137,21 @@ def scan_file(path: Path, options: ScanOptions) -> RunReport:
 
 def judge(run: Run, options: ScanOptions) -> RunReport:
     """Detect and diagnose a loaded run."""
-    if run.errors and run.steps == 0:
-        findings: list[Finding] = []
-        missing: list[NotEvaluable] = []
-    else:
-        findings, missing = run_detectors(run, only=options.only, skip=options.skip, settings=options.settings)
     ran = tuple(i for i in REGISTRY if (not options.only or i in options.only) and i not in options.skip)
-    verdict = diagnose(run, findings, missing, len(ran), judged=ran)
+    findings: list[Finding] = []
+    missing: list[NotEvaluable] = []
+    try:
+        if not (run.errors and run.steps == 0):
+            findings, missing = run_detectors(run, only=options.only, skip=options.skip, settings=options.settings)
+        verdict = diagnose(run, findings, missing, len(ran), judged=ran)
+    except AdvcoreError:
+        raise  # a usage error (an unknown detector ID, a bad knob) concerns every file
+    except Exception as e:  # noqa: BLE001 (nothing one file contains may end the scan of the others)
+        failure = IngestError(run.path, f"advcore failed while judging this run ({type(e).__name__}: "
+                                        f"{str(e)[:200]}); the other files are not affected - please report it")
+        run = replace(run, errors=(*run.errors, failure))
+        findings, missing = [], []
+        verdict = diagnose(run, findings, missing, len(ran), judged=ran)
     return RunReport(run, tuple(verdict.findings), tuple(missing), verdict)
 
 

@@ -27,11 +27,10 @@ while samples differ).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
-from advcore.detectors._windows import Series, metric, onset_index, reward_spread
+from advcore.detectors._windows import Series, fmean, metric, onset_index, reward_spread
 from advcore.ingest import Run
 
 __all__ = ["REL_TOL", "SPREAD_GONE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardLevel", "reward_level"]
@@ -124,7 +123,7 @@ def reward_level(run: Run, *, rel_tol: float = REL_TOL, spread_gone: float = SPR
     else:
         gone = None
     no_spread = gone if gone is not None else late_range == 0.0
-    late_mean = math.fsum(late) / len(late)
+    late_mean = fmean(late)
     zero_share = sum(1 for v in mean.values if v == 0.0) / len(mean)
     late_zero = sum(1 for v in late if v == 0.0) / len(late)
     regime: Regime | None = None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -47,6 +47,7 @@ __all__ = [
     "REWARD_PROXIES",
     "adv_signal",
     "aligned",
+    "fmean",
     "change_point",
     "last_onset_index",
     "rolling_level",
@@ -158,8 +159,23 @@ def aligned(a: Series, b: Series) -> tuple[tuple[float, ...], tuple[float, ...],
     return tuple(a.values[i] for i in idx), tuple(at[keys[i]] for i in idx), idx
 
 
-def _mean(values: tuple[float, ...]) -> float:
-    return math.fsum(values) / len(values) if values else math.nan
+def fmean(values: Iterable[float]) -> float:
+    """The mean of ``values`` (finite floats), exact as :func:`math.fsum` and without its
+    ``OverflowError`` on values near the float maximum (they are scaled first); NaN when empty or
+    when ``inf`` meets ``-inf``."""
+    xs = list(values)
+    if not xs:
+        return math.nan
+    try:
+        return math.fsum(xs) / len(xs)
+    except OverflowError:
+        scale = max(abs(x) for x in xs)
+        return scale * (math.fsum(x / scale for x in xs) / len(xs))
+    except ValueError:  # inf and -inf
+        return math.nan
+
+
+_mean = fmean
 
 
 def window_len(n: int) -> int:
@@ -207,6 +223,8 @@ def change_point(values: tuple[float, ...], end: int | None = None) -> int | Non
     n = len(xs)
     if n < 2:
         return None
+    scale = max(abs(x) for x in xs) or 1.0  # the change point does not move with the scale; sums cannot overflow
+    xs = tuple(x / scale for x in xs)
     total = math.fsum(xs)
     best, best_k, head = -1.0, None, 0.0
     for k in range(1, n):

@@ -29,7 +29,6 @@ an error, and says so.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ from advcore.detectors._windows import (
     Series,
     adv_signal,
     aligned,
+    fmean,
     metric,
     onset_index,
     running_peak_ratio,
@@ -181,7 +181,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         if len(xs) < 2 * MIN_WINDOW:
             continue
         late = flags[len(flags) - window_len(len(flags)):]
-        late_share = math.fsum(late) / len(late)
+        late_share = fmean(late)
         if late_share < share:
             continue
         on = onset_index(flags, lambda f: f == 1.0, sustain)
@@ -204,7 +204,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         }
         carried = ""
         if used is not None:
-            mean_signal = math.fsum(sig[i] for i in kept) / len(kept)
+            mean_signal = fmean(sig[i] for i in kept)
             evidence["signal_mean_when_suppressed"] = mean_signal
             if used.proxy:
                 evidence["proxy"] = used.name
