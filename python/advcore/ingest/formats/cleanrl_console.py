@@ -47,7 +47,9 @@ NAME = "cleanrl_console"
 _STEP = re.compile(r"(?:^|(?<=[\s:\]]))global[ _]step\s*=\s*(?P<step>[^,\s]*)(?P<rest>.*)$")
 #: ``, key=value`` pairs: keys may hold spaces (``episodic return``) and dashes (``0-episodic_return``)
 #: and values brackets and parentheses (``[-500.]``, ``tensor([1.], device='cuda:0')``)
-_PAIR = re.compile(r"\s*,\s*(?P<key>[A-Za-z0-9_][\w .\-/]*?)\s*=\s*"
+# matched at one position at a time (never searched), possessive where a space run could be split
+# two ways: linear on any line
+_PAIR = re.compile(r"\s*+,\s*+(?P<key>[A-Za-z0-9_][\w.\-/]*+(?: ++[\w.\-/]++)*+) *+=\s*+"
                    r"(?P<value>(?:\[[^\]]*\]|\((?:[^()]|\([^()]*\))*\)|[^,\[(])*)")
 _ARRAY = re.compile(r"^\[\s*(\S+?)\s*\]$")
 
@@ -61,9 +63,7 @@ def _episode(line: str) -> tuple[float | None, dict[str, str]] | None:
     rest = m.group("rest").rstrip()
     pairs: dict[str, str] = {}
     end = 0
-    for p in _PAIR.finditer(rest):
-        if p.start() != end:
-            break
+    while end < len(rest) and (p := _PAIR.match(rest, end)) is not None and p.end() > end:
         pairs[p.group("key").strip().replace(" ", "_")] = p.group("value").strip()
         end = p.end()
     step = number(m.group("step"))

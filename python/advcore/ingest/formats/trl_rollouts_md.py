@@ -49,7 +49,7 @@ _STEP_LINE = re.compile(r"^Step: (\d+)/(\d+)\b")
 _SAMPLE = re.compile(r"^### Sample (\d+)\s*$")
 _FIELD = re.compile(r"^\*\*(Prompt|Completion|Solution|Rewards|Detailed Metrics):\*\*\s?(.*)$")
 _PAIR = re.compile(r"^\s*([A-Za-z_][\w/.-]*)=(\S+?)\s*$")
-_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:nan|inf)$", re.I)
+_NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:nan|inf)$", re.I)
 
 
 def sniff(path: Path, head: str | None) -> bool:

@@ -37,13 +37,18 @@ NAME = "verl_console"
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _PREFIX = re.compile(r"^\s*(?:\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:-]+)?\)\s*)+")
-_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+_REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
 #: Where a console record begins, after whatever prefix the logger put before it; not inside a key
 #: (``global_step:3``, ``timing/step:1.2``). Shared with the SimpleVLA-RL and OpenRLHF readers.
 _MARKER = re.compile(r"(?<![\w/.-])(?:step:\d|Global step \d|Accuracy distribution:)")
 _STEP = re.compile(r"^\s*step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
 # Keys may hold parentheses: PRIME/SimpleVLA-RL log ``actor/lr(1e-4)`` (the lr times 1e4).
-_PAIR = re.compile(r"^\s*([A-Za-z_][^\s:]*):\s*(\S.*?)\s*$")
+# `` - `` between pairs; a split starts only at the first space of a run (the lookbehind), so a long
+# run of spaces is crossed once, not once per position
+_SEPARATOR = re.compile(r"(?<!\s)\s++-\s+")
+# linear on any line: the value is taken whole and stripped after the match (a lazy value followed
+# by ``\s*$`` backtracks quadratically on long runs of spaces)
+_PAIR = re.compile(r"^\s*+([A-Za-z_][^\s:]*+):(.*)$")
 _RESUME = re.compile(r"(?:Load(?:ing)? from checkpoint folder|resum\w*)[^\n]*?global_step_(\d+)", re.IGNORECASE)
 
 #: How far ``sniff`` reads past the 64 KiB head when the head looks like a Ray/verl job
@@ -66,7 +71,8 @@ def clean(line: str) -> str:
     marker = _MARKER.search(line)
     if marker is not None and marker.start() > 0:
         line = line[marker.start():]
-    return _REPEATED.sub("", line).rstrip()
+    repeated = _REPEATED.search(line)
+    return (line[:repeated.start()] if repeated else line).rstrip()
 
 
 def _is_step_line(line: str) -> bool:
@@ -100,7 +106,7 @@ def _pairs(body: str) -> tuple[list[tuple[str, str]], str | None]:
     (it costs that chunk: the pairs after it are read too)."""
     out: list[tuple[str, str]] = []
     bad: str | None = None
-    chunks = [c for c in re.split(r"\s+-\s+", body.strip()) if c.strip()]
+    chunks = [c for c in _SEPARATOR.split(body.strip()) if c.strip()]
     if chunks and chunks[-1].rstrip().endswith(" -"):
         chunks[-1] = chunks[-1].rstrip()[:-2]
     for chunk in chunks:
@@ -108,10 +114,11 @@ def _pairs(body: str) -> tuple[list[tuple[str, str]], str | None]:
         if not chunk:
             continue
         m = _PAIR.match(chunk)
-        if m is None:
+        value = m.group(2).strip() if m is not None else ""
+        if not value:
             bad = bad or chunk
             continue
-        out.append((m.group(1), m.group(2)))
+        out.append((m.group(1), value))
     return out, bad
 
 
