@@ -115,7 +115,7 @@ def _pairs(body: str) -> tuple[list[tuple[str, str]], str | None]:
             continue
         m = _PAIR.match(chunk)
         value = m.group(2).strip() if m is not None else ""
-        if not value:
+        if m is None or not value:
             bad = bad or chunk
             continue
         out.append((m.group(1), value))
