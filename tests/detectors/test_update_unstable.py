@@ -3,6 +3,8 @@ small hand-made runs; one spike that recovers, and a Gaussian policy's negative 
 
 from __future__ import annotations
 
+import csv
+
 import numpy as np
 import polars as pl
 import pytest
@@ -149,3 +151,36 @@ def test_real_sb3_run_whose_action_std_blew_up() -> None:
     assert std[0] == pytest.approx(1.008, abs=0.01) and std[-1] > 80  # from the manifest's checked numbers
     f = one(load(path), "UPDATE_UNSTABLE")
     assert isinstance(f, Finding) and f.evidence["metric"] == "action_std"
+
+
+def test_a_high_clip_fraction_while_the_return_keeps_rising_is_not_unstable() -> None:
+    # clip fraction 0.72 for most of the run: unstable when the return falls, not while it keeps rising
+    clip = [0.1] * 20 + [0.72] * 80
+    rising = [float(i) for i in range(100)]
+    assert one(make_run({"clip_frac": clip, "reward_mean": rising}), "UPDATE_UNSTABLE") is None
+    falling = [float(min(i, 50)) if i < 60 else 10.0 for i in range(100)]
+    f = one(make_run({"clip_frac": clip, "reward_mean": falling}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "clip_frac" and f.onset_step == 21
+
+
+def test_update_kl_spikes_on_under_one_percent_of_a_long_run_are_routine() -> None:
+    kl = [0.02] * 1000
+    for i in (100, 500, 900):
+        kl[i] = 2.5
+    assert one(make_run({"kl_step": kl}), "UPDATE_UNSTABLE") is None
+    for i in range(200, 1000, 80):  # 13 spikes: 1.3 % of the run
+        kl[i] = 2.5
+    f = one(make_run({"kl_step": kl}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["unstable_points"] == sum(1 for v in kl if v >= 1)
+
+
+def test_real_baselines_ppo2_csv_is_read_with_its_columns() -> None:
+    path = corpus("h7-baselines-ppo2-humanoidstandup-good-high-clipfrac/progress.csv")
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    run = load(path)
+    assert run.trainer == "baselines" and run.steps == len(rows)
+    assert run.frame["step"].to_list() == [int(float(r["total_timesteps"])) for r in rows]
+    assert run.frame["reward_mean"].to_list() == pytest.approx([float(r["eprewmean"]) for r in rows])
+    assert run.frame["kl_step"].to_list() == pytest.approx([float(r["approxkl"]) for r in rows])
+    assert one(run, "UPDATE_UNSTABLE") is None  # it learns: 3 KL spikes over 976 updates, clipping while improving

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import csv_table
 
-from tests._real import real
+from tests._real import corpus, real
 
 TABLE = (
     "Step,Training Loss,reward,reward_std,completions / mean_length,completions / clipped_ratio,"
@@ -101,3 +102,13 @@ def test_sb3_progress_csv(tmp_path: Path) -> None:
     assert run.frame["reward_mean"].to_list() == [-20.2, -18.5, -15.0]
     assert run.frame["entropy"].to_list() == [None, 1.37, 1.1]  # SB3 logs minus the entropy
     assert run.frame["kl_step"].to_list() == [None, 0.012, 0.008]
+
+
+def test_real_rllab_progress_csv_is_read_with_its_columns() -> None:
+    path = corpus("h7-rllab-trpo-foot-hopper-learns-plateau/progress.csv")
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    run = load(path)
+    assert run.trainer == "rllab" and run.frame["step"].to_list() == [int(r["Iteration"]) for r in rows]
+    assert run.frame["reward_mean"].to_list() == pytest.approx([float(r["AverageReturn"]) for r in rows])
+    assert run.frame["kl_step"].to_list() == pytest.approx([float(r["MeanKL"]) for r in rows])

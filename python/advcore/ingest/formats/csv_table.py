@@ -50,11 +50,20 @@ def sniff(path: Path, head: str | None) -> bool:
     return numeric >= len(body)
 
 
+#: columns only OpenAI baselines' loggers write (baselines/ppo2/ppo2.py, a2c/a2c.py, acktr, trpo_mpi)
+_BASELINES_MARKERS = frozenset({"eprewmean", "EpRewMean", "misc/serial_timesteps", "serial_timesteps", "EVBefore",
+                                "ev_tdlam_before"})
+
+
 def trainer_of(keys: list[str]) -> str | None:
     if any(k in _TRL_MARKERS or k.startswith(_TRL_PREFIXES) for k in keys):
         return "trl"
     if "time/total_timesteps" in keys:  # stable-baselines3's progress.csv (its CSV logger)
         return "sb3"
+    if _BASELINES_MARKERS & set(keys):  # OpenAI baselines' progress.csv (ppo2, a2c, acktr, trpo_mpi)
+        return "baselines"
+    if {"AverageReturn", "Iteration"} <= set(keys):  # rllab's progress.csv (TRPO, VPG)
+        return "rllab"
     return None
 
 
