@@ -188,3 +188,19 @@ def test_update_mechanics_aliases() -> None:
                       ("train/num_gen_batches", "gen_batches")):
         hit = table.canonical(key, "verl")
         assert hit is not None and hit[0] == name, key
+
+
+def test_derived_series_are_memoised_per_run_and_never_shared_with_another_frame() -> None:
+    from dataclasses import replace
+
+    import polars as pl
+
+    from advcore.detectors._windows import metric
+
+    run = make_run({"reward_mean": [0.1, 0.2, 0.3]})
+    first = metric(run, "reward_mean")
+    assert first is metric(run, "reward_mean")  # computed once per run
+    other = replace(run, frame=run.frame.with_columns(pl.Series("reward_mean", [0.7, 0.8, 0.9])))
+    again = metric(other, "reward_mean")
+    assert first is not None and again is not None
+    assert first.values == (0.1, 0.2, 0.3) and again.values == (0.7, 0.8, 0.9)

@@ -264,6 +264,11 @@ def metric(run: Run, name: str) -> Series | None:
 
 
 def _from_expr(run: Run, name: str, expr: pl.Expr, *, proxy: bool, needs: tuple[str, ...]) -> Series | None:
+    # keyed on the expression itself: a condition with a knob in it differs from one without
+    return run.cached(("series", name, proxy, str(expr)), lambda: _series(run, name, expr, proxy=proxy, needs=needs))
+
+
+def _series(run: Run, name: str, expr: pl.Expr, *, proxy: bool, needs: tuple[str, ...]) -> Series | None:
     if not run.has(*needs):
         return None
     frame = run.frame

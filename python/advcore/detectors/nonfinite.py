@@ -84,7 +84,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     rows = frame.with_row_index("__row")
     # (row, metric, value, count) of each metric's first non-finite value
     firsts: list[tuple[int, str, float, int]] = []
-    for name in judged:
+    # one pass over every column says which hold a non-finite value; only those are searched row by row
+    flags = frame.select([(pl.col(c).is_not_null() & ~pl.col(c).is_finite()).any().alias(c) for c in judged])
+    for name in (c for c in judged if flags[c][0]):
         bad = rows.filter(pl.col(name).is_not_null() & ~pl.col(name).is_finite()).select("__row", name)
         if bad.height:
             firsts.append((int(bad["__row"][0]), name, float(bad[name][0]), bad.height))

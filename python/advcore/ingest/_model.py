@@ -9,13 +9,17 @@ Missing values are null, never 0.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
 __all__ = ["IngestError", "RawLog", "Run"]
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,15 @@ class Run:
     trace: pl.DataFrame | None = None
     #: the files of a run read from several files (:func:`advcore.ingest.join_runs`); empty for one file
     joined: tuple[str, ...] = ()
+    #: values derived from :attr:`frame` (which never changes), by key: see :meth:`cached`
+    _memo: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, once per run and ``key``: the detectors read the same derived series
+        (``reward_mean``'s finite values, a proxy) many times in one pass."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]  # type: ignore[no-any-return]
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -86,9 +99,10 @@ class Run:
         ]
 
     def has(self, *names: str) -> bool:
-        """True when every metric in ``names`` is present."""
-        present = set(self.metrics)
-        return all(n in present for n in names)
+        """True when every metric in ``names`` is present (a column with a non-null value)."""
+        frame, columns = self.frame, set(self.frame.columns)
+        return all(n in columns and n not in ("step", "phase") and frame[n].null_count() < frame.height
+                   for n in names)
 
     @staticmethod
     def failed(path: Path | str, message: str, line: int | None = None) -> Run:
