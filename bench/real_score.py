@@ -9,10 +9,13 @@ with the most steps. Marks:
 
 * stage: a run expected lost has verdict status ``lost`` at the expected stage; a run expected
   quiet (or not judged) has that status;
-* headline: the verdict's lead finding is one of the expected IDs (quiet: no lead);
+* headline: the verdict's lead finding is one of the expected IDs (quiet: the verdict is not
+  ``lost``);
 * onset: the verdict's onset lies in the expected range widened by 10 % of the run's step span,
   at least 5 steps (runs without an expected onset are not counted);
-* healthy quiet: a healthy run has no warning or error finding at all;
+* healthy judged quiet: a healthy run was read, judged, and has no warning or error finding
+  (``Q``; ``!`` when it has one, ``-`` when it was unreadable or not judged); the table also counts
+  the healthy runs with a warning (a false alarm, which an unreadable run is not);
 * forbidden: a finding the expectation lists under ``must_not_fire`` fired (warn or error).
 
 Runs whose files are absent are listed as such (``tests/real/extract.py`` brings them).
@@ -44,7 +47,10 @@ class Score:
     stage: bool
     headline: bool
     onset: bool | None
+    #: healthy runs: judged and quiet (None for a run that is not healthy)
     healthy_quiet: bool | None
+    #: healthy runs: a warning or error fired (None for a run that is not healthy)
+    healthy_warned: bool | None
     forbidden: tuple[str, ...]
 
 
@@ -71,10 +77,11 @@ def score_run(run: RealRun) -> Score:
         slack = max(5.0, 0.1 * _span(r))
         onset = v.onset is not None and e.onset[0] - slack <= v.onset <= e.onset[1] + slack
     fired = {f.id for rep in reports for f in rep.findings if f.severity in _BAD}
-    healthy = not fired if e.healthy else None
+    quiet = v.status == "quiet" and not fired if e.healthy else None
+    warned = bool(fired) if e.healthy else None
     expected = f"{e.status} {e.stage} {'/'.join(e.headline)} {list(e.onset) if e.onset else ''}".strip()
     got = f"{v.status} {v.stage or ''} {v.headline or ''} {v.onset if v.onset is not None else ''}".strip()
-    return Score(run.name, run.split, expected, " ".join(got.split()), stage_ok, headline_ok, onset, healthy,
+    return Score(run.name, run.split, expected, " ".join(got.split()), stage_ok, headline_ok, onset, quiet, warned,
                  tuple(sorted(fired & set(e.must_not_fire))))
 
 
@@ -84,13 +91,14 @@ def summarise(scores: list[Score]) -> dict[str, Any]:
 
     onsets = [s.onset for s in scores if s.onset is not None]
     healthy = [s.healthy_quiet for s in scores if s.healthy_quiet is not None]
+    warned = [s.healthy_warned for s in scores if s.healthy_warned is not None]
     return {
         "runs": len(scores),
         "stage right": share([s.stage for s in scores]),
         "headline right": share([s.headline for s in scores]),
         "onset right": share(onsets),
-        "healthy runs quiet": share(healthy),
-        "healthy runs with a warning": sum(1 for h in healthy if not h),
+        "healthy runs judged quiet": share(healthy),
+        "healthy runs with a warning": sum(1 for w in warned if w),
         "forbidden findings": sum(len(s.forbidden) for s in scores),
     }
 
@@ -112,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         for s in sorted(scores, key=lambda s: (s.split, s.name)):
             marks = "".join(("S" if s.stage else "-", "H" if s.headline else "-",
                              " " if s.onset is None else ("O" if s.onset else "-"),
-                             " " if s.healthy_quiet is None else ("Q" if s.healthy_quiet else "!")))
+                             " " if s.healthy_quiet is None else
+                             "Q" if s.healthy_quiet else "!" if s.healthy_warned else "-"))
             forbidden = f"  forbidden: {', '.join(s.forbidden)}" if s.forbidden else ""
             print(f"{s.split[:3]} {marks} {s.name:44} expected {s.expected:50} got {s.got}{forbidden}")
         print()
