@@ -112,3 +112,21 @@ def test_real_rllab_progress_csv_is_read_with_its_columns() -> None:
     assert run.trainer == "rllab" and run.frame["step"].to_list() == [int(r["Iteration"]) for r in rows]
     assert run.frame["reward_mean"].to_list() == pytest.approx([float(r["AverageReturn"]) for r in rows])
     assert run.frame["kl_step"].to_list() == pytest.approx([float(r["MeanKL"]) for r in rows])
+
+
+def test_real_spinning_up_progress_txt_is_tab_separated() -> None:
+    path = corpus("h10-spinup-ppo-hopper-learns/progress.txt")
+    with path.open() as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    assert detect(path) is csv_table
+    run = load(path)
+    assert run.trainer == "spinup" and run.frame["step"].to_list() == [int(r["Epoch"]) for r in rows]
+    assert run.frame["reward_mean"].to_list() == pytest.approx([float(r["AverageEpRet"]) for r in rows])
+    assert run.frame["kl_step"].to_list() == pytest.approx([float(r["KL"]) for r in rows])
+
+
+def test_a_tab_separated_table_with_a_comma_free_header(tmp_path: Path) -> None:
+    p = tmp_path / "progress.txt"
+    p.write_text("Epoch\tAverageEpRet\tKL\n0\t1.5\t0.01\n1\t2.5\t0.02\n2\t3.5\t0.03\n")
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == [1.5, 2.5, 3.5] and run.frame["step"].to_list() == [0, 1, 2]

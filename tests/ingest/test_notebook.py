@@ -126,3 +126,19 @@ def test_real_unsloth_probability_notebook() -> None:
     assert run.frame["reward/check_answer"].to_list() == pytest.approx(column["rewards / check_answer"])
     assert run.frame["kl"].to_list() == pytest.approx(column["kl"])
     assert sum(v == -1.0 for v in column["rewards / check_answer"]) == 127  # the manifest's count
+
+
+def test_a_notebook_whose_cells_come_after_a_large_metadata_block(tmp_path: Path) -> None:
+    # Colab writes widget state (often megabytes) in the metadata, before the cells
+    table = ("<table border=\"1\" class=\"dataframe\"><thead><tr><th>Step</th><th>Training Loss</th><th>reward</th>"
+             "</tr></thead><tbody>" + "".join(f"<tr><td>{i}</td><td>0.0</td><td>{i / 10}</td></tr>" for i in range(1, 8))
+             + "</tbody></table>")
+    nb = {"metadata": {"widgets": {"state": {f"w{i}": {"value": "x" * 100} for i in range(1000)}}},
+          "nbformat": 4, "nbformat_minor": 0,
+          "cells": [{"cell_type": "code", "metadata": {}, "source": ["trainer.train()"], "execution_count": 1,
+                     "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"text/html": [table]}}]}]}
+    p = tmp_path / "colab.ipynb"
+    p.write_text(json.dumps(nb))
+    assert p.read_text().index('"cells"') > (1 << 16)
+    run = load(p)
+    assert run.format == "notebook" and run.frame["reward_mean"].to_list() == pytest.approx([i / 10 for i in range(1, 8)])

@@ -5,7 +5,8 @@ Notebook tables (``transformers``' NotebookProgressCallback) keep the display na
 table maps them. CRLF or LF line endings, quoted fields; blank cells are null; columns with no
 numeric value (reason strings, JSON lists in a quoted field) are dropped and listed in
 ``metadata["non_numeric"]``; ``True``/``False`` read as 1/0. A row with the wrong number of
-fields is an error with its line number.
+fields is an error with its line number. A header with tabs and no comma makes the table
+tab-separated (Spinning Up's and rllab's ``progress.txt``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,14 @@ _TRL_MARKERS = ("Training Loss", "frac_reward_zero_std")
 _TRL_PREFIXES = ("rewards / ", "completions / ", "rewards/", "completions/")
 
 
+def _delimiter(text: str) -> str:
+    """``"\t"`` when the first line has tabs and no comma (a tab-separated table), else ``","``."""
+    first = text.split("\n", 1)[0]
+    return "\t" if "\t" in first and "," not in first else ","
+
+
 def _rows(text: str) -> list[list[str]]:
-    return list(csv.reader(io.StringIO(text, newline="")))
+    return list(csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)))
 
 
 def sniff(path: Path, head: str | None) -> bool:
@@ -64,12 +71,14 @@ def trainer_of(keys: list[str]) -> str | None:
         return "baselines"
     if {"AverageReturn", "Iteration"} <= set(keys):  # rllab's progress.csv (TRPO, VPG)
         return "rllab"
+    if {"Epoch", "AverageEpRet"} <= set(keys):  # OpenAI Spinning Up's progress.txt (VPG, TRPO, PPO)
+        return "spinup"
     return None
 
 
 def read(path: Path) -> RawLog:
     text = path.read_bytes().decode("utf-8-sig", errors="replace")
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
     errors: list[IngestError] = []
     try:
         header = next(reader)

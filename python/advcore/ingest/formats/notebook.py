@@ -50,7 +50,10 @@ def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
     text = head.lstrip("\ufeff").lstrip()
-    return text.startswith("{") and _CELLS.search(text) is not None and _CELL_TYPE.search(text) is not None
+    if not text.startswith("{"):
+        return False
+    # Colab notebooks can hold megabytes of widget metadata before their first cell
+    return path.suffix.lower() == ".ipynb" or (_CELLS.search(text) is not None and _CELL_TYPE.search(text) is not None)
 
 
 class _Tables(HTMLParser):
