@@ -358,3 +358,22 @@ def test_real_run_at_zero_with_excursions() -> None:
     assert len(rewards) == 72 and zeros == 62  # counted by hand from the dict lines
     f = one(load(path), "REWARD_FLOOR")
     assert isinstance(f, Finding) and f.evidence["zero_share"] == pytest.approx(zeros / len(rewards))
+
+
+def test_an_episode_return_held_at_its_floor_without_a_spread_metric() -> None:
+    # SB3 logs no reward spread: a mean return that holds within 2 % of the span at the run's floor
+    # (-100000 for an illegal move, -99998.99 once in a while) is at its floor, though not bit-identical
+    rng = np.random.default_rng(6)
+    reward = [-100000.0 if rng.random() < 0.6 else -99998.99 for _ in range(200)]
+    f = one(make_run({"reward_mean": reward}, trainer="sb3"), "REWARD_FLOOR")
+    assert isinstance(f, Finding) and f.evidence["floor"] == -100000.0
+    # a return that still climbs is not
+    climbing = [-100000.0 + 50.0 * i for i in range(200)]
+    assert one(make_run({"reward_mean": climbing}, trainer="sb3"), "REWARD_FLOOR") is None
+
+
+def test_the_floor_onset_is_where_the_reward_settled_there_for_good() -> None:
+    # near the floor for 20 points, away for 50 (it learned), back at the floor for the last 30
+    reward = [0.01] * 20 + [0.8] * 50 + [0.0] * 30
+    f = one(make_run({"reward_mean": reward, "reward_std": [0.3] * 70 + [0.0] * 30}), "REWARD_FLOOR")
+    assert isinstance(f, Finding) and f.onset_step == 71

@@ -22,7 +22,9 @@ The spread is gone when the late-window mean of the reward spread (``reward_std`
 ``ceiling - floor`` (or ``<= 1e-6`` x span when that range is 0). Without a spread metric the
 tied-group share (``zero_variance_group_frac`` late mean >= 0.8) decides; without either, a late
 reward mean that is exactly constant counts as no spread (a batch mean does not stay bit-identical
-while samples differ).
+while samples differ), and so does, for the floor only, a late mean held within ``rel_tol`` of the
+run's floor (an SB3 episode return averages 100 episodes: at its floor it is not bit-identical,
+sb3-chess-dead-nsteps10 at -100000 with rare -99998.99).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from advcore.detectors._windows import Series, fmean, metric, onset_index, reward_spread
+from advcore.detectors._windows import Series, fmean, last_onset_index, metric, reward_spread
 from advcore.ingest import Run
 
 __all__ = ["REL_TOL", "SPREAD_GONE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardLevel", "reward_level"]
@@ -75,8 +77,11 @@ class RewardLevel:
     zero_share: float = 0.0
 
     def pinned_onset(self, level: float, sustain: int) -> int | None:
-        """Index of the first of ``sustain`` consecutive reward means within ``tol`` of ``level``."""
-        return onset_index(self.mean.values, lambda v: abs(v - level) <= self.tol, sustain)
+        """Index of the first of ``sustain`` consecutive reward means within ``tol`` of ``level``,
+        counted from after the last stretch of ``sustain`` means away from it: where the reward
+        settled at the level it ends at, not an earlier visit it left again
+        (sb3-acrobot-collapse-after-success starts near its floor, learns, and falls back to it)."""
+        return last_onset_index(self.mean.values, lambda v: abs(v - level) <= self.tol, sustain)
 
     def evidence(self) -> dict[str, object]:
         """The numbers the regime was decided on."""
@@ -133,8 +138,8 @@ def reward_level(run: Run, *, rel_tol: float = REL_TOL, spread_gone: float = SPR
         regime = "floor"
     elif not moves and no_spread and abs(late_mean - ceiling) <= tol and late_mean > lo + tol:
         regime = "saturation"
-    elif not moves and no_spread and abs(late_mean - floor) <= tol:
-        regime = "floor"
+    elif not moves and (no_spread or gone is None) and abs(late_mean - floor) <= tol:
+        regime = "floor"  # without a spread metric, a late mean held at the run's floor is judged as one
     elif spread_late is not None and spread_late <= 1e-6 * span and moves:
         regime = "tied_groups"
     elif tied_late is not None and tied_late >= TIED_LATE:

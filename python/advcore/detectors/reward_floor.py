@@ -8,7 +8,10 @@ x span of the floor (``min(reward_min)`` when logged, else the run's lowest rewa
 by at most that much; in both cases the reward spread is gone (late spread <= ``spread_gone``
 (0.1) x ``ceiling - floor``; or >= 80 % tied groups; or, with no spread logged, a bit-identical
 late mean). Onset: the first of ``sustain`` (5) consecutive logged reward means within the
-tolerance of the floor. A reward mean of exactly 0 on at least 3/4 of the logged steps and of the
+tolerance of the floor, counted from after the last stretch away from it (where the reward settled
+at its floor for good). Without a logged spread, a late mean that holds within the tolerance at the
+run's floor counts as no spread (an SB3 episode return at -100000 with rare -99998.99 is not
+bit-identical). A reward mean of exactly 0 on at least 3/4 of the logged steps and of the
 late window, with excursions near it, is at its floor too (the level over the run, not constancy,
 names the regime; onset: where it settled at 0). On a run too short for windows, a reward mean of exactly 0 at every one of
 at least two logged steps is a point fact and fires too.
@@ -96,8 +99,12 @@ CARD = Card(
           most that much,
 
         and, in both cases, the spread is gone (late reward spread ≤ `spread_gone` × (ceiling − floor); or
-        ≥ 80 % tied groups; or, without either metric, a bit-identical late reward mean). Onset: the first
-        of `sustain` consecutive logged reward means within the tolerance of the floor.
+        ≥ 80 % tied groups; or, without either metric, a bit-identical late reward mean, or a late mean
+        held within the tolerance of the floor: an SB3 episode return averages 100 episodes and is not
+        bit-identical at its floor, sb3-chess-dead-nsteps10). Onset: the first of `sustain` consecutive
+        logged reward means within the tolerance of the floor, counted from after the last stretch of
+        `sustain` means away from it (where the reward settled at its floor for good:
+        sb3-acrobot-collapse-after-success starts near its floor, learns, and falls back).
 
         The level over the run, not constancy, names the regime: a reward mean of exactly 0 on at least
         3/4 of the logged steps and of the late window, with excursions near it, sits at its floor too,
