@@ -16,19 +16,21 @@ from advcore.ingest._aliases import AliasTable, load_aliases
 from advcore.ingest._canonical import canonicalize
 from advcore.ingest._model import IngestError, RawLog, Run
 from advcore.ingest._runs import join_runs
+from advcore.ingest._text import decode_head, read_head
 
 __all__ = ["IngestError", "RawLog", "Run", "detect", "join_runs", "load", "load_aliases"]
 
-#: Bytes read to detect a format.
+#: Bytes read to detect a format (characters: twice or four times as many bytes in UTF-16 or UTF-32).
 HEAD_BYTES = 1 << 16
 
 
 def _head(path: Path) -> str | None:
-    with path.open("rb") as f:
-        data = f.read(HEAD_BYTES)
-    if b"\x00" in data[:4096] and not path.name.startswith("events.out.tfevents"):
+    """The first :data:`HEAD_BYTES` of ``path`` as text, decoded as every reader decodes the file
+    (:mod:`advcore.ingest._text`: byte-order marks, UTF-16/32), or None for binary content."""
+    data = read_head(path, HEAD_BYTES)
+    if path.name.startswith("events.out.tfevents") and b"\0" in data[:4096]:
         return None
-    return data.decode("utf-8", errors="replace")
+    return decode_head(data)
 
 
 def detect(path: Path) -> ModuleType | None:

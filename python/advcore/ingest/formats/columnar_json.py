@@ -35,7 +35,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats.plain import number, read_json, records_frame
+from advcore.ingest.formats.plain import is_json_lines, number, read_json, records_frame
 
 NAME = "columnar_json"
 
@@ -47,8 +47,8 @@ def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
     text = head.lstrip("\ufeff").lstrip()
-    if _COLUMNAR.match(text):
-        return '"log_history"' not in text[:200]
+    if _COLUMNAR.match(text):  # JSON Lines whose first value is a list are records, not one document
+        return '"log_history"' not in text[:200] and not is_json_lines(text)
     return bool(_GROUP_STATS.match(text))
 
 

@@ -77,6 +77,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import open_text, read_text
 from advcore.ingest.formats import verl_console
 from advcore.ingest.formats.plain import flatten, number, records_frame
 from advcore.ingest.formats.verl_console import clean
@@ -143,7 +144,7 @@ def sniff(path: Path, head: str | None) -> bool:
         return True
     # A verl console whose first accuracy line lies past the head (config dumps are long).
     steps = read = 0
-    with path.open("r", encoding="utf-8", errors="replace") as f:
+    with open_text(path) as f:
         for line in f:
             read += len(line)
             if _marks(line):
@@ -257,7 +258,7 @@ def _attach_to_console_rows(rows: list[_Row], step_lines: list[int], accuracy: l
 
 def read(path: Path) -> RawLog:
     path = Path(path)
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_text(path)
     errors: list[IngestError] = []
     meta: dict[str, Any] = {}
     records: list[_Row] = []

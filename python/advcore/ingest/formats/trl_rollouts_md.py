@@ -40,6 +40,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import open_text
 from advcore.ingest.formats import samples
 
 NAME = "trl_rollouts_md"
@@ -103,7 +104,7 @@ def _parse(path: Path) -> tuple[list[_Section], list[IngestError], int | None]:
                                              "'**Rewards:** ... total=<number>' line", sec.sample_line)
         sec.field, sec.buffer = None, []
 
-    with path.open(encoding="utf-8", errors="replace") as f:
+    with open_text(path) as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.rstrip("\r\n")
             m = _SECTION.match(line)
