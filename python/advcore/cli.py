@@ -87,21 +87,31 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
               help="Samples per prompt, for per-sample dumps whose prompts are all identical (groups are then "
                    "consecutive blocks of N).")
 @click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: one per CPU).")
+@click.option("--follow-links", is_flag=True,
+              help="Follow symbolic links found in a folder or by a glob wherever they lead (default: only to "
+                   "targets inside the scanned folders; the others are listed on stderr).")
 def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, settings: tuple[str, ...],
          only: tuple[str, ...], skip: tuple[str, ...], metric_map: Path | None, log_format: str | None,
-         rollout_n: int | None, jobs: int | None) -> None:
+         rollout_n: int | None, jobs: int | None, follow_links: bool) -> None:
     """Diagnose the training logs in PATHS (files, folders searched recursively, globs).
 
     Exit codes: 0; 1 when no PATH matched a file; with --fail-on, 2 when a PATH matched nothing or a
-    file could not be read, else 1 when a finding of at least that severity was raised; 2 also for a
-    usage error.
+    file or folder could not be read, else 1 when a finding of at least that severity was raised; 2
+    also for a usage error.
+
+    A symbolic link inside a scanned folder is followed only to a target inside the scanned folders
+    (--follow-links: anywhere); no folder is walked twice, so link loops end.
     """
     from rich.console import Console
     from rich.progress import Progress
 
     from advcore.detectors import parse_settings
     from advcore.report import render_human, render_json, render_markdown
-    from advcore.scan import ScanOptions, collect_paths, is_quiet_miss
+    from rich.markup import escape
+
+    from advcore._escape import printable
+    from advcore.ingest import Run
+    from advcore.scan import ScanOptions, collect_paths, is_quiet_miss, judge
     from advcore.scan import scan as run_scan
 
     try:
@@ -110,11 +120,18 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
         _check_options(options)
     except AdvcoreError as e:
         raise click.UsageError(str(e)) from None
-    files, unmatched, explicit = collect_paths(paths)
+    collected = collect_paths(paths, follow_links=follow_links)
+    files, unmatched, explicit = collected.files, collected.unmatched, collected.explicit
     err = Console(stderr=True)
     for target in unmatched:
-        err.print(f"[yellow]nothing to scan at[/yellow] {target}")
-    if not files:
+        err.print(f"[yellow]nothing to scan at[/yellow] {escape(printable(target))}", highlight=False)
+    for link, to in collected.links_skipped:
+        err.print(f"[yellow]not followed[/yellow] {escape(printable(str(link)))} -> {escape(printable(to))} "
+                  "(a symbolic link, or a path through one, out of the scanned folders; --follow-links follows it)", highlight=False)
+    # A folder that cannot be listed is a run that could not be read: reported in every format.
+    unlistable = [judge(Run.failed(folder, f"the folder could not be listed: {why}"), options)
+                  for folder, why in collected.unlistable]
+    if not files and not unlistable:
         nothing = click.ClickException("no files to scan")
         nothing.exit_code = 1 if fail_on == "none" else 2  # --fail-on: a missing input is exit 2
         raise nothing
@@ -125,7 +142,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
             reports = run_scan(files, options, jobs=jobs, progress=lambda k: bar.advance(task, k))
     else:
         reports = run_scan(files, options, jobs=jobs)
-    reports = [r for r in reports if not is_quiet_miss(r, explicit)]
+    reports = [r for r in reports if not is_quiet_miss(r, explicit)] + unlistable
     if fmt == "json":
         click.echo(render_json(reports))
     elif fmt == "markdown":

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+from advcore._escape import described
 from advcore.ingest import formats
 from advcore.ingest._aliases import AliasTable, load_aliases
 from advcore.ingest._canonical import canonicalize
@@ -73,6 +74,6 @@ def load(path: Path | str, *, format: str | None = None, metric_map: Path | None
         raw: RawLog = module.read(path, rollout_n=rollout_n) if takes_n else module.read(path)
         return canonicalize(raw, path, aliases)
     except OSError as e:
-        return Run.failed(path, f"could not be read: {e.strerror or e}")
+        return Run.failed(path, f"could not be read: {e.strerror or described(e)}")
     except Exception as e:  # a reader bug must not end a scan of many files
-        return Run.failed(path, f"could not be parsed ({type(e).__name__}: {e})")
+        return Run.failed(path, f"could not be parsed ({described(e)})")

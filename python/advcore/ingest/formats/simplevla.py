@@ -76,6 +76,7 @@ from typing import Any
 
 import polars as pl
 
+from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
 from advcore.ingest._text import open_text, read_text
 from advcore.ingest.formats import verl_console
@@ -123,7 +124,7 @@ def _accuracy(line: str) -> Counter[float] | str | None:
     for pair in m.group(1).split():
         p = _RATE_COUNT.match(pair)
         if p is None:
-            return f"expected 'rate:count' pairs after 'Accuracy distribution:', got {pair[:40]!r}"
+            return f"expected 'rate:count' pairs after 'Accuracy distribution:', got {excerpt(pair, 40)}"
         counts[float(p.group(1))] += int(p.group(2))
     if not counts:
         return "an 'Accuracy distribution:' line without any 'rate:count' pair"
@@ -310,7 +311,7 @@ def read(path: Path) -> RawLog:
             continue
         if pure or _TIMESTAMP.match(line):
             errors.append(IngestError(str(path), "SimpleVLA-RL log: expected '<ISO time>\\t<step>\\t<JSON object>', "
-                                                 f"got {line[:60]!r}", lineno))
+                                                 f"got {excerpt(line)}", lineno))
 
     trainer = "simplevla"
     if records:

@@ -28,6 +28,7 @@ from typing import Any
 
 import polars as pl
 
+from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
 from advcore.ingest._text import open_text, read_text
 # ``value`` is re-exported for readers that import the scalar parser from here (simplevla).
@@ -174,7 +175,7 @@ def read(path: Path) -> RawLog:
         step = int(m.group(1))
         pairs, bad = _pairs(line[m.end():])
         if bad is not None:
-            errors.append(IngestError(str(path), f"expected key:value after step:{step}, got {bad[:60]!r}", lineno))
+            errors.append(IngestError(str(path), f"expected key:value after step:{step}, got {excerpt(bad)}", lineno))
         seen = {k for k, _ in pairs}
         if current is not None and current["step"] == step and not (seen & current.keys()):
             add(current, pairs)

@@ -22,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
 from advcore.ingest._text import open_text, read_text
 from advcore.ingest.formats.csv_table import csv_rows
@@ -178,7 +179,8 @@ def _read_csv(path: Path) -> RawLog:
             rename[h] = m.group("key") + (m.group("band") or "")
     if len(runs) > 1:
         errors.append(IngestError(str(path), f"W&B chart export holds {len(runs)} runs; read only the first "
-                                  f"({first!r}), not {', '.join(repr(r) for r in list(runs)[1:])}"))
+                                  f"({excerpt(first)}), not {', '.join(excerpt(r) for r in list(runs)[1:4])}"
+                                  f"{' ...' if len(runs) > 4 else ''}"))
     x = header[0]
     picked = [{"step": r[x], **{rename[h]: r[h] for h in rename}} for r in rows]
     picked = [r for r in picked if any(v.strip() for k, v in r.items() if k != "step")]
