@@ -86,7 +86,8 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 @click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
               help="Samples per prompt, for per-sample dumps whose prompts are all identical (groups are then "
                    "consecutive blocks of N).")
-@click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: one per CPU).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: one per CPU).")
 @click.option("--follow-links", is_flag=True,
               help="Follow symbolic links found in a folder or by a glob wherever they lead (default: only to "
                    "targets inside the scanned folders; the others are listed on stderr).")
@@ -160,6 +161,10 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
 
 def _check_options(options: Any) -> None:
     """Validate --only/--skip/--set against the registry, and --metric-map, before any file is read."""
+    import math
+    import re
+
+    from advcore._escape import described, excerpt, printable
     from advcore.detectors import REGISTRY
     from advcore.ingest import load_aliases
 
@@ -167,12 +172,25 @@ def _check_options(options: Any) -> None:
         if det_id not in REGISTRY:
             raise AdvcoreError(f"unknown detector {det_id!r} (known: {', '.join(REGISTRY)})")
     for det_id, knobs in options.settings.items():
-        REGISTRY[det_id].resolve(knobs)
+        for knob, value in knobs.items():
+            # A NaN threshold compares false with everything: it would silently turn the detector off.
+            try:
+                finite = math.isfinite(float(value))
+            except (TypeError, ValueError):
+                finite = True  # not a number at all: the knob's own validation says so
+            if not finite:
+                raise AdvcoreError(f"`--set {det_id}.{knob}`: expected a finite number, got {excerpt(str(value))}")
+        try:
+            REGISTRY[det_id].resolve(knobs)
+        except (ValueError, OverflowError) as e:
+            if isinstance(e, AdvcoreError):
+                raise
+            raise AdvcoreError(f"`--set {det_id}`: {described(e)}") from None
     if options.metric_map is not None:
         try:
             load_aliases(options.metric_map)
-        except (ValueError, KeyError, UnicodeDecodeError) as e:
-            raise AdvcoreError(f"--metric-map: {e}") from None
+        except (ValueError, KeyError, UnicodeDecodeError, re.error) as e:
+            raise AdvcoreError(f"--metric-map: {printable(str(e))}") from None
 
 
 @cli.command()
@@ -198,6 +216,7 @@ def trace(path: Path, at_step: int | None, fmt: str, out: Path | None, rollout_n
 
     from advcore.detectors import parse_settings
     from advcore.report import render_human, render_json, render_trace
+    from advcore._escape import printable
     from advcore.scan import ScanOptions, scan_file
 
     try:
@@ -205,17 +224,22 @@ def trace(path: Path, at_step: int | None, fmt: str, out: Path | None, rollout_n
         _check_options(options)
     except AdvcoreError as e:
         raise click.UsageError(str(e)) from None
+    if out is not None and not out.parent.is_dir():  # before the work, not after it
+        raise click.BadParameter(f"the folder {printable(str(out.parent))} does not exist", param_hint="--out")
     report = scan_file(path, options)
     run = report.run
     if run.trace is None or run.trace.is_empty():
         why = "; ".join(str(e) for e in run.errors) or f"it reads as a per-step log ({run.format}): use advcore scan"
-        raise click.ClickException(f"{path} is not a per-sample dump: {why}")
+        raise click.ClickException(printable(f"{path} is not a per-sample dump: {why}"))
     steps = run.trace["step"].unique(maintain_order=True).to_list()
     if at_step is not None and at_step not in steps:
         raise click.BadParameter(f"step {at_step} is not in the dump (steps {steps[0]}..{steps[-1]})",
                                  param_hint="--step")
     if out is not None:
-        run.trace.write_parquet(out)
+        try:
+            run.trace.write_parquet(out)
+        except OSError as e:
+            raise click.ClickException(f"--out {printable(str(out))}: could not be written ({e.strerror or e})") from None
     if fmt == "json":
         click.echo(render_json([report]))
         return

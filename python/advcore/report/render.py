@@ -120,14 +120,17 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
 
         import os
 
-        root = os.path.commonpath([os.path.dirname(r.run.path) or "." for r in reports])
+        paths = [r.run.path for r in reports]
+        if len({os.path.isabs(p) for p in paths}) > 1:  # relative and absolute paths in one call
+            paths = [os.path.abspath(p) for p in paths]
+        root = os.path.commonpath([os.path.dirname(p) or "." for p in paths])
         console.print(f"[bold]summary[/bold] (paths under {_safe(root)})", highlight=False)
         table = Table()
         for col in ("run", "verdict", "since", "findings"):
             table.add_column(col, overflow="fold")
-        for r in reports:
+        for r, path in zip(reports, paths, strict=True):
             onset = "" if r.verdict.onset is None else str(r.verdict.onset)
-            table.add_row(_safe(os.path.relpath(r.run.path, root)), _head(r), onset, ", ".join(f.id for f in r.findings))
+            table.add_row(_safe(os.path.relpath(path, root)), _head(r), onset, ", ".join(f.id for f in r.findings))
         console.print(table)
         console.print(f"[bold]{_totals(reports)}[/bold]")
 
