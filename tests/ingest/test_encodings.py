@@ -123,6 +123,11 @@ def test_a_nul_byte_does_not_make_a_text_log_binary(tmp_path: Path) -> None:
     holed = tmp_path / "b" / "console.log"
     holed.write_bytes("".join(lines[:3]).encode() + b"\0" * 600 + "".join(lines[3:]).encode())
     _same_read(clean, holed)
+    # nor does a NUL beside a byte UTF-8 forbids (a Latin-1 letter, a flipped bit)
+    latin = tmp_path / "d" / "console.log"
+    latin.parent.mkdir()
+    latin.write_bytes(b"caf\xe9 started\n" + b"\0" * 4 + text.encode())
+    assert load(latin).format == "verl_console" and load(latin).steps == N
     jsonl = tmp_path / "c.jsonl"
     body = _jsonl().splitlines(keepends=True)
     jsonl.write_bytes("".join(body[:2]).encode() + b'{"step": 3,\0 "reward_mean": 0.3}\n' + "".join(body[3:]).encode())

@@ -9,8 +9,9 @@ become U+FFFD (a broken character costs that character, not the file).
 
 A NUL byte does not by itself make a file binary (a log written while its machine crashed can
 hold a run of NULs): the head is binary only when it is a known binary container (Parquet,
-SQLite, gzip, zip) or when, without its NUL bytes, it is not UTF-8 text (a byte sequence UTF-8
-forbids, or more than 1 % control characters other than whitespace, backspace and ESC).
+SQLite, gzip, zip) or when, without its NUL bytes, it is not UTF-8 text: more than 1 % of its
+characters are bytes UTF-8 forbids or control characters other than whitespace, backspace and ESC
+(a flipped byte or a Latin-1 letter in a log does not make it binary).
 NUL characters stay in the text, so line numbers are those of the file.
 """
 
@@ -87,12 +88,9 @@ def decode(data: bytes, encoding: str | None = None) -> str:
 def _is_text(data: bytes) -> bool:
     if data.startswith(_BINARY_MAGIC):
         return False
-    rest = data.replace(b"\0", b"")
-    if not rest or not _decodes(rest, "utf-8"):
-        return False
-    text = codecs.getincrementaldecoder("utf-8")("strict").decode(rest, final=False)
-    controls = sum(1 for c in text if c < " " and c not in _TEXT_CONTROLS)
-    return controls * 100 <= len(text)
+    text = codecs.getincrementaldecoder("utf-8")("replace").decode(data.replace(b"\0", b""), final=False)
+    odd = sum(1 for c in text if (c < " " and c not in _TEXT_CONTROLS) or c == "\ufffd")
+    return bool(text) and odd * 100 <= len(text)
 
 
 def decode_head(data: bytes) -> str | None:
