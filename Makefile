@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: help install demo test test-rust test-python test-integration lint cards bench wheel
+.PHONY: help install demo test test-rust test-python test-integration fuzz lint cards bench wheel
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -32,6 +32,12 @@ test-integration:  ## slow real-client tests (TRL GRPOTrainer on the CPU + advco
 	test -x $(INTEGRATION_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(INTEGRATION_VENV)
 	$(INTEGRATION_VENV)/bin/python -m pip install --quiet $(INTEGRATION_PINS)
 	$(INTEGRATION_VENV)/bin/python -m pytest -q -m "slow or not slow" -p no:cacheprovider tests/integrations
+
+# make test runs the same module with 100 seeds per fixture (300 inputs).
+FUZZ_SEEDS ?= 2000
+
+fuzz:  ## the scan fuzzing of tests/test_fuzz_scan.py with FUZZ_SEEDS seeds per fixture (2000: 6,000 inputs, alone and in folders)
+	ADVCORE_FUZZ_SEEDS=$(FUZZ_SEEDS) $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_fuzz_scan.py
 
 lint:  ## rustfmt, clippy (pedantic, warnings are errors) and mypy (strict)
 	cargo fmt --check

@@ -35,7 +35,7 @@ def main() -> None:
                 d = Path(tmp) / f"run{i:05d}"
                 d.mkdir()
                 (d / "trainer_state.json").write_text(text)
-            files, _, _ = collect_paths([tmp])
+            files = collect_paths([tmp]).files
             t0 = time.perf_counter()
             reports = scan(files, jobs=args.jobs)
             wall = time.perf_counter() - t0

@@ -86,22 +86,33 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 @click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
               help="Samples per prompt, for per-sample dumps whose prompts are all identical (groups are then "
                    "consecutive blocks of N).")
-@click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: one per CPU).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: one per CPU).")
+@click.option("--follow-links", is_flag=True,
+              help="Follow symbolic links found in a folder or by a glob wherever they lead (default: only to "
+                   "targets inside the scanned folders; the others are listed on stderr).")
 def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, settings: tuple[str, ...],
          only: tuple[str, ...], skip: tuple[str, ...], metric_map: Path | None, log_format: str | None,
-         rollout_n: int | None, jobs: int | None) -> None:
+         rollout_n: int | None, jobs: int | None, follow_links: bool) -> None:
     """Diagnose the training logs in PATHS (files, folders searched recursively, globs).
 
     Exit codes: 0; 1 when no PATH matched a file; with --fail-on, 2 when a PATH matched nothing or a
-    file could not be read, else 1 when a finding of at least that severity was raised; 2 also for a
-    usage error.
+    file or folder could not be read, else 1 when a finding of at least that severity was raised; 2
+    also for a usage error.
+
+    A symbolic link inside a scanned folder is followed only to a target inside the scanned folders
+    (--follow-links: anywhere); no folder is walked twice, so link loops end.
     """
     from rich.console import Console
     from rich.progress import Progress
 
     from advcore.detectors import parse_settings
     from advcore.report import render_human, render_json, render_markdown
-    from advcore.scan import ScanOptions, collect_paths, is_quiet_miss
+    from rich.markup import escape
+
+    from advcore._escape import printable
+    from advcore.ingest import Run
+    from advcore.scan import ScanOptions, collect_paths, is_quiet_miss, judge
     from advcore.scan import scan as run_scan
 
     try:
@@ -110,11 +121,18 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
         _check_options(options)
     except AdvcoreError as e:
         raise click.UsageError(str(e)) from None
-    files, unmatched, explicit = collect_paths(paths)
+    collected = collect_paths(paths, follow_links=follow_links)
+    files, unmatched, explicit = collected.files, collected.unmatched, collected.explicit
     err = Console(stderr=True)
     for target in unmatched:
-        err.print(f"[yellow]nothing to scan at[/yellow] {target}")
-    if not files:
+        err.print(f"[yellow]nothing to scan at[/yellow] {escape(printable(target))}", highlight=False)
+    for link, to in collected.links_skipped:
+        err.print(f"[yellow]not followed[/yellow] {escape(printable(str(link)))} -> {escape(printable(to))} "
+                  "(a symbolic link, or a path through one, out of the scanned folders; --follow-links follows it)", highlight=False)
+    # A folder that cannot be listed is a run that could not be read: reported in every format.
+    unlistable = [judge(Run.failed(folder, f"the folder could not be listed: {why}"), options)
+                  for folder, why in collected.unlistable]
+    if not files and not unlistable:
         nothing = click.ClickException("no files to scan")
         nothing.exit_code = 1 if fail_on == "none" else 2  # --fail-on: a missing input is exit 2
         raise nothing
@@ -125,7 +143,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
             reports = run_scan(files, options, jobs=jobs, progress=lambda k: bar.advance(task, k))
     else:
         reports = run_scan(files, options, jobs=jobs)
-    reports = [r for r in reports if not is_quiet_miss(r, explicit)]
+    reports = [r for r in reports if not is_quiet_miss(r, explicit)] + unlistable
     if fmt == "json":
         click.echo(render_json(reports))
     elif fmt == "markdown":
@@ -143,6 +161,10 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
 
 def _check_options(options: Any) -> None:
     """Validate --only/--skip/--set against the registry, and --metric-map, before any file is read."""
+    import math
+    import re
+
+    from advcore._escape import described, excerpt, printable
     from advcore.detectors import REGISTRY
     from advcore.ingest import load_aliases
 
@@ -150,12 +172,25 @@ def _check_options(options: Any) -> None:
         if det_id not in REGISTRY:
             raise AdvcoreError(f"unknown detector {det_id!r} (known: {', '.join(REGISTRY)})")
     for det_id, knobs in options.settings.items():
-        REGISTRY[det_id].resolve(knobs)
+        for knob, value in knobs.items():
+            # A NaN threshold compares false with everything: it would silently turn the detector off.
+            try:
+                finite = math.isfinite(float(value))
+            except (TypeError, ValueError):
+                finite = True  # not a number at all: the knob's own validation says so
+            if not finite:
+                raise AdvcoreError(f"`--set {det_id}.{knob}`: expected a finite number, got {excerpt(str(value))}")
+        try:
+            REGISTRY[det_id].resolve(knobs)
+        except (ValueError, OverflowError) as e:
+            if isinstance(e, AdvcoreError):
+                raise
+            raise AdvcoreError(f"`--set {det_id}`: {described(e)}") from None
     if options.metric_map is not None:
         try:
             load_aliases(options.metric_map)
-        except (ValueError, KeyError, UnicodeDecodeError) as e:
-            raise AdvcoreError(f"--metric-map: {e}") from None
+        except (ValueError, KeyError, UnicodeDecodeError, re.error) as e:
+            raise AdvcoreError(f"--metric-map: {printable(str(e))}") from None
 
 
 @cli.command()
@@ -181,6 +216,7 @@ def trace(path: Path, at_step: int | None, fmt: str, out: Path | None, rollout_n
 
     from advcore.detectors import parse_settings
     from advcore.report import render_human, render_json, render_trace
+    from advcore._escape import printable
     from advcore.scan import ScanOptions, scan_file
 
     try:
@@ -188,17 +224,22 @@ def trace(path: Path, at_step: int | None, fmt: str, out: Path | None, rollout_n
         _check_options(options)
     except AdvcoreError as e:
         raise click.UsageError(str(e)) from None
+    if out is not None and not out.parent.is_dir():  # before the work, not after it
+        raise click.BadParameter(f"the folder {printable(str(out.parent))} does not exist", param_hint="--out")
     report = scan_file(path, options)
     run = report.run
     if run.trace is None or run.trace.is_empty():
         why = "; ".join(str(e) for e in run.errors) or f"it reads as a per-step log ({run.format}): use advcore scan"
-        raise click.ClickException(f"{path} is not a per-sample dump: {why}")
+        raise click.ClickException(printable(f"{path} is not a per-sample dump: {why}"))
     steps = run.trace["step"].unique(maintain_order=True).to_list()
     if at_step is not None and at_step not in steps:
         raise click.BadParameter(f"step {at_step} is not in the dump (steps {steps[0]}..{steps[-1]})",
                                  param_hint="--step")
     if out is not None:
-        run.trace.write_parquet(out)
+        try:
+            run.trace.write_parquet(out)
+        except OSError as e:
+            raise click.ClickException(f"--out {printable(str(out))}: could not be written ({e.strerror or e})") from None
     if fmt == "json":
         click.echo(render_json([report]))
         return

@@ -9,7 +9,6 @@ says when), unless ``ScanOptions.per_file``.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -19,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from advcore import __version__
+from advcore._escape import described
+from advcore._paths import Walk, expand_glob, glob_root, walk_files
 from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
 from advcore.errors import AdvcoreError
 from advcore.ingest import IngestError, Run, join_runs, load
 from advcore.ingest.formats import trl_completions
 
-__all__ = ["RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
+__all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
 
 #: Below this many files the scan runs in this process (worker start-up costs ~0.5 s).
 PARALLEL_FROM = 8
@@ -85,11 +86,6 @@ def document(reports: Sequence[RunReport]) -> dict[str, Any]:
     return {"advcore": __version__, "schema_version": SCHEMA_VERSION, "runs": [r.to_json() for r in reports]}
 
 
-def _hidden(relative: Path) -> bool:
-    """Whether a path found under a scanned folder lies in a hidden file or folder (``.git``, ``.venv``)."""
-    return any(part.startswith(".") for part in relative.parts)
-
-
 def _fold_step_tables(found: list[Path]) -> list[Path]:
     """Replace TRL's per-step ``completions_<step>.parquet`` files by their folder, once, where the
     first of them was: the folder is read as one run (:mod:`advcore.ingest.formats.trl_completions`)."""
@@ -101,22 +97,50 @@ def _fold_step_tables(found: list[Path]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str], set[Path]]:
-    """Files named by ``targets`` (files, folders searched recursively, globs), sorted; the
-    targets that matched nothing; and the files the user named explicitly. Found in a folder or by
-    a glob, TRL's ``completions_<step>.parquet`` files count as one entry, their folder."""
+@dataclass(frozen=True, slots=True)
+class Collected:
+    """The files a scan reads (:func:`collect_paths`), and what it did not read and why."""
+
+    #: the files, in the order of the targets (each folder's files sorted)
+    files: list[Path]
+    #: the targets that matched no file
+    unmatched: list[str]
+    #: the files the user named explicitly (never left out of a report)
+    explicit: set[Path]
+    #: (link, resolved target) of each symbolic link not followed (its target is outside the scanned folders)
+    links_skipped: list[tuple[Path, str]] = field(default_factory=list)
+    #: (folder, why) of each folder that could not be listed
+    unlistable: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def collect_paths(targets: Iterable[str], *, follow_links: bool = False) -> Collected:
+    """The files named by ``targets``: files, folders searched recursively, globs (``**`` recurses).
+
+    Found in a folder or by a glob, TRL's ``completions_<step>.parquet`` files count as one entry,
+    their folder; hidden files and folders are skipped. A symbolic link inside a folder (or matched
+    by a glob) is followed only when its target lies inside the scanned folders (the folder targets
+    and the fixed part of each glob), unless ``follow_links``; a folder is walked once, however
+    many links lead to it (no loop); a file named explicitly is always read
+    (:mod:`advcore._paths`).
+    """
+    targets = list(targets)
+    roots = tuple(os.path.realpath(t) if Path(t).is_dir() else os.path.realpath(glob_root(t))
+                  for t in targets if not Path(t).is_file())
+    walk = Walk(roots, follow_links)
     files: list[Path] = []
     unmatched: list[str] = []
     explicit_files: set[Path] = set()
     for target in targets:
         p = Path(target)
         if p.is_dir():
-            found = [q for q in sorted(p.rglob("*")) if q.is_file() and not _hidden(q.relative_to(p))]
+            before = len(walk.files)
+            walk_files(p, walk)
+            found = walk.files[before:]
         elif p.is_file():
             found = [p]
         else:
-            found = [Path(q) for q in sorted(glob.glob(target, recursive=True)) if Path(q).is_file()]
-        if not found:
+            found = expand_glob(target, walk)
+        if not found and not any(folder == p for folder, _ in walk.unlistable):
             unmatched.append(target)
         if not p.is_file():
             found = _fold_step_tables(found)
@@ -126,7 +150,7 @@ def collect_paths(targets: Iterable[str]) -> tuple[list[Path], list[str], set[Pa
                 explicit_files.add(q)
             if explicit or (q.name not in _SKIP_NAMES and q.suffix.lower() not in _SKIP_SUFFIXES):
                 files.append(q)
-    return list(dict.fromkeys(files)), unmatched, explicit_files
+    return Collected(list(dict.fromkeys(files)), unmatched, explicit_files, walk.links_skipped, walk.unlistable)
 
 
 def scan_file(path: Path, options: ScanOptions) -> RunReport:
@@ -147,8 +171,8 @@ def judge(run: Run, options: ScanOptions) -> RunReport:
     except AdvcoreError:
         raise  # a usage error (an unknown detector ID, a bad knob) concerns every file
     except Exception as e:  # noqa: BLE001 (nothing one file contains may end the scan of the others)
-        failure = IngestError(run.path, f"advcore failed while judging this run ({type(e).__name__}: "
-                                        f"{str(e)[:200]}); the other files are not affected - please report it")
+        failure = IngestError(run.path, f"advcore failed while judging this run ({described(e)}); the other files "
+                                        "are not affected - please report it")
         run = replace(run, errors=(*run.errors, failure))
         findings, missing = [], []
         verdict = diagnose(run, findings, missing, len(ran), judged=ran)

@@ -188,11 +188,12 @@ def test_empty_or_foreign_folder(tmp_path: Path) -> None:
 
 
 def test_folder_scan_reads_the_step_tables_as_one_run() -> None:
-    files, unmatched, _ = collect_paths([str(FIX / "gen2")])
-    assert unmatched == []
-    assert files == [FIX / "gen2" / "completions", FIX / "gen2" / "trainer_state.json"]
-    one, _, explicit = collect_paths([str(FIX / "gen2" / "completions" / "completions_00003.parquet")])
-    assert one == [FIX / "gen2" / "completions" / "completions_00003.parquet"] and one[0] in explicit
+    folder = collect_paths([str(FIX / "gen2")])
+    assert folder.unmatched == []
+    assert folder.files == [FIX / "gen2" / "completions", FIX / "gen2" / "trainer_state.json"]
+    named = collect_paths([str(FIX / "gen2" / "completions" / "completions_00003.parquet")])
+    one = named.files
+    assert one == [FIX / "gen2" / "completions" / "completions_00003.parquet"] and one[0] in named.explicit
 
 
 def _scan(capsys: pytest.CaptureFixture[str], folder: Path, *args: str) -> list[dict[str, Any]]:

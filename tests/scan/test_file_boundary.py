@@ -34,7 +34,7 @@ def _jsonl(path: Path, rewards: list[float]) -> Path:
 def test_a_log_of_huge_values_is_judged_beside_the_others(tmp_path: Path) -> None:
     _jsonl(tmp_path / "a" / "huge.jsonl", [1.5e308, 1.7e308] * 20)
     _jsonl(tmp_path / "b" / "good.jsonl", [0.1 * (i % 5) for i in range(40)])
-    files, _, _ = collect_paths([str(tmp_path)])
+    files = collect_paths([str(tmp_path)]).files
     reports = scan(files, ScanOptions(), jobs=1)
     assert sorted(Path(r.run.path).name for r in reports) == ["good.jsonl", "huge.jsonl"]
     assert all(r.run.steps == 40 for r in reports)
@@ -51,7 +51,7 @@ def test_a_failure_while_judging_one_run_is_that_runs_error(tmp_path: Path, monk
         return real(run, **kw)
 
     monkeypatch.setattr(advcore.scan, "run_detectors", failing)
-    files, _, _ = collect_paths([str(tmp_path)])
+    files = collect_paths([str(tmp_path)]).files
     reports = {Path(r.run.path).name: r for r in scan(files, ScanOptions(), jobs=1)}
     assert set(reports) == {"bad.jsonl", "good.jsonl"}
     (err,) = reports["bad.jsonl"].run.errors

@@ -11,24 +11,27 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+from advcore._escape import described
 from advcore.ingest import formats
 from advcore.ingest._aliases import AliasTable, load_aliases
 from advcore.ingest._canonical import canonicalize
 from advcore.ingest._model import IngestError, RawLog, Run
 from advcore.ingest._runs import join_runs
+from advcore.ingest._text import decode_head, read_head
 
 __all__ = ["IngestError", "RawLog", "Run", "detect", "join_runs", "load", "load_aliases"]
 
-#: Bytes read to detect a format.
+#: Bytes read to detect a format (characters: twice or four times as many bytes in UTF-16 or UTF-32).
 HEAD_BYTES = 1 << 16
 
 
 def _head(path: Path) -> str | None:
-    with path.open("rb") as f:
-        data = f.read(HEAD_BYTES)
-    if b"\x00" in data[:4096] and not path.name.startswith("events.out.tfevents"):
+    """The first :data:`HEAD_BYTES` of ``path`` as text, decoded as every reader decodes the file
+    (:mod:`advcore.ingest._text`: byte-order marks, UTF-16/32), or None for binary content."""
+    data = read_head(path, HEAD_BYTES)
+    if path.name.startswith("events.out.tfevents") and b"\0" in data[:4096]:
         return None
-    return data.decode("utf-8", errors="replace")
+    return decode_head(data)
 
 
 def detect(path: Path) -> ModuleType | None:
@@ -71,6 +74,6 @@ def load(path: Path | str, *, format: str | None = None, metric_map: Path | None
         raw: RawLog = module.read(path, rollout_n=rollout_n) if takes_n else module.read(path)
         return canonicalize(raw, path, aliases)
     except OSError as e:
-        return Run.failed(path, f"could not be read: {e.strerror or e}")
+        return Run.failed(path, f"could not be read: {e.strerror or described(e)}")
     except Exception as e:  # a reader bug must not end a scan of many files
-        return Run.failed(path, f"could not be parsed ({type(e).__name__}: {e})")
+        return Run.failed(path, f"could not be parsed ({described(e)})")

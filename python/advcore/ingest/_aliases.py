@@ -12,10 +12,13 @@ such as stable-baselines3's entropy loss). A key is also tried without a leading
 from __future__ import annotations
 
 import csv
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from advcore._escape import excerpt
 
 __all__ = ["Alias", "AliasTable", "load_aliases"]
 
@@ -92,11 +95,20 @@ def _read(path: Path) -> list[Alias]:
             raise ValueError(f"{path}: the metric map needs the columns {sorted(missing)}")
         rows = []
         for r in reader:
+            where = f"{path}:{reader.line_num}"
+            empty = [c for c in ("trainer", "key", "canonical") if not (r.get(c) or "").strip()]
+            if empty:
+                raise ValueError(f"{where}: expected a value in the column(s) {', '.join(empty)}")
+            if r["key"].count("{name}") > 1:
+                raise ValueError(f"{where}: a key may hold {{name}} once (it names one path component), "
+                                 f"got {excerpt(r['key'])}")
             try:
                 scale = float(r.get("scale") or 1.0)
             except ValueError:
-                raise ValueError(f"{path}:{reader.line_num}: `scale` must be a number, got {r.get('scale')!r} "
+                raise ValueError(f"{where}: `scale` must be a number, got {excerpt(str(r.get('scale')))} "
                                  "(a note with a comma must be quoted)") from None
+            if not math.isfinite(scale):
+                raise ValueError(f"{where}: `scale` must be a finite number, got {excerpt(str(r.get('scale')))}")
             rows.append(Alias(r["trainer"].strip(), r["key"], r["canonical"].strip(),
                               (r.get("versions") or "").strip(), r.get("note") or "", scale))
         return rows

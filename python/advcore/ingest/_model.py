@@ -18,17 +18,26 @@ import polars as pl
 
 __all__ = ["IngestError", "RawLog", "Run"]
 
+#: Longest error message kept, in characters.
+MESSAGE_LIMIT = 400
+
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
 class IngestError:
-    """A file, or a line of it, that could not be read."""
+    """A file, or a line of it, that could not be read. A message longer than
+    :data:`MESSAGE_LIMIT` characters is cut there (a reader quotes at most a short excerpt of a
+    line; this bounds what any message can carry)."""
 
     path: str
     message: str
     line: int | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.message) > MESSAGE_LIMIT:
+            object.__setattr__(self, "message", self.message[:MESSAGE_LIMIT] + "...")
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path

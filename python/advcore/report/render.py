@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from advcore._escape import printable
+
 if TYPE_CHECKING:
     import polars as pl
     from rich.console import Console
@@ -13,6 +15,10 @@ if TYPE_CHECKING:
     from advcore.scan import RunReport
 
 __all__ = ["render_human", "render_json", "render_markdown", "render_trace"]
+
+# Everything a report shows that advcore did not write itself (file names, metric keys, quoted
+# lines, messages that embed them) passes through _safe (human) or _md / _cell_md (markdown):
+# a log's control characters are shown escaped, never sent to the terminal.
 
 _STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
 _STAGES = "R reward (no contrast), A credit assignment (baseline, returns), T batch transformation (normalization, clipping, grouping), U policy update"
@@ -27,6 +33,23 @@ def _evidence(evidence: dict[str, Any]) -> str:
             v = f"{v:.4g}"
         parts.append(f"{k}={v}")
     return ", ".join(parts)
+
+
+def _safe(text: object) -> str:
+    """``text`` for rich: control characters escaped (:func:`advcore._escape.printable`), then markup."""
+    from rich.markup import escape
+
+    return escape(printable(str(text)))
+
+
+def _md(text: object) -> str:
+    """``text`` for a markdown line: control characters escaped."""
+    return printable(str(text))
+
+
+def _cell_md(text: object) -> str:
+    """``text`` for a markdown table cell: control characters and ``|`` escaped."""
+    return printable(str(text)).replace("|", "\\|")
 
 
 def render_json(reports: Sequence[RunReport]) -> str:
@@ -45,18 +68,16 @@ def _json_default(o: Any) -> Any:
 def render_human(reports: Sequence[RunReport], console: Console) -> None:
     """One block per run: where it came from, the verdict first, then each finding (what, since
     when, on what evidence), what to try, and what could not be checked."""
-    from rich.markup import escape
-
     for r in reports:
         run = r.run
-        console.rule(f"[bold]{escape(run.path)}", align="left")
+        console.rule(f"[bold]{_safe(run.path)}", align="left")
         if run.errors and run.steps == 0:
             for e in run.errors:
-                console.print(f"[red]could not read[/red] {escape(str(e))}")
+                console.print(f"[red]could not read[/red] {_safe(e)}", highlight=False)
             continue
         console.print(
-            f"[dim]{run.format} | trainer {run.trainer or 'unknown'} | {run.steps} steps | "
-            f"metrics: {', '.join(run.metrics) or 'none'}[/dim]"
+            f"[dim]{_safe(run.format)} | trainer {_safe(run.trainer or 'unknown')} | {run.steps} steps | "
+            f"metrics: {_safe(', '.join(run.metrics) or 'none')}[/dim]"
         )
         stage = r.verdict.stage
         if not r.verdict.judged:
@@ -65,32 +86,32 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             head = "[green]no finding[/green]"
         else:
             head = f"[bold red]signal lost at stage {stage}[/bold red]"
-        console.print(f"\n{head}: {escape(r.verdict.summary)}")
+        console.print(f"\n{head}: {_safe(r.verdict.summary)}")
         if r.verdict.signal:
             levels = "  |  ".join(level.describe() for level in r.verdict.signal)
-            console.print(f"[dim]signal by stage (early -> late): {escape(levels)}[/dim]", highlight=False)
+            console.print(f"[dim]signal by stage (early -> late): {_safe(levels)}[/dim]", highlight=False)
         console.print()
         for f in r.findings:
             since = "" if f.onset_step is None else f"  since step {f.onset_step}"
             console.print(f"  [{_STYLE.get(f.severity, '')}]{f.severity.upper():5}[/] [bold]{f.id}[/bold]  stage {f.stage}{since}")
-            console.print(f"        {escape(f.message)}", highlight=False)
-            console.print(f"        [dim]evidence: {escape(_evidence(f.evidence))}[/dim]", highlight=False)
+            console.print(f"        {_safe(f.message)}", highlight=False)
+            console.print(f"        [dim]evidence: {_safe(_evidence(f.evidence))}[/dim]", highlight=False)
         tries = r.verdict.what_to_try
         if tries:
             console.print("\n[bold]what to try first[/bold]")
             for t in tries[:_TRIES_SHOWN]:
-                console.print(f"  - {escape(t)}", highlight=False)
+                console.print(f"  - {_safe(t)}", highlight=False)
             if len(tries) > _TRIES_SHOWN:
                 ids = " / ".join(f.id for f in r.findings)
                 console.print(f"  [dim]({len(tries) - _TRIES_SHOWN} more: advcore explain {ids})[/dim]")
         if r.not_evaluable:
             console.print(
                 "\n[dim]not evaluable: "
-                + "; ".join(f"{n.id} (needs {', '.join(n.needs)})" for n in r.not_evaluable)
+                + _safe("; ".join(f"{n.id} (needs {', '.join(n.needs)})" for n in r.not_evaluable))
                 + "[/dim]"
             )
         for e in run.errors:
-            console.print(f"[red]skipped[/red] {escape(str(e))}")
+            console.print(f"[red]skipped[/red] {_safe(e)}", highlight=False)
         console.print()
     if any(r.findings for r in reports):
         console.print(f"[dim]stages: {_STAGES}[/dim]")
@@ -99,14 +120,17 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
 
         import os
 
-        root = os.path.commonpath([os.path.dirname(r.run.path) or "." for r in reports])
-        console.print(f"[bold]summary[/bold] (paths under {escape(root)})", highlight=False)
+        paths = [r.run.path for r in reports]
+        if len({os.path.isabs(p) for p in paths}) > 1:  # relative and absolute paths in one call
+            paths = [os.path.abspath(p) for p in paths]
+        root = os.path.commonpath([os.path.dirname(p) or "." for p in paths])
+        console.print(f"[bold]summary[/bold] (paths under {_safe(root)})", highlight=False)
         table = Table()
         for col in ("run", "verdict", "since", "findings"):
             table.add_column(col, overflow="fold")
-        for r in reports:
+        for r, path in zip(reports, paths, strict=True):
             onset = "" if r.verdict.onset is None else str(r.verdict.onset)
-            table.add_row(escape(os.path.relpath(r.run.path, root)), _head(r), onset, ", ".join(f.id for f in r.findings))
+            table.add_row(_safe(os.path.relpath(path, root)), _head(r), onset, ", ".join(f.id for f in r.findings))
         console.print(table)
         console.print(f"[bold]{_totals(reports)}[/bold]")
 
@@ -136,30 +160,31 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
     if len(reports) > 1:
         lines += [_totals(reports) + ".", "", "| run | verdict | findings |", "| --- | --- | --- |"]
         for r in reports:
-            lines.append(f"| {r.run.path} | {_head(r)} | {', '.join(f.id for f in r.findings)} |")
+            lines.append(f"| {_cell_md(r.run.path)} | {_head(r)} | {', '.join(f.id for f in r.findings)} |")
         lines.append("")
     for r in reports:
         run = r.run
-        lines += [f"## {run.path}", ""]
+        lines += [f"## {_md(run.path)}", ""]
         if run.errors and run.steps == 0:
-            lines += [f"- could not read: {e}" for e in run.errors] + [""]
+            lines += [f"- could not read: {_md(e)}" for e in run.errors] + [""]
             continue
-        lines.append(f"{run.format}, trainer {run.trainer or 'unknown'}, {run.steps} steps.")
+        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {run.steps} steps.")
         lines.append("")
         stage = r.verdict.stage
         head = "not judged" if not r.verdict.judged else "no finding" if stage is None else f"stage {stage}"
-        lines.append(f"**Verdict**: {head}: {r.verdict.summary}")
+        lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
         lines.append("")
         if r.findings:
             lines += ["| detector | severity | stage | onset | evidence | message |", "| --- | --- | --- | ---: | --- | --- |"]
             for f in r.findings:
                 onset = "" if f.onset_step is None else str(f.onset_step)
-                lines.append(f"| {f.id} | {f.severity} | {f.stage} | {onset} | {_evidence(f.evidence)} | {f.message} |")
+                lines.append(f"| {f.id} | {f.severity} | {f.stage} | {onset} | {_cell_md(_evidence(f.evidence))} | "
+                             f"{_cell_md(f.message)} |")
             lines.append("")
         if r.not_evaluable:
-            lines.append("Not evaluable: " + "; ".join(f"{n.id} (needs {', '.join(n.needs)})" for n in r.not_evaluable))
+            lines.append("Not evaluable: " + _md("; ".join(f"{n.id} (needs {', '.join(n.needs)})" for n in r.not_evaluable)))
             lines.append("")
-        lines += [f"- skipped: {e}" for e in run.errors]
+        lines += [f"- skipped: {_md(e)}" for e in run.errors]
     return "\n".join(lines) + "\n"
 
 
@@ -184,7 +209,6 @@ def render_trace(trace: pl.DataFrame, step: int, console: Console) -> None:
     statistics that show where the signal is (spread, ties, sign balance, rank agreement with the
     reward, what each stage changed)."""
     import polars as pl
-    from rich.markup import escape
     from rich.table import Table
 
     rows = trace.filter(pl.col("step") == step)
@@ -196,7 +220,7 @@ def render_trace(trace: pl.DataFrame, step: int, console: Console) -> None:
     table = Table()
     table.add_column("statistic")
     for st, sl in stages:
-        table.add_column(escape(st if sl == "all" else f"{st} [{sl}]"), justify="right")
+        table.add_column(_safe(st if sl == "all" else f"{st} [{sl}]"), justify="right")
     for header, stat, pct in _TRACE_COLUMNS:
         table.add_row(header, *(_cell(cells.get((st, sl, stat)), pct) for st, sl in stages))
     console.print(table)

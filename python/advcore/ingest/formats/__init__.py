@@ -1,5 +1,6 @@
 """One module per log format. Each has ``NAME``, ``sniff(path, head) -> bool`` (``head`` is the
-file's first 64 KiB decoded as UTF-8, or None for binary content) and ``read(path) -> RawLog``.
+file's first 64 KiB as text, decoded by :func:`advcore.ingest._text.decode_head` as the readers decode
+the whole file with :mod:`advcore.ingest._text`, or None for binary content) and ``read(path) -> RawLog``.
 ``ORDER`` is the detection order: the most specific formats first. Optional flags:
 ``READS_FOLDERS`` (a folder is one run) and ``TAKES_ROLLOUT_N`` (``read`` takes ``rollout_n``)."""
 

@@ -38,6 +38,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import read_text
 from advcore.ingest.formats.plain import mean_record, number, records_frame
 from advcore.ingest.formats.verl_console import clean
 
@@ -88,7 +89,7 @@ def _value(text: str) -> float | None:
 
 
 def read(path: Path) -> RawLog:
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    text = read_text(path)
     # Episodes of one step are printed together (one environment step, one update's batch): a run of
     # lines with the same step is one row, so a log of two runs keeps both (as phases).
     runs: list[tuple[int, list[dict[str, float | None]]]] = []

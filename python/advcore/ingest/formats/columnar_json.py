@@ -34,8 +34,9 @@ from typing import Any
 
 import polars as pl
 
+from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats.plain import number, read_json, records_frame
+from advcore.ingest.formats.plain import is_json_lines, number, read_json, records_frame
 
 NAME = "columnar_json"
 
@@ -47,8 +48,8 @@ def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
     text = head.lstrip("\ufeff").lstrip()
-    if _COLUMNAR.match(text):
-        return '"log_history"' not in text[:200]
+    if _COLUMNAR.match(text):  # JSON Lines whose first value is a list are records, not one document
+        return '"log_history"' not in text[:200] and not is_json_lines(text)
     return bool(_GROUP_STATS.match(text))
 
 
@@ -133,8 +134,8 @@ def read(path: Path) -> RawLog:
     short = [k for k, m in lengths.items() if m != n]
     if short:
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
-            str(path), f"columnar JSON: expected equal-length arrays, but {short[0]!r} has {lengths[short[0]]} "
-            f"entries and {max(lengths, key=lambda k: lengths[k])!r} has {n}"),))
+            str(path), f"columnar JSON: expected equal-length arrays, but {excerpt(short[0])} has {lengths[short[0]]} "
+            f"entries and {excerpt(max(lengths, key=lambda k: lengths[k]))} has {n}"),))
     rows = [{k: v[i] for k, v in arrays.items()} for i in range(n)]
     frame, dropped = records_frame(rows)
     if dropped:

@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import read_text
 from advcore.ingest.formats.plain import number, records_frame
 
 NAME = "csv_table"
+
+#: Rows (after the header) whose widths decide whether a head is a table.
+_SNIFF_ROWS = 8
 
 _TRL_MARKERS = ("Training Loss", "frac_reward_zero_std")
 _TRL_PREFIXES = ("rewards / ", "completions / ", "rewards/", "completions/")
@@ -40,18 +45,23 @@ def _rows(text: str) -> list[list[str]]:
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
-    lines = [ln for ln in head.splitlines() if ln.strip()][:6]
+    lines = [ln for ln in head.splitlines() if ln.strip()][:_SNIFF_ROWS + 1]
     if len(lines) < 2 or lines[0].lstrip().startswith(("{", "[")):
         return False
     # Drop a possibly cut last line of the head.
-    rows = _rows("\n".join(lines[:-1] if len(lines) > 2 else lines))
+    try:
+        rows = _rows("\n".join(lines[:-1] if len(lines) > 2 else lines))
+    except csv.Error:
+        return False
     if len(rows) < 2:
         return False
     header = rows[0]
     if len(header) < 2 or any(not h.strip() for h in header):
         return False
-    body = rows[1:]
-    if any(len(r) != len(header) for r in body):
+    # A row cut short (a crash mid-write, a hand edit) costs that row when read, not the file: the
+    # body is a table when at most a quarter of its rows (and at least one) have another width.
+    body = [r for r in rows[1:] if len(r) == len(header)]
+    if not body or 4 * (len(rows) - 1 - len(body)) > max(4, len(rows) - 1):
         return False
     numeric = sum(1 for r in body for v in r if number(v) is not None)
     return numeric >= len(body)
@@ -76,28 +86,44 @@ def trainer_of(keys: list[str]) -> str | None:
     return None
 
 
-def read(path: Path) -> RawLog:
-    text = path.read_bytes().decode("utf-8-sig", errors="replace")
+def csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
+    """The rows of CSV ``text``, each with the line it ends on: ``(line, fields, None)``, or
+    ``(line, None, reason)`` for a row the ``csv`` module rejects (a field over its size limit); the
+    rows after a rejected one are still read."""
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            yield reader.line_num, None, str(e)
+            continue
+        yield reader.line_num, fields, None
+
+
+def read(path: Path) -> RawLog:
+    rows_read = csv_rows(read_text(path))
     errors: list[IngestError] = []
-    try:
-        header = next(reader)
-    except StopIteration:
-        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "CSV: the file has no header row", 1),))
-    header = [h.strip() for h in header]
+    header: list[str] | None = None
     rows: list[dict[str, Any]] = []
-    try:
-        for fields in reader:
-            if not any(f.strip() for f in fields):
-                continue
-            if len(fields) != len(header):
-                errors.append(IngestError(
-                    str(path), f"CSV: expected {len(header)} fields as in the header, got {len(fields)}",
-                    reader.line_num))
-                continue
-            rows.append(dict(zip(header, fields, strict=True)))
-    except csv.Error as e:
-        errors.append(IngestError(str(path), f"CSV: {e}", reader.line_num))
+    for line, fields, reason in rows_read:
+        if fields is None:
+            errors.append(IngestError(str(path), f"CSV: {reason}", line))
+            continue
+        if header is None:
+            header = [h.strip() for h in fields]
+            continue
+        if not any(f.strip() for f in fields):
+            continue
+        if len(fields) != len(header):
+            errors.append(IngestError(
+                str(path), f"CSV: expected {len(header)} fields as in the header, got {len(fields)}", line))
+            continue
+        rows.append(dict(zip(header, fields, strict=True)))
+    if header is None:
+        errors.append(IngestError(str(path), "CSV: the file has no header row", 1))
+        return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
     if not rows:
         errors.append(IngestError(str(path), "CSV: no data rows under the header"))
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))

@@ -60,6 +60,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import read_text
 from advcore.ingest.formats.plain import evaluation_apart, flatten, mean_record, number, read_json, records_frame
 
 NAME = "json_records"
@@ -147,7 +148,7 @@ def sniff(path: Path, head: str | None) -> bool:
     try:
         if path.stat().st_size > _SNIFF_BYTES:
             return False
-        doc = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+        doc = json.loads(read_text(path))
     except (OSError, ValueError):
         return False
     return _is_record_groups(doc)

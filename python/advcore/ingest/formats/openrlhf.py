@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import open_text
 from advcore.ingest.formats.plain import quote_nonfinite, records_frame, value
 from advcore.ingest.formats.verl_console import clean
 
@@ -48,7 +49,7 @@ def read(path: Path) -> RawLog:
     path = Path(path)
     rows: list[dict[str, Any]] = []
     errors: list[IngestError] = []
-    with path.open("r", encoding="utf-8", errors="replace") as f:
+    with open_text(path) as f:
         for lineno, physical in enumerate(f, start=1):
             if "Global step" not in physical:
                 continue

@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import open_text, read_text
 
 NAME = "plain"
 
@@ -167,6 +168,17 @@ def first_json_line(head: str) -> tuple[int, Any] | None:
     return None
 
 
+def is_json_lines(head: str) -> bool:
+    """Whether ``head`` begins as JSON Lines: its first non-blank line is a whole JSON object and the
+    next non-blank line begins another (a JSON document written on one line has no second line; one
+    spread over lines has no whole object on its first)."""
+    first = first_json_line(head)
+    if first is None or not isinstance(first[1], dict):
+        return False
+    rest = head.splitlines()[first[0]:]
+    return next((ln.lstrip() for ln in rest if ln.strip()), "").startswith("{")
+
+
 def is_parquet(path: Path) -> bool:
     try:
         with path.open("rb") as f:
@@ -179,7 +191,7 @@ def read_json(path: Path, fmt: str) -> tuple[Any, IngestError | None]:
     """The JSON document in ``path``, or None and an error naming the file and the line where the
     JSON broke (``fmt`` says what the file was taken for)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8", errors="replace")), None
+        return json.loads(read_text(path)), None
     except json.JSONDecodeError as e:
         return None, IngestError(str(path), f"{fmt}: invalid JSON ({e.msg})", e.lineno)
 
@@ -192,7 +204,7 @@ def read_jsonl(
     error with its line number; the rest of the file is still read."""
     rows: list[dict[str, Any]] = []
     errors: list[IngestError] = []
-    with path.open(encoding="utf-8", errors="replace", newline=None) as f:
+    with open_text(path) as f:
         for n, line in enumerate(f, start=1):
             text = line.strip()
             if not text:

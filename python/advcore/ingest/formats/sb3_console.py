@@ -44,6 +44,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import read_text
 from advcore.ingest.formats.plain import records_frame
 from advcore.ingest.formats.verl_console import clean
 
@@ -65,7 +66,7 @@ def sniff(path: Path, head: str | None) -> bool:
 
 
 def read(path: Path) -> RawLog:
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    text = read_text(path)
     rows: list[dict[str, Any]] = []
     errors: list[IngestError] = []
     truncated: dict[str, None] = {}

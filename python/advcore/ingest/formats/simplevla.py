@@ -76,7 +76,9 @@ from typing import Any
 
 import polars as pl
 
+from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import open_text, read_text
 from advcore.ingest.formats import verl_console
 from advcore.ingest.formats.plain import flatten, number, records_frame
 from advcore.ingest.formats.verl_console import clean
@@ -122,7 +124,7 @@ def _accuracy(line: str) -> Counter[float] | str | None:
     for pair in m.group(1).split():
         p = _RATE_COUNT.match(pair)
         if p is None:
-            return f"expected 'rate:count' pairs after 'Accuracy distribution:', got {pair[:40]!r}"
+            return f"expected 'rate:count' pairs after 'Accuracy distribution:', got {excerpt(pair, 40)}"
         counts[float(p.group(1))] += int(p.group(2))
     if not counts:
         return "an 'Accuracy distribution:' line without any 'rate:count' pair"
@@ -143,7 +145,7 @@ def sniff(path: Path, head: str | None) -> bool:
         return True
     # A verl console whose first accuracy line lies past the head (config dumps are long).
     steps = read = 0
-    with path.open("r", encoding="utf-8", errors="replace") as f:
+    with open_text(path) as f:
         for line in f:
             read += len(line)
             if _marks(line):
@@ -257,7 +259,7 @@ def _attach_to_console_rows(rows: list[_Row], step_lines: list[int], accuracy: l
 
 def read(path: Path) -> RawLog:
     path = Path(path)
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_text(path)
     errors: list[IngestError] = []
     meta: dict[str, Any] = {}
     records: list[_Row] = []
@@ -309,7 +311,7 @@ def read(path: Path) -> RawLog:
             continue
         if pure or _TIMESTAMP.match(line):
             errors.append(IngestError(str(path), "SimpleVLA-RL log: expected '<ISO time>\\t<step>\\t<JSON object>', "
-                                                 f"got {line[:60]!r}", lineno))
+                                                 f"got {excerpt(line)}", lineno))
 
     trainer = "simplevla"
     if records:

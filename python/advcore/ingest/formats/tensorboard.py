@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from advcore._escape import described
 from advcore.ingest._model import IngestError, RawLog
 
 NAME = "tensorboard"
@@ -71,7 +72,7 @@ def read(path: Path) -> RawLog:
                       errors=(IngestError(str(path), "reading TensorBoard files needs the 'tensorboard' package"),))
     except Exception as e:  # the reader raises on corrupt records
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}),
-                      errors=(IngestError(str(path), f"not a readable TensorBoard event file ({type(e).__name__}: {e})"),))
+                      errors=(IngestError(str(path), f"not a readable TensorBoard event file ({described(e)})"),))
     if not series:
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}),
                       errors=(IngestError(str(path), "no scalar summaries in the event file"),))

@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from advcore._escape import described
 from advcore.errors import AdvcoreError
 from advcore.ingest._model import IngestError, RawLog
 
@@ -44,7 +45,7 @@ def read(path: Path) -> RawLog:
         try:
             rows.append({"step": step, **canonical_row(part)})
         except AdvcoreError as e:
-            errors.append(IngestError(str(path), f"step {step}: {e}"))
+            errors.append(IngestError(str(path), f"step {step}: {described(e)}"))
     out = rows_frame(rows)
     meta = {"layout": "trace", "stages": sorted(frame["stage"].unique().to_list())}
     return RawLog(NAME, out, metadata=meta, errors=tuple(errors), trace=frame.filter(pl.col("stage") != "step"))

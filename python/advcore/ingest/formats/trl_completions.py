@@ -47,6 +47,7 @@ import polars as pl
 
 from advcore.errors import AdvcoreError
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import read_text
 from advcore.ingest.formats import samples
 
 #: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).
@@ -93,7 +94,7 @@ def _reward_names(folder: Path) -> list[str] | None:
     if not state.is_file():
         return None
     try:
-        doc = json.loads(state.read_text(encoding="utf-8", errors="replace"))
+        doc = json.loads(read_text(state))
     except (OSError, json.JSONDecodeError):
         return None
     history = doc.get("log_history") if isinstance(doc, dict) else None

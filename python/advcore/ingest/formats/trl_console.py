@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest import _text
 from advcore.ingest.formats.plain import number, quote_nonfinite, records_frame
 
 NAME = "trl_console"
@@ -65,7 +66,7 @@ def _parse(seg: str, start: int) -> dict[str, Any] | None:
 
 
 def read(path: Path) -> RawLog:
-    return read_text(path.read_bytes().decode("utf-8", errors="replace"), path)
+    return read_text(_text.read_text(path), path)
 
 
 def read_text(text: str, path: Path | str) -> RawLog:

@@ -39,7 +39,9 @@ from typing import Any
 
 import polars as pl
 
+from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import open_text
 from advcore.ingest.formats import samples
 
 NAME = "trl_rollouts_md"
@@ -103,7 +105,7 @@ def _parse(path: Path) -> tuple[list[_Section], list[IngestError], int | None]:
                                              "'**Rewards:** ... total=<number>' line", sec.sample_line)
         sec.field, sec.buffer = None, []
 
-    with path.open(encoding="utf-8", errors="replace") as f:
+    with open_text(path) as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.rstrip("\r\n")
             m = _SECTION.match(line)
@@ -149,7 +151,7 @@ def _parse(path: Path) -> tuple[list[_Section], list[IngestError], int | None]:
                 if rewards is None or len(cur.rewards) != len(cur.prompts) - 1:
                     if cur.bad is None:
                         cur.bad = IngestError(str(path), f"rollout step {cur.step}: expected '**Rewards:** name=number, "
-                                                         f"..., total=<number>' once per sample, got {rest[:80]!r}",
+                                                         f"..., total=<number>' once per sample, got {excerpt(rest, 80)}",
                                               lineno)
                 else:
                     cur.rewards.append(rewards)

@@ -28,7 +28,9 @@ from typing import Any
 
 import polars as pl
 
+from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import open_text, read_text
 # ``value`` is re-exported for readers that import the scalar parser from here (simplevla).
 from advcore.ingest.formats.plain import number
 from advcore.ingest.formats.plain import value as value
@@ -91,7 +93,7 @@ def sniff(path: Path, head: str | None) -> bool:
             or path.suffix.lower() in _CONSOLE_SUFFIXES):
         return False
     read = 0
-    with path.open("r", encoding="utf-8", errors="replace") as f:
+    with open_text(path) as f:
         for line in f:
             read += len(line)
             if "step:" in line and _is_step_line(line):
@@ -135,7 +137,7 @@ def _continuation(line: str) -> list[tuple[str, str]] | None:
 
 def read(path: Path) -> RawLog:
     path = Path(path)
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_text(path)
     rows: list[dict[str, Any]] = []
     errors: list[IngestError] = []
     fragments: list[int] = []
@@ -173,7 +175,7 @@ def read(path: Path) -> RawLog:
         step = int(m.group(1))
         pairs, bad = _pairs(line[m.end():])
         if bad is not None:
-            errors.append(IngestError(str(path), f"expected key:value after step:{step}, got {bad[:60]!r}", lineno))
+            errors.append(IngestError(str(path), f"expected key:value after step:{step}, got {excerpt(bad)}", lineno))
         seen = {k for k, _ in pairs}
         if current is not None and current["step"] == step and not (seen & current.keys()):
             add(current, pairs)

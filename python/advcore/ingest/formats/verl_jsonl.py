@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
 from advcore.ingest.formats.plain import read_jsonl, records_frame, value
 
@@ -40,7 +41,7 @@ def _check(obj: dict[str, Any]) -> str | None:
     if not isinstance(obj.get("data"), dict) or "step" not in obj:
         return 'expected an object {"step":N,"data":{...}}'
     if value(obj["step"]) is None:
-        return f"step is not a number: {obj['step']!r}"
+        return f"step is not a number: {excerpt(str(obj['step']))}"
     return None
 
 

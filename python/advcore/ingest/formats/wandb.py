@@ -16,14 +16,16 @@ file. The trainer hint comes from the keys (TRL, verl, SB3), else ``wandb``.
 from __future__ import annotations
 
 import csv
-import io
 import re
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import open_text, read_text
+from advcore.ingest.formats.csv_table import csv_rows
 from advcore.ingest.formats.plain import (
     first_json_line,
     flatten,
@@ -131,27 +133,31 @@ def _read_summary(path: Path) -> RawLog:
 
 
 def _read_csv(path: Path) -> RawLog:
-    text = path.read_bytes().decode("utf-8-sig", errors="replace")
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "W&B CSV: no header row", 1),))
-    if "_step" not in header and not _is_chart(header):
-        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
-            str(path), "a W&B runs-table export (one row per run, no time series); "
-            "expected a run-history export (with _step) or a chart export (\"<run> - <key>\" columns)"),))
+    rows_read = csv_rows(read_text(path))
     errors: list[IngestError] = []
+    header: list[str] | None = None
     rows: list[dict[str, Any]] = []
-    for fields in reader:
+    for line, fields, reason in rows_read:
+        if fields is None:
+            errors.append(IngestError(str(path), f"W&B CSV: {reason}", line))
+            continue
+        if header is None:
+            header = [h.strip() for h in fields]
+            if "_step" not in header and not _is_chart(header):
+                return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
+                    str(path), "a W&B runs-table export (one row per run, no time series); expected a "
+                    "run-history export (with _step) or a chart export (\"<run> - <key>\" columns)"),))
+            continue
         if not any(f.strip() for f in fields):
             continue
         if len(fields) != len(header):
             errors.append(IngestError(
-                str(path), f"W&B CSV: expected {len(header)} fields as in the header, got {len(fields)}",
-                reader.line_num))
+                str(path), f"W&B CSV: expected {len(header)} fields as in the header, got {len(fields)}", line))
             continue
         rows.append(dict(zip(header, fields, strict=True)))
+    if header is None:
+        errors.append(IngestError(str(path), "W&B CSV: no header row", 1))
+        return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
     if not rows:
         errors.append(IngestError(str(path), "W&B CSV: no data rows under the header"))
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
@@ -173,7 +179,8 @@ def _read_csv(path: Path) -> RawLog:
             rename[h] = m.group("key") + (m.group("band") or "")
     if len(runs) > 1:
         errors.append(IngestError(str(path), f"W&B chart export holds {len(runs)} runs; read only the first "
-                                  f"({first!r}), not {', '.join(repr(r) for r in list(runs)[1:])}"))
+                                  f"({excerpt(first)}), not {', '.join(excerpt(r) for r in list(runs)[1:4])}"
+                                  f"{' ...' if len(runs) > 4 else ''}"))
     x = header[0]
     picked = [{"step": r[x], **{rename[h]: r[h] for h in rename}} for r in rows]
     picked = [r for r in picked if any(v.strip() for k, v in r.items() if k != "step")]
@@ -185,7 +192,8 @@ def read(path: Path) -> RawLog:
     if is_parquet(path):
         frame, dropped = numeric_frame(pl.read_parquet(path))
         return _raw(frame, path, "history", dropped)
-    head = path.read_bytes()[:65536].decode("utf-8-sig", errors="replace").lstrip()
+    with open_text(path) as f:
+        head = f.read(65536).lstrip()
     if head.startswith("{"):
         first = first_json_line(head)
         if first is not None and isinstance(first[1], dict) and path.name != "wandb-summary.json" \
