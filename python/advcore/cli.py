@@ -129,13 +129,12 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
     for link, to in collected.links_skipped:
         err.print(f"[yellow]not followed[/yellow] {escape(printable(str(link)))} -> {escape(printable(to))} "
                   "(a symbolic link, or a path through one, out of the scanned folders; --follow-links follows it)", highlight=False)
-    # A folder that cannot be listed is a run that could not be read: reported in every format.
+    # A folder that cannot be listed, and an input that does not exist or holds nothing to scan, are
+    # runs that could not be read: reported in every format, so a script sees status "unreadable".
     unlistable = [judge(Run.failed(folder, f"the folder could not be listed: {why}"), options)
                   for folder, why in collected.unlistable]
-    if not files and not unlistable:
-        nothing = click.ClickException("no files to scan")
-        nothing.exit_code = 1 if fail_on == "none" else 2  # --fail-on: a missing input is exit 2
-        raise nothing
+    unlistable += [judge(Run.failed(target, "nothing to scan here: no such file or folder, or no file in it"), options)
+                   for target in unmatched]
     show_progress = fmt == "human" and len(files) > 20 and err.is_terminal
     if show_progress:
         with Progress(console=err, transient=True) as bar:
@@ -150,6 +149,8 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
         click.echo(render_markdown(reports), nl=False)
     else:
         render_human(reports, Console())
+    if not files and not collected.unlistable:
+        raise SystemExit(1 if fail_on == "none" else 2)  # nothing was scanned: every input is missing
     if fail_on != "none":
         if unmatched or any(r.verdict.status == "unreadable" for r in reports):
             raise SystemExit(2)

@@ -44,3 +44,13 @@ def test_spec_and_card(det: str) -> None:
     for other in re.findall(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b", card.split("Related detectors", 1)[-1]):
         if other in CATALOG or other.endswith(("_COLLAPSE", "_GROUPS", "_DEATH", "_ERROR", "_LOSS")):
             assert other in REGISTRY, f"card names unknown detector {other}"
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), "nan", "1e400"])
+def test_a_non_finite_knob_is_refused_through_the_api_too(value: object) -> None:
+    from advcore.detectors import run_detectors
+    from advcore.errors import AdvcoreError
+    from tests.detectors._fixtures import make_run
+
+    with pytest.raises(AdvcoreError, match="DEGENERATE_GROUPS.tied_above"):
+        run_detectors(make_run({"reward_mean": [0.1] * 10}), settings={"DEGENERATE_GROUPS": {"tied_above": value}})

@@ -218,3 +218,17 @@ def test_a_folder_scan_reads_a_training_notebook_and_leaves_an_analysis_notebook
     code, doc = scan_json(capsys, "--per-file", str(tmp_path))
     paths = {Path(r["path"]).name: r for r in doc["runs"]}
     assert set(paths) == {"train.ipynb"} and paths["train.ipynb"]["steps"] == 10
+
+
+def test_a_missing_input_is_an_unreadable_run_in_the_document(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "run.jsonl"
+    good.write_text("".join(json.dumps({"step": i, "reward_mean": 0.05 * i, "reward_std": 0.4}) + "\n"
+                            for i in range(1, 11)))
+    code, doc = scan_json(capsys, str(good), str(tmp_path / "typo.jsonl"))
+    by_path = {Path(r["path"]).name: r["verdict"]["status"] for r in doc["runs"]}
+    assert by_path == {"run.jsonl": "quiet", "typo.jsonl": "unreadable"} and code == 0
+    code, doc = scan_json(capsys, "--fail-on", "error", str(good), str(tmp_path / "typo.jsonl"))
+    assert code == 2
+    code, doc = scan_json(capsys, str(tmp_path / "typo.jsonl"))  # nothing at all was scanned
+    assert code == 1 and [r["verdict"]["status"] for r in doc["runs"]] == ["unreadable"]

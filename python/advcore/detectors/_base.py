@@ -10,6 +10,8 @@ needs; it never silently passes. Rendering lives in :mod:`advcore.report` (findi
 
 from __future__ import annotations
 
+import math
+
 import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
@@ -51,6 +53,8 @@ class Knob:
             number = float(value)
         except (TypeError, ValueError):
             raise AdvcoreError(f"`{where}` must be a number, got {value!r}") from None
+        if not math.isfinite(number):  # a NaN bound would switch the detector off without a word
+            raise AdvcoreError(f"`{where}` must be a finite number, got {value!r}")
         if self.integer:
             if number != int(number):
                 raise AdvcoreError(f"`{where}` must be an integer, got {value!r}")
