@@ -29,13 +29,15 @@ sb3-chess-dead-nsteps10 at -100000 with rare -99998.99).
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Literal
 
-from advcore.detectors._windows import Series, fmean, last_onset_index, metric, reward_spread
+from advcore.detectors._windows import Series, fmean, last_onset_index, metric, reward_spread, rolling_level, window_len
 from advcore.ingest import Run
 
-__all__ = ["REL_TOL", "SPREAD_GONE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardLevel", "reward_level"]
+__all__ = ["HELD_SHARE", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardCourse",
+           "RewardLevel", "improving_reward", "reward_course", "reward_level"]
 
 Regime = Literal["saturation", "floor", "tied_groups"]
 
@@ -146,3 +148,67 @@ def reward_level(run: Run, *, rel_tol: float = REL_TOL, spread_gone: float = SPR
         regime = "tied_groups" if moves else ("saturation" if late_mean >= hi - tol else "floor")
     return RewardLevel(regime, mean, late_mean, late_range, ceiling, ceiling_from, floor, floor_from, tol, moves,
                        spread, spread_late, tied_late, gone, zero_share)
+
+
+#: A rise of the reward's level is a success when it exceeds this many times its step-to-step noise.
+SUCCESS_NOISE = 3.0
+#: A reward that gave back at most this share of its gain by the end is still improving.
+HELD_SHARE = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class RewardCourse:
+    """The course of the reward's level over a run (reward units)."""
+
+    series: Series
+    #: trailing-median level of ``reward_mean`` over ``w`` points
+    level: tuple[float, ...]
+    w: int
+    #: index of the highest level over a full window, before the late window
+    peak: int
+    early: float
+    late: float
+    #: step-to-step noise (1.4826 x MAD of the first differences / sqrt 2)
+    noise: float
+
+    @property
+    def gain(self) -> float:
+        return self.level[self.peak] - self.early
+
+    @property
+    def succeeded(self) -> bool:
+        """The level rose by more than ``SUCCESS_NOISE`` x the noise and held above half-way for ``w`` points."""
+        held = sum(1 for v in self.level[self.w - 1:] if v >= self.early + self.gain / 2)
+        return self.gain > SUCCESS_NOISE * self.noise and self.gain > 0 and held >= self.w
+
+    def gave_back(self) -> float:
+        """The share of the gain lost by the late window."""
+        return (self.level[self.peak] - self.late) / self.gain
+
+
+def reward_course(run: Run) -> RewardCourse | None:
+    """The course of ``reward_mean`` over the run (:class:`RewardCourse`): its trailing-median level over
+    a tenth of the run (at least 5 points), the early and late medians, the peak before the late
+    window, the step-to-step noise; None with fewer than 10 points or with curriculum phases."""
+    s = metric(run, "reward_mean")
+    if s is None or len(s) < 10 or len(set(s.phases or ())) > 1:
+        return None
+    n, k = len(s), window_len(len(s))
+    w = max(5, n // 10)
+    level = rolling_level(s, "reward level", w).values
+    if n - k <= w - 1:
+        return None
+    peak = max(range(w - 1, n - k), key=lambda i: level[i])
+    diffs = [b - a for a, b in zip(s.values, s.values[1:], strict=False)]
+    mid = statistics.median(diffs)
+    noise = 1.4826 * statistics.median(abs(d - mid) for d in diffs) / 2 ** 0.5
+    return RewardCourse(s, level, w, peak, statistics.median(s.early()), statistics.median(s.late()), noise)
+
+
+def improving_reward(run: Run) -> dict[str, float] | None:
+    """The reward's early median, peak level and late median when it rose (a success, as for the
+    collapse) and kept at least ``1 - HELD_SHARE`` of its gain to the end; else None."""
+    c = reward_course(run)
+    if c is None or not c.succeeded or c.gave_back() > HELD_SHARE:
+        return None
+    return {"early_median": c.early, "peak_level": c.level[c.peak], "late_median": c.late}

@@ -52,7 +52,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, first_of_checks
-from advcore.detectors._windows import Series, change_point, metric, rolling_level, window_len
+from advcore.detectors._reward import improving_reward, reward_course
+from advcore.detectors._windows import Series, change_point, metric, rolling_level
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -84,66 +85,15 @@ class _Check:
     what: str
 
 
-#: A rise of the reward's level is a success when it exceeds this many times its step-to-step noise.
-SUCCESS_NOISE = 3.0
-#: A reward that gave back at most this share of its gain by the end is still improving.
-HELD_SHARE = 0.25
 #: Single-update checks (``kl_step``, ``clip_frac``) need unstable points on at least this share of
 #: the run besides ``min_points``: three KL spikes over 976 updates are routine.
 MIN_POINT_SHARE = 0.01
 
 
-@dataclass(frozen=True, slots=True)
-class _Course:
-    """The course of the reward's level over a run (reward units)."""
-
-    series: Series
-    #: trailing-median level of ``reward_mean`` over ``w`` points
-    level: tuple[float, ...]
-    w: int
-    #: index of the highest level over a full window, before the late window
-    peak: int
-    early: float
-    late: float
-    #: step-to-step noise (1.4826 x MAD of the first differences / sqrt 2)
-    noise: float
-
-    @property
-    def gain(self) -> float:
-        return self.level[self.peak] - self.early
-
-    @property
-    def succeeded(self) -> bool:
-        """The level rose by more than ``SUCCESS_NOISE`` x the noise and held above half-way for ``w`` points."""
-        held = sum(1 for v in self.level[self.w - 1:] if v >= self.early + self.gain / 2)
-        return self.gain > SUCCESS_NOISE * self.noise and self.gain > 0 and held >= self.w
-
-    def gave_back(self) -> float:
-        """The share of the gain lost by the late window."""
-        return (self.level[self.peak] - self.late) / self.gain
-
-
-def _course(run: Run) -> _Course | None:
-    """The reward's course (:class:`_Course`), or None with fewer than 10 points or with phases."""
-    s = metric(run, "reward_mean")
-    if s is None or len(s) < 10 or len(set(s.phases or ())) > 1:
-        return None
-    n, k = len(s), window_len(len(s))
-    w = max(5, n // 10)
-    level = rolling_level(s, "reward level", w).values
-    if n - k <= w - 1:
-        return None
-    peak = max(range(w - 1, n - k), key=lambda i: level[i])
-    diffs = [b - a for a, b in zip(s.values, s.values[1:], strict=False)]
-    mid = statistics.median(diffs)
-    noise = 1.4826 * statistics.median(abs(d - mid) for d in diffs) / 2 ** 0.5
-    return _Course(s, level, w, peak, statistics.median(s.early()), statistics.median(s.late()), noise)
-
-
 def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str, object]] | None:
     """The reward's points from where it collapsed after a success to the end, and the evidence; None
     when the reward did not succeed and then give back ``giveback`` of its gain (module docstring)."""
-    c = _course(run)
+    c = reward_course(run)
     if c is None or not c.succeeded or c.gave_back() < giveback:
         return None
     s, w, peak = c.series, c.w, c.peak
@@ -158,15 +108,6 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
                                    "peak_step": s.steps[peak], "late_median": c.late, "gave_back": c.gave_back(),
                                    "noise": c.noise, "level_points": w}
     return tail, evidence
-
-
-def _improving(run: Run) -> dict[str, float] | None:
-    """The reward's early median, peak level and late median when it rose (a success, as for the
-    collapse) and kept at least ``1 - HELD_SHARE`` of its gain to the end; else None."""
-    c = _course(run)
-    if c is None or not c.succeeded or c.gave_back() > HELD_SHARE:
-        return None
-    return {"early_median": c.early, "peak_level": c.level[c.peak], "late_median": c.late}
 
 
 #: An update metric corroborates a collapse when its median over the fall is this many times (or, for
@@ -205,7 +146,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         out.append(_Check("kl_step", kl_step, lambda v: v >= cut, f"kl_step >= {cut:g}",
                           "single updates move the policy far outside the trust region"))
     clip = metric(run, "clip_frac")
-    if clip is not None and _improving(run) is None:  # a high clip fraction while the return keeps rising
+    if clip is not None and improving_reward(run) is None:  # a high clip fraction while the return keeps rising
         cut_clip = float(knobs["clip_above"])
         out.append(_Check("clip_frac", clip, lambda v: v >= cut_clip, f"clip_frac >= {cut_clip:g}",
                           "most of the batch leaves the clip range in one update"))
