@@ -102,14 +102,17 @@ def csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
         yield reader.line_num, fields, None
 
 
-def read(path: Path) -> RawLog:
-    rows_read = csv_rows(read_text(path))
+def csv_records(path: Path, what: str) -> tuple[list[str] | None, list[dict[str, Any]], list[IngestError]]:
+    """The header, the rows as ``{column: text}`` and the errors of CSV file ``path``: a row the
+    ``csv`` module rejects or with the wrong number of fields is an error naming its line (``what``
+    names the format in the message) and the rows after it are read; blank rows are skipped; no
+    header or no data row is an error too."""
     errors: list[IngestError] = []
     header: list[str] | None = None
     rows: list[dict[str, Any]] = []
-    for line, fields, reason in rows_read:
+    for line, fields, reason in csv_rows(read_text(path)):
         if fields is None:
-            errors.append(IngestError(str(path), f"CSV: {reason}", line))
+            errors.append(IngestError(str(path), f"{what}: {reason}", line))
             continue
         if header is None:
             header = [h.strip() for h in fields]
@@ -118,14 +121,19 @@ def read(path: Path) -> RawLog:
             continue
         if len(fields) != len(header):
             errors.append(IngestError(
-                str(path), f"CSV: expected {len(header)} fields as in the header, got {len(fields)}", line))
+                str(path), f"{what}: expected {len(header)} fields as in the header, got {len(fields)}", line))
             continue
         rows.append(dict(zip(header, fields, strict=True)))
     if header is None:
-        errors.append(IngestError(str(path), "CSV: the file has no header row", 1))
-        return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
-    if not rows:
-        errors.append(IngestError(str(path), "CSV: no data rows under the header"))
+        errors.append(IngestError(str(path), f"{what}: the file has no header row", 1))
+    elif not rows:
+        errors.append(IngestError(str(path), f"{what}: no data rows under the header"))
+    return header, rows, errors
+
+
+def read(path: Path) -> RawLog:
+    header, rows, errors = csv_records(path, "CSV")
+    if header is None or not rows:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
     frame, dropped = records_frame(rows)
     meta: dict[str, Any] = {"non_numeric": dropped} if dropped else {}

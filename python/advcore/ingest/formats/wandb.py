@@ -24,8 +24,8 @@ import polars as pl
 
 from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest._text import open_text, read_text
-from advcore.ingest.formats.csv_table import csv_rows
+from advcore.ingest._text import open_text
+from advcore.ingest.formats.csv_table import csv_records
 from advcore.ingest.formats.plain import (
     first_json_line,
     flatten,
@@ -133,33 +133,12 @@ def _read_summary(path: Path) -> RawLog:
 
 
 def _read_csv(path: Path) -> RawLog:
-    rows_read = csv_rows(read_text(path))
-    errors: list[IngestError] = []
-    header: list[str] | None = None
-    rows: list[dict[str, Any]] = []
-    for line, fields, reason in rows_read:
-        if fields is None:
-            errors.append(IngestError(str(path), f"W&B CSV: {reason}", line))
-            continue
-        if header is None:
-            header = [h.strip() for h in fields]
-            if "_step" not in header and not _is_chart(header):
-                return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
-                    str(path), "a W&B runs-table export (one row per run, no time series); expected a "
-                    "run-history export (with _step) or a chart export (\"<run> - <key>\" columns)"),))
-            continue
-        if not any(f.strip() for f in fields):
-            continue
-        if len(fields) != len(header):
-            errors.append(IngestError(
-                str(path), f"W&B CSV: expected {len(header)} fields as in the header, got {len(fields)}", line))
-            continue
-        rows.append(dict(zip(header, fields, strict=True)))
-    if header is None:
-        errors.append(IngestError(str(path), "W&B CSV: no header row", 1))
-        return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
-    if not rows:
-        errors.append(IngestError(str(path), "W&B CSV: no data rows under the header"))
+    header, rows, errors = csv_records(path, "W&B CSV")
+    if header is not None and "_step" not in header and not _is_chart(header):
+        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
+            str(path), "a W&B runs-table export (one row per run, no time series); expected a "
+            "run-history export (with _step) or a chart export (\"<run> - <key>\" columns)"),))
+    if header is None or not rows:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
     if "_step" in header:
         frame, dropped = records_frame(rows)
