@@ -120,17 +120,17 @@ class Series:
         return self.values[len(self.values) - window_len(len(self.values)) :]
 
     def early_mean(self) -> float:
-        return _mean(self.early())
+        return fmean(self.early())
 
     def early_median(self) -> float:
         """The median of the early window: an early level no single spike moves."""
         return statistics.median(self.early())
 
     def late_mean(self) -> float:
-        return _mean(self.late())
+        return fmean(self.late())
 
     def mean(self) -> float:
-        return _mean(self.values)
+        return fmean(self.values)
 
     def where(self, index: int | None) -> dict[str, int | str | None]:
         """Evidence naming the step (and phase, when the run has phases) of row ``index``."""
@@ -173,9 +173,6 @@ def fmean(values: Iterable[float]) -> float:
         return scale * (math.fsum(x / scale for x in xs) / len(xs))
     except ValueError:  # inf and -inf
         return math.nan
-
-
-_mean = fmean
 
 
 def window_len(n: int) -> int:
