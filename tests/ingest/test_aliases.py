@@ -53,3 +53,12 @@ def test_plain_mean_reward_keys_are_the_reward_mean_but_not_an_evaluation() -> N
     for key in ("avg_reward", "mean_reward", "train/mean_reward"):
         assert table.canonical(key, None)[0] == "reward_mean", key  # type: ignore[index]
     assert table.canonical("eval/mean_reward", "sb3") is None  # SB3's EvalCallback: held-out, not training
+
+
+def test_a_train_prefix_is_read_through_and_an_evaluation_prefix_is_not() -> None:
+    table = load_aliases()
+    assert table.canonical("train_avg_reward", None) is not None
+    assert table.canonical("train_avg_reward", None)[0] == "reward_mean"  # type: ignore[index]
+    assert table.canonical("train/approx_kl", None)[0] == "kl_step"  # type: ignore[index]
+    for key in ("val_avg_reward", "eval_avg_reward", "test_avg_reward"):
+        assert table.canonical(key, None) is None

@@ -74,8 +74,9 @@ class AliasTable:
     def canonical(self, key: str, trainer: str | None, version: str | None = None) -> tuple[str, Alias] | None:
         """The canonical name of ``key`` for ``trainer`` at ``version``, and the row that said so."""
         candidates = [key.strip()]
-        if key.startswith("train/"):
-            candidates.append(key[len("train/"):])
+        for prefix in ("train/", "train_"):  # a training metric named as such (W&B sections, hand-written loops)
+            if key.startswith(prefix):
+                candidates.append(key[len(prefix):])
         for cand in candidates:
             for row, pattern in self._compiled:
                 if row.trainer not in ("*", trainer):
