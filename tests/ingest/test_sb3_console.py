@@ -144,3 +144,37 @@ def test_real_combatbench_console() -> None:
     assert run.frame["entropy"].to_list() == [None if v is None else -v for v in column("entropy_loss")]
     assert run.frame["vf_explained_var"].to_list() == column("explained_variance")
     assert run.frame["reward_mean"].drop_nulls()[0] == pytest.approx(87.6)
+
+
+SB2_TABLE = """--------------------------------------
+| approxkl           | {kl} |
+| clipfrac           | 0.0           |
+| explained_variance | 0             |
+| policy_entropy     | 0.6931468     |
+| serial_timesteps   | {t}       |
+| total_timesteps    | {t}       |
+| value_loss         | 1.5117565e+15 |
+--------------------------------------
+"""
+
+
+def test_stable_baselines_2_tables_without_sections(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("Loading...\n" + "".join(SB2_TABLE.format(kl=f"{1e-7 * (i + 1):.3g}", t=128 * (i + 1))
+                                          for i in range(6)))
+    assert detect(p) is sb3_console
+    run = load(p)
+    assert run.trainer == "baselines" and run.frame["step"].to_list() == [128 * (i + 1) for i in range(6)]
+    assert run.frame["kl_step"].to_list() == pytest.approx([1e-7 * (i + 1) for i in range(6)])
+    assert run.frame["value_loss"].to_list() == pytest.approx([1.5117565e15] * 6)
+
+
+def test_real_stable_baselines_2_tables_in_a_notebook() -> None:
+    path = corpus("h12-sb2-ppo2-lstm-btc-forex-valueloss-1e15-dead/___AutoTrade11.ipynb")
+    text = path.read_text().replace("\\n", "\n")
+    # Colab kept the output's last lines only: the first table is cut above its opening dashed line,
+    # and a table is read from a dashed line on
+    after_first_dashes = text[re.search(r"^\s*\"?-{5,}", text, re.M).end():]  # type: ignore[union-attr]
+    steps = [int(m.group(1)) for m in re.finditer(r"\| total_timesteps\s+\| (\d+)\s+\|", after_first_dashes)]
+    run = load(path)
+    assert run.trainer == "baselines" and run.frame["step"].to_list() == steps

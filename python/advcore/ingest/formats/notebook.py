@@ -30,12 +30,13 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats import csv_table, trl_console
+from advcore.ingest.formats import csv_table, sb3_console, trl_console
 from advcore.ingest.formats.plain import read_json, records_frame
 
 NAME = "notebook"
@@ -138,23 +139,26 @@ def _from_table(path: Path, cell: int, table: list[list[str]], n_tables: int) ->
 
 
 def _from_streams(path: Path, cells: list[Any]) -> RawLog | None:
-    """The last cell stream (stdout or stderr) with TRL dict lines, read as a TRL console; None if none."""
-    found: tuple[int, str] | None = None
+    """The last cell stream (stdout or stderr) with TRL dict lines or (stable-)baselines logger tables,
+    read as that console; None if none."""
+    found: tuple[int, str, ModuleType] | None = None
     for number, cell in enumerate(cells, start=1):
         streams: dict[str, list[str]] = {}
         for output in _outputs(cell):
             if output.get("output_type") == "stream":
                 streams.setdefault(str(output.get("name")), []).append(_text(output.get("text")))
         for text in ("".join(parts) for parts in streams.values()):
-            if trl_console.sniff(path, text):
-                found = (number, text)
+            for reader in (trl_console, sb3_console):
+                if reader.sniff(path, text):
+                    found = (number, text, reader)
+                    break
     if found is None:
         return None
-    number, text = found
-    raw = trl_console.read_text(text, path)
+    number, text, reader = found
+    raw = reader.read_text(text, path)
     errors = tuple(IngestError(e.path, f"notebook cell {number}" + (f", output line {e.line}" if e.line else "")
                                + f": {e.message}") for e in raw.errors)
-    meta = {**raw.metadata, "source": "console_dicts", "cell": number}
+    meta = {**raw.metadata, "source": "console_dicts" if reader is trl_console else "console_tables", "cell": number}
     return RawLog(NAME, raw.frame, trainer=raw.trainer, metadata=meta, errors=errors)
 
 

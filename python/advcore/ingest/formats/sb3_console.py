@@ -33,6 +33,10 @@ number and costs that value (null), a cut key is kept as printed and listed in
 :class:`IngestError` naming the line; the rest of its table is still read. Text printed between
 the lines of a table is skipped, and so is anything before the first dashed line; a table the file
 ends in without its closing dashed line is kept.
+
+stable-baselines 2 (the OpenAI baselines fork, ``stable_baselines/logger.py``) prints the same
+tables without sections and with baselines' keys (``approxkl``, ``policy_entropy``,
+``total_timesteps``): such tables are read with trainer ``baselines``, whose alias rows apply.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest._text import read_text
+from advcore.ingest._text import read_text as read_file
 from advcore.ingest.formats.plain import records_frame
 from advcore.ingest.formats.verl_console import clean
 
@@ -57,16 +61,26 @@ _SECTION = re.compile(r"^[^\s|]+/$")
 #: a table as the head shows it: a dashed line, rows, then a section row and an indented row
 _SNIFF = re.compile(r"^-{5,}[ \t]*\r?\n(?:\|[^\n]*\|[ \t]*\r?\n){0,40}?"
                     r"\|[ \t]+[^\s|]+/[ \t]+\|[ \t]+\|[ \t]*\r?\n\|[ \t]{4}\S", re.M)
+#: stable-baselines 2 (the OpenAI baselines fork) prints tables without sections: a dashed line,
+#: at least three ``| key | value |`` rows, a dashed line
+_SNIFF_FLAT = re.compile(r"^-{5,}[ \t]*\r?\n(?:\| [^|\n]+\| [^|\n]*\|[ \t]*\r?\n){3,}-{5,}", re.M)
+#: keys only stable-baselines 2 and OpenAI baselines log (their ppo2/a2c/acktr loggers)
+_BASELINES_KEYS = frozenset({"serial_timesteps", "approxkl", "policy_entropy", "nupdates", "n_updates",
+                             "ep_reward_mean", "eprewmean"})
 
 
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
-    return _SNIFF.search(head) is not None
+    return _SNIFF.search(head) is not None or _SNIFF_FLAT.search(head) is not None
 
 
 def read(path: Path) -> RawLog:
-    text = read_text(path)
+    return read_text(read_file(path), path)
+
+
+def read_text(text: str, path: Path) -> RawLog:
+    """The logger tables of console ``text`` (read from ``path``, which errors name)."""
     rows: list[dict[str, Any]] = []
     errors: list[IngestError] = []
     truncated: dict[str, None] = {}
@@ -103,10 +117,12 @@ def read(path: Path) -> RawLog:
     meta: dict[str, Any] = {"tables": len(rows)}
     if truncated:
         meta["truncated_keys"] = list(truncated)
+    # stable-baselines 2 prints the same tables with OpenAI baselines' flat keys (approxkl, ...)
+    trainer = "baselines" if any(k in _BASELINES_KEYS for r in rows for k in r) else "sb3"
     if not rows:
         errors.append(IngestError(str(path), "SB3 console: no logger table ('| rollout/ | |' ...) found"))
-        return RawLog(NAME, pl.DataFrame(), trainer="sb3", metadata=meta, errors=tuple(errors))
+        return RawLog(NAME, pl.DataFrame(), trainer=trainer, metadata=meta, errors=tuple(errors))
     frame, dropped = records_frame(rows)
     if dropped:
         meta["non_numeric"] = dropped
-    return RawLog(NAME, frame, trainer="sb3", metadata=meta, errors=tuple(errors))
+    return RawLog(NAME, frame, trainer=trainer, metadata=meta, errors=tuple(errors))
