@@ -3,7 +3,8 @@
     python tests/real/extract.py --clones DIR [--out DIR]
 
 ``DIR`` holds one git clone (bare or not) per repository, named ``owner+name`` or ``owner/name``
-(optionally with the git directory one level down, e.g. ``owner+name/repo``). Each file is read with
+(optionally with the git directory one or two levels down, e.g. ``owner+name/repo`` or
+``owner+name/repo/.git``). Each file is read with
 ``git show COMMIT:PATH``, its sha256 checked against the manifest, and written to
 ``OUT/<run name>/<file's base name>``. Repositories that are missing, and files whose hash
 differs, are listed; the others are extracted. Exit code 1 when anything was not extracted.
@@ -27,7 +28,7 @@ def git_dir(clones: Path, repository: str) -> Path | None:
     """The git directory of ``repository`` under ``clones``, or None."""
     owner, name = repository.split("/", 1)
     for base in (clones / f"{owner}+{name}", clones / owner / name, clones / name):
-        for candidate in (base, base / ".git", *sorted(base.glob("*"))):
+        for candidate in (base, base / ".git", *sorted(base.glob("*")), *sorted(base.glob("*/.git"))):
             if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
                 return candidate
     return None
