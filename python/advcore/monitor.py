@@ -10,6 +10,8 @@ detectors online and never stops the user's run because of its own failure (unle
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import logging
 import sys
 import time
@@ -70,6 +72,13 @@ def to_host(arrays: Mapping[str, Any]) -> dict[str, Any]:
 def flat_metrics(row: Mapping[str, float], prefix: str = PREFIX) -> dict[str, float]:
     """A step's canonical metrics as flat tracker keys (``reward_std`` -> ``advcore/reward_std``)."""
     return {f"{prefix}{k}": float(v) for k, v in row.items() if k != "step"}
+
+
+def _unknown_argument(name: str) -> str:
+    """``name`` as an unknown keyword of :meth:`Monitor.observe`, with the closest known one."""
+    known = [p.name for p in inspect.signature(Monitor.observe).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"an unknown argument {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
 
 
 class Monitor:
@@ -190,6 +199,7 @@ class Monitor:
         token_sample_index: Any = None,
         slices: Mapping[str, Any] | None = None,
         metrics: Mapping[str, float] | None = None,
+        **unknown: Any,
     ) -> dict[str, float]:
         """Record one training step; returns its flat ``advcore/...`` metrics.
 
@@ -212,6 +222,10 @@ class Monitor:
             The trainer's own metrics of this step under canonical names (``grad_norm``,
             ``entropy``, ``kl``, ...); the samples' values win where both define a metric. A step
             with ``metrics`` only (no ``rewards``) is recorded without a trace.
+        **unknown
+            A keyword :meth:`observe` does not take (``reward=`` for ``rewards=``) is bad input like any
+            other: logged with the closest known name and counted in ``advcore/errors``, the step not
+            recorded; with ``strict=True`` it raises :class:`AdvcoreError`.
 
         Returns
         -------
@@ -223,6 +237,8 @@ class Monitor:
         t0 = time.perf_counter()
         out: dict[str, float] = {}
         try:
+            if unknown:  # a misspelt keyword must not raise into the trainer (unless strict)
+                raise AdvcoreError("observe() got " + ", ".join(_unknown_argument(k) for k in unknown))
             arrays = to_host({"rewards": rewards, "group_ids": group_ids, "adv": advantages, "adv_raw": adv_raw,
                               "adv_clipped": adv_clipped, "baseline": baseline, "returns": returns,
                               "token_adv": token_advantages, "response_mask": response_mask,

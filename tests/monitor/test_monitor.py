@@ -198,3 +198,16 @@ def test_the_per_step_history_stays_in_few_chunks_and_equals_its_rows() -> None:
     assert frame.n_chunks() <= 8 and frame["step"].to_list() == list(range(1, 61))
     tied = [float(np.mean([len(set(g)) == 1 for g in r.reshape(-1, 8)])) for r in rewards]
     assert frame["zero_variance_group_frac"].to_list() == pytest.approx(tied)
+
+
+def test_a_misspelt_keyword_is_logged_and_counted_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    m = advcore.Monitor()
+    rewards = np.array([1.0, 0.0, 1.0, 0.0], dtype=np.float32)
+    with caplog.at_level(logging.WARNING, logger="advcore"):
+        out = m.observe(1, reward=rewards, group_size=2)
+    assert out["advcore/errors"] == 1.0 and m.steps_frame.height == 0
+    assert "'reward'" in caplog.text and "did you mean 'rewards'?" in caplog.text
+    out = m.observe(2, rewards=rewards, group_size=2)  # training goes on
+    assert out["advcore/errors"] == 1.0 and m.steps_frame.height == 1
+    with pytest.raises(AdvcoreError, match="did you mean 'group_size'"):
+        advcore.Monitor(strict=True).observe(1, rewards=rewards, groupsize=2)
