@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +125,6 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
     collected = collect_paths(paths, follow_links=follow_links)
     files, unmatched, explicit = collected.files, collected.unmatched, collected.explicit
     err = Console(stderr=True)
-    for target in unmatched:
-        err.print(f"[yellow]nothing to scan at[/yellow] {escape(printable(target))}", highlight=False)
     for link, to in collected.links_skipped:
         err.print(f"[yellow]not followed[/yellow] {escape(printable(str(link)))} -> {escape(printable(to))} "
                   "(a symbolic link, or a path through one, out of the scanned folders; --follow-links follows it)", highlight=False)
@@ -133,8 +132,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
     # runs that could not be read: reported in every format, so a script sees status "unreadable".
     unlistable = [judge(Run.failed(folder, f"the folder could not be listed: {why}"), options)
                   for folder, why in collected.unlistable]
-    unlistable += [judge(Run.failed(target, "nothing to scan here: no such file or folder, or no file in it"), options)
-                   for target in unmatched]
+    unlistable += [judge(Run.failed(target, _nothing_at(target)), options) for target in unmatched]
     show_progress = fmt == "human" and len(files) > 20 and err.is_terminal
     if show_progress:
         with Progress(console=err, transient=True) as bar:
@@ -158,6 +156,18 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
         if worst >= _SEVERITY_RANK[fail_on]:
             raise SystemExit(1)
 
+
+
+def _nothing_at(target: str) -> str:
+    """Why ``target`` gave no file to scan, for its unreadable run."""
+    path = Path(target)
+    if any(c in target for c in "*?["):
+        return "no file matches this pattern"
+    if not path.exists():
+        near = difflib.get_close_matches(path.name, [p.name for p in path.parent.iterdir()] if path.parent.is_dir()
+                                         else [], n=1)
+        return "no such file or folder" + (f" (did you mean {str(path.parent / near[0])!r}?)" if near else "")
+    return "no training log found in this folder (code, configuration and notes are skipped)"
 
 
 def _check_options(options: Any) -> None:

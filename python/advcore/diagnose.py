@@ -251,14 +251,16 @@ def diagnose(
         if run.steps == 0:
             summary = "nothing to judge: no steps were read"
         elif n_detectors is not None and len(not_evaluable) >= n_detectors:
-            summary = "could not check: every detector lacks a metric this log does not have"
+            summary = "could not check: no detector found the metrics it needs in this log"
         elif run.steps < MIN_STEPS:
             step_word = "step" if run.steps == 1 else "steps"
             summary = f"too short to judge: {run.steps} {step_word} logged; no detector fired"
         else:
-            summary = "no detector fired: no sign that the learning signal was lost"
-            if not_checked:
-                summary += f" ({len(not_checked)} detector(s) could not be checked)"
+            summary = "no sign that the learning signal was lost"
+            if n_detectors is not None:
+                summary += f" ({n_detectors - len(not_checked)} of {n_detectors} detectors could check this log)"
+            elif not_checked:
+                summary += f" ({len(not_checked)} detectors could not check this log)"
             return Verdict(None, summary, None, (), None, (), not_checked, signal=stage_signal(run))
         return Verdict(None, summary, None, (), None, (), not_checked, judged=False,
                        unreadable=run.steps == 0 and bool(run.errors))

@@ -30,8 +30,17 @@ __all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "sc
 
 #: Below this many files the scan runs in this process (worker start-up costs ~0.5 s).
 PARALLEL_FROM = 8
-_SKIP_SUFFIXES = {".py", ".png", ".jpg", ".gz", ".zip", ".pt", ".bin", ".safetensors"}
-_SKIP_NAMES = {"SOURCE.md", "README.md"}
+_SKIP_SUFFIXES = {".py", ".png", ".jpg", ".gz", ".zip", ".pt", ".bin", ".safetensors", ".yaml", ".yml", ".toml",
+                  ".cfg", ".ini", ".sh", ".lock"}
+_SKIP_NAMES = {"SOURCE.md", "README.md", "tokenizer.json", "special_tokens_map.json", "vocab.json", "truth.json"}
+
+
+def _skipped(path: Path) -> bool:
+    """Found in a folder, a file that is never a training log: code, images, weights, configuration
+    (``*.yaml``, ``config.json``, ``adapter_config.json``, tokenizer files), notes."""
+    name = path.name
+    return (name in _SKIP_NAMES or path.suffix.lower() in _SKIP_SUFFIXES
+            or name.endswith("config.json"))
 #: Found in a folder, files with these suffixes are tried (console logs get pasted into markdown,
 #: training runs print into notebooks) but left out of the report when nothing is read from them:
 #: they are usually notes or analysis notebooks.
@@ -148,7 +157,7 @@ def collect_paths(targets: Iterable[str], *, follow_links: bool = False) -> Coll
             explicit = q == p
             if explicit:
                 explicit_files.add(q)
-            if explicit or (q.name not in _SKIP_NAMES and q.suffix.lower() not in _SKIP_SUFFIXES):
+            if explicit or not _skipped(q):
                 files.append(q)
     return Collected(list(dict.fromkeys(files)), unmatched, explicit_files, walk.links_skipped, walk.unlistable)
 

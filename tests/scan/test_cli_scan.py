@@ -232,3 +232,31 @@ def test_a_missing_input_is_an_unreadable_run_in_the_document(tmp_path: Path,
     assert code == 2
     code, doc = scan_json(capsys, str(tmp_path / "typo.jsonl"))  # nothing at all was scanned
     assert code == 1 and [r["verdict"]["status"] for r in doc["runs"]] == ["unreadable"]
+
+
+def test_the_human_report_fits_80_columns_without_trailing_spaces(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from advcore.report.render import render_human
+    from advcore.scan import ScanOptions, scan
+
+    reports = scan([DEMO_RUN], ScanOptions(), jobs=1)
+    out = io.StringIO()
+    render_human(reports, Console(file=out, width=80, color_system=None))
+    lines = out.getvalue().splitlines()
+    assert lines and all(len(line) <= 80 for line in lines), max(lines, key=len)
+    assert not [line for line in lines if line != line.rstrip()]
+
+
+def test_configuration_files_in_a_run_folder_are_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "run.jsonl").write_text("".join(json.dumps({"step": i, "reward_mean": 0.05 * i, "reward_std": 0.4})
+                                                + "\n" for i in range(1, 11)))
+    (tmp_path / "config.yaml").write_text("lr: 1e-5\n")
+    (tmp_path / "adapter_config.json").write_text('{"r": 16, "lora_alpha": 32}')
+    code, doc = scan_json(capsys, "--fail-on", "error", str(tmp_path))
+    assert [Path(r["path"]).name for r in doc["runs"]] == ["run.jsonl"] and code == 0
+    code, doc = scan_json(capsys, str(tmp_path / "rnu.jsonl"))
+    (err,) = doc["runs"][0]["errors"]
+    assert "no such file or folder" in err and "did you mean" in err and "run.jsonl" in err

@@ -7,10 +7,11 @@ from dataclasses import replace
 from typing import Any
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable
+from advcore.detectors._evidence import PER_SAMPLE
 from advcore.errors import AdvcoreError
 from advcore.ingest import Run
 
-__all__ = ["REGISTRY", "Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases",
+__all__ = ["PER_SAMPLE", "REGISTRY", "Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases",
            "run_detectors"]
 
 #: Every detector by ID, in catalog order. Detector modules add their SPEC here.

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from advcore._escape import printable
+from advcore.detectors import PER_SAMPLE, NotEvaluable
 
 if TYPE_CHECKING:
     import polars as pl
@@ -65,20 +66,58 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+def _indented(markup: str, indent: int, style: str = "", hang: int = 0, width: int = 80) -> Any:
+    """``markup`` wrapped to ``width`` columns and indented by ``indent`` on every line (and by
+    ``hang`` more after the first), without trailing spaces."""
+    import textwrap
+
+    from rich.text import Text
+
+    plain = Text.from_markup(markup).plain
+    wrapped = textwrap.fill(plain, width=max(20, width), initial_indent=" " * indent,
+                            subsequent_indent=" " * (indent + hang), break_long_words=False, break_on_hyphens=False)
+    return Text(wrapped, style=style)
+
+
+def _headed(head_markup: str, markup: str, width: int) -> Any:
+    """``head: text`` wrapped to ``width`` columns without trailing spaces, the head keeping its style."""
+    from rich.text import Text
+
+    head = Text.from_markup(head_markup)
+    text = _indented(f"{head.plain}: {markup}", 0, width=width)
+    for span in head.spans:
+        text.stylize(span.style, span.start, span.end)
+    return text
+
+
+def _not_evaluable_lines(outcomes: Sequence[NotEvaluable]) -> list[str]:
+    """One line per detector that lacked a metric, the ones that need per-sample data on one line."""
+    per_sample = [n.id for n in outcomes if any(PER_SAMPLE in need for need in n.needs)]
+    lines = [f"{n.id}: needs {', '.join(n.needs)}" for n in outcomes if n.id not in per_sample]
+    if per_sample:
+        lines.append(f"{', '.join(per_sample)}: {PER_SAMPLE}")
+    return lines
+
+
+def _fit(path: str, width: int) -> str:
+    """``path`` shortened from the left to ``width`` characters, so that the file name stays visible."""
+    return path if len(path) <= width or width < 8 else "…" + path[len(path) - width + 1:]
+
+
 def render_human(reports: Sequence[RunReport], console: Console) -> None:
     """One block per run: where it came from, the verdict first, then each finding (what, since
     when, on what evidence), what to try, and what could not be checked."""
     for r in reports:
         run = r.run
-        console.rule(f"[bold]{_safe(run.path)}", align="left")
+        console.rule(f"[bold]{_safe(_fit(run.path, console.width - 6))}", align="left")
         if run.errors and run.steps == 0:
             for e in run.errors:
                 console.print(f"[red]could not read[/red] {_safe(e)}", highlight=False)
             continue
-        console.print(
-            f"[dim]{_safe(run.format)} | trainer {_safe(run.trainer or 'unknown')} | {run.steps} steps | "
-            f"metrics: {_safe(', '.join(run.metrics) or 'none')}[/dim]"
-        )
+        console.print(_indented(
+            f"{_safe(run.format)} | trainer {_safe(run.trainer or 'unknown')} | "
+            f"{run.steps} {'step' if run.steps == 1 else 'steps'} | "
+            f"metrics: {_safe(', '.join(run.metrics) or 'none')}", 0, "dim", width=console.width), highlight=False)
         stage = r.verdict.stage
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
@@ -86,30 +125,32 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             head = "[green]no finding[/green]"
         else:
             head = f"[bold red]signal lost at stage {stage}[/bold red]"
-        console.print(f"\n{head}: {_safe(r.verdict.summary)}")
+        console.print()
+        console.print(_headed(head, _safe(r.verdict.summary), console.width), highlight=False)
         if r.verdict.signal:
             levels = "  |  ".join(level.describe() for level in r.verdict.signal)
-            console.print(f"[dim]signal by stage (early -> late): {_safe(levels)}[/dim]", highlight=False)
+            console.print(_indented(f"signal by stage (early -> late): {_safe(levels)}", 0, "dim", hang=2,
+                                    width=console.width), highlight=False)
         console.print()
         for f in r.findings:
             since = "" if f.onset_step is None else f"  since step {f.onset_step}"
             console.print(f"  [{_STYLE.get(f.severity, '')}]{f.severity.upper():5}[/] [bold]{f.id}[/bold]  stage {f.stage}{since}")
-            console.print(f"        {_safe(f.message)}", highlight=False)
-            console.print(f"        [dim]evidence: {_safe(_evidence(f.evidence))}[/dim]", highlight=False)
+            console.print(_indented(_safe(f.message), 8, width=console.width), highlight=False)
+            console.print(_indented(f"evidence: {_safe(_evidence(f.evidence))}", 8, "dim", hang=2,
+                                    width=console.width), highlight=False)
         tries = r.verdict.what_to_try
         if tries:
             console.print("\n[bold]what to try first[/bold]")
             for t in tries[:_TRIES_SHOWN]:
-                console.print(f"  - {_safe(t)}", highlight=False)
+                console.print(_indented(f"- {_safe(t)}", 2, hang=2, width=console.width), highlight=False)
             if len(tries) > _TRIES_SHOWN:
                 ids = " / ".join(f.id for f in r.findings)
-                console.print(f"  [dim]({len(tries) - _TRIES_SHOWN} more: advcore explain {ids})[/dim]")
+                console.print(_indented(f"({len(tries) - _TRIES_SHOWN} more: advcore explain {ids})", 2, "dim",
+                                        hang=1, width=console.width), highlight=False)
         if r.not_evaluable:
-            console.print(
-                "\n[dim]not evaluable: "
-                + _safe("; ".join(f"{n.id} (needs {', '.join(n.needs)})" for n in r.not_evaluable))
-                + "[/dim]"
-            )
+            console.print("\n[dim]not evaluable (a missing metric is never a pass):[/dim]")
+            for line in _not_evaluable_lines(r.not_evaluable):
+                console.print(_indented(_safe(line), 2, "dim", hang=2, width=console.width), highlight=False)
         for e in run.errors:
             console.print(f"[red]skipped[/red] {_safe(e)}", highlight=False)
         console.print()
