@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -277,8 +278,17 @@ def explain(detector_id: str | None) -> None:
         return
     spec = REGISTRY.get(detector_id.upper())
     if spec is None:
-        raise click.UsageError(f"unknown detector {detector_id!r} (known: {', '.join(REGISTRY)})")
-    click.echo(render_card(spec), nl=False)
+        near = difflib.get_close_matches(detector_id.upper(), list(REGISTRY), n=1)
+        hint = f"did you mean {near[0]}? " if near else ""
+        raise click.UsageError(f"unknown detector {detector_id!r} ({hint}known: {', '.join(REGISTRY)})")
+    card = render_card(spec)
+    if not sys.stdout.isatty():  # piped or redirected: the card's markdown as written (docs/detectors/)
+        click.echo(card, nl=False)
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    Console().print(Markdown(card))
 
 
 from advcore.lab.cli import lab
