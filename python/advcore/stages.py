@@ -2,7 +2,7 @@
 
 For the verdict to say *where* the signal was lost it has to show the signal on both sides of the
 loss. Per stage, the quantity that carries the signal in a per-step log, early and late (the
-detectors' windows: first and last 20 % of the logged points):
+medians of the detectors' windows: first and last 20 % of the logged points):
 
 * **R** — the rewards' contrast *within* groups, which is what a group baseline can use:
   ``1 - zero_variance_group_frac`` (share of groups with any spread) when logged, else
@@ -19,6 +19,7 @@ from a stage that carried nothing.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric
@@ -29,7 +30,8 @@ __all__ = ["StageLevel", "had_contrast", "stage_signal"]
 
 @dataclass(frozen=True, slots=True)
 class StageLevel:
-    """One stage's signal in one run: the metric it was read from and its early and late means."""
+    """One stage's signal in one run: the metric it was read from and its early and late medians (one
+    spike does not set a level)."""
 
     stage: str
     metric: str
@@ -78,7 +80,7 @@ def stage_signal(run: Run) -> tuple[StageLevel, ...]:
     out = []
     for stage, s in _candidates(run):
         if s is not None and s.judgeable:
-            out.append(StageLevel(stage, s.name, s.early_mean(), s.late_mean()))
+            out.append(StageLevel(stage, s.name, s.early_median(), statistics.median(s.late())))
     return tuple(out)
 
 
