@@ -90,12 +90,14 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
                    "consecutive blocks of N).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per CPU).")
+@click.option("--notify", metavar="URL", default=None,
+              help="POST a summary of the scan (JSON with a Slack-compatible 'text') to this webhook URL.")
 @click.option("--follow-links", is_flag=True,
               help="Follow symbolic links found in a folder or by a glob wherever they lead (default: only to "
                    "targets inside the scanned folders; the others are listed on stderr).")
 def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, settings: tuple[str, ...],
          only: tuple[str, ...], skip: tuple[str, ...], metric_map: Path | None, log_format: str | None,
-         rollout_n: int | None, jobs: int | None, follow_links: bool) -> None:
+         rollout_n: int | None, jobs: int | None, notify: str | None, follow_links: bool) -> None:
     """Diagnose the training logs in PATHS (files, folders searched recursively, globs).
 
     Exit codes: 0; 1 when no PATH matched a file; with --fail-on, 2 when a PATH matched nothing or a
@@ -148,6 +150,8 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
         click.echo(render_markdown(reports), nl=False)
     else:
         render_human(reports, Console())
+    if notify is not None:
+        _notify(notify, reports, err)
     if not files and not collected.unlistable:
         raise SystemExit(1 if fail_on == "none" else 2)  # nothing was scanned: every input is missing
     if fail_on != "none":
@@ -157,6 +161,26 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
         if worst >= _SEVERITY_RANK[fail_on]:
             raise SystemExit(1)
 
+
+
+def _notify(url: str, reports: Any, err: Any) -> None:
+    """POST the scan's summary to ``url`` (a failure is reported on stderr; the exit code is the scan's)."""
+    from rich.markup import escape
+
+    from advcore.alerts import post_json
+    from advcore.report.render import totals
+
+    lost = [r for r in reports if r.verdict.status == "lost"]
+    lines = [f"advcore scan: {totals(reports)}"]
+    lines += [f"- {r.run.path}: stage {r.verdict.stage} {r.verdict.headline or ''}"
+              + (f" since step {r.verdict.onset}" if r.verdict.onset is not None else "") for r in lost[:20]]
+    text = "\n".join(lines)
+    runs = [{"path": r.run.path, "status": r.verdict.status, "stage": r.verdict.stage,
+             "headline": r.verdict.headline, "onset_step": r.verdict.onset} for r in reports]
+    try:
+        post_json(url, {"text": text, "content": text, "runs": runs})
+    except Exception as e:  # noqa: BLE001 (the scan's result stands whatever the webhook does)
+        err.print(f"[yellow]--notify failed[/yellow] ({type(e).__name__}: {escape(str(e)[:200])})", highlight=False)
 
 
 def _nothing_at(target: str) -> str:

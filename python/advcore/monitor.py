@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import polars as pl
 
+from advcore.alerts import Alerts
 from advcore.errors import AdvcoreError
 from advcore.trace import Tracer
 
@@ -120,6 +121,13 @@ class Monitor:
         Write the recording (the long trace rows, :meth:`write_parquet`) here on :meth:`close`.
     prefix : str, default "advcore/"
         The prefix of the flat metric keys.
+    notify : str, optional
+        A webhook URL (``https://hooks.slack.com/...``): each new warning or error finding is POSTed
+        once as JSON with a Slack-compatible ``text`` (:mod:`advcore.alerts`), from a background
+        thread with a 5 s timeout; a failure is logged, never raised.
+    alert_trackers : bool, default True
+        Also send each new warning or error to ``wandb.alert`` when a W&B run is active and to
+        ``trackio.alert`` when Trackio is imported.
 
     Raises
     ------
@@ -142,6 +150,8 @@ class Monitor:
         stop_on: Literal["error", "warn"] | None = None,
         record_to: str | Path | None = None,
         prefix: str = PREFIX,
+        notify: str | None = None,
+        alert_trackers: bool = True,
     ) -> None:
         if stop_on is not None and stop_on not in ("error", "warn"):
             raise AdvcoreError(f"`stop_on` must be 'error', 'warn' or None, got {stop_on!r}")
@@ -165,6 +175,11 @@ class Monitor:
         #: finding ID -> the step being observed when it was first reported
         self.reported_at: dict[str, int] = {}
         self._step: int | None = None
+        try:
+            self._alerts = Alerts(notify, run=str(record_to or "this run"), logger=self._logger) \
+                if notify is not None or alert_trackers else None
+        except ValueError as e:
+            raise AdvcoreError(str(e)) from None
 
     def _found(self, finding: Finding) -> None:
         if self._step is not None:
@@ -172,6 +187,8 @@ class Monitor:
         if self.stop_on is not None and _RANK[finding.severity] >= _RANK[self.stop_on] and not self.should_stop:
             self.should_stop = True
             self._logger.warning("stopping requested (stop_on=%r) by %s", self.stop_on, finding.id)
+        if self._alerts is not None and finding.severity in ("warn", "error"):
+            self._alerts.send(finding)  # queued: never blocks the step
         if self._user_callback is not None:
             self._user_callback(finding)
 
@@ -306,8 +323,11 @@ class Monitor:
         self.tracer.write_parquet(path)
 
     def close(self) -> None:
-        """A last detector pass, and the recording written to ``record_to`` if set (errors logged)."""
+        """A last detector pass, the recording written to ``record_to`` if set (errors logged), and the
+        queued alerts given a few seconds to go out."""
         self.detect()
+        if self._alerts is not None:
+            self._alerts.close()
         if self.record_to is not None:
             try:
                 self.record_to.parent.mkdir(parents=True, exist_ok=True)

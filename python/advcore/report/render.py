@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from advcore.scan import RunReport
 
-__all__ = ["render_human", "render_json", "render_markdown", "render_trace"]
+__all__ = ["render_human", "render_json", "render_markdown", "render_trace", "totals"]
 
 # Everything a report shows that advcore did not write itself (file names, metric keys, quoted
 # lines, messages that embed them) passes through _safe (human) or _md / _cell_md (markdown):
@@ -173,7 +173,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             onset = "" if r.verdict.onset is None else str(r.verdict.onset)
             table.add_row(_safe(os.path.relpath(path, root)), _head(r), onset, ", ".join(f.id for f in r.findings))
         console.print(table)
-        console.print(f"[bold]{_totals(reports)}[/bold]")
+        console.print(f"[bold]{totals(reports)}[/bold]")
 
 
 def _head(r: RunReport) -> str:
@@ -185,7 +185,7 @@ def _head(r: RunReport) -> str:
     return "no finding" if r.verdict.stage is None else f"stage {r.verdict.stage}"
 
 
-def _totals(reports: Sequence[RunReport]) -> str:
+def totals(reports: Sequence[RunReport]) -> str:
     """One line over a whole scan: how many runs lost their signal, were clean, or were not read."""
     unread = sum(1 for r in reports if r.run.errors and r.run.steps == 0)
     lost = sum(1 for r in reports if r.verdict.stage is not None)
@@ -199,7 +199,7 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
     """A markdown report (for CI summaries and issues): a summary table, then one section per run."""
     lines = ["# advcore scan", ""]
     if len(reports) > 1:
-        lines += [_totals(reports) + ".", "", "| run | verdict | findings |", "| --- | --- | --- |"]
+        lines += [totals(reports) + ".", "", "| run | verdict | findings |", "| --- | --- | --- |"]
         for r in reports:
             lines.append(f"| {_cell_md(r.run.path)} | {_head(r)} | {', '.join(f.id for f in r.findings)} |")
         lines.append("")
