@@ -14,8 +14,9 @@ from advcore.ingest.formats import columnar_json, csv_table, plain, trl_console,
 from advcore.ingest.formats import cleanrl_console, json_records, notebook, sb3_console
 
 #: Detection order: the first module whose ``sniff`` accepts a file reads it (specific formats first:
-#: a notebook before everything, as its outputs may hold any console text; JSON record groups before
-#: columnar JSON, which takes any object of arrays; OpenRLHF, SB3 and CleanRL consoles before TRL's,
+#: a notebook before everything, as its outputs may hold any console text; columnar JSON takes any
+#: object of arrays and hands one whose arrays differ in length to json_records after parsing it
+#: once; OpenRLHF, SB3 and CleanRL consoles before TRL's,
 #: whose dict lines may follow any prefix, ``Global step N:`` included; lists of records without a
 #: ``step`` before ``trainer_state``, which takes any list of objects).
 ORDER: list[ModuleType] = [

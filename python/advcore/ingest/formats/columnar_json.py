@@ -36,6 +36,7 @@ import polars as pl
 
 from advcore._escape import excerpt
 from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest.formats import json_records
 from advcore.ingest.formats.plain import is_json_lines, number, read_json, records_frame
 
 NAME = "columnar_json"
@@ -125,6 +126,8 @@ def read(path: Path) -> RawLog:
         return _group_stats(path, doc)
     if not isinstance(doc, dict):
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "expected a JSON object of arrays"),))
+    if json_records.is_record_groups(doc):  # arrays of several lengths, or lists of records
+        return json_records.read_groups(path, doc)
     arrays = {k: v for k, v in doc.items() if isinstance(v, list)}
     meta: dict[str, Any] = {k: v for k, v in doc.items() if not isinstance(v, (list, dict))}
     if not arrays:

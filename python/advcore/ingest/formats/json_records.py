@@ -51,7 +51,6 @@ that value (null), an entry whose step is not a number costs that entry (counted
 from __future__ import annotations
 
 import bisect
-import json
 import math
 import re
 from pathlib import Path
@@ -60,7 +59,6 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest._text import read_text
 from advcore.ingest.formats.plain import evaluation_apart, flatten, mean_record, number, read_json, records_frame
 
 NAME = "json_records"
@@ -72,11 +70,8 @@ _LIST_STEP_KEYS = ("global_step", "iteration", "iter", "update", "epoch")
 _STEP_ARRAY = re.compile(r"^(?:(?P<prefix>.+?[_/])?(?:time)?steps?)$")
 #: the name of an evaluation group or array (``eval_rewards``, ``evaluations``, ``val/loss``)
 _EVAL = re.compile(r"^(?:evaluations|evaluation|validation|valid|eval|val|test)(?:[_/]|$)", re.IGNORECASE)
-_OBJECT_OF_LISTS = re.compile(r'^\{\s*"[^"]*"\s*:\s*\[')
 _LIST_OF_OBJECTS = re.compile(r"^\[\s*\{")
 _STEP_KEY = re.compile(r'"step"\s*:')
-#: largest file ``sniff`` parses to look at its groups (a bigger one is left to columnar_json)
-_SNIFF_BYTES = 64 << 20
 #: SB3 PPO's ``train/*`` names a callback copied next to per-episode arrays (trainer ``sb3_callback``)
 _SB3_UPDATE_KEYS = frozenset({"approx_kl", "clip_fraction", "entropy"})
 
@@ -126,9 +121,11 @@ def _groups(doc: dict[str, Any]) -> tuple[dict[str, list[str]], list[str]]:
     return placed, unaligned
 
 
-def _is_record_groups(doc: Any) -> bool:
+def is_record_groups(doc: Any) -> bool:
     """Whether a JSON object holds record groups this module joins: a list of objects with a step key,
-    or arrays of different lengths of which some lie on a step array."""
+    or arrays of different lengths of which some lie on a step array. (Such an object starts like a
+    columnar one, so :mod:`~advcore.ingest.formats.columnar_json` reads the file and hands it here:
+    the document is parsed once.)"""
     if not isinstance(doc, dict) or "log_history" in doc:
         return False
     if any(isinstance(v, list) and _record_step_key(v) is not None for v in doc.values()):
@@ -141,17 +138,8 @@ def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
     text = head.lstrip("\ufeff").lstrip()
-    if _LIST_OF_OBJECTS.match(text):
-        return _STEP_KEY.search(text) is None and '"n_degenerate"' not in text
-    if not _OBJECT_OF_LISTS.match(text) or '"log_history"' in text:
-        return False
-    try:
-        if path.stat().st_size > _SNIFF_BYTES:
-            return False
-        doc = json.loads(read_text(path))
-    except (OSError, ValueError):
-        return False
-    return _is_record_groups(doc)
+    return _LIST_OF_OBJECTS.match(text) is not None and _STEP_KEY.search(text) is None \
+        and '"n_degenerate"' not in text
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -224,7 +212,8 @@ def _list_groups(doc: dict[str, Any]) -> tuple[list[tuple[str, Entries]], int, i
     return groups, no_step, repeated
 
 
-def _record_groups(path: Path, doc: dict[str, Any]) -> RawLog:
+def read_groups(path: Path, doc: dict[str, Any]) -> RawLog:
+    """The record groups of JSON object ``doc`` (read from ``path``) joined by step (module docstring)."""
     meta: dict[str, Any] = {k: v for k, v in doc.items() if not isinstance(v, (list, dict))}
     meta["layout"] = "groups"
     groups, no_step, repeated = _list_groups(doc)
@@ -289,6 +278,6 @@ def read(path: Path) -> RawLog:
     if isinstance(doc, list):
         return _list_of_records(path, doc)
     if isinstance(doc, dict):
-        return _record_groups(path, doc)
+        return read_groups(path, doc)
     return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
         str(path), f"JSON records: expected a list of records or an object of record groups, got {type(doc).__name__}"),))
