@@ -34,7 +34,8 @@ _TRL_PREFIXES = ("rewards / ", "completions / ", "rewards/", "completions/")
 
 def _delimiter(text: str) -> str:
     """``"\t"`` when the first line has tabs and no comma (a tab-separated table), else ``","``."""
-    first = text.split("\n", 1)[0]
+    end = text.find("\n")
+    first = text if end < 0 else text[:end]  # not text.split: that would copy the whole file
     return "\t" if "\t" in first and "," not in first else ","
 
 
