@@ -6,8 +6,8 @@ scan --notify URL`` posts one summary of a scan through :func:`post_json`.
 
 The webhook receives a JSON POST (``Content-Type: application/json``) with a Slack-compatible
 ``text`` field (Slack and Mattermost incoming webhooks display it; Discord reads ``content``, also
-set) and the structured ``finding`` and ``run``. A finding ID is sent once per :class:`Alerts`: a
-finding that a later detector pass reports again is not re-sent. When a W&B run is active
+set) and the structured ``finding`` and ``run``. Each finding is sent once because the monitor's
+tracer reports each finding ID once, at its first appearance. When a W&B run is active
 (``wandb.run`` is not None) the same text goes to ``wandb.alert``; when Trackio is imported and
 has an active run, to ``trackio.alert``. A failure (an unreachable URL, a timeout, an error inside
 W&B or Trackio) is logged at WARNING and dropped: an alert never stops the trainer.
@@ -50,7 +50,7 @@ def finding_text(finding: Finding, run: str) -> str:
 
 
 class Alerts:
-    """Send each new finding once to a webhook (``url``), W&B and Trackio, from a daemon thread.
+    """Send findings to a webhook (``url``), W&B and Trackio, from a daemon thread.
 
     Parameters
     ----------
@@ -68,15 +68,11 @@ class Alerts:
         self.url = url
         self.run = run
         self._logger = logger or logging.getLogger("advcore")
-        self._sent: set[str] = set()
         self._queue: queue.Queue[Finding | None] = queue.Queue()
         self._thread: threading.Thread | None = None
 
     def send(self, finding: Finding) -> None:
-        """Queue ``finding`` unless its ID was sent already; returns at once."""
-        if finding.id in self._sent:
-            return
-        self._sent.add(finding.id)
+        """Queue ``finding`` to be sent; returns at once."""
         if self._thread is None:
             self._thread = threading.Thread(target=self._work, name="advcore-alerts", daemon=True)
             self._thread.start()

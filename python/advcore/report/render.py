@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -69,8 +70,6 @@ def _json_default(o: Any) -> Any:
 def _indented(markup: str, indent: int, style: str = "", hang: int = 0, width: int = 80) -> Any:
     """``markup`` wrapped to ``width`` columns and indented by ``indent`` on every line (and by
     ``hang`` more after the first), without trailing spaces."""
-    import textwrap
-
     from rich.text import Text
 
     plain = Text.from_markup(markup).plain
