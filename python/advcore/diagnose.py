@@ -202,11 +202,13 @@ _REGIME_TEXT = {
 _NO_CONTRAST = {"DEGENERATE_GROUPS", "REWARD_STD_DEATH", "DEAD_FROM_START", "REWARD_SATURATION", "REWARD_FLOOR"}
 
 
-def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set[str]) -> list[str]:
+def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set[str], lead: str) -> list[str]:
     """The evidence that tells "the reward had no contrast" from "the pipeline removed it": the
     reward stage's own late level, set against the stage that was blamed. At stage R without a
     finding of lost contrast (truncation, one component, missing rewards), a reward that still
-    varies within groups is said to carry the wrong signal rather than none."""
+    varies within groups is said to carry the wrong signal rather than none; after updates that
+    broke the policy (``lead`` UPDATE_UNSTABLE, ordered first by :func:`_blowup_leads`), a reward
+    without contrast is their consequence, not the place to start."""
     reward = next((s for s in signal if s.stage == "R"), None)
     if stage is None:
         return []
@@ -221,6 +223,8 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
     if had_contrast(reward):
         return [f"the rewards still had contrast late ({reward.describe()}), so the signal was lost after the reward, "
                 f"at stage {stage}"]
+    if lead == "UPDATE_UNSTABLE":
+        return [f"the rewards lost their contrast as a consequence ({reward.describe()})"]
     return [f"the rewards had lost their contrast too ({reward.describe()}): start from the reward"]
 
 
@@ -267,12 +271,15 @@ def diagnose(
     ids = {f.id for f in ordered}
     first = ordered[0]
     regime = _regime(run, ids, judged)
-    parts: list[str] = []
+    # the lead's own message opens the summary unless the seed card's readings below interpret it
+    lead_is_read = first.id in ("DEAD_FROM_START", *_SEED)
+    parts: list[str] = [] if lead_is_read else [first.message.rstrip(".")]
     if "DEAD_FROM_START" in ids:
         parts.append("no usable signal from the first steps: a setup problem, not a collapse")
     adv = next((f for f in ordered if f.id == "ADV_COLLAPSE"), None)
     if all(i in ids for i in _SEED):
-        parts.append("advantages, groups and reward spread all collapsed: start from reward variance")
+        parts.append("advantages, groups and reward spread all collapsed: start from reward variance" if lead_is_read
+                     else "the advantages, groups and reward spread collapsed with it")
     elif adv is not None and not ({"DEGENERATE_GROUPS", "REWARD_STD_DEATH"} & ids):
         proxy = adv.evidence.get("proxy")
         if proxy in REWARD_PROXIES:
@@ -290,7 +297,7 @@ def diagnose(
             stage = f.stage
             break
     signal = stage_signal(run)
-    parts.extend(_localize(stage, signal, ids))
+    parts.extend(_localize(stage, signal, ids, first.id))
     onset = first.onset_step
     summary = "; ".join(parts)
     if onset is not None:

@@ -127,6 +127,32 @@ def test_entropy_collapse_absolute_floor_for_a_log_that_begins_after_it() -> Non
     assert one(make_run({"entropy": [0.03, 0.02, 0.04, 0.035] * 5}, trainer="verl"), "ENTROPY_COLLAPSE") is None
 
 
+def test_entropy_falling_while_the_reward_rises_and_groups_keep_contrast_is_sharpening() -> None:
+    n = 100
+    entropy = [1.0] * 30 + [0.05] * 70
+    reward = [0.2 + 0.5 * min(1.0, i / 50) + 0.01 * (-1) ** i for i in range(n)]  # rises, then holds
+    kept = make_run({"entropy": entropy, "reward_mean": reward, "adv_std": [0.8] * 50 + [0.6] * 50})
+    f = one(kept, "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.severity == "info" and f.onset_step == 31
+    assert f.evidence["contrast_late_over_early"] == pytest.approx(0.75)
+    assert diagnose(kept, [f], []).stage is None
+    # the lab's entropy fault: the reward still rises, but the groups tie as the policy turns deterministic
+    tied = make_run({"entropy": entropy, "reward_mean": reward, "adv_std": [0.8] * 50 + [0.2] * 50})
+    assert one(tied, "ENTROPY_COLLAPSE").severity == "warn"
+    # a reward that falls back while the entropy falls is no sign of learning
+    fell = make_run({"entropy": entropy, "reward_mean": reward[:60] + [0.2] * 40})
+    assert one(fell, "ENTROPY_COLLAPSE").severity == "warn"
+
+
+def test_cs336_reinforce_baseline_sharpens_to_low_entropy_while_it_learns() -> None:
+    # writeup: 'This low entropy is not by itself a failure signal'; entropy 0.92 -> 0.03, reward 0.02 -> 0.8
+    run = load(corpus("h13-cs336-grpo-reinforce-baseline-learns-low-entropy/metrics.jsonl"))
+    findings, missing = run_detectors(run)
+    f = next(f for f in findings if f.id == "ENTROPY_COLLAPSE")
+    assert f.severity == "info" and f.evidence["late_median"] > f.evidence["early_median"]
+    assert diagnose(run, findings, missing).stage is None
+
+
 def test_entropy_collapse_not_evaluable_and_too_short() -> None:
     out = one(make_run({"reward_mean": [0.5] * 10}), "ENTROPY_COLLAPSE")
     assert isinstance(out, NotEvaluable) and out.needs == ("entropy",)

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
 
+from advcore.detectors import run_detectors
 from advcore.ingest import detect, load
 from advcore.ingest.formats import plain
+from tests._real import corpus
 
 
 def test_jsonl_records(tmp_path: Path) -> None:
@@ -47,3 +50,44 @@ def test_evaluation_records_are_kept_apart_from_training(tmp_path: Path) -> None
     assert raw.frame["reward_mean"].to_list() == [0.8, None, None, 0.9]
     assert raw.frame["eval/reward_mean"].to_list() == [None, -0.02, 0.1, None]
     assert raw.frame["epoch"].to_list() == [None, 1.0, None, None]
+
+
+def test_a_loop_with_its_own_step_counter_and_one_record_per_phase(tmp_path: Path) -> None:
+    # the layout of stanford-cs336 assignment 5 GRPO logs: an eval, a rollout and two train records
+    # per grpo_step, the train ones also counting optimizer steps
+    lines = []
+    for g in (1, 2, 3):
+        lines.append({"type": "eval", "grpo_step": g, "reward": 0.9})
+        lines.append({"type": "rollout", "grpo_step": g, "reward": 0.25 * g, "std_reward": 0.5})
+        for k in (1, 2):
+            lines.append({"type": "train", "grpo_step": g, "optimizer_step": 2 * (g - 1) + k,
+                          "grad_norm": float(2 * (g - 1) + k), "token_entropy": 1.0 / g})
+    p = tmp_path / "metrics.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    run = load(p)
+    assert run.sources["step"] == "grpo_step" and run.frame["step"].to_list() == [1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [0.25, 0.5, 0.75]  # the eval records stay apart
+    assert run.frame["grad_norm"].to_list() == [1.5, 3.5, 5.5]  # two optimizer steps per grpo_step
+    assert run.frame["reward_std"].to_list() == [0.5] * 3
+    assert "optimizer_step" in run.metadata["unmapped"]
+
+
+def test_a_counter_that_repeats_or_falls_is_not_a_step(tmp_path: Path) -> None:
+    p = tmp_path / "m.csv"
+    p.write_text("episodes,reward\n1,0.1\n1,0.2\n2,0.3\n")  # a count of finished episodes: rows are steps
+    run = load(p)
+    assert run.metadata.get("step_inferred") and run.frame["reward_mean"].to_list() == [0.1, 0.2, 0.3]
+    p.write_text("update,reward\n1,0.1\n3,0.2\n2,0.3\n")
+    assert load(p).metadata.get("step_inferred")
+
+
+def test_cs336_grpo_log_is_read_by_its_grpo_step() -> None:
+    path = corpus("h13-cs336-grpo-noclip-offpolicy-collapse/metrics.jsonl")
+    rollouts = [r for r in map(json.loads, path.read_text().splitlines()) if r["type"] == "rollout"]
+    run = load(path)
+    assert run.frame["step"].to_list() == [r["grpo_step"] for r in rollouts]
+    assert run.frame["reward_mean"].to_list() == [r["reward"] for r in rollouts]
+    # the floor is dated from the first grpo_step after which every rollout reward is exactly 0 (137)
+    zero_from = min(r["grpo_step"] for i, r in enumerate(rollouts) if all(q["reward"] == 0 for q in rollouts[i:]))
+    findings, _ = run_detectors(run)
+    assert {f.id: f.onset_step for f in findings}["REWARD_FLOOR"] == zero_from

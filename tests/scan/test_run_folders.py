@@ -73,3 +73,21 @@ def test_a_metric_both_files_log_comes_from_the_denser_one(tmp_path: Path) -> No
     assert run.frame["reward_mean"].to_list() == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     assert run.frame["entropy"].to_list() == [None, 1.5, None, 1.25, None, None, None, None, 1.0]
     assert run.format == "verl_console+csv_table"
+
+
+def test_files_of_one_format_that_share_no_metric_join_on_the_very_same_steps(tmp_path: Path) -> None:
+    # a hand-written REINFORCE loop writing episode rewards and losses to two CSVs
+    # (h12-handwritten-reinforce-meal-planning-slow-learner: monitor.csv and progress.csv, episodes 1..3000)
+    rewards = tmp_path / "monitor.csv"
+    rewards.write_text("episode,reward\n" + "".join(f"{i},{i / 10}\n" for i in range(1, 9)))
+    losses = tmp_path / "progress.csv"
+    losses.write_text("episode,loss,entropy\n" + "".join(f"{i},0.5,{2 - i / 10}\n" for i in range(1, 9)))
+    (run,) = join_runs([load(rewards), load(losses)])
+    assert run.frame["reward_mean"].to_list() == [i / 10 for i in range(1, 9)]
+    assert run.frame["entropy"].to_list() == [2 - i / 10 for i in range(1, 9)]
+    # other steps, or steps only counted by line: two files that share nothing stay apart
+    losses.write_text("episode,loss,entropy\n" + "".join(f"{i},0.5,1.0\n" for i in range(2, 10)))
+    assert len(join_runs([load(rewards), load(losses)])) == 2
+    rewards.write_text("reward\n" + "".join(f"{i / 10}\n" for i in range(1, 9)))
+    losses.write_text("loss,entropy\n" + "".join("0.5,1.0\n" for _ in range(1, 9)))
+    assert len(join_runs([load(rewards), load(losses)])) == 2

@@ -40,7 +40,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import change_point, metric, onset_index
+from advcore.detectors._reward import improving_reward
+from advcore.detectors._windows import adv_signal, change_point, metric, onset_index
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -48,6 +49,8 @@ __all__ = ["SPEC", "detect"]
 ID = "ENTROPY_COLLAPSE"
 #: A change point dates the onset when the level drops there by at least this share of the whole fall.
 JUMP_SHARE = 0.2
+#: Advantages (or their group proxy) that keep at least this share of their early spread still carry contrast.
+CONTRAST_KEPT = 0.5
 
 
 def _mean(xs: tuple[float, ...]) -> float:
@@ -107,6 +110,19 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "below_cut_step": s.step_at(crossing),
         **s.where(idx),
     }
+    improving = improving_reward(run)
+    adv = adv_signal(run)
+    kept = None if adv is None or adv.early_mean() <= 0 else adv.late_mean() / adv.early_mean()
+    if improving is not None and (kept is None or kept >= CONTRAST_KEPT):
+        # the policy sharpened as it learned: the reward rose and held, and the samples still differ
+        evidence.update(improving)
+        if kept is not None:
+            evidence.update({"contrast": adv.name, "contrast_late_over_early": kept})
+        held = "" if kept is None else f", and the advantages kept {100 * kept:.0f}% of their early spread"
+        message = (f"Policy entropy fell from {early:.3g} early to {late:.3g} late while the reward rose from "
+                   f"{improving['early_median']:.4g} to {improving['late_median']:.4g} and held it{held}: the policy "
+                   "sharpened as it learned; nothing says exploration was lost yet.")
+        return Finding(ID, "info", "U", s.step_at(idx), dict(evidence), message, WHAT_TO_TRY)
     if rule == "relative":
         message = (f"Policy entropy fell from {early:.3g} early to {late:.3g} late ({100 * late / early:.0f}% of its "
                    "early level): the policy has become nearly deterministic and stopped exploring.")

@@ -8,13 +8,39 @@ from pathlib import Path
 import polars as pl
 
 from advcore.ingest._aliases import AliasTable
-from advcore.ingest._model import RawLog, Run
+from advcore.ingest._model import STEP_COUNTER, STRICT_COUNTER, RawLog, Run
 
 __all__ = ["canonicalize"]
 
 
+def _step_counter(raw: pl.DataFrame, unmapped: list[str]) -> str | None:
+    """The unmapped column that counts steps when no key maps to ``step``: named like a step counter
+    (:data:`~advcore.ingest._model.STEP_COUNTER`), whole numbers that never decrease (an episode count:
+    that always increase), on at least 90 % of the rows; of several,
+    the finest (most distinct values). A loop that writes one record per phase of a step
+    (``{"type": "rollout", "grpo_step": 3, ...}``, then ``{"type": "train", "grpo_step": 3,
+    "optimizer_step": 5, ...}``) is read by the counter every record carries."""
+    best: tuple[int, str] | None = None
+    for name in unmapped:
+        col = raw[name]
+        if not STEP_COUNTER.search(name) or not col.dtype.is_numeric():
+            continue
+        values = col.drop_nulls().cast(pl.Float64)
+        if values.len() < 0.9 * raw.height or values.len() == 0 or not values.is_finite().all():
+            continue
+        steps = values.diff().drop_nulls()
+        if (values != values.floor()).any() or (steps < 0).any() or (STRICT_COUNTER.search(name) and (steps == 0).any()):
+            continue
+        distinct = values.n_unique()
+        if best is None or distinct > best[0]:
+            best = (distinct, name)
+    return None if best is None else best[1]
+
+
 def _with_steps(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, object]]:
-    """Ensure an Int64 ``step``; add ``phase`` when the step counter restarts."""
+    """Ensure an Int64 ``step``; add ``phase`` when the step counter restarts; merge the rows of one
+    step (a training record and an evaluation record, or one record per phase of the step) into one,
+    each metric the mean of its values there (a NaN among them stays NaN)."""
     notes: dict[str, object] = {}
     if "step" not in frame.columns or frame["step"].null_count() == frame.height:
         frame = frame.drop("step", strict=False).with_row_index("step", offset=1).with_columns(
@@ -28,6 +54,11 @@ def _with_steps(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, object]]:
     if restarts.any():
         frame = frame.with_columns(restarts.cum_sum().cast(pl.Int64).alias("phase"))
         notes["phases"] = int(restarts.sum()) + 1
+    keys = ["phase", "step"] if "phase" in frame.columns else ["step"]
+    if frame.select(keys).is_duplicated().any():
+        metrics = [c for c in frame.columns if c not in keys]
+        frame = frame.group_by(keys, maintain_order=True).agg(pl.col(metrics).mean())
+        notes["rows_merged"] = True
     return frame, notes
 
 
@@ -69,6 +100,10 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
         dtype = pl.Int64 if name == "step" else pl.Float64
         expr = pl.col(col).cast(dtype, strict=False)
         columns.setdefault(name, []).append(expr * row.scale if row.scale != 1.0 else expr)
+    if "step" not in sources and (counter := _step_counter(raw.frame, unmapped)) is not None:
+        unmapped.remove(counter)
+        sources["step"] = counter
+        columns["step"] = [pl.col(counter).cast(pl.Int64, strict=False)]
     exprs = [pl.coalesce(e).alias(name) if len(e) > 1 else e[0].alias(name) for name, e in columns.items()]
     frame = raw.frame.select(exprs) if exprs else pl.DataFrame()
     # Rows where no metric has a value (a progress line, a log line between steps) carry nothing.

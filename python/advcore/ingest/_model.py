@@ -9,6 +9,7 @@ Missing values are null, never 0.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +17,17 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-__all__ = ["IngestError", "RawLog", "Run"]
+__all__ = ["STEP_COUNTER", "STRICT_COUNTER", "IngestError", "RawLog", "Run"]
 
 #: Longest error message kept, in characters.
 MESSAGE_LIMIT = 400
+
+#: The name of a hand-written loop's step counter (``grpo_step``, ``train/iteration``, ``update``,
+#: ``episode``: a loop that updates once per episode).
+STEP_COUNTER = re.compile(r"(?:^|[_/])(?:step|iter|iteration|update|round|episode)s?$", re.IGNORECASE)
+#: Counters that may repeat a value only when each row is a step (a count of finished episodes can
+#: stay put over several updates: those rows are not one step).
+STRICT_COUNTER = re.compile(r"episodes?$", re.IGNORECASE)
 
 
 T = TypeVar("T")

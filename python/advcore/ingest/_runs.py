@@ -14,11 +14,13 @@ The rule (:func:`join_runs`): two files read from the **same folder** are of one
    dicts: the step is the order of the lines, ``metadata["step_inferred"]``) joins only a file
    with as many rows whose steps are ``1..n``: a console logged every 10 steps has 49 lines for
    499 steps of a per-sample dump, and its line 5 is step 50, not 5;
-3. files of the **same format** log at least one metric in common and agree on every common
-   metric: at the steps both have, at least ``AGREE_SHARE`` (90 %) of the values are equal within
+3. files of the **same format** agree on every metric they both log: at the steps both have, at
+   least ``AGREE_SHARE`` (90 %) of the values are equal within
    ``|a - b| <= 1e-6 + 1e-3 x max(|a|, |b|)``. Two seeds or two runs logged by one trainer into
-   one folder disagree and stay apart, as do two unrelated files that share nothing; two exports
-   of one run agree and are joined. Files of different formats (a console log and a per-sample
+   one folder disagree and stay apart; two exports of one run agree and are joined. Files of one
+   format that share no metric are joined only when they log the very same logged step numbers (a
+   hand-written loop's ``monitor.csv`` of episode rewards and ``progress.csv`` of losses, both
+   counting episodes 1..3000); two unrelated files that share nothing stay apart. Files of different formats (a console log and a per-sample
    dump) are joined without this test: an interval-averaged console value and one step's
    per-sample value are not expected to agree.
 
@@ -82,7 +84,9 @@ def of_one_run(a: Run, b: Run) -> bool:
         return False
     if _formats(a) & _formats(b):
         common = set(a.metrics) & set(b.metrics)
-        return bool(common) and all(_agree(a.frame, b.frame, m) for m in common)
+        if not common:
+            return sa == sb and not a.metadata.get("step_inferred")
+        return all(_agree(a.frame, b.frame, m) for m in common)
     return True
 
 

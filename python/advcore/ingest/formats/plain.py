@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._model import STEP_COUNTER, IngestError, RawLog
 from advcore.ingest._text import open_text, read_text
 
 NAME = "plain"
@@ -225,22 +225,23 @@ def read_jsonl(
     return rows, errors
 
 
-#: A record whose ``phase``/``split``/``mode``/``stage`` field says one of these is an evaluation.
-_EVAL_FIELDS = ("phase", "split", "mode", "stage")
+#: A record whose ``phase``/``split``/``mode``/``stage``/``type`` field says one of these is an evaluation.
+_EVAL_FIELDS = ("phase", "split", "mode", "stage", "type")
 _EVAL_WORDS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
 _KEEP = frozenset({"step", "epoch"})
 
 
 def evaluation_apart(rows: list[dict[str, Any]]) -> int:
-    """Rename, in place, the metrics of evaluation records (a ``phase``, ``split``, ``mode`` or
-    ``stage`` field saying ``eval``, ``val``, ``test`` ...) to ``eval/<key>``, so that a held-out
-    ``reward_mean`` logged beside the training one at the same step is not read as training
-    signal; returns how many records were evaluations."""
+    """Rename, in place, the metrics of evaluation records (a ``phase``, ``split``, ``mode``,
+    ``stage`` or ``type`` field saying ``eval``, ``val``, ``test`` ...) to ``eval/<key>``, so that a
+    held-out ``reward_mean`` logged beside the training one at the same step is not read as
+    training signal; step counters keep their names. Returns how many records were evaluations."""
     n = 0
     for i, row in enumerate(rows):
         if not any(isinstance(v := row.get(f), str) and v.strip().lower() in _EVAL_WORDS for f in _EVAL_FIELDS):
             continue
-        rows[i] = {(k if k in _KEEP or k in _EVAL_FIELDS or k.startswith("eval/") else f"eval/{k}"): v
+        rows[i] = {(k if k in _KEEP or k in _EVAL_FIELDS or k.startswith("eval/") or STEP_COUNTER.search(k)
+                    else f"eval/{k}"): v
                    for k, v in row.items()}
         n += 1
     return n
