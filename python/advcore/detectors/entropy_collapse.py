@@ -116,7 +116,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if improving is not None and (kept is None or kept >= CONTRAST_KEPT):
         # the policy sharpened as it learned: the reward rose and held, and the samples still differ
         evidence.update(improving)
-        if kept is not None:
+        if adv is not None and kept is not None:
             evidence.update({"contrast": adv.name, "contrast_late_over_early": kept})
         held = "" if kept is None else f", and the advantages kept {100 * kept:.0f}% of their early spread"
         message = (f"Policy entropy fell from {early:.3g} early to {late:.3g} late while the reward rose from "

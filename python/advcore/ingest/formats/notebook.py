@@ -19,6 +19,9 @@ Two kinds of output hold one:
   :func:`advcore.ingest.formats.trl_console.read_text` from the concatenated text of one cell's
   stdout (or stderr) outputs, the last such cell when several have dict lines. A progress table,
   where there is one, is read instead: it has the step numbers.
+* **A hand-written loop's printed progress** (``Episode 10, Avg reward: 29.60``), read by
+  :mod:`advcore.ingest.formats.printed` from the longest cell stream that has it, when the
+  notebook has neither of the above.
 
 Cells count from 1 in errors and metadata. A table row with more or fewer cells than the header is
 an :class:`IngestError` naming the cell and the row, and costs that row; a cell that is not a
@@ -36,7 +39,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._model import IngestError, RawLog
-from advcore.ingest.formats import csv_table, sb3_console, trl_console
+from advcore.ingest.formats import csv_table, printed, sb3_console, trl_console
 from advcore.ingest.formats.plain import read_json, records_frame
 
 NAME = "notebook"
@@ -140,8 +143,11 @@ def _from_table(path: Path, cell: int, table: list[list[str]], n_tables: int) ->
 
 def _from_streams(path: Path, cells: list[Any]) -> RawLog | None:
     """The last cell stream (stdout or stderr) with TRL dict lines or (stable-)baselines logger tables,
-    read as that console; None if none."""
+    read as that console; else, of the cell streams with a hand-written loop's printed progress
+    (:mod:`~advcore.ingest.formats.printed`), the one with the most lines (the training cell, not a
+    short evaluation after it); None if none."""
     found: tuple[int, str, ModuleType] | None = None
+    printed_found: tuple[int, str, ModuleType] | None = None
     for number, cell in enumerate(cells, start=1):
         streams: dict[str, list[str]] = {}
         for output in _outputs(cell):
@@ -152,13 +158,18 @@ def _from_streams(path: Path, cells: list[Any]) -> RawLog | None:
                 if reader.sniff(path, text):
                     found = (number, text, reader)
                     break
+            else:
+                if printed.sniff(path, text) and (printed_found is None or text.count("\n") > printed_found[1].count("\n")):
+                    printed_found = (number, text, printed)
+    found = found or printed_found
     if found is None:
         return None
     number, text, reader = found
-    raw = reader.read_text(text, path)
+    raw = printed.read_text_log(text, path) if reader is printed else reader.read_text(text, path)
     errors = tuple(IngestError(e.path, f"notebook cell {number}" + (f", output line {e.line}" if e.line else "")
                                + f": {e.message}") for e in raw.errors)
-    meta = {**raw.metadata, "source": "console_dicts" if reader is trl_console else "console_tables", "cell": number}
+    source = {trl_console: "console_dicts", sb3_console: "console_tables", printed: "printed_progress"}[reader]
+    meta = {**raw.metadata, "source": source, "cell": number}
     return RawLog(NAME, raw.frame, trainer=raw.trainer, metadata=meta, errors=errors)
 
 
@@ -178,5 +189,5 @@ def read(path: Path) -> RawLog:
     if console is not None:
         return console
     return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
-        str(path), "notebook: no training progress table (Step | Training Loss | ...) and no TRL log dicts "
-        "in the cells' outputs"),))
+        str(path), "notebook: no training progress table (Step | Training Loss | ...), no TRL log dicts "
+        "and no printed progress lines (Episode 10, reward: 0.5) in the cells' outputs"),))

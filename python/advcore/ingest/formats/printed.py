@@ -1,0 +1,159 @@
+"""Progress lines that a hand-written training loop prints: a step counter and ``name: value`` pairs.
+
+People who write their own loop (a REINFORCE or PPO notebook, a from-scratch GRPO) print one line
+per update or episode in a form of their own. The forms seen in real notebooks:
+
+* ``Update   10 | MeanEpReturn: 7.789 | MaxEpReturn: 17.890 | Entropy: 0.5260`` (PPO on Snake);
+* ``Episode 10, Avg reward: 29.60`` and ``epoch:   0 \\t loss: 22.992 \\t return: 25.080``;
+* ``[Step 020] Loss = -76.3048 -  Avg Reward = 0.562`` and ``[Step 1/50] loss=10.2222
+  reward_avg=0.250 avg_resp_len=236.8`` (from-scratch GRPO on GPT-Neo and Qwen3);
+* ``轮次   50: 奖励 =  47.00, 最近50轮平均奖励 =  26.62, 损失 = 1.0417`` (a REINFORCE notebook in Chinese);
+* a block per episode: ``Episode 0, Total Reward: 15.00`` followed by lines of pairs without a step
+  (``==> Total Loss: 42.79, Actor Loss: 3.07, Critic Loss: 19.86, Avg Entropy: 0.69``).
+
+A *pair* is a name (words of letters, digits, ``_ . % / -``, up to six separated by single spaces,
+not starting with a digit) then ``:`` or ``=``, then a number (``nan`` and ``inf`` too; a ``/N``
+after it, as in ``Step 1/50``, is the planned total and dropped); the first pair of a line may be
+a step counter's name and its number separated by blanks only (``Update 10``, ``[Step 020]``),
+while elsewhere ``generating 2 candidates`` is prose, not a pair. A *step line* begins with a pair
+whose name is a step counter's (:data:`STEP_NAME`: ``step``, ``grpo_step``, ``update``,
+``episode``, ``epoch``, ``iteration``, ``轮次`` ...) and holds at least one other pair; the most common kind of step line
+(its step word and other names) is the log's, and a step line with another step word, or with
+fewer than half of those names (a test episode printed after training: ``Episode 1 Reward: 500``
+after ``Episode 1900, Total Reward: 500.00, Trajectory Length: 500``), is not a step. The pairs of the lines that
+follow a step line, up to the first line without a pair or with another step, belong to its step (a block); a name seen
+twice in one step keeps its first value. Names are read in lower case with blanks as ``_``
+(``Avg Reward`` -> ``avg_reward``), so the alias table meets each spelling once; trainer
+``printed``. Steps printed twice are averaged (a row is a step). Lines longer than
+:data:`MAX_LINE` characters are not read (no loop prints one; a pathological line costs itself).
+
+Detection: at least :data:`MIN_STEP_LINES` (3) step lines with the same step word in the file's
+head, their steps never decreasing. This reader comes after every named format, so a log any of
+them knows is read by it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore.ingest._model import IngestError, RawLog
+from advcore.ingest._text import read_text
+from advcore.ingest.formats.plain import mean_record, number, records_frame
+from advcore.ingest.formats.verl_console import clean
+
+NAME = "printed"
+
+#: Names of a step counter (lower case, blanks as ``_``): ``step``, ``grpo_step``, ``Update``, ``epoch``, ``轮次``.
+STEP_NAME = re.compile(r"^(?:\w+_)?(?:steps?|updates?|episodes?|ep|epoch|iter|iteration|it|round)$|^(?:轮次|回合|步|步数|迭代)$")
+#: Step lines (same step word) that a file's head needs to be read as printed progress.
+MIN_STEP_LINES = 3
+#: Longer lines are not read.
+MAX_LINE = 8192
+
+_NUM = r"[-+]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][-+]?\d++)?|nan|inf"
+# possessive throughout and anchored at the start of a word, so a failed match costs one word: linear
+_PAIR = re.compile(
+    r"(?<![\w.%/\-])(?P<key>[^\W\d][\w.%/\-]*+(?: [^\W\d][\w.%/\-]*+){0,5}+)[ \t]*+(?:(?P<sep>[:=])[ \t]*+|(?<=[ \t]))"
+    rf"(?P<value>{_NUM})(?:/\d++)?+(?![\w.])",
+    re.IGNORECASE,
+)
+
+
+def _pairs(line: str) -> list[tuple[str, str]]:
+    """The pairs of a line: the first may be ``Name N`` (a counter: ``Update 10``, ``[Step 020]``), the
+    others need ``:`` or ``=`` (``generating 2 candidates`` is prose, not a pair)."""
+    if len(line) > MAX_LINE:
+        return []
+    out = []
+    for i, m in enumerate(_PAIR.finditer(clean(line))):
+        key = re.sub(r"\s+", "_", m.group("key").strip().lower())
+        if m.group("sep") or (i == 0 and STEP_NAME.match(key)):
+            out.append((key, m.group("value")))
+    return out
+
+
+def _step_word(pairs: list[tuple[str, str]]) -> str | None:
+    """The step word of a step line: its first pair is named like a step, and another pair follows."""
+    return pairs[0][0] if len(pairs) >= 2 and STEP_NAME.match(pairs[0][0]) else None
+
+
+Layout = tuple[str, frozenset[str]]
+
+
+def _layout(lines: list[str]) -> Layout | None:
+    """The step word and the other pair names of the most common kind of step line, or None."""
+    kinds = Counter((w, frozenset(k for k, _ in pairs[1:])) for pairs in map(_pairs, lines)
+                    if (w := _step_word(pairs)) is not None)
+    return kinds.most_common(1)[0][0] if kinds else None
+
+
+def _is_step_line(pairs: list[tuple[str, str]], layout: Layout) -> bool:
+    """A line of the log's kind: its step word, and at least half of the other names (a test episode
+    printed after training, ``Episode 1 Reward: 500``, is not a training step)."""
+    word, names = layout
+    return _step_word(pairs) == word and 2 * len(names & {k for k, _ in pairs[1:]}) >= len(names)
+
+
+def sniff(path: Path, head: str | None) -> bool:
+    if head is None:
+        return False
+    lines = head.splitlines()
+    layout = _layout(lines)
+    if layout is None:
+        return False
+    steps = [number(pairs[0][1]) for pairs in map(_pairs, lines) if _is_step_line(pairs, layout)]
+    return len(steps) >= MIN_STEP_LINES and all(a is not None and b is not None and b >= a
+                                                for a, b in zip(steps, steps[1:], strict=False))
+
+
+def read_text_log(text: str, path: Path) -> RawLog:
+    """The progress lines of ``text`` (a file's or a notebook cell's output), errors naming ``path``."""
+    lines = text.split("\n")
+    layout = _layout(lines)
+    if layout is None:
+        return RawLog(NAME, pl.DataFrame(), trainer=NAME, errors=(IngestError(
+            str(path), "printed progress: no line with a step counter and name: value pairs "
+                       "(e.g. 'Episode 10, Avg reward: 29.6')"),))
+    word = layout[0]
+    records: list[tuple[int, dict[str, float | None]]] = []
+    errors: list[IngestError] = []
+    block: dict[str, float | None] | None = None
+    for n, line in enumerate(lines, start=1):
+        pairs = _pairs(line)
+        if not pairs:
+            block = None
+            continue
+        if _is_step_line(pairs, layout):
+            step = number(pairs[0][1])
+            if step is None or not math.isfinite(step) or step != int(step):
+                errors.append(IngestError(str(path), f"printed progress: the {word} counter is not a whole number "
+                                                     f"({pairs[0][1]})", n))
+                block = None
+                continue
+            block = {}
+            records.append((int(step), block))
+            pairs = pairs[1:]
+        elif block is None or _step_word(pairs) is not None:
+            block = None
+            continue
+        for k, v in pairs:
+            block.setdefault(k, number(v))
+    merged: list[tuple[int, list[dict[str, float | None]]]] = []
+    for step, values in records:
+        if merged and merged[-1][0] == step:
+            merged[-1][1].append(values)
+        else:
+            merged.append((step, [values]))
+    frame, _ = records_frame([{"step": step, **mean_record(group)} for step, group in merged])
+    meta: dict[str, Any] = {"step_word": word, "step_lines": len(records)}
+    return RawLog(NAME, frame, trainer=NAME, metadata=meta, errors=tuple(errors))
+
+
+def read(path: Path) -> RawLog:
+    return read_text_log(read_text(path), path)

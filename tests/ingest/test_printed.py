@@ -1,0 +1,93 @@
+"""A hand-written loop's printed progress lines (advcore.ingest.formats.printed), on the line forms of
+real notebooks (h15/h16 corpus runs) and the real notebooks themselves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advcore.ingest import detect, load
+from advcore.ingest.formats import printed
+from tests._real import corpus
+
+
+def _log(tmp_path: Path, text: str, name: str = "train.log") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_pipe_separated_updates(tmp_path: Path) -> None:
+    # the line form of khoayang63/ReinforcementLearning PPO.ipynb (PPO on Snake)
+    lines = [f"Update {10 * i:4d} | MeanEpReturn: {i + 0.5:.3f} | MaxEpReturn: {2 * i:.3f} | CriticLoss: 0.8970 | "
+             f"Entropy: {1 / i:.4f}" for i in range(1, 6)]
+    p = _log(tmp_path, "Using device: cuda\n" + "\n".join(lines) + "\n")
+    assert detect(p) is printed
+    run = load(p)
+    assert run.trainer == "printed" and run.frame["step"].to_list() == [10, 20, 30, 40, 50]
+    assert run.frame["reward_mean"].to_list() == [1.5, 2.5, 3.5, 4.5, 5.5]
+    assert run.frame["reward_max"].to_list() == [2.0, 4.0, 6.0, 8.0, 10.0]
+    assert run.frame["entropy"].to_list() == pytest.approx([1 / i for i in range(1, 6)], abs=1e-4)
+    assert run.frame["value_loss"].to_list() == [0.897] * 5
+
+
+def test_bracketed_steps_with_a_planned_total_and_samples_in_between(tmp_path: Path) -> None:
+    # xiaobo-yang/llm_rl grpo.ipynb: sample lines and checkpoint lines interleave the step lines; a
+    # sample's text may say "Step 1:" and carry its own reward=
+    text = "\n".join([
+        "[Step 1/50] loss=10.2222 reward_avg=0.250 avg_resp_len=236.8",
+        "[Step 2/50] loss=12.5457 reward_avg=0.500 avg_resp_len=367.0",
+        "Saved checkpoint to qwen3-0.6B-rlvr-grpo-step00002.pth",
+        "  3) reward=1.000 len=406:  Let's solve it step by step. ### **Step 1: Determine the Rate**",
+        "[Step 3/50] loss=-0.0000 reward_avg=1.000 avg_resp_len=352.8",
+    ])
+    run = load(_log(tmp_path, text))
+    assert run.frame["step"].to_list() == [1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [0.25, 0.5, 1.0]
+    assert run.frame["response_length_mean"].to_list() == [236.8, 367.0, 352.8]
+
+
+def test_blocks_attach_to_their_episode_and_test_episodes_after_training_are_not_steps(tmp_path: Path) -> None:
+    # Edwinhei/RL-Learning Actor2-Critic.ipynb
+    block = ("Episode {e}, Total Reward: {r:.2f}, Trajectory Length: {r:.0f}\n"
+             "==> Total Loss: 42.7926, Actor Loss: 3.0702, Critic Loss: {c}, Avg Entropy: 0.6905\n"
+             "Advantage Mean: 4.3167, Std: 1.1465\n# ------ #\n")
+    text = "Training...\n" + "".join(block.format(e=e, r=15.0 + e, c=e / 100) for e in (0, 100, 200))
+    text += "Testing Episode 1/2\nEpisode 1 Reward: 500.00, Length: 500\nEpisode 2 Reward: 500.00, Length: 500\n"
+    run = load(_log(tmp_path, text))
+    assert run.frame["step"].to_list() == [0, 100, 200] and "phase" not in run.frame.columns
+    assert run.frame["reward_mean"].to_list() == [15.0, 115.0, 215.0]
+    assert run.frame["value_loss"].to_list() == [0.0, 1.0, 2.0]
+
+
+def test_chinese_counter_and_prose_are_told_apart(tmp_path: Path) -> None:
+    # Edwinhei/RL-Learning REINFORCE.ipynb prints 轮次 (round) and 奖励 (reward)
+    text = "开始训练...\n" + "".join(f"轮次 {50 * i:4d}: 奖励 = {10.0 * i:6.2f}, 最近50轮平均奖励 = 5.00, 损失 = -0.0424\n"
+                                   for i in range(4))
+    run = load(_log(tmp_path, text))
+    assert run.frame["step"].to_list() == [0, 50, 100, 150]
+    assert run.frame["reward_mean"].to_list() == [0.0, 10.0, 20.0, 30.0]
+    # prose with numbers is no progress line: "Step 1: generating 2 candidates for prompt 1/1"
+    prose = "".join(f"  Step {i}: generating 2 candidates for prompt 1/1...\n" for i in range(1, 6))
+    assert detect(_log(tmp_path, prose, "prose.log")) is not printed
+
+
+def test_bad_counter_costs_its_line_and_long_lines_are_skipped(tmp_path: Path) -> None:
+    text = ("epoch: 0 \t loss: 1.0 \t return: 10.0\nepoch: 1.5 \t loss: 1.0 \t return: 11.0\n"
+            "epoch: 2 \t loss: 1.0 \t return: 12.0\n" + "epoch: 3 \t return: " + "9" * (printed.MAX_LINE + 1) + "\n"
+            "epoch: 4 \t loss: 1.0 \t return: 14.0\n")
+    run = load(_log(tmp_path, text))
+    assert run.frame["step"].to_list() == [0, 2, 4]
+    assert [(e.line, "whole number" in e.message) for e in run.errors] == [(2, True)]
+
+
+def test_real_notebooks_of_hand_written_loops() -> None:
+    path = corpus("h16-grpo-style-cartpole-saturates-at-500/grpo.ipynb")
+    lines = [ln for c in json.loads(path.read_text())["cells"] for o in c.get("outputs", [])
+             for ln in "".join(o.get("text", [])).splitlines() if ln.startswith("Episode ") and "Avg reward" in ln]
+    run = load(path)
+    assert run.format == "notebook" and run.metadata["source"] == "printed_progress"
+    assert run.frame["step"].to_list() == [int(ln.split(",")[0].split()[1]) for ln in lines]
+    assert run.frame["reward_mean"].to_list() == [float(ln.rsplit(":", 1)[1]) for ln in lines]
