@@ -29,6 +29,15 @@ the wrong sign switched on at step 30 crosses the cut at steps 32 to 42 and chan
 
 Windows: first and last 20 % of the logged points (at least 3 each; 6 points to be judged).
 
+Sharpening is not collapse. When the reward rose and held its gain
+(:func:`advcore.detectors._reward.improving_reward`: a success above 3 x its step-to-step noise,
+at most a quarter of it given back) and the advantages (or their group proxy) kept at least
+``CONTRAST_KEPT`` (0.5) of their early spread where they are logged, the finding is ``info``: the
+policy sharpened as it learned. h13-cs336-grpo-reinforce-baseline-learns-low-entropy falls from
+0.19 to 0.03 nats (16 %) while its reward goes 0.49 -> 0.77 and its advantage std keeps 72 %; the
+lab's entropy fault also raises the training reward, but its groups tie as the policy turns
+deterministic (advantage std 0.83 -> 0.25, 30 %), and stays a warning.
+
 An entropy that is exactly 0 on every logged step is not a measurement but a placeholder (a
 hand-written loop that logs ``entropy: 0.0``, countdown-qwen3-06b-handgrpo): the detector is then
 not evaluable. A constant that is not 0 is a fact (a uniform policy over 7 actions holds ln 7,
@@ -165,6 +174,13 @@ CARD = Card(
           (a differential entropy can sit near or below 0 with a healthy spread). Onset: the first of
           `sustain` points below `floor`. This catches a log that begins after the collapse (a resumed
           run, an excerpt); the evidence then carries `already_low_at_first_logged_step`.
+
+        - *Sharpening, not collapse* (severity info): the reward rose above 3 × its step-to-step noise
+          and kept at least three quarters of that gain, and the advantages (or their tied-group
+          proxy), where logged, kept at least half of their early spread.
+          h13-cs336-grpo-reinforce-baseline-learns-low-entropy: 0.19 → 0.03 nats while the reward goes
+          0.49 → 0.77 and the advantage std keeps 72 %; in the lab's entropy fault the reward rises too
+          but the advantage std falls to 30 % as the groups tie: a warning.
 
         Not evaluable without `entropy`, or when the entropy is exactly 0 on every logged step: that is
         a placeholder (countdown-qwen3-06b-handgrpo logs `entropy: 0.0` on all 500 steps while its
