@@ -15,7 +15,7 @@ from advcore.detectors import Finding, NotEvaluable, run_detectors
 from advcore.diagnose import diagnose, reward_regime
 from advcore.ingest import Run, load
 from advcore.scan import ScanOptions, scan_file
-from tests._real import REAL
+from tests._real import REAL, corpus
 from tests.detectors._fixtures import fired as fired_by
 from tests.detectors._fixtures import make_run, one
 
@@ -234,3 +234,34 @@ def test_the_regime_follows_the_findings_of_a_retuned_detector(tmp_path: Path) -
     assert "REWARD_FLOOR" in {f.id for f in default.findings} and default.verdict.regime == "floor"
     retuned = scan_file(path, ScanOptions(settings={"REWARD_FLOOR": {"rel_tol": 0.001}}))
     assert "REWARD_FLOOR" not in {f.id for f in retuned.findings} and retuned.verdict.regime is None
+
+
+def test_dead_from_start_policy_that_never_left_its_initialization() -> None:
+    flat_reward = [-160.0 + 10 * (-1) ** i for i in range(50)]
+    # a uniform policy over 4 actions (ln 4 = 1.3863) for the whole run while the reward goes nowhere
+    uniform = [math.log(4) - 0.004 + 0.0005 * (i % 3) for i in range(50)]
+    f = one(make_run({"entropy": uniform, "reward_mean": flat_reward}), "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.stage == "U" and f.evidence["policy_frozen"] is True
+    assert "ln 4" in f.message and f.onset_step == 1
+    # bit-for-bit the same entropy at every update (stable-baselines 2 PPO2 with masked logits)
+    f = one(make_run({"entropy": [-0.3496513] * 30, "reward_mean": flat_reward[:30]}), "DEAD_FROM_START")
+    assert isinstance(f, Finding) and "never changed" in f.message
+    # near ln 4 but moving, a reward that rose and held, or an entropy of exactly 0 (a placeholder): no finding
+    moving = [math.log(4) * (1 - i / 100) for i in range(50)]
+    assert one(make_run({"entropy": moving, "reward_mean": flat_reward}), "DEAD_FROM_START") is None
+    learning = [-160.0 + 4 * i + (-1) ** i for i in range(50)]
+    assert one(make_run({"entropy": uniform, "reward_mean": learning}), "DEAD_FROM_START") is None
+    assert one(make_run({"entropy": [0.0] * 30, "reward_mean": flat_reward[:30]}), "DEAD_FROM_START") is None
+    # a token entropy that sits near 3.75 nats is within 0.5 % of ln 42: no uniform policy over few actions
+    tokens = [3.745 + 0.005 * (i % 3) for i in range(30)]
+    assert one(make_run({"entropy": tokens, "reward_mean": flat_reward[:30]}), "DEAD_FROM_START") is None
+
+
+def test_spinup_vanilla_actor_critic_frozen_at_the_uniform_policy() -> None:
+    path = corpus("h14-spinup-vanilla-ac-lunarlander-policy-frozen-entropy-max/progress.txt")
+    rows = [line.split("\t") for line in path.read_text().splitlines()]
+    entropy = [float(r[rows[0].index("Entropy")]) for r in rows[1:]]
+    assert all(abs(v - math.log(4)) <= 0.005 * math.log(4) for v in entropy)  # the fact the detector reads
+    findings, _ = run_detectors(load(path))
+    f = next(f for f in findings if f.id == "DEAD_FROM_START")
+    assert f.stage == "U" and f.onset_step == 0 and f.evidence["policy_frozen"] is True

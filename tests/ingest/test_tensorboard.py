@@ -7,7 +7,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import tensorboard
 
-from tests._real import REAL
+from tests._real import REAL, corpus
 
 
 def _event(run: str) -> Path:
@@ -44,3 +44,23 @@ def test_sb3_kl_blowup_has_no_reward() -> None:
     run = load(_event("carla-sb3-ppo-kl-blowup"))
     assert "reward_mean" not in run.metrics
     assert run.frame["kl_step"].max() == pytest.approx(52.547, abs=1e-3)
+
+
+@pytest.mark.parametrize(("file", "tags"), [
+    # rsl_rl (Isaac Lab): on_policy_runner.py's tags; an Isaac Lab reward term as a component
+    ("h15-rslrl-isaaclab-openmanipx-lift-ppo-learns/events.out.tfevents.1765365293.pi0-X299-UD4-Pro.13881.0",
+     {"Train/mean_reward": "reward_mean", "Loss/entropy": "entropy", "Loss/learning_rate": "lr",
+      "Loss/value_function": "value_loss", "Policy/mean_noise_std": "action_std",
+      "Episode_Reward/lifting_object": "reward/lifting_object"}),
+    # stable-baselines 2 PPO2: 'entropy_loss' is the entropy itself
+    ("h17-sb2-ppo2-prsi-selfplay-uniform-policy-frozen/events.out.tfevents.1618011052.LiteComs-MBP.lan",
+     {"loss/entropy_loss": "entropy", "loss/approximate_kullback-leibler": "kl_step", "loss/clip_factor": "clip_frac",
+      "loss/value_function_loss": "value_loss", "input_info/learning_rate": "lr"}),
+])
+def test_library_tags_are_read_as_their_canonical_metrics(file: str, tags: dict[str, str]) -> None:
+    path = corpus(file)
+    raw, run = tensorboard.read(path), load(path)
+    for tag, name in tags.items():
+        logged = raw.frame.select("step", tag).drop_nulls()
+        got = run.frame.select("step", name).drop_nulls()
+        assert got["step"].to_list() == logged["step"].to_list() and got[name].to_list() == logged[tag].to_list()

@@ -6,7 +6,11 @@ run never found a signal), or (update) ``grad_norm`` is at or below ``no_update_
 at every point of the early and of the late window. A run too short for windows (2 to 5 logged
 points) is judged on every point. Onset: the first logged step. This is a setup problem (reward not
 wired, prompts all solved or all failed, rollouts broken), not a collapse. Windows: first and last
-20 % of the logged points. The finding's stage is R when the signal is dead and U when only the
+20 % of the logged points. A third way to see no update: the policy never left its initialization
+(:func:`_frozen`: its entropy bit-for-bit constant at every logged point, or at ln K, a uniform choice
+among K <= 10 actions, within ``UNIFORM_TOL`` (0.5 %) at every point, while the reward did not rise and
+hold; h14-spinup-vanilla-ac-lunarlander-policy-frozen-entropy-max sits at 1.382 to 1.383 nats, ln 4 =
+1.386, for 50 epochs). The finding's stage is R when the signal is dead and U when only the
 update is (``evidence["dead"]``). An ``adv_std`` of 0 is no dead signal when every sample of a step
 got one non-zero advantage (:func:`advcore.detectors._windows.one_advantage_per_step`): that is an
 advantage not formed within groups, which ADV_REWARD_DECORRELATION judges.
@@ -14,11 +18,14 @@ advantage not formed within groups, which ADV_REWARD_DECORRELATION judges.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import ADV_NEEDS, POINT_FACT_MIN, adv_signal, metric, one_advantage_per_step, plain
+from advcore.detectors._reward import improving_reward
+from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, metric, one_advantage_per_step,
+                                        plain)
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -35,13 +42,37 @@ WHAT_TO_TRY = (
 )
 
 
+#: An entropy within this share of ln K at every logged point is that of the uniform policy over K actions,
+UNIFORM_TOL = 0.005
+#: for K up to this: the values ln K are then at least 4 % apart (ln 11 / ln 10), so a policy that merely
+#: sits near some ln K (a language model's token entropy of 3.75 nats is within 0.5 % of ln 42) is no match.
+UNIFORM_MAX_ACTIONS = 10
+
+
+def _frozen(entropy: Series | None, run: Run) -> str | None:
+    """Why the policy never moved from its initialization, or None: its entropy is bit-for-bit the same at
+    every logged point (not 0, a placeholder), or that of the uniform policy over K actions (ln K) at every
+    point, over a judgeable run whose reward did not rise and hold."""
+    if entropy is None or not entropy.judgeable or improving_reward(run) is not None:
+        return None
+    lo, hi, n = min(entropy.values), max(entropy.values), len(entropy)
+    if hi != 0.0 and hi - lo <= 1e-9 * abs(hi):
+        return f"the policy's entropy was {hi:.6g} at all {n} logged steps: the policy never changed"
+    k = round(math.exp(entropy.values[0])) if 0.0 < entropy.values[0] < 20.0 else 0
+    if 2 <= k <= UNIFORM_MAX_ACTIONS and all(abs(v - math.log(k)) <= UNIFORM_TOL * math.log(k) for v in entropy.values):
+        return (f"the policy's entropy stayed at ln {k} = {math.log(k):.4g} (a uniform choice among {k} actions) at "
+                f"all {n} logged steps: the policy never left its initialization")
+    return None
+
+
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate DEAD_FROM_START on ``run`` with resolved ``knobs``."""
     dead_below, no_update = float(knobs["dead_below"]), float(knobs["no_update_below"])
     sig = adv_signal(run)
     grad = metric(run, "grad_norm")
-    if sig is None and grad is None:
-        return NotEvaluable(ID, (*ADV_NEEDS, "or grad_norm"))
+    entropy = metric(run, "entropy")
+    if sig is None and grad is None and entropy is None:
+        return NotEvaluable(ID, (*ADV_NEEDS, "or grad_norm, or entropy"))
     reasons: list[str] = []
     evidence: dict[str, object] = {}
     # windows on a judgeable series; on a shorter one (2 to 5 points) every point: a fact, not a trend
@@ -64,11 +95,15 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         if gmax <= no_update:
             update_dead = True
             reasons.append(f"grad_norm was {gmax:.3g} at most")
+    frozen = None if signal_dead or update_dead else _frozen(entropy, run)
+    if frozen is not None:
+        evidence["policy_frozen"] = True
+        reasons.append(frozen)
     if not reasons:
         return None
     # One stage from the evidence: no signal is the reward's (R); a signal with no update is the update's (U).
     stage: Literal["R", "U"] = "R" if signal_dead else "U"
-    series = sig if stage == "R" and sig is not None else grad
+    series = sig if stage == "R" and sig is not None else grad if grad is not None and frozen is None else entropy
     assert series is not None
     for name in ("reward_mean", "reward_std"):
         s = metric(run, name)
@@ -78,6 +113,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     evidence["dead"] = "signal" if stage == "R" else "update"
     evidence.update(series.where(0))
     what = ("a setup problem, not a collapse" if stage == "R" else
+            "the updates never changed the policy: a setup problem in the update" if frozen is not None else
             "the batch carries signal but nothing reaches the parameters: a setup problem in the update")
     return Finding(
         ID, "error", stage, series.steps[0], evidence,
@@ -108,6 +144,14 @@ CARD = Card(
         point of the early and late windows. A run too short for windows (2 to 5 logged points) is judged
         on every point instead: `grad_norm` exactly 0 at all 4 log points of trl-dapo-vlm-181457 while
         `reward_std` is 1.2 needs no trend. Onset: the first logged step.
+
+        A third sign of no update: the policy never left its initialization. Its entropy is bit-for-bit
+        the same at every logged point (h17-sb2-ppo2-prsi-selfplay-uniform-policy-frozen: -0.3496513 at
+        all 268 updates, its approximate KL exactly 0), or that of a uniform choice among K ≤ 10 actions,
+        ln K within 0.5 %, at every point (for larger K the values ln K lie closer than that: a language
+        model's token entropy near 3.75 nats is within 0.5 % of ln 42) (h14-spinup-vanilla-ac-lunarlander-policy-frozen-entropy-max:
+        1.382 to 1.383 nats, ln 4 = 1.386, over 50 epochs), on a judgeable run whose reward did not
+        rise and hold. Stage U (`evidence["policy_frozen"]`).
 
         The finding has one stage, from the evidence: **R** when the signal is absent (no signal, so no
         update is expected either: grpo-dynamics-csd-pilot-dead has every reward, `grad_norm` and `kl`

@@ -9,6 +9,7 @@ API) are read too. The trainer hint is ``sb3`` when the SB3 tags are present.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,16 @@ def _accumulate(path: Path) -> tuple[dict[str, list[tuple[int, float]]], list[st
     size_guidance = {"scalars": 0, "tensors": 0, "histograms": 1, "images": 1, "audio": 1,
                      "compressedHistograms": 1}
     acc = EventAccumulator(str(path), size_guidance=size_guidance)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        acc.Reload()
+    # tensorboard logs a warning for a file with several graph events, which we do not read
+    tb_logger = logging.getLogger("tensorboard")
+    level = tb_logger.level
+    tb_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            acc.Reload()
+    finally:
+        tb_logger.setLevel(level)
     tags = acc.Tags()
     series: dict[str, list[tuple[int, float]]] = {}
     for tag in tags.get("scalars", []):
