@@ -133,9 +133,11 @@ def test_a_gaussian_policy_whose_exploration_noise_blows_up() -> None:
     f = one(make_run({"action_std": std}, trainer="sb3"), "UPDATE_UNSTABLE")
     early = float(np.median(std[:20]))
     assert isinstance(f, Finding) and f.evidence["metric"] == "action_std"
-    # the onset is the first point whose 5-point trailing median reaches 10x the early median
+    # the bar is crossed where the 5-point trailing median reaches 10x the early median; the rise is dated
+    # from the start of the stretch above the geometric middle (sqrt(10)x) that led there
     level = [float(np.median(std[max(0, i - 4): i + 1])) for i in range(100)]
-    assert f.onset_step == 1 + next(i for i, v in enumerate(level) if v >= 10 * early)
+    assert f.evidence["past_bar_step"] == 1 + next(i for i, v in enumerate(level) if v >= 10 * early)
+    assert f.onset_step == 1 + next(i for i, v in enumerate(level) if v >= 10 ** 0.5 * early)
     # a std that narrows as the policy converges is quiet
     assert one(make_run({"action_std": std[::-1]}, trainer="sb3"), "UPDATE_UNSTABLE") is None
 
@@ -184,3 +186,25 @@ def test_real_baselines_ppo2_csv_is_read_with_its_columns() -> None:
     assert run.frame["reward_mean"].to_list() == pytest.approx([float(r["eprewmean"]) for r in rows])
     assert run.frame["kl_step"].to_list() == pytest.approx([float(r["approxkl"]) for r in rows])
     assert one(run, "UPDATE_UNSTABLE") is None  # it learns: 3 KL spikes over 976 updates, clipping while improving
+
+
+def test_a_value_loss_that_grows_with_the_returns_is_no_divergence() -> None:
+    # an MSE on unnormalised returns grows with their square: returns 10 -> 500 (50x) allow 2,500x
+    n = 50
+    returns = [10.0] * 25 + [500.0] * 25
+    fitting = [0.5 * r ** 2 for r in returns]  # the loss tracks return squared: 50 -> 125,000
+    assert one(make_run({"reward_mean": returns, "value_loss": fitting}), "UPDATE_UNSTABLE") is None
+    # the same loss on flat returns, and a loss that outgrows the returns' square, diverged
+    f = one(make_run({"reward_mean": [10.0] * n, "value_loss": fitting}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "value_loss"
+    exploding = [0.5 * r ** 2 * 10 ** (4 * i / (n - 1)) for i, r in enumerate(returns)]
+    assert isinstance(one(make_run({"reward_mean": returns, "value_loss": exploding}), "UPDATE_UNSTABLE"), Finding)
+
+
+def test_vpg_cartpole_whose_value_loss_tracks_its_return_is_quiet() -> None:
+    # davenpi/rlrn readme: "critic does terribly"; return 18 -> 493 while the value loss reaches ~78,000
+    path = corpus("h20-vpg-cartpole-learns-value-loss-grows/readme.md")
+    run = load(path)
+    assert run.format == "printed" and run.frame["value_loss"].max() > 7e4
+    findings, _ = run_detectors(run)
+    assert "UPDATE_UNSTABLE" not in {f.id for f in findings}

@@ -130,3 +130,22 @@ def test_a_tab_separated_table_with_a_comma_free_header(tmp_path: Path) -> None:
     p.write_text("Epoch\tAverageEpRet\tKL\n0\t1.5\t0.01\n1\t2.5\t0.02\n2\t3.5\t0.03\n")
     run = load(p)
     assert run.frame["reward_mean"].to_list() == [1.5, 2.5, 3.5] and run.frame["step"].to_list() == [0, 1, 2]
+
+
+def test_sb3_monitor_file_is_one_row_per_episode_at_its_timesteps(tmp_path: Path) -> None:
+    # stable_baselines3/common/monitor.py: '#' + a JSON header line, then r,l,t per finished episode
+    p = tmp_path / "monitor.csv"
+    p.write_text('#{"t_start": 1729549721.7, "env_id": "None"}\nr,l,t\n0.25,4,0.2\n-0.5,1,0.3\n1.5,10,0.9\n')
+    run = load(p)
+    assert run.trainer == "sb3_monitor" and run.frame["step"].to_list() == [4, 5, 15]
+    assert run.frame["reward_mean"].to_list() == [0.25, -0.5, 1.5]
+    p.write_text('#{"t_start": 1.0}\nr,l,t\n0.25,4,0.2\n-0.5,1\n1.5,10,0.9\n')
+    assert [e.line for e in load(p).errors] == [4]  # the line counts the JSON header
+
+
+def test_a_table_of_one_column(tmp_path: Path) -> None:
+    p = tmp_path / "training_log.csv"
+    p.write_text("reward\n248.6\n18.9\n118.25\n")
+    assert load(p).frame["reward_mean"].to_list() == [248.6, 18.9, 118.25]
+    p.write_text("Some notes\n1\nsee above\n")
+    assert load(p).steps == 0

@@ -91,3 +91,11 @@ def test_real_notebooks_of_hand_written_loops() -> None:
     assert run.format == "notebook" and run.metadata["source"] == "printed_progress"
     assert run.frame["step"].to_list() == [int(ln.split(",")[0].split()[1]) for ln in lines]
     assert run.frame["reward_mean"].to_list() == [float(ln.rsplit(":", 1)[1]) for ln in lines]
+
+
+def test_a_line_of_blank_separated_pairs_only(tmp_path: Path) -> None:
+    # Stratar/OpenSim rewards.txt (CRLF): "Episode 1    Reward  -1689"
+    p = tmp_path / "rewards.txt"
+    p.write_bytes(b"Episode 1    Reward  -1689\r\nEpisode 2    Reward  -988\r\nEpisode 3    Reward  -865\r\n")
+    run = load(p)
+    assert run.frame["step"].to_list() == [1, 2, 3] and run.frame["reward_mean"].to_list() == [-1689, -988, -865]

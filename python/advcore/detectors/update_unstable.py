@@ -15,8 +15,9 @@ A logged point is *unstable* when any of these holds there:
   positive): the policy blew up into noise; the same factor for ``action_std``, the standard
   deviation of a Gaussian policy (SB3 ``train/std``), whose differential entropy cannot be judged
   as a ratio (sb3-acrobot-effort-std-blowup: std 1.0 -> 81.7, 10x by step 498,688);
-* the level of ``value_loss`` at or above ``value_loss_rise`` (100) x its early median: the critic
-  diverged.
+* the level of ``value_loss`` at or above ``value_loss_rise`` (100) x its early median, times the
+  square of the growth of the reward's scale (:func:`_return_growth`: a critic of unnormalised
+  returns has a loss that grows with their square while it fits them): the critic diverged.
 
 The two rises count only when the late window's median is past the bar too: a blow-up the run
 recovers from is a warm-up, not a divergence.
@@ -41,7 +42,10 @@ Fires when a check has at least ``min_points`` (3) unstable points, and for the 
 recovers is a routine event of RL training, not an unstable run (three update KLs above 1 over 976
 updates of a run that learns, h7-baselines-ppo2-humanoidstandup-good-high-clipfrac). Onset: the first unstable point of the
 check reported (checks in the order above; the others that fired are named in
-``evidence["also"]``). Not evaluable without any of these metrics.
+``evidence["also"]``); a rise (entropy, action std, value loss) is dated from where it began: the
+first point of the stretch above the geometric middle of its early level and its bar that led past
+the bar (``evidence["past_bar_step"]`` keeps the crossing). Not evaluable without any of these
+metrics.
 """
 
 from __future__ import annotations
@@ -83,6 +87,8 @@ class _Check:
     unstable: Callable[[float], bool]
     describe: str
     what: str
+    #: for a rise: the level past which it had begun (the geometric middle of the early level and the bar)
+    rising: Callable[[float], bool] | None = None
 
 
 #: Single-update checks (``kl_step``, ``clip_frac``) need unstable points on at least this share of
@@ -134,6 +140,20 @@ def _update_moved(run: Run, success_from: int, success_to: int, fall_from: int) 
     return out
 
 
+def _return_growth(run: Run) -> float:
+    """How many times the reward's scale grew from the early to the late window (at least 1): the late
+    median of ``|reward_mean|`` over the early one, that floored at a tenth of the reward's range. A
+    critic regressing unnormalised returns has a loss that grows with their square (h20-vpg-cartpole-
+    learns-value-loss-grows: returns 18 -> 493, value loss 603 -> 78,000)."""
+    s = metric(run, "reward_mean")
+    if s is None or not s.judgeable:
+        return 1.0
+    span = max(s.values) - min(s.values)
+    early = max(abs(statistics.median(s.early())), 0.1 * span)
+    late = abs(statistics.median(s.late()))
+    return max(1.0, late / early) if early > 0 else 1.0
+
+
 def _at_least(cut: float) -> Callable[[float], bool]:
     return lambda v: v >= cut
 
@@ -163,14 +183,16 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         if s is None or not s.judgeable:
             continue
         early = s.early_median()
-        cut_rise = float(knobs[knob]) * early
+        growth = _return_growth(run) if name == "value_loss" else 1.0
+        cut_rise = float(knobs[knob]) * early * growth ** 2
         # a blow-up that is still there at the end: one the critic recovers from is a warm-up
         # (mountaincar-actor-critic-floor: value loss 0.01 -> 7,133 in 4 steps, then 0 once returns are constant)
         if not early > 0 or statistics.median(s.late()) < cut_rise:
             continue
+        scaled = f" x the reward's growth squared ({growth ** 2:.3g})" if growth > 1.0 else ""
         out.append(_Check(name, rolling_level(s, f"{name} level"), _at_least(cut_rise),
-                          f"{name} (median of 5 points) >= {float(knobs[knob]):g} x its early median ({cut_rise:.3g})",
-                          what))
+                          f"{name} (median of 5 points) >= {float(knobs[knob]):g} x its early median {early:.3g}"
+                          f"{scaled} = {cut_rise:.3g}", what, _at_least(math.sqrt(cut_rise * early))))
     return out
 
 
@@ -205,6 +227,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         if len(idx) < max(need, math.ceil(MIN_POINT_SHARE * len(s)) if spread else need):
             continue
         worst = max(s.values[i] for i in idx)
+        first = idx[0]
+        if check.rising is not None:  # date a rise from where it began: the stretch above the middle that led to the bar
+            while first > 0 and check.rising(s.values[first - 1]):
+                first -= 1
         evidence: dict[str, object] = {
             "metric": check.name,
             "source": run.sources.get(check.name),
@@ -213,11 +239,12 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             "judged_points": len(s),
             "unstable_steps": [s.steps[i] for i in idx[:20]],
             "worst": worst,
-            **s.where(idx[0]),
+            **({"past_bar_step": s.steps[idx[0]]} if first != idx[0] else {}),
+            **s.where(first),
         }
-        message = (f"From step {s.steps[idx[0]]} the updates are too large ({check.describe} at {len(idx)} of "
+        message = (f"From step {s.steps[first]} the updates are too large ({check.describe} at {len(idx)} of "
                    f"{len(s)} points, up to {worst:.3g}): {check.what}.")
-        hits.append((check.name, Finding(ID, "error", "U", s.steps[idx[0]], evidence, message, WHAT_TO_TRY)))
+        hits.append((check.name, Finding(ID, "error", "U", s.steps[first], evidence, message, WHAT_TO_TRY)))
     if collapse is not None:
         hits.append(("collapse after success", collapse))
     return first_of_checks(hits)
@@ -248,12 +275,19 @@ CARD = Card(
         positive; SB3's Gaussian policies log a negative entropy, which is not judged), or the level of
         `action_std` (a Gaussian policy's standard deviation, SB3 `train/std`) ≥ `entropy_rise` × its
         early median (sb3-acrobot-effort-std-blowup: 1.0 to 81.7), or the level of
-        `value_loss` ≥ `value_loss_rise` × its early median; these two rises count only when the median
+        `value_loss` ≥ `value_loss_rise` × its early median × the square of the reward's growth (late
+        median of |`reward_mean`| over the early one, floored at a tenth of its range: an MSE on
+        unnormalised returns grows with their square; h20-vpg-cartpole-learns-value-loss-grows learns
+        from 18 to 493 while its value loss goes from 603 to 78,000); these two rises count only when the median
         of the late window is past the bar too (a critic that blows up for four steps and then fits
         constant returns, as in mountaincar-actor-critic-floor, recovered). It fires when one of these checks has at
         least `min_points` unstable points: one spike that recovers is routine. Onset: the first unstable
         point of the first check that fires (in the order above); the others are listed in
-        `evidence["also"]`. Not evaluable without any of these metrics.
+        `evidence["also"]`; a rise (entropy, action std, value loss) is dated from where it began, the
+        first point of the stretch above the geometric middle of its early level and its bar that led
+        past the bar (the crossing stays in `evidence["past_bar_step"]`:
+        h19-spinup-vd3-critic-divergence-halfcheetah's Q loss passes 10 times its early level at epoch 9
+        and its bar at epoch 31). Not evaluable without any of these metrics.
 
         *Collapse after success.* The level of `reward_mean` (trailing median over a tenth of the run,
         at least 5 points) rose from the early window's median to a peak before the late window, stayed

@@ -6,7 +6,14 @@ table maps them. CRLF or LF line endings, quoted fields; blank cells are null; c
 numeric value (reason strings, JSON lists in a quoted field) are dropped and listed in
 ``metadata["non_numeric"]``; ``True``/``False`` read as 1/0. A row with the wrong number of
 fields is an error with its line number. A header with tabs and no comma makes the table
-tab-separated (Spinning Up's and rllab's ``progress.txt``).
+tab-separated (Spinning Up's and rllab's ``progress.txt``). A table of one column is read when
+its name is a word and every row a number (a loop that writes one reward per line).
+
+stable-baselines3's ``Monitor`` files (``stable_baselines3/common/monitor.py``: a first line ``#``
+followed by a JSON object with ``t_start`` and ``env_id``, then the columns ``r,l,t``: each finished
+episode's return, length and wall time) are read as the trainer ``sb3_monitor``, one row per
+episode, with the step the environment steps done when it ended (the running sum of ``l``, over
+all environments of a vectorised run: SB3's ``time/total_timesteps`` axis).
 """
 
 from __future__ import annotations
@@ -43,10 +50,19 @@ def _rows(text: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)))
 
 
+#: the first line of a stable-baselines3 Monitor file
+_MONITOR_LINE = "#{"
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_/ .-")
+
+
+def _without_monitor_line(text: str) -> str:
+    return text[text.find("\n") + 1:] if text.startswith(_MONITOR_LINE) else text
+
+
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
-    lines = [ln for ln in head.splitlines() if ln.strip()][:_SNIFF_ROWS + 1]
+    lines = [ln for ln in _without_monitor_line(head).splitlines() if ln.strip()][:_SNIFF_ROWS + 1]
     if len(lines) < 2 or lines[0].lstrip().startswith(("{", "[")):
         return False
     # Drop a possibly cut last line of the head.
@@ -57,7 +73,11 @@ def sniff(path: Path, head: str | None) -> bool:
     if len(rows) < 2:
         return False
     header = rows[0]
-    if len(header) < 2 or any(not h.strip() for h in header):
+    if len(header) == 1:  # one column: a word over numbers
+        word = header[0].strip()
+        return (bool(word) and not word[0].isdigit() and set(word) <= _WORD and len(rows) >= 3
+                and all(len(r) == 1 and number(r[0]) is not None for r in rows[1:]))
+    if any(not h.strip() for h in header):
         return False
     # A row cut short (a crash mid-write, a hand edit) costs that row when read, not the file: the
     # body is a table when at most a quarter of its rows (and at least one) have another width.
@@ -74,6 +94,8 @@ _BASELINES_MARKERS = frozenset({"eprewmean", "EpRewMean", "misc/serial_timesteps
 
 
 def trainer_of(keys: list[str]) -> str | None:
+    if keys[:3] == ["r", "l", "t"]:  # stable-baselines3's Monitor (one row per finished episode)
+        return "sb3_monitor"
     if any(k in _TRL_MARKERS or k.startswith(_TRL_PREFIXES) for k in keys):
         return "trl"
     if "time/total_timesteps" in keys:  # stable-baselines3's progress.csv (its CSV logger)
@@ -111,7 +133,10 @@ def csv_records(path: Path, what: str) -> tuple[list[str] | None, list[dict[str,
     errors: list[IngestError] = []
     header: list[str] | None = None
     rows: list[dict[str, Any]] = []
-    for line, fields, reason in csv_rows(read_text(path)):
+    text = read_text(path)
+    skipped = 1 if text.startswith(_MONITOR_LINE) else 0
+    for line, fields, reason in csv_rows(_without_monitor_line(text)):
+        line += skipped
         if fields is None:
             errors.append(IngestError(str(path), f"{what}: {reason}", line))
             continue
@@ -138,4 +163,7 @@ def read(path: Path) -> RawLog:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
     frame, dropped = records_frame(rows)
     meta: dict[str, Any] = {"non_numeric": dropped} if dropped else {}
-    return RawLog(NAME, frame, trainer=trainer_of(header), metadata=meta, errors=tuple(errors))
+    trainer = trainer_of(header)
+    if trainer == "sb3_monitor" and "step" not in frame.columns:
+        frame = frame.with_columns(pl.col("l").fill_null(0).cum_sum().cast(pl.Int64).alias("step"))
+    return RawLog(NAME, frame, trainer=trainer, metadata=meta, errors=tuple(errors))

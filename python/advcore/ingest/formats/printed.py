@@ -14,8 +14,9 @@ per update or episode in a form of their own. The forms seen in real notebooks:
 A *pair* is a name (words of letters, digits, ``_ . % / -``, up to six separated by single spaces,
 not starting with a digit) then ``:`` or ``=``, then a number (``nan`` and ``inf`` too; a ``/N``
 after it, as in ``Step 1/50``, is the planned total and dropped); the first pair of a line may be
-a step counter's name and its number separated by blanks only (``Update 10``, ``[Step 020]``),
-while elsewhere ``generating 2 candidates`` is prose, not a pair. A *step line* begins with a pair
+a step counter's name and its number separated by blanks only (``Update 10``, ``[Step 020]``), as
+may every pair of a line made of pairs only (``Episode 1    Reward  -1689``), while elsewhere
+``generating 2 candidates`` is prose, not a pair. A *step line* begins with a pair
 whose name is a step counter's (:data:`STEP_NAME`: ``step``, ``grpo_step``, ``update``,
 ``episode``, ``epoch``, ``iteration``, ``轮次`` ...) and holds at least one other pair; the most common kind of step line
 (its step word and other names) is the log's, and a step line with another step word, or with
@@ -65,15 +66,25 @@ _PAIR = re.compile(
 )
 
 
+#: What may stand between the pairs of a line made of pairs only.
+_BETWEEN = re.compile(r"[\s|,;:=\-\[\]()>#*]*")
+
+
 def _pairs(line: str) -> list[tuple[str, str]]:
     """The pairs of a line: the first may be ``Name N`` (a counter: ``Update 10``, ``[Step 020]``), the
-    others need ``:`` or ``=`` (``generating 2 candidates`` is prose, not a pair)."""
+    others need ``:`` or ``=`` (``generating 2 candidates`` is prose, not a pair) unless the line is
+    made of pairs only (``Episode 1    Reward  -1689``)."""
     if len(line) > MAX_LINE:
         return []
+    text = clean(line)
+    matches = list(_PAIR.finditer(text))
+    gaps = [text[a.end():b.start()] for a, b in zip(matches, matches[1:], strict=False)]
+    only_pairs = bool(matches) and all(_BETWEEN.fullmatch(g) for g in
+                                       [text[:matches[0].start()], *gaps, text[matches[-1].end():]])
     out = []
-    for i, m in enumerate(_PAIR.finditer(clean(line))):
+    for i, m in enumerate(matches):
         key = re.sub(r"\s+", "_", m.group("key").strip().lower())
-        if m.group("sep") or (i == 0 and STEP_NAME.match(key)):
+        if m.group("sep") or only_pairs or (i == 0 and STEP_NAME.match(key)):
             out.append((key, m.group("value")))
     return out
 
@@ -114,7 +125,7 @@ def sniff(path: Path, head: str | None) -> bool:
 
 def read_text_log(text: str, path: Path) -> RawLog:
     """The progress lines of ``text`` (a file's or a notebook cell's output), errors naming ``path``."""
-    lines = text.split("\n")
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
     layout = _layout(lines)
     if layout is None:
         return RawLog(NAME, pl.DataFrame(), trainer=NAME, errors=(IngestError(
