@@ -189,6 +189,32 @@ def test_baseline_broken_explains_nothing_from_the_start() -> None:
     assert f.onset_step == 1 and abs(f.evidence["late_median"]) < 1e-6
 
 
+def test_baseline_broken_bound_from_the_spreads_of_values_and_returns() -> None:
+    n = 50
+    returns_sd = [3000.0] * n
+    flat = [1e-5] * n  # a critic stuck at one output: explained variance at most 2 * 1e-5 / 3000
+    growing = [4e6 * 1.05 ** i for i in range(n)]
+    f = one(make_run({"value_std": flat, "return_std": returns_sd, "value_loss": growing}), "BASELINE_BROKEN")
+    assert isinstance(f, Finding) and f.evidence["proxy"] == "1 - (1 - value_std / return_std)^2"
+    assert f.evidence["late_median"] == pytest.approx(1 - (1 - 1e-5 / 3000) ** 2)
+    # a critic whose loss falls is fitting; values spread 1 % of the returns may be a discounted return-to-go
+    falling = growing[::-1]
+    assert one(make_run({"value_std": flat, "return_std": returns_sd, "value_loss": falling}),
+               "BASELINE_BROKEN") is None
+    assert one(make_run({"value_std": [30.0] * n, "return_std": returns_sd, "value_loss": growing}),
+               "BASELINE_BROKEN") is None
+
+
+def test_spinup_critic_with_one_output_for_every_state() -> None:
+    path = corpus("h14-spinup-ppo-grid2op-critic-constant-valueloss-4e7/progress.txt")
+    rows = [line.split("\t") for line in path.read_text().splitlines()]
+    col = rows[0].index("StdVVals")
+    assert sum(float(r[col]) < 1e-4 for r in rows[1:]) == 49  # the fact: one output on 49 of 50 epochs
+    findings, _ = run_detectors(load(path))
+    f = next(f for f in findings if f.id == "BASELINE_BROKEN")
+    assert f.stage == "A" and f.evidence["post_warmup_median"] < 1e-6
+
+
 def test_baseline_broken_ignores_the_warm_up() -> None:
     ev = [-50.0, -5.0, -1.0, -0.4, -0.1, 0.05, 0.1, 0.2] + [0.3, 0.35, 0.4] * 10  # critic learns
     assert one(make_run({"vf_explained_var": ev}), "BASELINE_BROKEN") is None
@@ -217,7 +243,7 @@ def test_baseline_broken_not_applicable_to_grpo_not_evaluable_otherwise() -> Non
     grpo = make_run({"zero_variance_group_frac": [0.3] * 10, "reward_mean": [0.5] * 10})
     assert one(grpo, "BASELINE_BROKEN") is None
     out = one(make_run({"reward_mean": [0.5] * 10}), "BASELINE_BROKEN")
-    assert isinstance(out, NotEvaluable) and out.needs == ("vf_explained_var",)
+    assert isinstance(out, NotEvaluable) and out.needs == ("vf_explained_var (or value_std with return_std)",)
 
 
 # --- UPDATE_SUPPRESSED --------------------------------------------------------------------------

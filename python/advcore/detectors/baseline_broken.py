@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import REL_TOL
-from advcore.detectors._windows import Series, last_onset_index, metric, run_kind, window_len
+from advcore.detectors._windows import Series, aligned, last_onset_index, metric, run_kind, window_len
 from advcore.ingest import Run
 
 __all__ = ["SPEC", "detect"]
@@ -78,11 +78,54 @@ def _pinned_from(run: Run, sustain: int) -> int | None:
     return reward.steps[first] if len(reward) - first >= sustain else None
 
 
+#: The proxy's name: an upper bound on the explained variance from the spreads of values and returns.
+EV_BOUND = "1 - (1 - value_std / return_std)^2"
+#: A critic whose late loss median is below this share of its early one is fitting the returns.
+FITTING = 0.5
+#: The bound says "explains nothing" only at or below this (values spread at most ~0.1 % of the returns):
+#: ``return_std`` is the spread of whole-episode returns, and discounted returns-to-go spread less
+#: (h12-spinup-ppo-sapien-cabinet-lossPi-zero, gamma 0.88: values spread 0.2 next to episode returns
+#: spread 16, a bound of 0.03, while its critic is calibrated).
+PROXY_BELOW = 0.002
+
+
+def _critic_fitting(run: Run) -> bool:
+    """Whether the critic's loss fell to ``FITTING`` of its early median (or cannot be told)."""
+    loss = metric(run, "value_loss")
+    return loss is None or not loss.judgeable or statistics.median(loss.late()) < FITTING * loss.early_median()
+
+
+def _bound(values: Series, returns: Series) -> Series:
+    """The upper bound on the explained variance from the spread of the critic's values (``value_std``)
+    and of the returns (``return_std``): ``Var(R - V) >= (sd R - sd V)^2``, so the explained variance
+    is at most ``1 - (1 - sd V / sd R)^2`` (at most ``2 sd V / sd R``) when ``sd V < sd R``. A critic
+    whose values barely vary next to the returns explains nothing, whatever it predicts. The bound is
+    used only when the critic's loss (``value_loss``) did not fall to ``FITTING`` (half) of its early
+    median either (:func:`_critic_fitting`): Spinning Up's PPO on LunarLander keeps its values within
+    0.1 to 0.3 of each other next to returns spread by 50 to 150 while its loss falls from 58,700 to
+    2,000 and the policy learns (h19-spinup-ppo-lunarlander-installtest-hazekiahwon-slow-learner),
+    while a critic stuck at one output has a loss that grows with the returns
+    (h14-spinup-ppo-grid2op-critic-constant-valueloss-4e7: 4.7e6 to 2.9e7) or stays where it began
+    (h20-spinup-ppo-placement-value-broken: 1.3e13 early, 1.0e13 late, next to returns spread by 1e7
+    and values by at most 45); and it says "explains nothing" only at or below ``PROXY_BELOW``."""
+    v, r, idx = aligned(values, returns)
+    keep = [k for k, b in enumerate(r) if b > 0.0]  # returns that all agree leave the ratio undefined
+    bound = tuple(1.0 - (1.0 - v[k] / r[k]) ** 2 if 0.0 <= v[k] < r[k] else 1.0 for k in keep)
+    return Series(EV_BOUND, tuple(values.steps[idx[k]] for k in keep),
+                  tuple(values.phases[idx[k]] for k in keep) if values.phases else None, bound, proxy=True)
+
+
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate BASELINE_BROKEN on ``run`` with resolved ``knobs``."""
     s = metric(run, "vf_explained_var")
     if s is None:
-        return None if run_kind(run) == "group" else NotEvaluable(ID, ("vf_explained_var",))
+        values, returns = metric(run, "value_std"), metric(run, "return_std")
+        if values is None or returns is None:
+            return None if run_kind(run) == "group" else NotEvaluable(
+                ID, ("vf_explained_var (or value_std with return_std)",))
+        if _critic_fitting(run):  # its flat values are still a baseline
+            return None
+        s = _bound(values, returns)
     below, leak, sustain = float(knobs["explains_below"]), float(knobs["leak_above"]), int(knobs["sustain"])
     pinned_from = _pinned_from(run, sustain)
     if pinned_from is not None:  # returns that no longer vary leave the explained variance undefined
@@ -96,9 +139,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     late = statistics.median(s.late())
     pred: Callable[[float], bool]
     try_: tuple[str, ...]
+    if s.proxy:  # returns-to-go under discounting spread less than episode returns: only a flat critic counts
+        below = min(below, PROXY_BELOW)
     if post <= below and late <= below:
         rule, pred, try_ = "explains_nothing", (lambda v: v <= below), WHAT_TO_TRY_NOTHING
-    elif post >= leak and late >= leak:
+    elif post >= leak and late >= leak and not s.proxy:  # an upper bound says nothing of a leak
         rule, pred, try_ = "explains_everything", (lambda v: v >= leak), WHAT_TO_TRY_EVERYTHING
     else:
         return None
@@ -107,7 +152,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         start = len(s) - window_len(len(s))
         idx = next(i for i in range(start, len(s)) if pred(s.values[i]))
     evidence: dict[str, object] = {
-        "metric": "vf_explained_var",
+        "metric": s.name,
+        **({"proxy": s.name} if s.proxy else {}),
         "rule": rule,
         "warmup_median": statistics.median(s.early()),
         "post_warmup_median": post,
@@ -122,7 +168,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if pinned_from is not None:
         evidence["judged_before_step"] = pinned_from
     if rule == "explains_nothing":
-        message = (f"The value baseline explains nothing of the return: explained variance {post:.3g} (median after "
+        measured = ("explained variance" if not s.proxy
+                    else "explained variance at most (from the spreads of values and returns)")
+        message = (f"The value baseline explains nothing of the return: {measured} {post:.3g} (median after "
                    f"the first {warmup} points, the warm-up), {late:.3g} late. The advantages are returns minus an "
                    "uninformative baseline.")
     else:
@@ -158,6 +206,18 @@ CARD = Card(
         - *Explains nothing*: the median after the warm-up **and** the late-window median are at or
           below `explains_below`.
         - *Explains everything*: both medians are at or above `leak_above`.
+
+        Without `vf_explained_var`, an upper bound stands in for it where the log has the spread of the
+        critic's values (`value_std`, Spinning Up `StdVVals`) and of the returns (`return_std`,
+        `StdEpRet`): `Var(R - V) >= (sd R - sd V)^2`, so the explained variance is at most
+        `1 - (1 - sd V / sd R)^2`. It is used only when the critic's loss did not fall to half of its
+        early median (a critic fitting the returns' level keeps flat values and is still a baseline:
+        Spinning Up's PPO on LunarLander, values spread 0.2 next to returns spread 100 while its loss
+        falls 58,700 → 2,000 and it learns), and it says "explains nothing" only at or below 0.002 (an
+        episode return spreads more than a discounted return-to-go: h12-spinup-ppo-sapien-cabinet with
+        gamma 0.88 has a bound of 0.03 and a calibrated critic). h14-spinup-ppo-grid2op: values
+        spread 0 to 7e-5 next to returns spread 2,000 to 6,500, loss 4.7e6 → 2.9e7; never "explains
+        everything" from a bound.
 
         Onset: the first of `sustain` consecutive logged points in that state after the last stretch of
         `sustain` points out of it, else the first such point of the late window. Counting from after the
