@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
+from advcore.detectors import run_detectors
 from advcore.ingest import detect, load
 from advcore.ingest.formats import trl_console
 
-from tests._real import real
+from tests._real import corpus, real
 
 SYNTH = (
     "Loading model...\n"
@@ -90,3 +92,27 @@ def test_real_budget_router_sparse_reward_lines() -> None:
     assert rewards[0] == pytest.approx(0.3101)
     assert run.frame["zero_variance_group_frac"].drop_nulls().to_list() == [0.0] * 4
     assert run.has("entropy", "kl", "clip_frac")
+
+
+def test_an_sft_warm_up_before_the_rl_run_is_a_phase_of_its_own(tmp_path: Path) -> None:
+    sft = [f"{{'loss': {2.0 - i / 10}, 'grad_norm': 1.0, 'learning_rate': 2e-05, 'epoch': {0.5 * (i + 1)}}}"
+           for i in range(4)]
+    grpo = [f"{{'loss': 0.0, 'reward': {0.5 + i / 100}, 'reward_std': 0.1, 'epoch': {0.01 * (i + 1)}}}"
+            for i in range(6)]
+    p = tmp_path / "run.log"
+    p.write_text("\n".join(sft + ["GRPO training..."] + grpo) + "\n")
+    run = load(p)
+    assert run.metadata["trainings"] == 2 and run.metadata["phases"] == 2
+    assert run.frame["step"].to_list() == [1, 2, 3, 4, 1, 2, 3, 4, 5, 6]
+    assert run.frame.filter(pl.col("phase") == 1)["reward_mean"].to_list() == [0.5 + i / 100 for i in range(6)]
+
+
+def test_real_sft_then_grpo_console_is_dated_within_the_grpo_run() -> None:
+    # tsc-qwen05b-grpo-tied: 40 SFT dict lines, then 69 GRPO lines tied from their first row
+    path = corpus("tsc-qwen05b-grpo-tied/.docker_run.log")
+    run = load(path)
+    grpo = run.frame.filter(pl.col("phase") == 1)
+    assert run.frame.filter(pl.col("phase") == 0)["reward_mean"].null_count() == 40
+    assert grpo.height == 69 and grpo["step"][0] == 1
+    findings, _ = run_detectors(run)
+    assert {f.id: f.onset_step for f in findings}["DEAD_FROM_START"] == 1

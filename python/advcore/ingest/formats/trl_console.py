@@ -98,7 +98,29 @@ def read_text(text: str, path: Path | str) -> RawLog:
     if not rows:
         errors.append(IngestError(str(path), "TRL console: no train-metric dict lines ({'loss': ...}) found"))
         return RawLog(NAME, pl.DataFrame(), trainer="trl", metadata=meta, errors=tuple(errors))
+    trainings = _count_trainings(rows)
+    if trainings > 1:
+        meta["trainings"] = trainings
     frame, dropped = records_frame(rows)
     if dropped:
         meta["non_numeric"] = dropped
     return RawLog(NAME, frame, trainer="trl", metadata=meta, errors=tuple(errors))
+
+
+def _count_trainings(rows: list[dict[str, Any]]) -> int:
+    """How many trainings the dict lines hold, numbering each one's lines from 1 in a ``step`` key when
+    there are several: without a step key, an ``epoch`` that goes back starts a new training (an SFT
+    warm-up printed before the GRPO run, tsc-qwen05b-grpo-tied: 40 SFT lines, then 69 GRPO lines
+    from epoch 0.01), which the canonical frame keeps apart as phases."""
+    if any("step" in r or "global_step" in r for r in rows):
+        return 1
+    epochs = [number(r.get("epoch")) for r in rows]
+    starts = {i for i in range(1, len(rows))
+              if (a := epochs[i - 1]) is not None and (b := epochs[i]) is not None and b < a}
+    if not starts:
+        return 1
+    k = 0
+    for i, r in enumerate(rows):
+        k = 1 if i in starts else k + 1
+        r["step"] = k
+    return len(starts) + 1
