@@ -115,7 +115,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
     from rich.markup import escape
 
     from advcore._escape import printable
-    from advcore.ingest import Run
+    from advcore.model import Run
     from advcore.scan import ScanOptions, collect_paths, is_quiet_miss, judge
     from advcore.scan import scan as run_scan
 

@@ -20,7 +20,7 @@ from typing import Literal
 from advcore.detectors._base import Finding, NotEvaluable
 from advcore.detectors._reward import REL_TOL, Regime, reward_level
 from advcore.detectors._windows import REWARD_PROXIES
-from advcore.ingest import Run
+from advcore.model import Run
 from advcore.stages import StageLevel, had_contrast, stage_signal
 
 __all__ = ["Regime", "Status", "Verdict", "diagnose", "reward_regime"]

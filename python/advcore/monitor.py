@@ -28,7 +28,7 @@ from advcore.trace import Tracer
 
 if TYPE_CHECKING:
     from advcore.detectors import Finding
-    from advcore.ingest import Run
+    from advcore.model import Run
 
 __all__ = ["PREFIX", "Monitor", "flat_metrics", "to_host"]
 

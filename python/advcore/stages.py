@@ -23,7 +23,7 @@ import statistics
 from dataclasses import dataclass
 
 from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["StageLevel", "had_contrast", "stage_signal"]
 

@@ -36,7 +36,7 @@ from advcore.errors import AdvcoreError
 
 if TYPE_CHECKING:
     from advcore.detectors import Finding
-    from advcore.ingest import Run
+    from advcore.model import Run
 
 __all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Tracer", "canonical_row", "rows_frame", "step_row",
            "trace_step"]
@@ -596,7 +596,7 @@ class Tracer:
 
     def run(self) -> Run:
         """The per-step :class:`advcore.ingest.Run` (format ``"trace"``) of the steps so far."""
-        from advcore.ingest import Run
+        from advcore.model import Run
 
         frame = self.steps_frame
         sources = {c: f"trace:{c}" for c in frame.columns if c != "step"}

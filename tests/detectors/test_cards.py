@@ -21,7 +21,7 @@ def test_the_committed_card_is_its_rendering(det: str) -> None:
     path = CARDS_DIR / f"{det}.md"
     assert path.is_file(), f"{path} is missing: run `{REGENERATE}`"
     assert path.read_text(encoding="utf-8") == card_file(REGISTRY[det]), (
-        f"{path.name} differs from what {REGISTRY[det].fn.__module__} renders: edit the module, then run "
+        f"{path.name} differs from what {REGISTRY[det].module} renders: edit the module, then run "
         f"`{REGENERATE}`"
     )
 
@@ -51,7 +51,7 @@ def test_findings_carry_the_remedies_on_the_card(det: str) -> None:
     # Statically: each Finding the module builds passes a name (not a literal) as its remedies, and
     # every WHAT_TO_TRY constant of the module is one of the lists on the card.
     spec = REGISTRY[det]
-    module = importlib.import_module(spec.fn.__module__)
+    module = importlib.import_module(spec.module)
     lists = [spec.what_to_try] if spec.what_to_try else [items for _, items in spec.what_to_try_cases]
     constants = {name: value for name, value in vars(module).items() if name.startswith("WHAT_TO_TRY")}
     assert constants, f"{det}: no WHAT_TO_TRY constant"

@@ -9,7 +9,7 @@ from typing import Any
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable
 from advcore.detectors._evidence import PER_SAMPLE
 from advcore.errors import AdvcoreError
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["PER_SAMPLE", "REGISTRY", "Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases",
            "run_detectors"]
@@ -111,8 +111,6 @@ from advcore.detectors import (  # noqa: E402
     update_unstable,
 )
 
-_register(nonfinite.SPEC, baseline_broken.SPEC, update_suppressed.SPEC, update_unstable.SPEC, entropy_collapse.SPEC)
-
 # The T-stage detectors and REWARD_MISSING, on per-sample evidence (advcore.reference.step_checks).
 from advcore.detectors import (  # noqa: E402
     adv_reward_decorrelation,
@@ -122,5 +120,10 @@ from advcore.detectors import (  # noqa: E402
     reward_missing,
 )
 
-_register(reward_missing.SPEC, noise_amplification.SPEC, grouping_error.SPEC, adv_reward_decorrelation.SPEC,
-          precision_loss.SPEC)
+_T_STAGE = (reward_missing.SPEC, noise_amplification.SPEC, grouping_error.SPEC, adv_reward_decorrelation.SPEC,
+            precision_loss.SPEC)
+_AU_STAGE = (baseline_broken.SPEC, update_suppressed.SPEC, update_unstable.SPEC, entropy_collapse.SPEC)
+# NONFINITE passes a finite run only when another detector reads one of its metrics
+_READ = frozenset(m for spec in (*REGISTRY.values(), *_AU_STAGE, *_T_STAGE) for m in spec.key_metrics)
+_register(nonfinite.spec(_READ), *_AU_STAGE)
+_register(*_T_STAGE)

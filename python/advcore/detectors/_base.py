@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from advcore.errors import AdvcoreError
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["Card", "DetectorSpec", "Finding", "FindingStage", "Knob", "NotEvaluable", "Severity", "Stage",
            "first_of_checks"]
@@ -165,6 +165,12 @@ class DetectorSpec:
             raise ValueError(f"detector ID {self.id!r} is not UPPER_SNAKE")
         for knob in self.knobs:
             knob.validate(knob.default, self.id)
+
+    @property
+    def module(self) -> str:
+        """The module that holds the detector's code and card (``fn`` may be a ``functools.partial``
+        that gives the detector its context)."""
+        return str(getattr(self.fn, "func", self.fn).__module__)
 
     def defaults(self) -> dict[str, float | int]:
         return {k.name: k.default for k in self.knobs}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from advcore.detectors._windows import CRITIC_METRICS, Series, _from_expr, metric
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["PER_SAMPLE", "Hits", "finite", "has_critic", "hits", "needs", "padded", "summary"]
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advcore.detectors._windows import Series, fmean, last_onset_index, metric, reward_spread, rolling_level, window_len
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["HELD_SHARE", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardCourse",
            "RewardLevel", "improving_reward", "reward_course", "reward_level"]

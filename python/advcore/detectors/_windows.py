@@ -33,7 +33,7 @@ from typing import Literal
 
 import polars as pl
 
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = [
     "MIN_WINDOW",

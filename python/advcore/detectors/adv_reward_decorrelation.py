@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._evidence import finite, hits, needs, summary
 from advcore.detectors._windows import aligned, metric, one_advantage_per_step
-from advcore.ingest import Run
+from advcore.model import Run
 from advcore.stats import spearman
 
 __all__ = ["SPEC", "detect"]

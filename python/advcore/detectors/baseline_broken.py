@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import REL_TOL
 from advcore.detectors._windows import Series, aligned, last_onset_index, metric, run_kind, window_len
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
 

@@ -31,7 +31,7 @@ _WIDTH = 100
 
 
 def _module_path(spec: DetectorSpec) -> str:
-    return "python/" + spec.fn.__module__.replace(".", "/") + ".py"
+    return "python/" + spec.module.replace(".", "/") + ".py"
 
 
 def _cell(text: str) -> str:

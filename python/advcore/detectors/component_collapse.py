@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import TIE_EPS, Series, aligned, metric, onset_index
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["SPEC", "components", "detect"]
 

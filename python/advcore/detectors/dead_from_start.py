@@ -26,7 +26,7 @@ from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvalua
 from advcore.detectors._reward import improving_reward
 from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, metric, one_advantage_per_step,
                                         plain)
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
 

@@ -51,7 +51,7 @@ from collections.abc import Mapping
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import improving_reward
 from advcore.detectors._windows import adv_signal, change_point, metric, onset_index
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
 

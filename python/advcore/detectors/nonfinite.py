@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import polars as pl
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, NotEvaluable, Outcome
-from advcore.ingest import Run
+from advcore.model import Run
 
-__all__ = ["SPEC", "detect"]
+__all__ = ["detect", "spec"]
 
 ID = "NONFINITE"
 
@@ -55,16 +56,6 @@ _NEEDS = ("any metric another detector reads",)
 UNDEFINED_BY_DESIGN = frozenset({"vf_explained_var"})
 
 
-def _judged_elsewhere(names: list[str]) -> bool:
-    """Whether any of ``names`` is a key metric of another registered detector. A log of only
-    bookkeeping columns (``lr``) that are all finite is "not evaluable" rather than passed, so that
-    a run no detector can read is still reported as not judged."""
-    from advcore.detectors import REGISTRY  # the registry imports this module
-
-    read = {m for spec in REGISTRY.values() if spec.id != ID for m in spec.key_metrics}
-    return any(n in read or n.split("/", 1)[0] in read for n in names)
-
-
 def _value(text: str) -> float:
     return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[text]
 
@@ -73,8 +64,12 @@ def _text(v: float) -> str:
     return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
 
 
-def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
-    """Evaluate NONFINITE on ``run`` (no knobs: one non-finite value is already a finding)."""
+def detect(run: Run, knobs: Mapping[str, float | int], read_elsewhere: frozenset[str] = frozenset()) -> Outcome:
+    """Evaluate NONFINITE on ``run`` (no knobs: one non-finite value is already a finding). A run whose
+    metrics are all finite passes only when one of them is read by another detector
+    (``read_elsewhere``, their key metrics; a ``reward/<name>`` counts as ``reward``): a log of only
+    bookkeeping columns (``lr``) is "not evaluable" rather than passed, so that a run no detector can
+    read is still reported as not judged."""
     frame = run.frame
     names = [c for c in frame.columns if c not in ("step", "phase") and frame[c].dtype == pl.Float64]
     judged = [c for c in names if c not in UNDEFINED_BY_DESIGN]
@@ -98,7 +93,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         row = next((i for i, s in enumerate(steps) if s is not None and step is not None and s >= step), len(steps) - 1)
         firsts.append((row, str(item["key"]), _value(str(item["value"])), int(item["count"])))
     if not firsts:
-        return None if _judged_elsewhere(names) else NotEvaluable(ID, _NEEDS)
+        judged_elsewhere = any(n in read_elsewhere or n.split("/", 1)[0] in read_elsewhere for n in names)
+        return None if judged_elsewhere else NotEvaluable(ID, _NEEDS)
     firsts.sort(key=lambda t: (t[0], t[1] not in names))
     row, metric, value, _ = firsts[0]
 
@@ -183,14 +179,16 @@ CARD = Card(
 )
 
 
-SPEC = DetectorSpec(
-    id=ID,
-    severity="error",
-    stage="any",
-    summary="NaN or inf in a per-step metric; the first occurrence is reported ahead of its consequences",
-    key_metrics=("grad_norm", "kl", "entropy", "reward_mean", "adv_std"),
-    fn=detect,
-    knobs=(),
-    what_to_try=WHAT_TO_TRY,
-    card=CARD,
-)
+def spec(read_elsewhere: frozenset[str]) -> DetectorSpec:
+    """NONFINITE's spec, given the key metrics the other registered detectors read."""
+    return DetectorSpec(
+        id=ID,
+        severity="error",
+        stage="any",
+        summary="NaN or inf in a per-step metric; the first occurrence is reported ahead of its consequences",
+        key_metrics=("grad_norm", "kl", "entropy", "reward_mean", "adv_std"),
+        fn=partial(detect, read_elsewhere=read_elsewhere),
+        knobs=(),
+        what_to_try=WHAT_TO_TRY,
+        card=CARD,
+    )

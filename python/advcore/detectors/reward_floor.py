@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import REL_TOL, SPREAD_GONE, ZERO_SHARE, RewardLevel, reward_level
 from advcore.detectors._windows import POINT_FACT_MIN, Series, metric
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
 

@@ -21,7 +21,7 @@ import polars as pl
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._evidence import PER_SAMPLE, Hits, finite, hits, summary
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import REL_TOL, SPREAD_GONE, reward_level
-from advcore.ingest import Run
+from advcore.model import Run
 
 #: A reward read from one of these is an episode return (SB3 ``rollout/ep_rew_mean``, a hand-written
 #: loop's ``episode_return``): at its ceiling the environment is solved, an outcome (info), not a lost

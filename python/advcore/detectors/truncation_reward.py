@@ -23,7 +23,7 @@ import numpy as np
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import Series, aligned, metric, onset_index
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["SPEC", "detect", "truncated_share"]
 

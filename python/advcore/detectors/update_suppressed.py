@@ -55,7 +55,7 @@ from advcore.detectors._windows import (
     running_peak_ratio,
     window_len,
 )
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
 

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, first_of_checks
 from advcore.detectors._reward import improving_reward, reward_course
 from advcore.detectors._windows import Series, change_point, metric, rolling_level
-from advcore.ingest import Run
+from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
 

@@ -15,7 +15,7 @@ from advcore._escape import described
 from advcore.ingest import formats
 from advcore.ingest._aliases import AliasTable, load_aliases
 from advcore.ingest._canonical import canonicalize
-from advcore.ingest._model import IngestError, RawLog, Run
+from advcore.model import IngestError, RawLog, Run
 from advcore.ingest._runs import join_runs
 from advcore.ingest._text import decode_head, read_head
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from advcore.ingest._aliases import AliasTable
-from advcore.ingest._model import STEP_COUNTER, STRICT_COUNTER, RawLog, Run
+from advcore.model import STEP_COUNTER, STRICT_COUNTER, RawLog, Run
 
 __all__ = ["canonicalize"]
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._model import Run
+from advcore.model import Run
 
 __all__ = ["AGREE_SHARE", "join_runs", "of_one_run"]
 

@@ -35,7 +35,7 @@ from typing import Any
 import polars as pl
 
 from advcore._escape import excerpt
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest.formats import json_records
 from advcore.ingest.formats.plain import is_json_lines, number, read_json, records_frame
 

@@ -58,7 +58,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest.formats.plain import evaluation_apart, flatten, mean_record, number, read_json, records_frame
 
 NAME = "json_records"

@@ -38,7 +38,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest.formats import csv_table, printed, sb3_console, trl_console
 from advcore.ingest.formats.plain import read_json, records_frame
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text
 from advcore.ingest.formats.plain import quote_nonfinite, records_frame, value
 from advcore.ingest.formats.verl_console import clean

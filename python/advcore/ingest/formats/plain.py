@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._model import STEP_COUNTER, IngestError, RawLog
+from advcore.model import STEP_COUNTER, IngestError, RawLog
 from advcore.ingest._text import open_text, read_text
 
 NAME = "plain"

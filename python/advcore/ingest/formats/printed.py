@@ -43,7 +43,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text
 from advcore.ingest.formats.plain import mean_record, number, records_frame
 from advcore.ingest.formats.verl_console import clean

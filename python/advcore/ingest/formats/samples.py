@@ -35,7 +35,7 @@ import polars as pl
 
 from advcore.trace import rows_frame, step_row
 from advcore.ingest.formats.plain import read_jsonl
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 
 #: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).
 TAKES_ROLLOUT_N = True

@@ -47,7 +47,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text as read_file
 from advcore.ingest.formats.plain import records_frame
 from advcore.ingest.formats.verl_console import clean

@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from advcore._escape import described
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 
 NAME = "tensorboard"
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from advcore._escape import described
 from advcore.errors import AdvcoreError
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 
 NAME = "trace"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest.formats.plain import number, read_json
 
 NAME = "trainer_state"

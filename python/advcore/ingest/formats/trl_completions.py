@@ -46,7 +46,7 @@ from typing import Any
 import polars as pl
 
 from advcore.errors import AdvcoreError
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text
 from advcore.ingest.formats import samples
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest import _text
 from advcore.ingest.formats.plain import number, quote_nonfinite, records_frame
 

@@ -29,7 +29,7 @@ from typing import Any
 import polars as pl
 
 from advcore._escape import excerpt
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text, read_text
 # ``value`` is re-exported for readers that import the scalar parser from here (simplevla).
 from advcore.ingest.formats.plain import number

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from advcore._escape import excerpt
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest.formats.plain import read_jsonl, records_frame, value
 
 NAME = "verl_jsonl"

@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from advcore._escape import excerpt
-from advcore.ingest._model import IngestError, RawLog
+from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text
 from advcore.ingest.formats.csv_table import csv_records
 from advcore.ingest.formats.plain import (

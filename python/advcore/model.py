@@ -1,4 +1,6 @@
-"""What every ingest module produces: a :class:`Run`, one canonical per-step frame plus metadata.
+"""The run model, on the ground floor: the :class:`Run` every reader produces (through
+:class:`RawLog`, a format's frame under the trainer's keys, and :class:`IngestError`), every
+detector judges and the online loop builds; it imports no other advcore module.
 
 The canonical frame has one row per logged step, a ``step`` column (Int64) and one Float64
 column per canonical metric of SPEC section 4 (``reward_mean``, ``reward_std``, ``adv_std``, ...,
