@@ -13,6 +13,9 @@ Data as in ``bench_trace``: float32 GRPO rewards in contiguous groups of G = 16 
   tensors (read through DLPack, no copy).
 
 The competitor is reading the two arrays once (``sum``), the floor of any pass over the samples.
+:func:`at_length` prints the cost of a step with its detector pass, and the resident memory, once
+the run is 10, 1,000, 10,000 and 100,000 steps long (the detectors' history is bounded: see
+:class:`advcore.trace.Tracer`).
 ``python bench/bench_monitor.py`` prints the per-step times for 16,384 and 1,048,576 samples
 directly; the TRL step it rides on is measured in tests/integrations/test_trl_real.py (see
 bench/README.md).
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
+import time
 from typing import Any
 
 import numpy as np
@@ -93,12 +98,51 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
     return out
 
 
+def _rss_mb() -> float:
+    """The resident memory of this process (Linux /proc), MB."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def at_length(points: tuple[int, ...] = (10, 1_000, 10_000, 100_000), n: int = 16_384, probe: int = 21) -> None:
+    """Per-step cost (median and p99 of the last ``probe`` steps, each with a detector pass: the default
+    ``detect_every=1``) once the run is ``points`` steps long, for a per-sample step of ``n``
+    samples and a metrics-only step, and the resident memory there. The history is filled with
+    the detectors off (that part is not timed)."""
+    reward, adv = _batch(n - n % G, np.random.default_rng(0))
+    metrics = {"grad_norm": 0.5, "entropy": 1.2, "kl": 0.01, "reward_mean": 0.4, "reward_std": 0.3}
+    for kind in ("per-sample", "metrics-only"):
+        mon = advcore.Monitor(detect_every=0, logger=_QUIET, alert_trackers=False)
+        step = 0
+        for point in points:
+            k = min(probe, point)
+            while step < point - k:
+                step += 1
+                if kind == "per-sample":
+                    mon.observe(step, rewards=reward, group_size=G, advantages=adv)
+                else:
+                    mon.observe(step, metrics=metrics)
+            times = []
+            for _ in range(k):
+                step += 1
+                t = time.perf_counter()
+                if kind == "per-sample":
+                    mon.observe(step, rewards=reward, group_size=G, advantages=adv)
+                else:
+                    mon.observe(step, metrics=metrics)
+                mon.tracer.detect()
+                times.append(time.perf_counter() - t)
+            print(f"{kind:>12} | step {step:>7,} | median {np.median(times) * 1e3:7.2f} ms | "
+                  f"p99 {np.quantile(times, 0.99) * 1e3:7.2f} ms | rss {_rss_mb():6.0f} MB", flush=True)
+
+
 def main() -> None:
     for n in (16_384, 1_048_576):
         for case in cases(n, np.random.default_rng(0)):
             case.check(case.advcore(), None)
             t = median_time(case.advcore, 15 if n < 100_000 else 5)
             print(f"{n:>9,} samples | {case.name}: {t * 1e3:.2f} ms", flush=True)
+    at_length()
 
 
 if __name__ == "__main__":

@@ -100,8 +100,10 @@ class Monitor:
 
     Parameters
     ----------
-    detectors, settings, min_steps, detect_every
-        As :class:`advcore.trace.Tracer` (default: all detectors, from the 6th step on, every step).
+    detectors, settings, min_steps, detect_every, history
+        As :class:`advcore.trace.Tracer` (default: all detectors, from the 6th step on, every step,
+        on at most 1,024 per-step rows: older steps are merged pairwise, so a pass costs the same
+        at step 100,000 as at step 1,000).
     callback : callable, optional
         Called with each new :class:`advcore.detectors.Finding`.
     logger : logging.Logger, optional
@@ -118,7 +120,10 @@ class Monitor:
         once the wall time since the previous one is at least its duration over the budget, so on
         short steps the findings come a few steps later; ``min_steps`` still applies.
     record_to : str or Path, optional
-        Write the recording (the long trace rows, :meth:`write_parquet`) here on :meth:`close`.
+        Write the recording (the long trace rows and every step's metrics, :meth:`write_parquet`)
+        here on :meth:`close`. It is streamed to part files in a temporary folder every 256 steps
+        as the run goes (memory stays flat), and joined here at the end; without ``record_to`` only
+        the last 768 to 1,024 steps of it are kept for :meth:`write_parquet`.
     prefix : str, default "advcore/"
         The prefix of the flat metric keys.
     notify : str, optional
@@ -145,6 +150,7 @@ class Monitor:
         logger: logging.Logger | None = None,
         min_steps: int = 6,
         detect_every: int = 1,
+        history: int = 1024,
         detect_budget: float | None = None,
         strict: bool = False,
         stop_on: Literal["error", "warn"] | None = None,
@@ -162,7 +168,8 @@ class Monitor:
             raise AdvcoreError(f"`detect_budget` must be a share of time in (0, 1], got {detect_budget!r}")
         self.detect_budget = None if detect_budget is None else float(detect_budget)
         self.tracer = Tracer(detectors=detectors, settings=settings, callback=self._found, logger=self._logger,
-                             min_steps=min_steps, detect_every=detect_every if detect_budget is None else 0)
+                             min_steps=min_steps, detect_every=detect_every if detect_budget is None else 0,
+                             history=history, spill=record_to is not None)
         self._min_steps = min_steps
         self._pass_end = time.perf_counter()
         self._pass_s = 0.0
@@ -269,7 +276,7 @@ class Monitor:
                 raise AdvcoreError("`rewards` is needed with any other per-sample array (or pass `metrics` alone)")
             self._step = int(step) if isinstance(step, (int, np.integer)) and not isinstance(step, bool) else None
             self.tracer.observe(step, metrics=metrics, **given)
-            if self.detect_budget is not None and len(self.tracer._rows) >= self._min_steps:
+            if self.detect_budget is not None and self.tracer.steps_observed >= self._min_steps:
                 now = time.perf_counter()
                 if now - self._pass_end >= self._pass_s / self.detect_budget:
                     self.tracer.detect()
@@ -288,8 +295,7 @@ class Monitor:
     def detect(self) -> list[Finding]:
         """Run the detectors now (e.g. at the end of training); returns the new findings."""
         try:
-            if self.tracer._rows:
-                self._step = int(self.tracer._rows[-1]["step"])
+            self._step = self.tracer.last_step
             return self.tracer.detect()
         except Exception as e:  # noqa: BLE001
             self._failed("detect()", e)
@@ -318,8 +324,8 @@ class Monitor:
         return self.tracer.run()
 
     def write_parquet(self, path: str | Path) -> None:
-        """Write the recording (long trace rows of the steps with samples) to Parquet; read it back
-        with ``advcore scan PATH``. Steps observed with ``metrics`` only are not in it."""
+        """Write the recording (long trace rows of the steps with samples, and every step's metrics) to
+        Parquet; read it back with ``advcore scan PATH``."""
         self.tracer.write_parquet(path)
 
     def close(self) -> None:
@@ -334,3 +340,5 @@ class Monitor:
                 self.write_parquet(self.record_to)
             except Exception as e:  # noqa: BLE001
                 self._failed(f"writing {self.record_to}", e)
+            finally:
+                self.tracer.close()

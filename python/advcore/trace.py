@@ -21,6 +21,8 @@ import functools
 import logging
 import math
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -358,8 +360,10 @@ def canonical_row(frame: pl.DataFrame) -> dict[str, float]:
     up to 0.26), ``zero_variance_group_frac`` (tied groups, TRL's ``frac_reward_zero_std``),
     ``reward_within_var_frac``, ``n_groups``, ``adv_mean``, ``adv_std``, ``adv_min``, ``adv_max``,
     ``adv_zero_frac`` (``|adv| <= 1e-8`` among finite values), ``spearman_adv_reward``,
-    ``spearman_adv_reward_within``, ``reward_null_frac`` (share of NaN/null rewards) and
-    ``n_samples``. This is the single place where per-step metrics are derived from samples.
+    ``spearman_adv_reward_within``, ``reward_null_frac`` (share of NaN/null rewards),
+    ``n_samples``, and ``value_mean`` / ``return_mean`` when the step has a ``baseline`` / ``return``
+    stage (a learned critic's). This is the single place where per-step metrics are derived from
+    samples.
 
     Raises
     ------
@@ -398,6 +402,8 @@ def _canonical(cell: Cells) -> dict[str, float]:
         "spearman_adv_reward": ("adv", "spearman_reward"),
         "spearman_adv_reward_within": ("adv", "spearman_reward_within"),
         "n_samples": ("reward", "n"),
+        "value_mean": ("baseline", "mean"),
+        "return_mean": ("return", "mean"),
     }
     out: dict[str, float] = {}
     for name, key in pairs.items():
@@ -464,14 +470,25 @@ def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
 
 
 class Tracer:
-    """Trace every step of a run and run the detectors as it goes.
+    """Trace every step of a run and run the detectors as it goes, in bounded memory.
 
     ``observe(step, **arrays)`` traces the step (:func:`trace_step`, same keywords), keeps its
-    long rows and its per-step metrics (:func:`step_row`), extends the per-step :class:`advcore.ingest.Run`
-    (format ``"trace"``) and, once ``min_steps`` steps are in, runs
+    long rows and its per-step metrics (:func:`step_row`), extends the per-step
+    :class:`advcore.model.Run` (format ``"trace"``) and, once ``min_steps`` steps are in, runs
     :func:`advcore.detectors.run_detectors` on it every ``detect_every`` steps. Each finding ID is
     reported once, the first time it appears: to ``logger`` (default ``logging.getLogger("advcore")``)
     at WARNING and to ``callback(finding)``.
+
+    Memory and the cost of a detector pass stay bounded at any run length:
+
+    * the detectors' history holds at most ``history`` per-step rows: past that, the older half is
+      merged pair by pair (each merged row has the first step of its pair and the mean of each
+      metric; a NaN stays NaN), so recent steps keep their resolution and old ones are summarised
+      ever more coarsely;
+    * the recording (the long trace rows and each step's metrics as rows of stage ``"step"``) is
+      written every :data:`SPILL_STEPS` steps to a Parquet part file in a temporary folder when
+      ``spill`` is on, and :meth:`write_parquet` streams the parts and the rest into one file; without
+      ``spill`` only the last :data:`SPILL_STEPS` steps to :data:`KEEP_STEPS` steps are kept.
 
     Parameters
     ----------
@@ -486,8 +503,12 @@ class Tracer:
         Steps observed before the detectors run (their windows need a few points).
     detect_every : int, default 1
         Run the detectors on every ``detect_every``-th step from ``min_steps`` on (a pass costs
-        about 10-20 ms whatever the batch size; :meth:`detect` runs one at any time); 0: only
-        when :meth:`detect` is called.
+        about 5 to 15 ms whatever the batch size, see bench/README.md; :meth:`detect` runs one at
+        any time); 0: only when :meth:`detect` is called.
+    history : int, default 1024
+        Per-step rows the detectors see at most (at least 64).
+    spill : bool, default False
+        Write the recording to part files as it grows (see above) instead of keeping only its tail.
     """
 
     def __init__(
@@ -499,6 +520,8 @@ class Tracer:
         logger: logging.Logger | None = None,
         min_steps: int = 6,
         detect_every: int = 1,
+        history: int = 1024,
+        spill: bool = False,
     ) -> None:
         from advcore.detectors import REGISTRY
 
@@ -510,20 +533,40 @@ class Tracer:
             raise AdvcoreError(f"`min_steps` must be a positive integer, got {min_steps!r}")
         if isinstance(detect_every, bool) or not isinstance(detect_every, int) or detect_every < 0:
             raise AdvcoreError(f"`detect_every` must be a non-negative integer, got {detect_every!r}")
+        if isinstance(history, bool) or not isinstance(history, int) or history < 64:
+            raise AdvcoreError(f"`history` must be an integer of at least 64, got {history!r}")
         self._every = detect_every
         self._settings = dict(settings or {})
         self._callback = callback
         self._logger = logger or logging.getLogger("advcore")
         self._min_steps = min_steps
+        self._history = history
+        #: the recording's long trace rows and per-step rows (wide) not yet written to a part (or dropped)
         self._parts: list[pl.DataFrame] = []
-        self._frame = pl.DataFrame(schema=_SCHEMA)
-        self._rows: list[dict[str, float]] = []
+        self._wide: list[pl.DataFrame] = []
+        self._part_steps = 0
+        self._spill_dir: Path | None = None
+        self._spilled: list[Path] = []
+        self._spill = spill
+        #: per-step rows not yet in the detectors' history
+        self._pending: list[dict[str, float]] = []
         self._steps = rows_frame([])
+        self._count = 0
+        self._last_step: int | None = None
         #: the per-sample metrics (:func:`step_row`) of the last observed step, without ``metrics``
         self.last_row: dict[str, float] = {}
-        self._done = 0  # rows already in self._steps
         self._findings: list[Finding] = []
         self._seen: set[str] = set()
+
+    @property
+    def steps_observed(self) -> int:
+        """How many steps were observed."""
+        return self._count
+
+    @property
+    def last_step(self) -> int | None:
+        """The last step observed (None before the first)."""
+        return self._last_step
 
     def observe(self, step: int, metrics: Mapping[str, float] | None = None, **arrays: Any) -> list[Finding]:
         """Trace one step (keywords of :func:`trace_step`); returns the findings new at this step.
@@ -532,10 +575,9 @@ class Tracer:
         join the step's row where the samples do not define the same metric; with ``metrics``
         the per-sample arrays may be left out (a step the trainer logged without samples).
         """
-        if self._rows and step <= self._rows[-1]["step"]:
-            last = int(self._rows[-1]["step"])
-            raise AdvcoreError(f"`step` must increase: got {step} after {last} (a new trainer.train() restarts "
-                               "its counter: pass a step that keeps counting, or start a new Tracer)")
+        if self._last_step is not None and step <= self._last_step:
+            raise AdvcoreError(f"`step` must increase: got {step} after {self._last_step} (a new trainer.train() "
+                               "restarts its counter: pass a step that keeps counting, or start a new Tracer)")
         if arrays or metrics is None:
             part, row = step_row(step, **arrays)
             self._parts.append(part)
@@ -545,8 +587,14 @@ class Tracer:
             row = {}
         self.last_row = row
         given = {k: float(v) for k, v in (metrics or {}).items() if k not in row and k != "step"}
-        self._rows.append({"step": float(step), **given, **row})
-        n = len(self._rows)
+        self._pending.append({"step": float(step), **given, **row})
+        self._count += 1
+        self._last_step = int(step)
+        self._part_steps += 1
+        if self._part_steps >= SPILL_STEPS:
+            self._flush()
+            self._spill_or_trim()
+        n = self._count
         if n < self._min_steps or not self._every or (n - self._min_steps) % self._every:
             return []
         return self.detect()
@@ -555,7 +603,7 @@ class Tracer:
         """Run the detectors on the steps so far; report and return the findings not seen before."""
         from advcore.detectors import run_detectors
 
-        if not self._rows:
+        if not self._count:
             return []
         found, _ = run_detectors(self.run(), only=self._only, settings=self._settings)
         new = [f for f in found if f.id not in self._seen]
@@ -563,30 +611,60 @@ class Tracer:
             self._seen.add(f.id)
             self._findings.append(f)
             self._logger.warning("%s since step %s (detected at step %s): %s", f.id, f.onset_step,
-                                 int(self._rows[-1]["step"]), f.message)
+                                 self._last_step, f.message)
             if self._callback is not None:
                 self._callback(f)
         return new
 
+    def _flush(self) -> None:
+        """Move the pending per-step rows into the detectors' history and the recording."""
+        if not self._pending:
+            return
+        fresh = rows_frame(self._pending)
+        self._pending = []
+        self._wide.append(fresh)
+        self._steps = fresh if self._steps.height == 0 else pl.concat([self._steps, fresh], how="diagonal_relaxed")
+        while self._steps.height > self._history:
+            self._steps = _halve_older(self._steps, self._history)
+        if self._steps.n_chunks() > _MAX_CHUNKS:  # every later read of a many-chunk frame pays per chunk
+            self._steps = self._steps.rechunk()
+
+    def _unwritten(self) -> pl.DataFrame | None:
+        """The recording's rows in memory as one long frame (None when there are none)."""
+        self._flush()
+        parts = [*self._parts, *([_long_steps(pl.concat(self._wide, how="diagonal_relaxed"))] if self._wide else [])]
+        return pl.concat(parts, how="diagonal_relaxed") if parts else None
+
+    def _spill_or_trim(self) -> None:
+        """Write the recording's rows so far to a part file (``spill``), or keep only the last
+        :data:`KEEP_STEPS` steps' worth of them."""
+        self._part_steps = 0
+        chunk = self._unwritten()
+        self._parts, self._wide = [], []
+        if chunk is None:
+            return
+        if self._spill:
+            if self._spill_dir is None:
+                self._spill_dir = Path(tempfile.mkdtemp(prefix="advcore-recording-"))
+            path = self._spill_dir / f"part-{len(self._spilled):06d}.parquet"
+            chunk.write_parquet(path)
+            self._spilled.append(path)
+        else:
+            assert self._last_step is not None
+            self._parts = [chunk.filter(pl.col("step") > self._last_step - KEEP_STEPS)]
+
     @property
     def frame(self) -> pl.DataFrame:
-        """Every long row observed so far (the columns of :func:`trace_step`)."""
-        if self._parts:
-            self._frame = pl.concat([self._frame, *self._parts], rechunk=False)
-            self._parts = []
-        return self._frame
+        """The long trace rows in memory (the columns of :func:`trace_step`): every step's until
+        the recording spills or is trimmed (see the class)."""
+        rows = [p.filter(pl.col("stage") != "step") for p in self._parts]
+        return pl.concat(rows, how="diagonal_relaxed") if rows else pl.DataFrame(schema=_SCHEMA)
 
     @property
     def steps_frame(self) -> pl.DataFrame:
-        """One row per step: ``step`` (Int64) and the :func:`canonical_row` metrics (Float64).
-
-        Built incrementally: only the steps observed since the last call are converted."""
-        if self._done < len(self._rows):
-            fresh = rows_frame(self._rows[self._done:])
-            self._steps = fresh if not self._done else pl.concat([self._steps, fresh], how="diagonal_relaxed")
-            if self._steps.n_chunks() > _MAX_CHUNKS:  # every later read of a many-chunk frame pays per chunk
-                self._steps = self._steps.rechunk()
-            self._done = len(self._rows)
+        """The detectors' history: one row per step (older steps merged, see the class), ``step``
+        (Int64) and the :func:`canonical_row` metrics (Float64)."""
+        self._flush()
         return self._steps
 
     @property
@@ -595,28 +673,63 @@ class Tracer:
         return list(self._findings)
 
     def run(self) -> Run:
-        """The per-step :class:`advcore.ingest.Run` (format ``"trace"``) of the steps so far."""
+        """The per-step :class:`advcore.model.Run` (format ``"trace"``) the detectors judge."""
         from advcore.model import Run
 
         frame = self.steps_frame
         sources = {c: f"trace:{c}" for c in frame.columns if c != "step"}
         return Run("<tracer>", "trace", None, frame, sources, {"layout": "trace", "steps": frame.height})
 
-    def recording(self) -> pl.DataFrame:
-        """:attr:`frame` plus each step's per-step metrics (:attr:`steps_frame`: the trace's, the
-        reference checks' and the trainer's ``metrics``) as rows of stage ``"step"``, slice
-        ``"all"``, in the same long form: what :meth:`write_parquet` writes and ``advcore scan``
-        reads back into the same per-step run the detectors saw."""
-        steps = self.steps_frame
-        per_step = (steps.unpivot(index="step", variable_name="statistic", value_name="value")
-                    .drop_nulls("value")
-                    .with_columns(pl.lit("step").alias("stage"), pl.lit("all").alias("slice"))
-                    .select(list(_SCHEMA)))
-        return pl.concat([self.frame, per_step.cast({"step": pl.Int64, "value": pl.Float64})])
+    def recording(self) -> pl.LazyFrame:
+        """The long trace rows plus each step's per-step metrics (the trace's, the reference
+        checks' and the trainer's ``metrics``) as rows of stage ``"step"``, slice ``"all"``: what
+        :meth:`write_parquet` writes and ``advcore scan`` reads back into the per-step run the
+        detectors saw (every step of it: the recording is never merged). Lazy: the spilled part files
+        are scanned, not loaded."""
+        parts = [pl.scan_parquet(p) for p in self._spilled]
+        chunk = self._unwritten()
+        if chunk is not None:
+            parts.append(chunk.lazy())
+        if not parts:
+            return pl.DataFrame(schema=_SCHEMA).lazy()
+        return pl.concat(parts, how="diagonal_relaxed").select(list(_SCHEMA)).cast(_SCHEMA)  # type: ignore[arg-type]
 
     def write_parquet(self, path: str | Path) -> None:
-        """Write :meth:`recording` to Parquet; ``advcore scan`` reads it back."""
-        self.recording().write_parquet(Path(path))
+        """Stream :meth:`recording` into one Parquet file; ``advcore scan`` reads it back."""
+        self.recording().sink_parquet(Path(path))
+
+    def close(self) -> None:
+        """Remove the spilled part files (after :meth:`write_parquet`, or when they are not wanted)."""
+        if self._spill_dir is not None:
+            shutil.rmtree(self._spill_dir, ignore_errors=True)
+            self._spill_dir, self._spilled = None, []
+
+
+#: Steps between two writes of the recording's part files (or trims of its tail).
+SPILL_STEPS = 256
+#: Steps of recording kept in memory without ``spill``: the last ``SPILL_STEPS`` to this many.
+KEEP_STEPS = 1024
+
+
+def _long_steps(steps: pl.DataFrame) -> pl.DataFrame:
+    """Per-step rows in the recording's long form: stage ``"step"``, slice ``"all"``."""
+    return (steps.unpivot(index="step", variable_name="statistic", value_name="value")
+            .drop_nulls("value")
+            .with_columns(pl.lit("step").alias("stage"), pl.lit("all").alias("slice"))
+            .select(list(_SCHEMA))
+            .cast({"step": pl.Int64, "value": pl.Float64}))
+
+
+def _halve_older(steps: pl.DataFrame, history: int) -> pl.DataFrame:
+    """``steps`` with its rows before the last ``history // 2`` merged pair by pair: the first step
+    of each pair, the mean of each metric (nulls ignored, a NaN kept)."""
+    older, recent = steps.head(steps.height - history // 2), steps.tail(history // 2)
+    metrics = [c for c in steps.columns if c != "step"]
+    merged = (older.with_row_index("__pair").with_columns(pl.col("__pair") // 2)
+              .group_by("__pair", maintain_order=True)
+              .agg(pl.col("step").first(), *(pl.col(c).mean() for c in metrics))
+              .drop("__pair"))
+    return pl.concat([merged.select(steps.columns), recent])
 
 
 #: The per-step frame is merged into one chunk when a pass leaves more chunks than this.

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import advcore
 from advcore.errors import AdvcoreError
+from advcore.ingest import load
 from advcore.trace import STATISTICS, TOKEN_STATISTICS, Tracer, canonical_row, trace_step
 
 QS = {"q01": 0.01, "q05": 0.05, "q25": 0.25, "q50": 0.5, "q75": 0.75, "q95": 0.95, "q99": 0.99}
@@ -356,3 +357,48 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
     assert run.frame["step"].to_list() == expect["step"].to_list()
     for col in ("reward_mean", "reward_std_within", "zero_variance_group_frac", "adv_std"):
         assert run.frame[col].to_list() == pytest.approx(expect[col].to_list())
+
+
+def test_the_detectors_history_is_bounded_and_merges_older_steps_pairwise() -> None:
+    tracer = Tracer(history=64, detect_every=0)
+    values = [float(s) for s in range(1, 201)]
+    values[10] = math.nan  # step 11
+    for step, v in enumerate(values, start=1):
+        tracer.observe(step, metrics={"grad_norm": v})
+    frame = tracer.steps_frame
+    assert 32 <= frame.height <= 64 and tracer.steps_observed == 200 and tracer.last_step == 200
+    # the last 32 steps are intact
+    assert frame["step"].to_list()[-32:] == list(range(169, 201))
+    assert frame["grad_norm"].to_list()[-32:] == values[-32:]
+    # older rows: the first step of each merged run of steps, the mean of its values (NaN kept)
+    steps, got = frame["step"].to_list(), frame["grad_norm"].to_list()
+    bounds = [*steps, 201]
+    for i, first in enumerate(steps[:-32]):
+        span = values[first - 1: bounds[i + 1] - 1]
+        expect = math.nan if any(math.isnan(v) for v in span) else sum(span) / len(span)
+        assert (math.isnan(got[i]) and math.isnan(expect)) or got[i] == pytest.approx(expect)
+    assert any(math.isnan(v) for v in got)
+    with pytest.raises(AdvcoreError, match="history"):
+        Tracer(history=8)
+
+
+def test_a_long_recording_is_spilled_to_parts_and_streamed_into_one_file(tmp_path: Path) -> None:
+    from advcore.trace import KEEP_STEPS, SPILL_STEPS
+
+    n = 2 * SPILL_STEPS + 10
+    mon = advcore.Monitor(record_to=tmp_path / "rec.parquet", detect_every=0, alert_trackers=False)
+    for step in range(1, n + 1):
+        mon.observe(step, metrics={"grad_norm": float(step)})
+    spilled = mon.tracer._spilled  # noqa: SLF001 (the test looks at the parts the class keeps)
+    assert len(spilled) == 2 and all(p.exists() for p in spilled)
+    mon.close()
+    assert not any(p.exists() for p in spilled)  # the temporary parts are removed
+    back = load(tmp_path / "rec.parquet")
+    assert back.frame["step"].to_list() == list(range(1, n + 1))
+    assert back.frame["grad_norm"].to_list() == [float(s) for s in range(1, n + 1)]
+    # without record_to, the recording keeps the last KEEP_STEPS to KEEP_STEPS + SPILL_STEPS steps
+    tracer = Tracer(detect_every=0)
+    for step in range(1, KEEP_STEPS + 2 * SPILL_STEPS + 1):
+        tracer.observe(step, metrics={"grad_norm": 1.0})
+    kept = tracer.recording().collect()["step"].unique().sort().to_list()
+    assert kept[-1] == KEEP_STEPS + 2 * SPILL_STEPS and KEEP_STEPS <= len(kept) <= KEEP_STEPS + SPILL_STEPS

@@ -33,13 +33,10 @@ _DUMP_WITHOUT = ("this per-sample data gives no such evidence (no advantage colu
 def has_critic(run: Run) -> bool:
     """The run logs a learned value baseline (PPO/GAE): its advantages are not a function of the
     rewards and groups alone, so the group-estimator bounds and sums do not apply. Per-sample input
-    shows it by its stages: a value (``baseline``) and a ``return`` per sample, which a group
-    estimator does not have (its baseline is the group mean of the reward itself)."""
-    if any(run.has(m) for m in CRITIC_METRICS):
-        return True
-    if run.trace is None or "stage" not in run.trace.columns:
-        return False
-    return {"baseline", "return"} <= set(run.trace["stage"].unique().to_list())
+    shows it by its ``baseline`` stage, whose mean the trace logs as ``value_mean``
+    (:func:`advcore.trace.canonical_row`); a group estimator has none (its baseline is the group
+    mean of the reward itself)."""
+    return any(run.has(m) for m in CRITIC_METRICS)
 
 
 def needs(*names: str, run: Run | None = None) -> tuple[str, ...]:
