@@ -99,3 +99,16 @@ def test_a_line_of_blank_separated_pairs_only(tmp_path: Path) -> None:
     p.write_bytes(b"Episode 1    Reward  -1689\r\nEpisode 2    Reward  -988\r\nEpisode 3    Reward  -865\r\n")
     run = load(p)
     assert run.frame["step"].to_list() == [1, 2, 3] and run.frame["reward_mean"].to_list() == [-1689, -988, -865]
+
+
+def test_lines_without_a_counter_are_numbered_in_order(tmp_path: Path) -> None:
+    # migaelstrydom/openai-gym-experiments README: one line per epoch, no epoch number
+    rewards = [19.74, 26.81, 40.03, 49.96, 46.3, 53.06, 50.3]
+    p = _log(tmp_path, "Example run:\n" + "".join(f"Average epoch reward: {r:.6f}         Average episode len: "
+                                                   f"{r:.6f}\n" for r in rewards), "README.md")
+    run = load(p)
+    assert run.format == "printed" and run.frame["step"].to_list() == list(range(1, 8))
+    assert run.frame["reward_mean"].to_list() == rewards
+    # a CSV whose rows hold a "beta=0.0" in a text field is no printed log
+    csv = "".join(f"{i},0.5,GRPO beta=0.0; no reference KL\n" for i in range(1, 10))
+    assert detect(_log(tmp_path, "update,reward_mean,note\n" + csv, "m.csv")) is not printed

@@ -117,13 +117,12 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             f"{_safe(run.format)} | trainer {_safe(run.trainer or 'unknown')} | "
             f"{run.steps} {'step' if run.steps == 1 else 'steps'} | "
             f"metrics: {_safe(', '.join(run.metrics) or 'none')}", 0, "dim", width=console.width), highlight=False)
-        stage = r.verdict.stage
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
-        elif stage is None:
+        elif r.verdict.status != "lost":
             head = "[green]no finding[/green]"
         else:
-            head = f"[bold red]signal lost at stage {stage}[/bold red]"
+            head = f"[bold red]{_lost(r)}[/bold red]"
         console.print()
         console.print(_headed(head, _safe(r.verdict.summary), console.width), highlight=False)
         if r.verdict.signal:
@@ -181,13 +180,18 @@ def _head(r: RunReport) -> str:
         return "unreadable"
     if not r.verdict.judged:
         return "not judged"
-    return "no finding" if r.verdict.stage is None else f"stage {r.verdict.stage}"
+    return "no finding" if r.verdict.status != "lost" else "lost" if r.verdict.stage is None else f"stage {r.verdict.stage}"
+
+
+def _lost(r: RunReport) -> str:
+    """"signal lost at stage X", or without a stage when only a stage-less finding (NONFINITE) says so."""
+    return "signal lost" if r.verdict.stage is None else f"signal lost at stage {r.verdict.stage}"
 
 
 def totals(reports: Sequence[RunReport]) -> str:
     """One line over a whole scan: how many runs lost their signal, were clean, or were not read."""
     unread = sum(1 for r in reports if r.run.errors and r.run.steps == 0)
-    lost = sum(1 for r in reports if r.verdict.stage is not None)
+    lost = sum(1 for r in reports if r.verdict.status == "lost")
     unjudged = sum(1 for r in reports if not r.verdict.judged and not (r.run.errors and r.run.steps == 0))
     clean = len(reports) - unread - lost - unjudged
     return (f"{len(reports)} files: {lost} with a lost signal, {clean} with no finding, "
@@ -210,8 +214,7 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
             continue
         lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {run.steps} steps.")
         lines.append("")
-        stage = r.verdict.stage
-        head = "not judged" if not r.verdict.judged else "no finding" if stage is None else f"stage {stage}"
+        head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
         lines.append("")
         if r.findings:

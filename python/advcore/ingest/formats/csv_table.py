@@ -88,9 +88,12 @@ def sniff(path: Path, head: str | None) -> bool:
     return numeric >= len(body)
 
 
-#: columns only OpenAI baselines' loggers write (baselines/ppo2/ppo2.py, a2c/a2c.py, acktr, trpo_mpi)
-_BASELINES_MARKERS = frozenset({"eprewmean", "EpRewMean", "misc/serial_timesteps", "serial_timesteps", "EVBefore",
-                                "ev_tdlam_before"})
+#: keys only OpenAI baselines' loggers (and stable-baselines 2, which prints its tables with them) write:
+#: ppo2/a2c/acktr/trpo_mpi (baselines/ppo2/ppo2.py ...), DDPG (baselines/ddpg/training.py), HER
+#: (baselines/her/her.py) and deepq (baselines/deepq/deepq.py)
+BASELINES_KEYS = frozenset({"eprewmean", "EpRewMean", "misc/serial_timesteps", "serial_timesteps", "EVBefore",
+                            "ev_tdlam_before", "approxkl", "policy_entropy", "nupdates", "n_updates", "ep_reward_mean",
+                            "reference_Q_mean", "rollout/Q_mean", "stats_g/mean", "% time spent exploring"})
 
 
 def trainer_of(keys: list[str]) -> str | None:
@@ -100,7 +103,7 @@ def trainer_of(keys: list[str]) -> str | None:
         return "trl"
     if "time/total_timesteps" in keys:  # stable-baselines3's progress.csv (its CSV logger)
         return "sb3"
-    if _BASELINES_MARKERS & set(keys):  # OpenAI baselines' progress.csv (ppo2, a2c, acktr, trpo_mpi)
+    if BASELINES_KEYS & set(keys):  # OpenAI baselines' progress.csv (ppo2, a2c, acktr, trpo_mpi, ddpg, her, deepq)
         return "baselines"
     if {"AverageReturn", "Iteration"} <= set(keys):  # rllab's progress.csv (TRPO, VPG)
         return "rllab"

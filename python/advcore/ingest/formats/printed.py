@@ -28,8 +28,12 @@ twice in one step keeps its first value. Names are read in lower case with blank
 ``printed``. Steps printed twice are averaged (a row is a step). Lines longer than
 :data:`MAX_LINE` characters are not read (no loop prints one; a pathological line costs itself).
 
+A log without a step counter (``Average epoch reward: 19.74   Average episode len: 19.74`` on every
+line) is read when at least :data:`MIN_UNCOUNTED_LINES` (6) lines made of pairs only have the same
+names; those lines are the steps, numbered in order.
+
 Detection: at least :data:`MIN_STEP_LINES` (3) step lines with the same step word in the file's
-head, their steps never decreasing. This reader comes after every named format, so a log any of
+head, their steps never decreasing (or the 6 lines above). This reader comes after every named format, so a log any of
 them knows is read by it.
 """
 
@@ -70,12 +74,13 @@ _PAIR = re.compile(
 _BETWEEN = re.compile(r"[\s|,;:=\-\[\]()>#*]*")
 
 
-def _pairs(line: str) -> list[tuple[str, str]]:
-    """The pairs of a line: the first may be ``Name N`` (a counter: ``Update 10``, ``[Step 020]``), the
-    others need ``:`` or ``=`` (``generating 2 candidates`` is prose, not a pair) unless the line is
-    made of pairs only (``Episode 1    Reward  -1689``)."""
+def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
+    """The pairs of a line, and whether the line is made of pairs only. The first pair may be
+    ``Name N`` (a counter: ``Update 10``, ``[Step 020]``), the others need ``:`` or ``=``
+    (``generating 2 candidates`` is prose, not a pair) unless the line is made of pairs only
+    (``Episode 1    Reward  -1689``)."""
     if len(line) > MAX_LINE:
-        return []
+        return [], False
     text = clean(line)
     matches = list(_PAIR.finditer(text))
     gaps = [text[a.end():b.start()] for a, b in zip(matches, matches[1:], strict=False)]
@@ -86,7 +91,11 @@ def _pairs(line: str) -> list[tuple[str, str]]:
         key = re.sub(r"\s+", "_", m.group("key").strip().lower())
         if m.group("sep") or only_pairs or (i == 0 and STEP_NAME.match(key)):
             out.append((key, m.group("value")))
-    return out
+    return out, only_pairs
+
+
+def _pairs(line: str) -> list[tuple[str, str]]:
+    return _parse(line)[0]
 
 
 def _step_word(pairs: list[tuple[str, str]]) -> str | None:
@@ -94,20 +103,38 @@ def _step_word(pairs: list[tuple[str, str]]) -> str | None:
     return pairs[0][0] if len(pairs) >= 2 and STEP_NAME.match(pairs[0][0]) else None
 
 
-Layout = tuple[str, frozenset[str]]
+#: The step word (None: lines without a counter, numbered in order) and the other names of a kind of line.
+Layout = tuple[str | None, frozenset[str]]
+#: Lines of one kind without a step counter that make a log (numbered in order, as they come).
+MIN_UNCOUNTED_LINES = 6
 
 
 def _layout(lines: list[str]) -> Layout | None:
-    """The step word and the other pair names of the most common kind of step line, or None."""
-    kinds = Counter((w, frozenset(k for k, _ in pairs[1:])) for pairs in map(_pairs, lines)
+    """The step word and the other pair names of the most common kind of step line; without step
+    lines, the names of the most common kind of line made of pairs only when at least
+    :data:`MIN_UNCOUNTED_LINES` lines have them (``Average epoch reward: 19.74   Average episode
+    len: 19.74``); or None."""
+    parsed = [p for p in map(_parse, lines) if p[0]]
+    kinds = Counter((w, frozenset(k for k, _ in pairs[1:])) for pairs, _ in parsed
                     if (w := _step_word(pairs)) is not None)
-    return kinds.most_common(1)[0][0] if kinds else None
+    if kinds:
+        return kinds.most_common(1)[0][0]
+    # lines made of pairs only (not a CSV row or prose that holds a "beta=0.0")
+    plain = Counter(frozenset(k for k, _ in pairs) for pairs, only in parsed
+                    if only and not any(STEP_NAME.match(k) for k, _ in pairs))
+    if plain:
+        names, count = plain.most_common(1)[0]
+        if count >= MIN_UNCOUNTED_LINES:
+            return None, names
+    return None
 
 
 def _is_step_line(pairs: list[tuple[str, str]], layout: Layout) -> bool:
-    """A line of the log's kind: its step word, and at least half of the other names (a test episode
-    printed after training, ``Episode 1 Reward: 500``, is not a training step)."""
+    """A line of the log's kind: its step word (or none), and at least half of the other names (a test
+    episode printed after training, ``Episode 1 Reward: 500``, is not a training step)."""
     word, names = layout
+    if word is None:
+        return bool(pairs) and _step_word(pairs) is None and 2 * len(names & {k for k, _ in pairs}) >= len(names)
     return _step_word(pairs) == word and 2 * len(names & {k for k, _ in pairs[1:]}) >= len(names)
 
 
@@ -118,6 +145,8 @@ def sniff(path: Path, head: str | None) -> bool:
     layout = _layout(lines)
     if layout is None:
         return False
+    if layout[0] is None:
+        return sum(_is_step_line(p, layout) for p in map(_pairs, lines)) >= MIN_UNCOUNTED_LINES
     steps = [number(pairs[0][1]) for pairs in map(_pairs, lines) if _is_step_line(pairs, layout)]
     return len(steps) >= MIN_STEP_LINES and all(a is not None and b is not None and b >= a
                                                 for a, b in zip(steps, steps[1:], strict=False))
@@ -140,7 +169,10 @@ def read_text_log(text: str, path: Path) -> RawLog:
         if not pairs:
             block = None
             continue
-        if _is_step_line(pairs, layout):
+        if _is_step_line(pairs, layout) and word is None:  # lines without a counter: numbered as they come
+            block = {}
+            records.append((len(records) + 1, block))
+        elif _is_step_line(pairs, layout):
             step = number(pairs[0][1])
             if step is None or not math.isfinite(step) or step != int(step):
                 errors.append(IngestError(str(path), f"printed progress: the {word} counter is not a whole number "
@@ -163,6 +195,8 @@ def read_text_log(text: str, path: Path) -> RawLog:
             merged.append((step, [values]))
     frame, _ = records_frame([{"step": step, **mean_record(group)} for step, group in merged])
     meta: dict[str, Any] = {"step_word": word, "step_lines": len(records)}
+    if word is None:
+        meta["step_inferred"] = True
     return RawLog(NAME, frame, trainer=NAME, metadata=meta, errors=tuple(errors))
 
 

@@ -49,6 +49,7 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text as read_file
+from advcore.ingest.formats.csv_table import BASELINES_KEYS
 from advcore.ingest.formats.plain import records_frame
 from advcore.ingest.formats.verl_console import clean
 
@@ -64,9 +65,6 @@ _SNIFF = re.compile(r"^-{5,}[ \t]*\r?\n(?:\|[^\n]*\|[ \t]*\r?\n){0,40}?"
 #: stable-baselines 2 (the OpenAI baselines fork) prints tables without sections: a dashed line,
 #: at least three ``| key | value |`` rows, a dashed line
 _SNIFF_FLAT = re.compile(r"^-{5,}[ \t]*\r?\n(?:\| [^|\n]+\| [^|\n]*\|[ \t]*\r?\n){3,}-{5,}", re.M)
-#: keys only stable-baselines 2 and OpenAI baselines log (their ppo2/a2c/acktr loggers)
-_BASELINES_KEYS = frozenset({"serial_timesteps", "approxkl", "policy_entropy", "nupdates", "n_updates",
-                             "ep_reward_mean", "eprewmean"})
 
 
 def sniff(path: Path, head: str | None) -> bool:
@@ -118,7 +116,7 @@ def read_text(text: str, path: Path) -> RawLog:
     if truncated:
         meta["truncated_keys"] = list(truncated)
     # stable-baselines 2 prints the same tables with OpenAI baselines' flat keys (approxkl, ...)
-    trainer = "baselines" if any(k in _BASELINES_KEYS for r in rows for k in r) else "sb3"
+    trainer = "baselines" if any(k in BASELINES_KEYS for r in rows for k in r) else "sb3"
     if not rows:
         errors.append(IngestError(str(path), "SB3 console: no logger table ('| rollout/ | |' ...) found"))
         return RawLog(NAME, pl.DataFrame(), trainer=trainer, metadata=meta, errors=tuple(errors))
