@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advcore.detectors._base import Finding, NotEvaluable
-from advcore.detectors._reward import REL_TOL, Regime, reward_level
+from advcore.detectors._reward import REL_TOL, Regime, improving_reward, reward_level
 from advcore.detectors._windows import REWARD_PROXIES
 from advcore.model import Run
 from advcore.stages import StageLevel, had_contrast, stage_signal
@@ -230,6 +230,8 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
 
 #: Fewer logged steps than this cannot tell a collapse from noise (early and late windows of 3).
 MIN_STEPS = 6
+#: A quiet verdict names the detectors that could check the log when they are at most this many.
+FEW_CHECKED = 5
 
 
 def diagnose(
@@ -262,9 +264,18 @@ def diagnose(
         else:
             summary = "no sign that the learning signal was lost"
             if n_detectors is not None:
-                summary += f" ({n_detectors - len(not_checked)} of {n_detectors} detectors could check this log)"
+                summary += f" ({n_detectors - len(not_checked)} of {n_detectors} detectors could check this log"
+                missing = {n.id for n in not_evaluable}
+                checked = [d for d in judged or () if d not in missing]
+                if judged is not None and len(checked) <= FEW_CHECKED:
+                    summary += ": " + ", ".join(checked)
+                summary += ")"
             elif not_checked:
                 summary += f" ({len(not_checked)} detectors could not check this log)"
+            rose = improving_reward(run)
+            if rose is not None:
+                summary += (f"; the reward rose from a median of {rose['early_median']:.4g} early to "
+                            f"{rose['late_median']:.4g} late")
             return Verdict(None, summary, None, (), None, (), not_checked, signal=stage_signal(run))
         return Verdict(None, summary, None, (), None, (), not_checked, judged=False,
                        unreadable=run.steps == 0 and bool(run.errors))

@@ -77,4 +77,4 @@ def test_scan_notify_posts_the_summary(webhook: tuple[str, list[dict[str, Any]]]
     assert post["runs"] == [{"path": r["path"], "status": r["verdict"]["status"], "stage": r["verdict"]["stage"],
                              "headline": r["verdict"]["headline"], "onset_step": r["verdict"]["onset_step"]}
                             for r in doc["runs"]]
-    assert post["text"].startswith("advcore scan: 1 files: 1 with a lost signal")
+    assert post["text"].startswith("advcore scan: 1 run: 1 with a lost signal")

@@ -169,7 +169,7 @@ def test_markdown_summarises_a_multi_file_scan(tmp_path: Path, capsys: pytest.Ca
     broken.write_text('{"log_history": [')
     assert main(["scan", "--format", "markdown", str(DEMO_RUN), str(broken)]) == 0
     out = capsys.readouterr().out
-    assert "2 files: 1 with a lost signal, 0 with no finding, 0 not judged, 1 unreadable." in out
+    assert "2 runs: 1 with a lost signal, 0 with no finding, 0 not judged, 1 unreadable." in out
     assert "| stage R | DEGENERATE_GROUPS" in out
 
 
@@ -198,7 +198,7 @@ def test_a_human_folder_scan_ends_with_a_summary_table(tmp_path: Path, capsys: p
     assert str(tmp_path) in tail.replace("\n", "")
     for name in ("a", "b"):
         assert f"{name}/trainer_state.json" in tail
-    assert tail.count("stage R") == 2 and "2 files: 2 with a lost signal" in tail
+    assert tail.count("stage R") == 2 and "2 runs: 2 with a lost signal" in tail
 
 
 def test_a_folder_scan_reads_a_training_notebook_and_leaves_an_analysis_notebook_out(

@@ -64,12 +64,12 @@ def test_a_metric_both_files_log_comes_from_the_denser_one(tmp_path: Path) -> No
     dense = tmp_path / "metrics.csv"
     dense.write_text("step,reward,grad_norm\n" + "".join(f"{i},{i / 10},1.0\n" for i in range(1, 9)))
     sparse = tmp_path / "console.log"
-    sparse.write_text("step:2 - critic/score/mean:0.9 - actor/entropy:1.5\n"
-                      "step:4 - critic/score/mean:0.9 - actor/entropy:1.25\n"
+    sparse.write_text("step:2 - critic/score/mean:0.2 - actor/entropy:1.5\n"
+                      "step:4 - critic/score/mean:0.4 - actor/entropy:1.25\n"
                       "step:9 - critic/score/mean:0.9 - actor/entropy:1.0\n")
     (run,) = join_runs([load(sparse), load(dense)])
     assert run.frame["step"].to_list() == list(range(1, 10))
-    # reward_mean from the CSV (8 steps) where it has one; the console's 0.9 only fills step 9
+    # reward_mean from the CSV (8 steps) where it has one (the console agrees there); its 0.9 fills step 9
     assert run.frame["reward_mean"].to_list() == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     assert run.frame["entropy"].to_list() == [None, 1.5, None, 1.25, None, None, None, None, 1.0]
     assert run.format == "verl_console+csv_table"
@@ -91,3 +91,13 @@ def test_files_of_one_format_that_share_no_metric_join_on_the_very_same_steps(tm
     rewards.write_text("reward\n" + "".join(f"{i / 10}\n" for i in range(1, 9)))
     losses.write_text("loss,entropy\n" + "".join("0.5,1.0\n" for _ in range(1, 9)))
     assert len(join_runs([load(rewards), load(losses)])) == 2
+
+
+def test_two_per_step_logs_of_different_formats_that_disagree_stay_apart(tmp_path: Path) -> None:
+    # a hand-written loop's JSONL and another run's printed notebook log dropped in one folder
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps({"step": i, "reward": 0.0}) + "\n"
+                                                    for i in range(1, 30)))
+    (tmp_path / "train.log").write_text("".join(f"[Step {i}] Loss = 1.0 - Avg Reward = 0.9\n"
+                                                for i in range(5, 25, 5)))
+    runs = join_runs([load(tmp_path / "metrics.jsonl"), load(tmp_path / "train.log")])
+    assert len(runs) == 2

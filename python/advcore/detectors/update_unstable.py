@@ -205,8 +205,8 @@ def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | N
     evidence: dict[str, object] = {"metric": "reward_mean", "source": run.sources.get("reward_mean"),
                                    "condition": "collapse after success", **ev, **tail.where(0)}
     message = (f"The reward collapsed after success: its level peaked at {ev['peak_level']:.4g} at step "
-               f"{ev['peak_step']}, then fell from step {onset} to {ev['late_median']:.4g} by the end (it began at "
-               f"{ev['early_median']:.4g}): the updates destroyed what the policy had learned.")
+               f"{ev['peak_step']}, then fell from step {onset} to {ev['late_median']:.4g} by the end (its early "
+               f"median was {ev['early_median']:.4g}): the updates destroyed what the policy had learned.")
     return Finding(ID, "error", "U", onset, evidence, message, WHAT_TO_TRY)
 
 

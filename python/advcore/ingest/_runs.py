@@ -20,9 +20,11 @@ The rule (:func:`join_runs`): two files read from the **same folder** are of one
    one folder disagree and stay apart; two exports of one run agree and are joined. Files of one
    format that share no metric are joined only when they log the very same logged step numbers (a
    hand-written loop's ``monitor.csv`` of episode rewards and ``progress.csv`` of losses, both
-   counting episodes 1..3000); two unrelated files that share nothing stay apart. Files of different formats (a console log and a per-sample
-   dump) are joined without this test: an interval-averaged console value and one step's
-   per-sample value are not expected to agree.
+   counting episodes 1..3000); two unrelated files that share nothing stay apart. Files of two
+   per-step formats pass the same test on the metrics they share (a hand-written loop's JSONL and
+   another run's notebook in one folder both log a reward, and disagree); a per-step log and a
+   per-sample dump (:data:`PER_SAMPLE_FORMATS`) are joined without it: an interval-averaged console
+   value and one step's per-sample value are not expected to agree.
 
 Files are taken in order (sorted paths); each joins the first run of its folder it fits, else
 starts one. The joined run has one row per step (outer join on ``step``, sorted); a metric both
@@ -41,10 +43,12 @@ import polars as pl
 
 from advcore.model import Run
 
-__all__ = ["AGREE_SHARE", "join_runs", "of_one_run"]
+__all__ = ["AGREE_SHARE", "PER_SAMPLE_FORMATS", "join_runs", "of_one_run"]
 
-#: Share of the common steps on which two files of one format must agree on a common metric.
+#: Share of the common steps on which two files must agree on a common metric.
 AGREE_SHARE = 0.9
+#: Formats of per-sample data: their per-step values are computed from one step's samples.
+PER_SAMPLE_FORMATS = frozenset({"samples", "trace", "trl_completions", "trl_rollouts_md"})
 _ATOL, _RTOL = 1e-6, 1e-3
 
 
@@ -82,12 +86,14 @@ def of_one_run(a: Run, b: Run) -> bool:
             return False
     if max(min(sa), min(sb)) > min(max(sa), max(sb)):
         return False
+    common = set(a.metrics) & set(b.metrics)
     if _formats(a) & _formats(b):
-        common = set(a.metrics) & set(b.metrics)
         if not common:
             return sa == sb and not a.metadata.get("step_inferred")
         return all(_agree(a.frame, b.frame, m) for m in common)
-    return True
+    if _formats(a) & PER_SAMPLE_FORMATS or _formats(b) & PER_SAMPLE_FORMATS:
+        return True  # per-sample values and interval-averaged ones are not expected to agree
+    return all(_agree(a.frame, b.frame, m) for m in common)
 
 
 def _join(a: Run, b: Run) -> Run:

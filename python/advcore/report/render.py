@@ -162,7 +162,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         paths = [r.run.path for r in reports]
         if len({os.path.isabs(p) for p in paths}) > 1:  # relative and absolute paths in one call
             paths = [os.path.abspath(p) for p in paths]
-        root = os.path.commonpath([os.path.dirname(p) or "." for p in paths])
+        root = os.path.commonpath([os.path.dirname(p) or "." for p in paths]) or "."
         console.print(f"[bold]summary[/bold] (paths under {_safe(root)})", highlight=False)
         table = Table()
         for col in ("run", "verdict", "since", "findings"):
@@ -194,7 +194,8 @@ def totals(reports: Sequence[RunReport]) -> str:
     lost = sum(1 for r in reports if r.verdict.status == "lost")
     unjudged = sum(1 for r in reports if not r.verdict.judged and not (r.run.errors and r.run.steps == 0))
     clean = len(reports) - unread - lost - unjudged
-    return (f"{len(reports)} files: {lost} with a lost signal, {clean} with no finding, "
+    runs = f"{len(reports)} run" + ("" if len(reports) == 1 else "s")
+    return (f"{runs}: {lost} with a lost signal, {clean} with no finding, "
             f"{unjudged} not judged, {unread} unreadable")
 
 
