@@ -5,7 +5,9 @@ Regimes, judged on the late window (last 20 % of the logged points, see :mod:`._
 
 * ``saturation``: the late reward mean sits within ``rel_tol`` x span of the *ceiling*
   (``max(reward_max)`` when logged, else the run's highest reward mean), barely moves (late range
-  at most ``rel_tol`` x span), lies above the run's lowest mean, and the spread is gone;
+  at most ``rel_tol`` x span, or, when a logged spread says it is gone, the late median at the
+  ceiling: h26-cs285-hw4-grpo-format-copy-saturates sits at exactly 1.3 on 7 of its last 10 steps
+  and dips to 1.27 on the others), lies above the run's lowest mean, and the spread is gone;
 * ``floor``: the same at the *floor* (``min(reward_min)`` or the run's lowest mean), or a reward
   mean of exactly 0 at every logged step (the reward is not wired), with the spread gone; or a
   reward mean of exactly 0 on at least ``ZERO_SHARE`` (3/4) of the logged steps and of the late
@@ -138,8 +140,10 @@ def reward_level(run: Run, *, rel_tol: float = REL_TOL, spread_gone: float = SPR
         regime = "floor"
     elif gone is not False and zero_share >= ZERO_SHARE and late_zero >= ZERO_SHARE:
         regime = "floor"
-    elif not moves and no_spread and abs(late_mean - ceiling) <= tol and late_mean > lo + tol:
-        regime = "saturation"
+    elif ((not moves or (gone is True and abs(statistics.median(late) - ceiling) <= tol)) and no_spread
+          and abs(late_mean - ceiling) <= tol and late_mean > lo + tol):
+        regime = "saturation"  # a logged spread that is gone with the typical late step at the ceiling: a rare dip
+        # (one group not solved) does not make it move (h26-cs285-hw4-grpo-format-copy-saturates)
     elif not moves and (no_spread or gone is None) and abs(late_mean - floor) <= tol:
         regime = "floor"  # without a spread metric, a late mean held at the run's floor is judged as one
     elif spread_late is not None and spread_late <= 1e-6 * span and moves:
