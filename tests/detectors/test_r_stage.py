@@ -68,6 +68,23 @@ def test_saturation_quiet_on_a_plateau_that_keeps_its_spread() -> None:
     assert isinstance(one(flat, "REWARD_SATURATION"), Finding)
 
 
+def test_saturation_with_rare_dips_when_the_logged_spread_is_gone() -> None:
+    # CS285 homework 4 format-copy task: at exactly 1.3 on most late steps, 1.27 on a few
+    path = corpus("h26-cs285-hw4-grpo-format-copy-saturates/metrics.jsonl")
+    key = "rollout/mean_total_reward_across_all_completions_in_batch_and_groups"
+    rows = [r for r in map(json.loads, path.read_text().splitlines()) if key in r["metrics"]]
+    first = min(r["step"] for r in rows if r["metrics"][key] == pytest.approx(1.3))
+    f = one(load(path), "REWARD_SATURATION")
+    assert isinstance(f, Finding) and f.onset_step == first
+    # without a spread metric the dips still count as movement
+    n = 50
+    dipping = [0.1] * 10 + [1.3 if i % 4 else 1.27 for i in range(n - 10)]
+    assert one(make_run({"reward_mean": dipping}), "REWARD_SATURATION") is None
+    gone = one(make_run({"reward_mean": dipping, "reward_std": [0.4] * 10 + [0.0 if i % 4 else 0.18 for i in range(n - 10)]}),
+               "REWARD_SATURATION")
+    assert isinstance(gone, Finding)
+
+
 def test_floor_all_zero_and_after_a_decline() -> None:
     zero = make_run({"reward_mean": [0.0] * 40, "reward_std": [0.0] * 40})
     f = one(zero, "REWARD_FLOOR")

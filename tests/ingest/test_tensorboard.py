@@ -56,6 +56,12 @@ def test_sb3_kl_blowup_has_no_reward() -> None:
     ("h17-sb2-ppo2-prsi-selfplay-uniform-policy-frozen/events.out.tfevents.1618011052.LiteComs-MBP.lan",
      {"loss/entropy_loss": "entropy", "loss/approximate_kullback-leibler": "kl_step", "loss/clip_factor": "clip_frac",
       "loss/value_function_loss": "value_loss", "input_info/learning_rate": "lr"}),
+    # Unity ML-Agents and tianshou 0.2 (whose loss/ent is the entropy itself)
+    ("h25-mlagents-ppo-jumper-learns-entropy-converges/events.out.tfevents.1682014005.Red-Scar.1932.0",
+     {"Environment/Cumulative Reward": "reward_mean", "Policy/Entropy": "entropy", "Losses/Value Loss": "value_loss",
+      "Policy/Learning Rate": "lr"}),
+    ("h26-tianshou-ppo-pendulum-learns/events.out.tfevents.1595232550.DESKTOP-SM16AUJ.18136.0",
+     {"rew": "reward_mean", "loss/vf": "value_loss", "loss/ent": "entropy"}),
 ])
 def test_library_tags_are_read_as_their_canonical_metrics(file: str, tags: dict[str, str]) -> None:
     path = corpus(file)
