@@ -29,6 +29,7 @@ from advcore.trace import Tracer
 if TYPE_CHECKING:
     from advcore.detectors import Finding
     from advcore.model import Run
+    from advcore.integrations.torch_update import UpdateProbe
 
 __all__ = ["PREFIX", "Monitor", "flat_metrics", "to_host"]
 
@@ -181,6 +182,7 @@ class Monitor:
         self.errors = 0
         #: finding ID -> the step being observed when it was first reported
         self.reported_at: dict[str, int] = {}
+        self._probe: UpdateProbe | None = None
         self._step: int | None = None
         try:
             self._alerts = Alerts(notify, run=str(record_to or "this run"), logger=self._logger) \
@@ -199,7 +201,8 @@ class Monitor:
         if self._user_callback is not None:
             self._user_callback(finding)
 
-    def _failed(self, what: str, e: Exception) -> None:
+    def fail(self, what: str, e: Exception) -> None:
+        """Count and log an error from inside the monitor or an integration (raised under ``strict``)."""
         self.errors += 1
         if self.strict:
             raise e
@@ -275,6 +278,8 @@ class Monitor:
             if "rewards" not in given and (given or metrics is None):
                 raise AdvcoreError("`rewards` is needed with any other per-sample array (or pass `metrics` alone)")
             self._step = int(step) if isinstance(step, (int, np.integer)) and not isinstance(step, bool) else None
+            if self._probe is not None and (update := self._probe.collect()):
+                metrics = {**update, **(metrics or {})}
             self.tracer.observe(step, metrics=metrics, **given)
             if self.detect_budget is not None and self.tracer.steps_observed >= self._min_steps:
                 now = time.perf_counter()
@@ -284,7 +289,7 @@ class Monitor:
                     self._pass_s = self._pass_end - now
             out = flat_metrics(self.tracer.last_row, self.prefix)
         except Exception as e:  # noqa: BLE001 (a monitor must not stop the run it watches)
-            self._failed(f"observe(step={step!r})", e)
+            self.fail(f"observe(step={step!r})", e)
         finally:
             self._step = None
         out[f"{self.prefix}findings"] = float(len(self.tracer.findings))
@@ -292,13 +297,27 @@ class Monitor:
         out[f"{self.prefix}monitor_ms"] = (time.perf_counter() - t0) * 1e3
         return out
 
+    def watch(self, optimizer: Any, *, every: int = 16) -> UpdateProbe:
+        """Measure the update stage from the optimizer itself (torch): the gradient norm it receives
+        (after clipping), the step it takes relative to the parameters, and non-finite gradients, on
+        every ``every``-th optimizer step (:class:`advcore.integrations.torch_update.UpdateProbe`).
+        Each :meth:`observe` adds the means since the previous one to the step's metrics, so
+        UPDATE_SUPPRESSED sees an over-tight gradient clip or a learning rate of ~0 even when the
+        trainer logs nothing of the update. Returns the probe (``probe.remove()`` takes it off)."""
+        from advcore.integrations.torch_update import UpdateProbe
+
+        if self._probe is not None:
+            self._probe.remove()
+        self._probe = UpdateProbe(optimizer, every=every)
+        return self._probe
+
     def detect(self) -> list[Finding]:
         """Run the detectors now (e.g. at the end of training); returns the new findings."""
         try:
             self._step = self.tracer.last_step
             return self.tracer.detect()
         except Exception as e:  # noqa: BLE001
-            self._failed("detect()", e)
+            self.fail("detect()", e)
             return []
         finally:
             self._step = None
@@ -339,6 +358,6 @@ class Monitor:
                 self.record_to.parent.mkdir(parents=True, exist_ok=True)
                 self.write_parquet(self.record_to)
             except Exception as e:  # noqa: BLE001
-                self._failed(f"writing {self.record_to}", e)
+                self.fail(f"writing {self.record_to}", e)
             finally:
                 self.tracer.close()

@@ -535,3 +535,15 @@ def test_a_kl_that_hovers_around_the_peak_minimum_is_not_pinned() -> None:
     fall = [0.05] * 40 + [0.001] * 100
     f = one(make_run({"kl": fall, "adv_std": [0.95] * 140, "reward_mean": [0.05] * 140}), "UPDATE_SUPPRESSED")
     assert isinstance(f, Finding) and f.evidence["metric"] == "kl_pinned"
+
+
+def test_update_suppressed_by_a_clip_that_lets_almost_nothing_through() -> None:
+    n = 30
+    grad = [1.0 + 0.1 * (i % 3) for i in range(n)]  # the trainer's norm before clipping
+    adv = [0.8] * n
+    tight = make_run({"grad_norm": grad, "grad_norm_clipped": [1e-6] * n, "adv_std": adv})
+    f = one(tight, "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "clip_kept" and f.onset_step == 1
+    # a clip at 1.0 on gradients of 1.0 to 1.2 keeps most of them: no finding
+    usual = make_run({"grad_norm": grad, "grad_norm_clipped": [min(g, 1.0) for g in grad], "adv_std": adv})
+    assert one(usual, "UPDATE_SUPPRESSED") is None

@@ -169,3 +169,15 @@ def test_a_broken_monitor_does_not_stop_training(tmp_path: Path, caplog: pytest.
     assert trainer.state.global_step == 3
     assert cb.monitor.errors == 3 and "simulated advcore failure" in caplog.text
     assert json.dumps(trainer.state.log_history)   # the logs stay plain numbers
+
+
+def test_an_over_tight_gradient_clip_is_seen_through_the_optimizer(tmp_path: Path) -> None:
+    # TRL logs grad_norm before clipping and nothing of the update: the callback hooks the optimizer
+    out = tmp_path / "tight"
+    trainer, cb, _ = _train("healthy", out, overrides={"max_grad_norm": 1e-6}, watch_every=1)
+    logged = [h["grad_norm"] for h in trainer.state.log_history if "grad_norm" in h]
+    clipped = cb.monitor.steps_frame["grad_norm_clipped"].drop_nulls().to_list()
+    assert min(logged) > 1e-3 and clipped and max(clipped) <= 1.01e-6   # the clip is applied, and measured
+    found = {f.id: f for f in cb.monitor.findings}
+    assert found["UPDATE_SUPPRESSED"].evidence["metric"] == "clip_kept"
+    assert cb.monitor.errors == 0

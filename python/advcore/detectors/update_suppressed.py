@@ -119,6 +119,16 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         check = _relative(run, name, factor, what)
         if check is not None:
             out.append(check)
+    clipped = metric(run, "grad_norm_clipped")
+    if grad is not None and clipped is not None:  # the share of the gradient the clip lets through
+        after, before, idx = aligned(clipped, grad)
+        keep = [k for k, b in enumerate(before) if b > 0]
+        if keep:
+            kept = Series("grad_norm_clipped / grad_norm", tuple(clipped.steps[idx[k]] for k in keep),
+                          tuple(clipped.phases[idx[k]] for k in keep) if clipped.phases else None,
+                          tuple(after[k] / before[k] for k in keep), proxy=False)
+            out.append(_Check("clip_kept", kept, lambda v: v <= drop,
+                              f"grad_norm_clipped / grad_norm <= {drop:g} (the clip removes the gradient)"))
     kl = metric(run, "kl")
     source = run.sources.get("kl", "kl")
     to_reference = kl is not None and not any(k in source for k in ON_POLICY_KL_KEYS)
@@ -213,6 +223,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                 "kl": "the policy does not move (KL exactly 0)",
                 "update_ratio": "the parameters do not move",
                 "grad_norm_clipped": "the clipped gradient that reaches the optimizer is ~0",
+                "clip_kept": "the gradient clip lets almost none of the gradient through (max_grad_norm far too small)",
                 "lr": "the learning rate cannot move the policy",
                 "kl_step": "the update does not change the policy",
                 "kl_pinned": "the policy is held at its reference (the KL penalty outweighs the advantages)",
@@ -275,8 +286,11 @@ CARD = Card(
            The logged learning rate (`lr`: TRL `learning_rate`, verl `actor/lr`) is judged the same way,
            ≤ `drop_below` x its early median: a schedule that decays linearly to 0 is that low only in
            its last 0.1 % of steps, far from the `late_share` majority of the late window, so only a
-           learning rate cut by orders of magnitude (a unit or scheduler bug) counts. An over-tight clip
-           leaves no trace in TRL's log (no post-clip norm, no update size): the score card shows it; or
+           learning rate cut by orders of magnitude (a unit or scheduler bug) counts. Where both norms
+           are logged, `grad_norm_clipped / grad_norm` ≤ `drop_below` is suppressed whatever the early
+           level: a clip that keeps 0.1 % of the gradient or less from the first step (TRL logs only the
+           norm before clipping; `Monitor.watch(optimizer)`, which the TRL callback attaches, measures
+           the clipped norm and the step size from the optimizer); or
         3. only when `grad_norm` is not logged: |`kl`| ≤ `kl_below` (a `kl` read from an update KL — verl
            `actor/ppo_kl`, now `kl_step` — never counts); or
         4. the policy is pinned to its reference: `kl` (to the reference; not SB3's `approx_kl` or an

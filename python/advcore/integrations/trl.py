@@ -154,7 +154,7 @@ class TrlWatcher:
             try:
                 batch = pl.read_parquet(path)
             except (OSError, pl.exceptions.PolarsError) as e:
-                self.monitor._failed(f"reading {path}", e)
+                self.monitor.fail(f"reading {path}", e)
         if batch is None or not batch.height:
             return self.monitor.observe(step, metrics=metrics)
         components = reward_components(batch, names or None)
@@ -167,7 +167,7 @@ class TrlWatcher:
                 components) else None
             samples = samples_of(batch, components, self.num_generations, weights)
         except Exception as e:  # noqa: BLE001 (reported by the monitor's error policy)
-            self.monitor._failed(f"parsing {path}", e)
+            self.monitor.fail(f"parsing {path}", e)
             return self.monitor.observe(step, metrics=metrics)
         groups = samples["group"] if samples["group"].null_count() == 0 else None
         self.sample_steps.append(step)
@@ -191,21 +191,35 @@ def _callback_class() -> type:
         """Watch a TRL ``GRPOTrainer`` run with :class:`advcore.Monitor` (see :mod:`advcore.integrations.trl`).
 
         Keyword arguments go to :class:`advcore.Monitor` (``detectors``, ``settings``, ``callback``,
-        ``min_steps``, ``detect_every``, ``strict``, ``stop_on``, ...). ``record`` (default True)
+        ``min_steps``, ``detect_every``, ``strict``, ``stop_on``, ...). ``watch_every`` (default 16)
+        hooks the trainer's optimizer (:meth:`advcore.Monitor.watch`) and measures every that-many-th
+        step's clipped gradient and step size (0: not hooked). ``record`` (default True)
         writes ``<output_dir>/advcore_trace.parquet`` at the end of training; a path writes there;
         False writes nothing. ``log_metrics`` picks the ``advcore/...`` keys added to the trainer's
         logs: ``"core"`` (default, :data:`CORE_METRICS`) or ``"all"`` (every per-step metric, about
         35). After training, :attr:`monitor` holds the findings and every per-step metric.
         """
 
-        def __init__(self, record: bool | str | Path = True, log_metrics: str = "core", **monitor_kwargs: Any) -> None:
+        def __init__(self, record: bool | str | Path = True, log_metrics: str = "core", watch_every: int = 16,
+                     **monitor_kwargs: Any) -> None:
             super().__init__()
             if log_metrics not in ("core", "all"):
                 raise AdvcoreError(f"`log_metrics` must be 'core' or 'all', got {log_metrics!r}")
+            if isinstance(watch_every, bool) or not isinstance(watch_every, int) or watch_every < 0:
+                raise AdvcoreError(f"`watch_every` must be a non-negative integer, got {watch_every!r}")
             self.monitor = Monitor(**monitor_kwargs)
             self.record = record
             self.log_metrics = log_metrics
+            self.watch_every = watch_every
             self.watcher: TrlWatcher | None = None
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, optimizer: Any = None, **kwargs: Any) -> Any:
+            if optimizer is not None and self.watch_every and state.is_world_process_zero:
+                try:
+                    self.monitor.watch(optimizer, every=self.watch_every)
+                except Exception as e:  # noqa: BLE001 (an optimizer the probe cannot hook: the run goes on)
+                    self.monitor.fail("watch(optimizer)", e)
+            return control
 
         @classmethod
         def attach(cls, trainer: Any, **kwargs: Any) -> AdvcoreCallback:
@@ -234,7 +248,7 @@ def _callback_class() -> type:
             try:
                 added = self._watcher(args).log(state.global_step, logs)
             except Exception as e:  # noqa: BLE001 (the monitor decides: log, or raise when strict)
-                self.monitor._failed("on_log", e)
+                self.monitor.fail("on_log", e)
                 added = {}
             if added and self.log_metrics == "core":
                 keep = {self.monitor.prefix + k for k in CORE_METRICS}
@@ -252,7 +266,7 @@ def _callback_class() -> type:
                 try:
                     self._watcher(args).end()
                 except Exception as e:  # noqa: BLE001
-                    self.monitor._failed("on_train_end", e)
+                    self.monitor.fail("on_train_end", e)
             return control
 
     return AdvcoreCallback

@@ -157,7 +157,7 @@ def batch_metrics(batch: Any, *, monitor: Monitor | None = None, step: int | Non
     try:
         arrays = batch_arrays(batch)
     except Exception as e:  # noqa: BLE001 (the monitor's error policy decides)
-        monitor._failed(f"reading the verl batch of step {step}", e)
+        monitor.fail(f"reading the verl batch of step {step}", e)
         return {f"{monitor.prefix}errors": float(monitor.errors)}
     return monitor.observe(step, rewards=arrays["rewards"], group_ids=arrays.get("group_ids"),
                            advantages=arrays.get("adv"), baseline=arrays.get("baseline"),
