@@ -149,3 +149,15 @@ def test_a_table_of_one_column(tmp_path: Path) -> None:
     assert load(p).frame["reward_mean"].to_list() == [248.6, 18.9, 118.25]
     p.write_text("Some notes\n1\nsee above\n")
     assert load(p).steps == 0
+
+
+def test_rllib_progress_csv_learner_stats() -> None:
+    # ray/rllib result dicts flattened into progress.csv: per iteration, the policy's learner stats
+    path = corpus("h29-rllib-ppo-deepcomp-central-critic-dead/progress.csv")
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    run = load(path)
+    assert run.frame["step"].to_list() == [int(r["training_iteration"]) for r in rows]
+    assert run.frame["reward_mean"].to_list() == [float(r["episode_reward_mean"]) for r in rows]
+    assert run.frame["vf_explained_var"].to_list() == [
+        float(r["info/learner/default_policy/vf_explained_var"]) for r in rows]

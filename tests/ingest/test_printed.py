@@ -112,3 +112,27 @@ def test_lines_without_a_counter_are_numbered_in_order(tmp_path: Path) -> None:
     # a CSV whose rows hold a "beta=0.0" in a text field is no printed log
     csv = "".join(f"{i},0.5,GRPO beta=0.0; no reference KL\n" for i in range(1, 10))
     assert detect(_log(tmp_path, "update,reward_mean,note\n" + csv, "m.csv")) is not printed
+
+
+def test_a_header_per_iteration_and_one_pair_per_line(tmp_path: Path) -> None:
+    # Berkeley CS285 homework console: a header per iteration, prose, then "Key : value" lines
+    text = ""
+    for it in range(4):
+        text += (f"\n********** Iteration {it} ************\n\nCollecting data for eval...\n"
+                 f"Eval_AverageReturn : {100 + it}.5\nTrain_AverageReturn : {10 * it}.25\n"
+                 f"Baseline_Loss : {1000 - it}\nDone logging...\n\n")
+    run = load(_log(tmp_path, "logging outputs to /tmp/x\n" + text))
+    assert run.format == "printed" and run.frame["step"].to_list() == [0, 1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [0.25, 10.25, 20.25, 30.25]
+    assert run.frame["value_loss"].to_list() == [1000.0, 999.0, 998.0, 997.0]
+
+
+def test_an_evaluation_line_at_the_step_joins_it(tmp_path: Path) -> None:
+    # TF-Agents' DQN tutorial: loss lines every 500 steps, an average return every 1000
+    text = "".join(f"    ## step = {s}: loss = 0.0{s}\n" + (f"    ## step = {s}: Average Return = {s / 100}\n"
+                                                            if s % 1000 == 0 else "")
+                   for s in range(500, 4001, 500))
+    raw = printed.read(_log(tmp_path, text, "dqn.md"))
+    assert raw.frame["step"].to_list() == list(range(500, 4001, 500))
+    assert raw.frame["average_return"].to_list() == [None, 10.0, None, 20.0, None, 30.0, None, 40.0]
+    assert raw.frame["loss"].to_list() == [float(f"0.0{s}") for s in range(500, 4001, 500)]

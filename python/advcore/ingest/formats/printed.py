@@ -19,9 +19,11 @@ may every pair of a line made of pairs only (``Episode 1    Reward  -1689``), wh
 ``generating 2 candidates`` is prose, not a pair. A *step line* begins with a pair
 whose name is a step counter's (:data:`STEP_NAME`: ``step``, ``grpo_step``, ``update``,
 ``episode``, ``epoch``, ``iteration``, ``轮次`` ...) and holds at least one other pair; the most common kind of step line
-(its step word and other names) is the log's, and a step line with another step word, or with
-fewer than half of those names (a test episode printed after training: ``Episode 1 Reward: 500``
-after ``Episode 1900, Total Reward: 500.00, Trajectory Length: 500``), is not a step. The pairs of the lines that
+(its step word and other names) is the log's; a step line with another step word is not a step,
+nor is one with fewer than half of those names whose step goes back (a test episode printed after
+training: ``Episode 1 Reward: 500`` after ``Episode 1900, Total Reward: 500.00, Trajectory Length:
+500``), while one whose step goes on is (``## step = 1000: Average Return = 1.8`` between
+``## step = 1000: loss = ...`` lines: an evaluation at that step, merged into it). The pairs of the lines that
 follow a step line, up to the first line without a pair or with another step, belong to its step (a block); a name seen
 twice in one step keeps its first value. Names are read in lower case with blanks as ``_``
 (``Avg Reward`` -> ``avg_reward``), so the alias table meets each spelling once; trainer
@@ -43,7 +45,7 @@ import math
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -103,39 +105,69 @@ def _step_word(pairs: list[tuple[str, str]]) -> str | None:
     return pairs[0][0] if len(pairs) >= 2 and STEP_NAME.match(pairs[0][0]) else None
 
 
-#: The step word (None: lines without a counter, numbered in order) and the other names of a kind of line.
-Layout = tuple[str | None, frozenset[str]]
+class Layout(NamedTuple):
+    """The kind of line that starts a step."""
+
+    #: its step word (None: lines without a counter, numbered in order)
+    word: str | None
+    #: the other names of such a line
+    names: frozenset[str]
+    #: True: the step line is a header (``********** Iteration 3 ************``) and every pair up to the
+    #: next header belongs to its step, one per line (``Train_AverageReturn : 118.67``)
+    header: bool = False
+
+
 #: Lines of one kind without a step counter that make a log (numbered in order, as they come).
 MIN_UNCOUNTED_LINES = 6
 
 
+def _header_word(pairs: list[tuple[str, str]], only: bool) -> str | None:
+    """The step word of a header line: a counter alone on its line, among decoration only."""
+    return pairs[0][0] if only and len(pairs) == 1 and STEP_NAME.match(pairs[0][0]) else None
+
+
 def _layout(lines: list[str]) -> Layout | None:
-    """The step word and the other pair names of the most common kind of step line; without step
-    lines, the names of the most common kind of line made of pairs only when at least
-    :data:`MIN_UNCOUNTED_LINES` lines have them (``Average epoch reward: 19.74   Average episode
-    len: 19.74``); or None."""
+    """The most common kind of step line (its step word and other names), or header lines with the
+    same step word when there are more of them; without either, the names of the most common kind
+    of line made of pairs only when at least :data:`MIN_UNCOUNTED_LINES` lines have them
+    (``Average epoch reward: 19.74   Average episode len: 19.74``); or None."""
     parsed = [p for p in map(_parse, lines) if p[0]]
     kinds = Counter((w, frozenset(k for k, _ in pairs[1:])) for pairs, _ in parsed
                     if (w := _step_word(pairs)) is not None)
-    if kinds:
-        return kinds.most_common(1)[0][0]
+    headers = Counter(w for pairs, only in parsed if (w := _header_word(pairs, only)) is not None)
+    inline = kinds.most_common(1)[0] if kinds else None
+    header = headers.most_common(1)[0] if headers else None
+    if header is not None and header[1] >= MIN_STEP_LINES and (inline is None or header[1] > inline[1]):
+        return Layout(header[0], frozenset(), header=True)
+    if inline is not None:
+        return Layout(*inline[0])
     # lines made of pairs only (not a CSV row or prose that holds a "beta=0.0")
     plain = Counter(frozenset(k for k, _ in pairs) for pairs, only in parsed
                     if only and not any(STEP_NAME.match(k) for k, _ in pairs))
     if plain:
         names, count = plain.most_common(1)[0]
         if count >= MIN_UNCOUNTED_LINES:
-            return None, names
+            return Layout(None, names)
     return None
 
 
-def _is_step_line(pairs: list[tuple[str, str]], layout: Layout) -> bool:
-    """A line of the log's kind: its step word (or none), and at least half of the other names (a test
-    episode printed after training, ``Episode 1 Reward: 500``, is not a training step)."""
-    word, names = layout
-    if word is None:
-        return bool(pairs) and _step_word(pairs) is None and 2 * len(names & {k for k, _ in pairs}) >= len(names)
-    return _step_word(pairs) == word and 2 * len(names & {k for k, _ in pairs[1:]}) >= len(names)
+def _is_step_line(pairs: list[tuple[str, str]], layout: Layout, only: bool = False) -> bool:
+    """A line of the log's kind: its header, or its step word (or none) and at least half of the other
+    names (a test episode printed after training, ``Episode 1 Reward: 500``, is not a training step)."""
+    if layout.header:
+        return _header_word(pairs, only) == layout.word
+    if layout.word is None:
+        return (bool(pairs) and _step_word(pairs) is None
+                and 2 * len(layout.names & {k for k, _ in pairs}) >= len(layout.names))
+    return _step_word(pairs) == layout.word and 2 * len(layout.names & {k for k, _ in pairs[1:]}) >= len(layout.names)
+
+
+def _goes_on(pairs: list[tuple[str, str]], records: list[tuple[int, dict[str, float | None]]]) -> bool:
+    """A step line of another kind (``## step = 1000: Average Return = 1.8`` among ``## step = 1000:
+    loss = ...`` lines) belongs to the log when its step does not go back: an evaluation printed at
+    the step; a test episode counted from 1 after training is not."""
+    step = number(pairs[0][1])
+    return bool(records) and step is not None and step >= records[-1][0]
 
 
 def sniff(path: Path, head: str | None) -> bool:
@@ -145,9 +177,9 @@ def sniff(path: Path, head: str | None) -> bool:
     layout = _layout(lines)
     if layout is None:
         return False
-    if layout[0] is None:
+    if layout.word is None:
         return sum(_is_step_line(p, layout) for p in map(_pairs, lines)) >= MIN_UNCOUNTED_LINES
-    steps = [number(pairs[0][1]) for pairs in map(_pairs, lines) if _is_step_line(pairs, layout)]
+    steps = [number(pairs[0][1]) for pairs, only in map(_parse, lines) if _is_step_line(pairs, layout, only)]
     return len(steps) >= MIN_STEP_LINES and all(a is not None and b is not None and b >= a
                                                 for a, b in zip(steps, steps[1:], strict=False))
 
@@ -160,19 +192,21 @@ def read_text_log(text: str, path: Path) -> RawLog:
         return RawLog(NAME, pl.DataFrame(), trainer=NAME, errors=(IngestError(
             str(path), "printed progress: no line with a step counter and name: value pairs "
                        "(e.g. 'Episode 10, Avg reward: 29.6')"),))
-    word = layout[0]
+    word = layout.word
     records: list[tuple[int, dict[str, float | None]]] = []
     errors: list[IngestError] = []
     block: dict[str, float | None] | None = None
     for n, line in enumerate(lines, start=1):
-        pairs = _pairs(line)
+        pairs, only = _parse(line)
         if not pairs:
-            block = None
+            if not layout.header:  # under a header, prose between its pairs does not end the step
+                block = None
             continue
-        if _is_step_line(pairs, layout) and word is None:  # lines without a counter: numbered as they come
+        step_line = _is_step_line(pairs, layout, only)
+        if step_line and word is None:  # lines without a counter: numbered as they come
             block = {}
             records.append((len(records) + 1, block))
-        elif _is_step_line(pairs, layout):
+        elif step_line or (not layout.header and _step_word(pairs) == word and _goes_on(pairs, records)):
             step = number(pairs[0][1])
             if step is None or not math.isfinite(step) or step != int(step):
                 errors.append(IngestError(str(path), f"printed progress: the {word} counter is not a whole number "
@@ -182,7 +216,7 @@ def read_text_log(text: str, path: Path) -> RawLog:
             block = {}
             records.append((int(step), block))
             pairs = pairs[1:]
-        elif block is None or _step_word(pairs) is not None:
+        elif block is None or (_step_word(pairs) is not None and not layout.header):
             block = None
             continue
         for k, v in pairs:
