@@ -33,7 +33,9 @@ Sharpening is not collapse. When the reward rose and held its gain
 (:func:`advcore.detectors._reward.improving_reward`: a success above 3 x its step-to-step noise,
 at most a quarter of it given back) and the advantages (or their group proxy) kept at least
 ``CONTRAST_KEPT`` (0.5) of their early spread where they are logged, the finding is ``info``: the
-policy sharpened as it learned. h13-cs336-grpo-reinforce-baseline-learns-low-entropy falls from
+policy sharpened as it learned (not when the reward stopped being logged before the entropy's late
+window: no episode ended any more, h30-mlagents-ppo-cubeagent3-lr1e3-entropy-collapse).
+h13-cs336-grpo-reinforce-baseline-learns-low-entropy falls from
 0.19 to 0.03 nats (16 %) while its reward goes 0.49 -> 0.77 and its advantage std keeps 72 %; the
 lab's entropy fault also raises the training reward, but its groups tie as the policy turns
 deterministic (advantage std 0.83 -> 0.25, 30 %), and stays a warning.
@@ -120,6 +122,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         **s.where(idx),
     }
     improving = improving_reward(run)
+    reward = metric(run, "reward_mean")
+    if improving is not None and reward is not None and reward.steps[-1] < s.steps[len(s) - len(s.late())]:
+        improving = None  # the reward stopped being logged before the entropy's late window: it did not hold
     adv = adv_signal(run)
     kept = None if adv is None or adv.early_mean() <= 0 else adv.late_mean() / adv.early_mean()
     if improving is not None and (kept is None or kept >= CONTRAST_KEPT):
