@@ -66,18 +66,33 @@ ID = "UPDATE_UNSTABLE"
 #: the update metrics the checks read
 METRICS = ("kl_step", "clip_frac", "kl", "entropy", "action_std", "value_loss")
 
-WHAT_TO_TRY = (
-    "Shrink the update: a lower learning rate, fewer PPO epochs or mini-batches per rollout, a tighter clip range, "
-    "or a KL target (`target_kl`) that stops the epoch before the policy runs away.",
-    "Check the importance ratio: old log-probabilities recomputed with a different model, tokenizer, dtype or "
-    "sampling setting than the rollout used make every ratio far from 1 (a large `kl_step` and `clip_frac` from "
-    "the first update).",
+_SHRINK = ("Shrink the update: a lower learning rate, fewer PPO epochs or mini-batches per rollout, a tighter clip "
+           "range, or a KL target (`target_kl`) that stops the epoch before the policy runs away.")
+_RATIO = ("Check the importance ratio: old log-probabilities recomputed with a different model, tokenizer, dtype or "
+          "sampling setting than the rollout used make every ratio far from 1 (a large `kl_step` and `clip_frac` from "
+          "the first update).")
+#: an update, a clip fraction or a collapse after success
+WHAT_TO_TRY = (_SHRINK, _RATIO)
+#: a KL to the reference that runs away
+WHAT_TO_TRY_REFERENCE = (
     "A KL to the reference that runs away with a falling reward is a policy blow-up: raise the KL coefficient, "
     "restart from the last checkpoint before the onset, and look for the reward hack or the degenerate output "
     "the policy found.",
-    "A diverging value loss: normalise the returns or rewards, clip the value loss, lower the critic's learning "
-    "rate; an entropy that explodes: lower the entropy bonus.",
+    _SHRINK,
 )
+#: a critic whose loss diverges
+WHAT_TO_TRY_CRITIC = (
+    "A diverging value loss: normalise the returns or rewards, clip the value loss, lower the critic's learning "
+    "rate.",
+    _SHRINK,
+)
+#: an entropy or action noise that explodes
+WHAT_TO_TRY_NOISE = (
+    "An entropy or action noise that explodes: lower the entropy bonus (or its target), bound the policy's log-std.",
+    _SHRINK,
+)
+_TRY = {"kl": WHAT_TO_TRY_REFERENCE, "value_loss": WHAT_TO_TRY_CRITIC, "entropy": WHAT_TO_TRY_NOISE,
+        "action_std": WHAT_TO_TRY_NOISE}
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +259,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         }
         message = (f"From step {s.steps[first]} the updates are too large ({check.describe} at {len(idx)} of "
                    f"{len(s)} points, up to {worst:.3g}): {check.what}.")
-        hits.append((check.name, Finding(ID, "error", "U", s.steps[first], evidence, message, WHAT_TO_TRY)))
+        try_ = _TRY.get(check.name, WHAT_TO_TRY)
+        hits.append((check.name, Finding(ID, "error", "U", s.steps[first], evidence, message, try_)))
     if collapse is not None:
         hits.append(("collapse after success", collapse))
     return first_of_checks(hits)
@@ -353,6 +369,9 @@ SPEC = DetectorSpec(
              why="carla-sb3-ppo-kl-blowup has 4 update-KL spikes over 1; unsloth-llama32-3b (healthy) has "
                  "single KL-to-reference spikes."),
     ),
-    what_to_try=WHAT_TO_TRY,
+    what_to_try_cases=(("Updates too large, or a collapse after success", WHAT_TO_TRY),
+                       ("The KL to the reference runs away", WHAT_TO_TRY_REFERENCE),
+                       ("The critic diverges", WHAT_TO_TRY_CRITIC),
+                       ("The entropy or the action noise explodes", WHAT_TO_TRY_NOISE)),
     card=CARD,
 )
