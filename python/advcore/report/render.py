@@ -28,13 +28,20 @@ _STAGES = "R reward (no contrast), A credit assignment (baseline, returns), T ba
 _TRIES_SHOWN = 4
 
 
+def _value(v: Any) -> str:
+    """An evidence value as a reader wants it: floats to 4 significant digits, also inside a list
+    (``[1.5, 2.25]``) or a mapping (``{entropy: 2.724}``), not Python's repr."""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return str(v)
+
+
 def _evidence(evidence: dict[str, Any]) -> str:
-    parts = []
-    for k, v in evidence.items():
-        if isinstance(v, float):
-            v = f"{v:.4g}"
-        parts.append(f"{k}={v}")
-    return ", ".join(parts)
+    return ", ".join(f"{k}={_value(v)}" for k, v in evidence.items())
 
 
 def _safe(text: object) -> str:
