@@ -91,3 +91,20 @@ def test_cs336_grpo_log_is_read_by_its_grpo_step() -> None:
     zero_from = min(r["grpo_step"] for i, r in enumerate(rollouts) if all(q["reward"] == 0 for q in rollouts[i:]))
     findings, _ = run_detectors(run)
     assert {f.id: f.onset_step for f in findings}["REWARD_FLOOR"] == zero_from
+
+
+def test_one_bad_value_costs_its_line_not_the_file(tmp_path: Path) -> None:
+    # issue 12 item 3: deep nesting, a huge integer, a lone surrogate and a step beyond Int64
+    good = [json.dumps({"step": i, "reward": 0.5 + i / 100}) for i in range(1, 11)]
+    bad = ['{"step": 11, "reward": ' + "[" * 100_000 + "]" * 100_000 + "}",
+           '{"step": 12, "reward": ' + "9" * 5000 + "}",
+           '{"step": 13, "reward": 0.25, "note": "\\ud800"}',
+           '{"step": 9223372036854775808, "reward": 0.2}']
+    p = tmp_path / "m.jsonl"
+    p.write_text("\n".join(good[:5] + bad + good[5:]) + "\n")
+    run = load(p)
+    assert run.frame["step"].to_list() == [1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 10]  # one step past 5 is logged late
+    messages = [(e.line, e.message) for e in run.errors]
+    assert [line for line, _ in messages] == [6, 7, None]
+    assert "nested deeper" in messages[0][1] and "4300 digits" in messages[1][1]
+    assert "whole number within +-2**63" in messages[2][1]

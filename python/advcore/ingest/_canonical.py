@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from advcore.ingest._aliases import AliasTable
-from advcore.model import STEP_COUNTER, STRICT_COUNTER, RawLog, Run
+from advcore.model import STEP_COUNTER, STRICT_COUNTER, IngestError, RawLog, Run
 
 __all__ = ["canonicalize"]
 
@@ -106,15 +106,23 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
         columns["step"] = [pl.col(counter).cast(pl.Int64, strict=False)]
     exprs = [pl.coalesce(e).alias(name) if len(e) > 1 else e[0].alias(name) for name, e in columns.items()]
     frame = raw.frame.select(exprs) if exprs else pl.DataFrame()
+    # a step that is not a whole number within Int64 (2**63, inf) costs its row, and says so
+    unusable_steps = 0
+    if "step" in frame.columns and sources.get("step") in raw.frame.columns:
+        unusable_steps = frame["step"].null_count() - raw.frame[sources["step"]].null_count()
     # Rows where no metric has a value (a progress line, a log line between steps) carry nothing.
     metric_cols = [c for c in frame.columns if c != "step"]
     if metric_cols:
         frame = frame.filter(pl.any_horizontal(pl.col(metric_cols).is_not_null()))
     step_key = sources.get("step")
     nonfinite = _nonfinite_unmapped(raw.frame, unmapped, step_key)
+    errors = raw.errors
+    if unusable_steps:
+        errors = (*errors, IngestError(str(path), f"{unusable_steps} row(s) with a `{step_key}` that is not a whole "
+                                                  "number within +-2**63 were left out"))
     frame, notes = _with_steps(frame)
     if nonfinite:
         notes["nonfinite_unmapped"] = nonfinite
     order = ["step", *(["phase"] if "phase" in frame.columns else []), *sorted(c for c in frame.columns if c not in ("step", "phase"))]
     metadata = {**raw.metadata, **notes, "unmapped": unmapped}
-    return Run(str(path), raw.format, raw.trainer, frame.select(order), sources, metadata, raw.errors, raw.trace)
+    return Run(str(path), raw.format, raw.trainer, frame.select(order), sources, metadata, errors, raw.trace)

@@ -99,7 +99,8 @@ def records_frame(
     """One Float64 column per key (in first-seen order) and the keys dropped as non-numeric.
 
     A key is kept when at least one of its values is a number; other values become null.
-    A ``step`` key becomes an Int64 ``step`` column. ``parse`` turns a value into a float
+    A ``step`` key becomes an Int64 ``step`` column (Float64 when a value is no whole number within
+    Int64, so that the canonical frame can say which rows it leaves out). ``parse`` turns a value into a float
     (default :func:`number`, which keeps NaN and +-inf).
     """
     parse = parse or number
@@ -115,9 +116,9 @@ def records_frame(
             continue
         columns[k] = pl.Series(k, values, dtype=pl.Float64)
     frame = pl.DataFrame(list(columns.values())) if columns else pl.DataFrame()
-    if "step" in frame.columns:
-        frame = frame.with_columns(pl.col("step").cast(pl.Int64, strict=False))
-    return frame, dropped
+    if "step" in frame.columns and frame["step"].cast(pl.Int64, strict=False).null_count() == frame["step"].null_count():
+        frame = frame.with_columns(pl.col("step").cast(pl.Int64))
+    return frame, dropped  # a step that no Int64 holds stays Float64: the canonical frame reports its rows
 
 
 def mean_record(records: list[dict[str, float | None]]) -> dict[str, float | None]:
@@ -156,15 +157,27 @@ def numeric_frame(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     return out, dropped
 
 
+def loads(text: str) -> tuple[Any, str | None]:
+    """``json.loads(text)``, or None and why not: invalid JSON, nesting deeper than Python's
+    recursion limit, an integer of more digits than Python converts (4,300). Never raises for
+    content."""
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as e:
+        return None, e.msg
+    except RecursionError:
+        return None, "nested deeper than can be read"
+    except ValueError as e:  # an integer too long to convert
+        return None, str(e).split(";")[0]
+
+
 def first_json_line(head: str) -> tuple[int, Any] | None:
     """The first non-blank line of ``head`` parsed as JSON (and its 1-based number), or None."""
     for i, line in enumerate(head.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            return i, json.loads(line)
-        except json.JSONDecodeError:
-            return None
+        obj, reason = loads(line)
+        return None if reason else (i, obj)
     return None
 
 
@@ -190,10 +203,13 @@ def is_parquet(path: Path) -> bool:
 def read_json(path: Path, fmt: str) -> tuple[Any, IngestError | None]:
     """The JSON document in ``path``, or None and an error naming the file and the line where the
     JSON broke (``fmt`` says what the file was taken for)."""
+    text = read_text(path)
     try:
-        return json.loads(read_text(path)), None
+        return json.loads(text), None
     except json.JSONDecodeError as e:
         return None, IngestError(str(path), f"{fmt}: invalid JSON ({e.msg})", e.lineno)
+    except (RecursionError, ValueError):
+        return None, IngestError(str(path), f"{fmt}: invalid JSON ({loads(text)[1]})")
 
 
 def read_jsonl(
@@ -209,10 +225,9 @@ def read_jsonl(
             text = line.strip()
             if not text:
                 continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                errors.append(IngestError(str(path), f"{fmt}: expected one JSON object per line ({e.msg})", n))
+            obj, reason = loads(text)
+            if reason:
+                errors.append(IngestError(str(path), f"{fmt}: expected one JSON object per line ({reason})", n))
                 continue
             if not isinstance(obj, dict):
                 errors.append(IngestError(str(path), f"{fmt}: expected a JSON object, got {type(obj).__name__}", n))

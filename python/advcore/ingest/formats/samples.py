@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from advcore.trace import rows_frame, step_row
-from advcore.ingest.formats.plain import read_jsonl
+from advcore.ingest.formats.plain import loads, read_jsonl
 from advcore.model import IngestError, RawLog
 
 #: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).
@@ -50,11 +50,8 @@ def _first_object(head: str) -> dict[str, Any] | None:
     for line in head.splitlines():
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            return None
-        return obj if isinstance(obj, dict) else None
+        obj, reason = loads(line)
+        return obj if not reason and isinstance(obj, dict) else None
     return None
 
 

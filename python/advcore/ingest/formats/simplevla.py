@@ -80,7 +80,7 @@ from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text, read_text
 from advcore.ingest.formats import verl_console
-from advcore.ingest.formats.plain import flatten, number, records_frame
+from advcore.ingest.formats.plain import flatten, loads, number, records_frame
 from advcore.ingest.formats.verl_console import clean
 
 NAME = "simplevla"
@@ -288,11 +288,10 @@ def read(path: Path) -> RawLog:
             continue
         m = _RECORD.match(line)
         if m is not None:
-            try:
-                data = json.loads(m.group(3))
-            except json.JSONDecodeError as e:
+            data, reason = loads(m.group(3))
+            if reason:
                 errors.append(IngestError(str(path), f"SimpleVLA-RL log: the JSON after the step is cut or malformed "
-                                                     f"({e.msg})", lineno))
+                                                     f"({reason})", lineno))
                 continue
             if not isinstance(data, dict):
                 errors.append(IngestError(str(path), "SimpleVLA-RL log: expected a JSON object after the step, got "

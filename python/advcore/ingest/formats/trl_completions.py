@@ -95,7 +95,7 @@ def _reward_names(folder: Path) -> list[str] | None:
         return None
     try:
         doc = json.loads(read_text(state))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return None
     history = doc.get("log_history") if isinstance(doc, dict) else None
     if not isinstance(history, list):
