@@ -26,6 +26,8 @@ CASES: dict[str, Callable[[int], str]] = {
                                              + " " * n + "\n",
     "SB3 table, spaces in a cell": lambda n: "| rollout/ |  |\n|    ep_rew_mean | 1 |\n| rollout/ |" + " " * n + "|\n",
     "digits then spaces": lambda n: "step:0 - a:1\n" + "1" * (n // 2) + " " * (n // 2) + "z\n",
+    "verl console, many keys on one line": lambda n: "step:1 - a:1\nstep:2 - " + " - ".join(
+        f"k{i}:{i}" for i in range(n // 12)) + "\n",
     "printed progress, words without a value": lambda n: "".join(f"Episode {i}, reward: 1\n" for i in range(3))
                                                          + "Episode 3, " + "ab " * (n // 3) + "\n",
     "printed progress, one long word": lambda n: "".join(f"Episode {i}, reward: 1\n" for i in range(3))

@@ -66,10 +66,15 @@ def _nonfinite_unmapped(raw: pl.DataFrame, unmapped: list[str], step_col: str | 
     """The first NaN or +-inf of every numeric key without a canonical name: ``{"key", "step", "value",
     "count"}`` (``step`` as logged, else the row's position from 1)."""
     out: list[dict[str, object]] = []
-    rows = raw.with_row_index("__row", offset=1)
-    for key in unmapped:
-        if raw[key].dtype != pl.Float64:
-            continue
+    numeric = [k for k in unmapped if raw[k].dtype == pl.Float64]
+    if not numeric:
+        return out
+    # one pass says which columns hold a non-finite value; only those are searched, on their own
+    # columns (a line of 16,000 keys must not cost 16,000 copies of a 16,000-column frame)
+    flags = raw.select([(pl.col(k).is_not_null() & ~pl.col(k).is_finite()).any().alias(k) for k in numeric]).row(0)
+    keep = [step_col] if step_col is not None and step_col in raw.columns else []
+    for key in (k for k, flagged in zip(numeric, flags, strict=True) if flagged):
+        rows = raw.select([*keep, key]).with_row_index("__row", offset=1)
         bad = rows.filter(pl.col(key).is_not_null() & ~pl.col(key).is_finite())
         if bad.height == 0:
             continue
