@@ -70,3 +70,19 @@ def test_library_tags_are_read_as_their_canonical_metrics(file: str, tags: dict[
         logged = raw.frame.select("step", tag).drop_nulls()
         got = run.frame.select("step", name).drop_nulls()
         assert got["step"].to_list() == logged["step"].to_list() and got[name].to_list() == logged[tag].to_list()
+
+
+def test_a_corrupt_record_costs_itself_not_the_rest_of_the_file(tmp_path: Path) -> None:
+    good = _event("carla-sb3-ppo-constant-obs")
+    data = bytearray(good.read_bytes())
+    at = len(data) // 2
+    data[at:at + 8] = b"\xff" * 8
+    bad = tmp_path / good.name
+    bad.write_bytes(bytes(data))
+    whole, hurt = load(good), load(bad)
+    assert len(hurt.errors) == 1 and "corrupt; reading resumed at byte" in hurt.errors[0].message
+    assert hurt.frame["step"].to_list() == whole.frame["step"].to_list()   # the steps after it are read
+    # the file of a run still writing: its last record cut short
+    bad.write_bytes(good.read_bytes()[:-5])
+    cut = load(bad)
+    assert "cut short" in cut.errors[0].message and cut.frame["step"][-1] == whole.frame["step"][-1]

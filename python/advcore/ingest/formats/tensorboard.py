@@ -1,16 +1,24 @@
-"""TensorBoard event files (``events.out.tfevents.*``), read with the ``tensorboard`` package's
-``EventAccumulator`` (scalars without its sampling cap).
+"""TensorBoard event files (``events.out.tfevents.*``): the TFRecord framing read here, each record an
+``Event`` protocol buffer parsed with the ``tensorboard`` package's ``event_pb2``.
 
 One row per event step (for stable-baselines3 the step is the environment timestep count), one
 column per scalar tag (``rollout/ep_rew_mean``, ``train/approx_kl``, ...). Tags logged at only
 some steps are null elsewhere. Scalars written as tensors (``add_scalar`` through the TF2 summary
-API) are read too. The trainer hint is ``sb3`` when the SB3 tags are present.
+API) are read too; other tensors (histograms, images) are listed in ``metadata["skipped_tags"]``.
+The trainer hint is ``sb3`` when the SB3 tags are present.
+
+A TFRecord is ``uint64 length, uint32 masked CRC-32C of the length, data, uint32 masked CRC-32C of
+the data`` (tensorflow/core/lib/io/record_writer.cc). A record whose length does not match its CRC,
+or whose data is not an ``Event``, is corrupt: it is an :class:`IngestError` naming its byte offset,
+and reading goes on at the next offset where a record's length and CRC agree, so one bad record
+costs itself and the bytes up to the next good one, not the rest of the file. A last record cut
+short (a run still writing) is reported the same way.
 """
 
 from __future__ import annotations
 
-import logging
-import warnings
+import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,67 +31,88 @@ NAME = "tensorboard"
 
 _SB3_TAGS = ("train/approx_kl", "train/clip_fraction", "train/entropy_loss", "rollout/ep_rew_mean",
              "train/explained_variance", "train/policy_gradient_loss", "time/fps")
+_HEADER = 12  # uint64 length + uint32 CRC of it
 
 
 def sniff(path: Path, head: str | None) -> bool:
     return path.name.startswith("events.out.tfevents")
 
 
-def _accumulate(path: Path) -> tuple[dict[str, list[tuple[int, float]]], list[str]]:
-    from tensorboard.backend.event_processing.event_accumulator import (  # type: ignore[import-untyped]
-        EventAccumulator,
+def _records(data: bytes, path: Path, errors: list[IngestError]) -> Iterator[bytes]:
+    """The records' data in ``data`` (a whole event file), corrupt stretches skipped and reported."""
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import (  # type: ignore[import-untyped]
+        masked_crc32c,
     )
 
-    size_guidance = {"scalars": 0, "tensors": 0, "histograms": 1, "images": 1, "audio": 1,
-                     "compressedHistograms": 1}
-    acc = EventAccumulator(str(path), size_guidance=size_guidance)
-    # tensorboard logs a warning for a file with several graph events, which we do not read
-    tb_logger = logging.getLogger("tensorboard")
-    level = tb_logger.level
-    tb_logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            acc.Reload()
-    finally:
-        tb_logger.setLevel(level)
-    tags = acc.Tags()
-    series: dict[str, list[tuple[int, float]]] = {}
-    for tag in tags.get("scalars", []):
-        series[tag] = [(int(e.step), float(e.value)) for e in acc.Scalars(tag)]
-    skipped: list[str] = []
-    for tag in tags.get("tensors", []):
-        if tag in series:
-            continue
-        points: list[tuple[int, float]] = []
-        try:
-            from tensorboard.util import tensor_util  # type: ignore[import-untyped]
+    def header_ok(at: int) -> int | None:
+        if at + _HEADER > len(data):
+            return None
+        (length,) = struct.unpack_from("<Q", data, at)
+        if length > len(data) - at - _HEADER - 4:
+            return None
+        (crc,) = struct.unpack_from("<I", data, at + 8)
+        return length if masked_crc32c(data[at:at + 8]) == crc else None
 
-            for e in acc.Tensors(tag):
-                arr = tensor_util.make_ndarray(e.tensor_proto)
-                if arr.size != 1 or arr.dtype.kind not in "fiub":
-                    raise ValueError("not a scalar")
-                points.append((int(e.step), float(arr.reshape(-1)[0])))
-        except Exception:
-            skipped.append(tag)
+    at = 0
+    while at < len(data):
+        length = header_ok(at)
+        if length is None:
+            start = at
+            at += 1
+            while at < len(data) and header_ok(at) is None:
+                at += 1
+            what = "cut short" if at >= len(data) else f"corrupt; reading resumed at byte {at}"
+            errors.append(IngestError(str(path), f"TensorBoard: the record at byte {start} is {what}"))
             continue
-        series[tag] = points
-    return series, skipped
+        yield data[at + _HEADER: at + _HEADER + length]
+        at += _HEADER + length + 4
+
+
+def _accumulate(path: Path) -> tuple[dict[str, list[tuple[int, float]]], list[str], list[IngestError]]:
+    from tensorboard.compat.proto import event_pb2  # type: ignore[import-untyped]
+    from tensorboard.util import tensor_util  # type: ignore[import-untyped]
+
+    errors: list[IngestError] = []
+    series: dict[str, list[tuple[int, float]]] = {}
+    skipped: dict[str, None] = {}
+    for record in _records(path.read_bytes(), path, errors):
+        try:
+            event = event_pb2.Event.FromString(record)
+        except Exception as e:  # noqa: BLE001 (a record that is no Event costs itself)
+            errors.append(IngestError(str(path), f"TensorBoard: a record is not an Event ({described(e)})"))
+            continue
+        if not event.HasField("summary"):
+            continue
+        for v in event.summary.value:
+            kind = v.WhichOneof("value")
+            if kind == "simple_value":
+                series.setdefault(v.tag, []).append((int(event.step), float(v.simple_value)))
+            elif kind == "tensor" and v.tag not in skipped:
+                try:
+                    arr = tensor_util.make_ndarray(v.tensor)
+                except Exception:  # noqa: BLE001 (a tensor of another kind: not a scalar)
+                    arr = None
+                if arr is None or arr.size != 1 or arr.dtype.kind not in "fiub":
+                    skipped[v.tag] = None
+                    series.pop(v.tag, None)
+                    continue
+                series.setdefault(v.tag, []).append((int(event.step), float(arr.reshape(-1)[0])))
+    return series, list(skipped), errors
 
 
 def read(path: Path) -> RawLog:
     path = Path(path)
     try:
-        series, skipped = _accumulate(path)
+        series, skipped, errors = _accumulate(path)
     except ImportError:
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}),
                       errors=(IngestError(str(path), "reading TensorBoard files needs the 'tensorboard' package"),))
-    except Exception as e:  # the reader raises on corrupt records
+    except OSError as e:
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}),
                       errors=(IngestError(str(path), f"not a readable TensorBoard event file ({described(e)})"),))
     if not series:
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}),
-                      errors=(IngestError(str(path), "no scalar summaries in the event file"),))
+                      errors=(*errors, IngestError(str(path), "no scalar summaries in the event file")))
     steps = sorted({s for points in series.values() for s, _ in points})
     index = {s: i for i, s in enumerate(steps)}
     columns: dict[str, Any] = {"step": pl.Series("step", steps, dtype=pl.Int64)}
@@ -96,4 +125,4 @@ def read(path: Path) -> RawLog:
     meta: dict[str, Any] = {"first_step": steps[0], "last_step": steps[-1], "tags": sorted(series)}
     if skipped:
         meta["skipped_tags"] = skipped
-    return RawLog(NAME, pl.DataFrame(columns), trainer=trainer, metadata=meta)
+    return RawLog(NAME, pl.DataFrame(columns), trainer=trainer, metadata=meta, errors=tuple(errors))
