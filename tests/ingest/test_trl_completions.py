@@ -220,3 +220,14 @@ def test_scan_healthy_run_is_quiet(capsys: pytest.CaptureFixture[str]) -> None:
         assert r["findings"] == [], r["path"]
         assert r["steps"] == 12 and r["verdict"]["stage"] is None
         assert not r["verdict"]["summary"].startswith("too short")
+
+
+def test_a_corrupt_first_table_does_not_hide_the_good_ones(tmp_path: Path) -> None:
+    folder = tmp_path / "completions"
+    shutil.copytree(FIX / "healthy" / "completions", folder)
+    (folder / "completions_00001.parquet").write_bytes(b"not parquet")
+    assert detect(folder) is trl_completions
+    run = load(folder)
+    whole = load(FIX / "healthy" / "completions")
+    assert run.frame["step"].to_list() == whole.frame["step"].to_list()[1:]   # step 1 alone is lost
+    assert any("completions_00001.parquet" in e.path for e in run.errors)

@@ -79,12 +79,16 @@ def _has_columns(path: Path) -> bool:
         return False
 
 
+#: Tables of a completions folder looked at to recognise it.
+_SNIFF_FILES = 4
+
+
 def sniff(path: Path, head: str | None) -> bool:
-    """A Parquet file (or a folder whose first ``completions_*.parquet``) with ``step, prompt,
-    completion, advantage`` columns."""
+    """A Parquet file (or a folder of ``completions_*.parquet`` files, one of the first few of which)
+    with ``step, prompt, completion, advantage`` columns: a corrupt first table does not hide the
+    good ones (it is reported when the folder is read)."""
     if path.is_dir():
-        files = _files(path)
-        return bool(files) and _has_columns(files[0])
+        return any(_has_columns(f) for f in _files(path)[:_SNIFF_FILES])
     return head is None and path.suffix.lower() == ".parquet" and _has_columns(path)
 
 
