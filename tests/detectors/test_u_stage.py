@@ -547,3 +547,16 @@ def test_update_suppressed_by_a_clip_that_lets_almost_nothing_through() -> None:
     # a clip at 1.0 on gradients of 1.0 to 1.2 keeps most of them: no finding
     usual = make_run({"grad_norm": grad, "grad_norm_clipped": [min(g, 1.0) for g in grad], "adv_std": adv})
     assert one(usual, "UPDATE_SUPPRESSED") is None
+
+
+def test_a_critic_that_explains_nothing_on_a_solved_task_is_info() -> None:
+    # sb3-a2c on CartPole: returns climb to the cap of 500 and hold it while the explained variance stays ~0
+    n = 100
+    reward = [100.0 + 4 * i for i in range(n - 20)] + [500.0] * 20
+    ev = [0.0 + 0.01 * (i % 3) for i in range(n)]
+    f = one(make_run({"reward_mean": reward, "vf_explained_var": ev}, trainer="sb3"), "BASELINE_BROKEN")
+    assert isinstance(f, Finding) and f.severity == "info" and f.evidence["solved_from_step"] == n - 19
+    # the same critic while the reward never settles at its best: a warning
+    wobbly = [100.0 + 4 * i + 30 * (-1) ** i for i in range(n)]
+    f = one(make_run({"reward_mean": wobbly, "vf_explained_var": ev}, trainer="sb3"), "BASELINE_BROKEN")
+    assert isinstance(f, Finding) and f.severity == "warn"

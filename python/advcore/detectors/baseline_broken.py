@@ -24,6 +24,15 @@ a policy collapsed to one failing behaviour) are not judged: returns that no lon
 ``Var(returns)`` ~0 and the explained variance undefined (sb3-acrobot-collapse-after-success: 0.9998
 once every episode hits the time limit; a solved CartPole logs NaN and -1e4).
 
+A run that ends pinned at its best reward (the last stretch of ``sustain`` points above, at the
+run's highest reward mean, over at least ``SOLVED_SHARE`` (5 %) of the logged points) solved its
+task with this baseline: the finding is ``info``
+(h3-sb3-a2c-cartpole-solved-ev-nan: explained variance -0.21 while A2C takes CartPole to its cap of
+500 and holds it, 491 to 500 over its last 48 points; sb3-invertedpendulum-dr-solved likewise at
+980 to 1000). The log cannot tell that from a plateau at the run's best level that is no solved
+task: h3-sb3-a2c-breakout-mlp-entropy-collapse idles at a score of 3.6 to 3.9 with a dead critic,
+and gets the info too (a missed warning, where the other way gave two false ones).
+
 Not applicable (None) to a group-based run (GRPO and kin log group
 statistics and no critic metric: their baseline is the group mean); not evaluable without
 ``vf_explained_var`` otherwise.
@@ -80,6 +89,8 @@ def _pinned_from(run: Run, sustain: int) -> int | None:
 
 #: The proxy's name: an upper bound on the explained variance from the spreads of values and returns.
 EV_BOUND = "1 - (1 - value_std / return_std)^2"
+#: A run ends solved when its reward holds its best level over at least this share of its logged points.
+SOLVED_SHARE = 0.05
 #: A critic whose late loss median is below this share of its early one is fitting the returns.
 FITTING = 0.5
 #: The bound says "explains nothing" only at or below this (values spread at most ~0.1 % of the returns):
@@ -176,6 +187,15 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     else:
         message = (f"The value baseline explains all of the return (explained variance {late:.4g} late): "
                    "returns - values, hence the advantage, is ~0 and the policy gets no signal.")
+    reward = metric(run, "reward_mean")
+    held = None if reward is None or pinned_from is None else sum(1 for st in reward.steps if st >= pinned_from)
+    if (held is not None and reward is not None and held >= SOLVED_SHARE * len(reward)
+            and reward.values[-1] >= max(reward.values) - REL_TOL * (max(reward.values) - min(reward.values))):
+        # the run ends pinned at its best reward: the task was solved with this baseline
+        evidence["solved_from_step"] = pinned_from
+        message += (f" Yet the reward reached its best level and held it from step {pinned_from}: the task was "
+                    "solved with this baseline, so nothing was lost.")
+        return Finding(ID, "info", "A", s.step_at(idx), dict(evidence), message, try_)
     return Finding(ID, "warn", "A", s.step_at(idx), dict(evidence), message, try_)
 
 
@@ -218,6 +238,12 @@ CARD = Card(
         gamma 0.88 has a bound of 0.03 and a calibrated critic). h14-spinup-ppo-grid2op: values
         spread 0 to 7e-5 next to returns spread 2,000 to 6,500, loss 4.7e6 → 2.9e7; never "explains
         everything" from a bound.
+
+        A run that ends pinned at its best reward over at least 5 % of its logged points solved its
+        task with this baseline: the finding is info (h3-sb3-a2c-cartpole-solved-ev-nan, explained
+        variance -0.21 while A2C holds CartPole at 491 to 500; sb3-invertedpendulum-dr-solved at 980
+        to 1000). A plateau at the run's best level that is no solved task looks the same in the log
+        (h3-sb3-a2c-breakout-mlp-entropy-collapse idles at 3.6 to 3.9) and gets the info too.
 
         Onset: the first of `sustain` consecutive logged points in that state after the last stretch of
         `sustain` points out of it, else the first such point of the late window. Counting from after the
