@@ -23,6 +23,7 @@ import math
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -646,6 +647,8 @@ class Tracer:
         if self._spill:
             if self._spill_dir is None:
                 self._spill_dir = Path(tempfile.mkdtemp(prefix="advcore-recording-"))
+                # the parts go with the tracer even when close() is never called (a crashed run)
+                weakref.finalize(self, shutil.rmtree, self._spill_dir, True)
             path = self._spill_dir / f"part-{len(self._spilled):06d}.parquet"
             chunk.write_parquet(path)
             self._spilled.append(path)

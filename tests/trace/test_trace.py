@@ -402,3 +402,18 @@ def test_a_long_recording_is_spilled_to_parts_and_streamed_into_one_file(tmp_pat
         tracer.observe(step, metrics={"grad_norm": 1.0})
     kept = tracer.recording().collect()["step"].unique().sort().to_list()
     assert kept[-1] == KEEP_STEPS + 2 * SPILL_STEPS and KEEP_STEPS <= len(kept) <= KEEP_STEPS + SPILL_STEPS
+
+
+def test_spilled_parts_go_with_the_tracer() -> None:
+    import gc
+
+    from advcore.trace import SPILL_STEPS
+
+    tracer = Tracer(detect_every=0, spill=True)
+    for step in range(1, SPILL_STEPS + 1):
+        tracer.observe(step, metrics={"grad_norm": 1.0})
+    folder = tracer._spilled[0].parent  # noqa: SLF001 (the test looks at the parts the class keeps)
+    assert folder.is_dir()
+    del tracer
+    gc.collect()
+    assert not folder.exists()   # removed without close(), e.g. by a run that crashed
