@@ -69,7 +69,15 @@ class AliasTable:
 
     def __init__(self, rows: list[Alias]) -> None:
         self.rows = rows
-        self._compiled = [(row, row.pattern()) for row in rows]
+        # exact keys are looked up in a dict, only the rows with {name} are matched as patterns (a log
+        # with 16,000 keys must not try every row's pattern on each); both keep the rows' priority order
+        self._exact: dict[str, list[tuple[int, Alias]]] = {}
+        self._patterns: list[tuple[int, Alias, re.Pattern[str]]] = []
+        for i, row in enumerate(rows):
+            if "{name}" in row.key:
+                self._patterns.append((i, row, row.pattern()))
+            else:
+                self._exact.setdefault(row.key, []).append((i, row))
 
     def canonical(self, key: str, trainer: str | None, version: str | None = None) -> tuple[str, Alias] | None:
         """The canonical name of ``key`` for ``trainer`` at ``version``, and the row that said so."""
@@ -78,13 +86,19 @@ class AliasTable:
             if key.startswith(prefix):
                 candidates.append(key[len(prefix):])
         for cand in candidates:
-            for row, pattern in self._compiled:
+            exact = next(((i, row) for i, row in self._exact.get(cand, ())
+                          if row.trainer in ("*", trainer) and row.holds_for(version)), None)
+            for i, row, pattern in self._patterns:
+                if exact is not None and i > exact[0]:
+                    break
                 if row.trainer not in ("*", trainer):
                     continue
                 m = pattern.match(cand)
                 if m and row.holds_for(version):
-                    name = m.groupdict().get("name")
-                    return (row.canonical.replace("{name}", name) if name else row.canonical), row
+                    name = m.group("name")
+                    return row.canonical.replace("{name}", name), row
+            if exact is not None:
+                return exact[1].canonical, exact[1]
         return None
 
 
