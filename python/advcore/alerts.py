@@ -32,11 +32,18 @@ __all__ = ["Alerts", "post_json"]
 TIMEOUT_S = 5.0
 
 
-def post_json(url: str, payload: Mapping[str, Any], timeout: float = TIMEOUT_S) -> int:
-    """POST ``payload`` as JSON to ``url``; returns the HTTP status. Raises :class:`OSError` (and
-    :class:`urllib.error.URLError`) when the server cannot be reached or answers an error."""
+def check_url(url: str) -> str:
+    """``url`` when it is an http:// or https:// URL; else :class:`ValueError`."""
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"a webhook URL starts with http:// or https://, got {url!r}")
+    return url
+
+
+def post_json(url: str, payload: Mapping[str, Any], timeout: float = TIMEOUT_S) -> int:
+    """POST ``payload`` as JSON to ``url``; returns the HTTP status. Raises :class:`ValueError` for a
+    URL that is not http(s), :class:`OSError` (and :class:`urllib.error.URLError`) when the server
+    cannot be reached or answers an error."""
+    check_url(url)
     body = json.dumps(payload, default=str).encode()
     request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the URL is the user's)
@@ -63,9 +70,7 @@ class Alerts:
     """
 
     def __init__(self, url: str | None = None, *, run: str = "this run", logger: logging.Logger | None = None) -> None:
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise ValueError(f"`notify` must be an http:// or https:// URL, got {url!r}")
-        self.url = url
+        self.url = None if url is None else check_url(url)
         self.run = run
         self._logger = logger or logging.getLogger("advcore")
         self._queue: queue.Queue[Finding | None] = queue.Queue()

@@ -108,20 +108,18 @@ class Run:
         """Number of logged steps (rows)."""
         return self.frame.height
 
+    def _is_metric(self, name: str) -> bool:
+        return name not in ("step", "phase") and self.frame[name].null_count() < self.frame.height
+
     @property
     def metrics(self) -> list[str]:
         """Canonical metric names present with at least one non-null value."""
-        return [
-            c
-            for c in self.frame.columns
-            if c not in ("step", "phase") and self.frame[c].null_count() < self.frame.height
-        ]
+        return [c for c in self.frame.columns if self._is_metric(c)]
 
     def has(self, *names: str) -> bool:
         """True when every metric in ``names`` is present (a column with a non-null value)."""
-        frame, columns = self.frame, set(self.frame.columns)
-        return all(n in columns and n not in ("step", "phase") and frame[n].null_count() < frame.height
-                   for n in names)
+        columns = set(self.frame.columns)
+        return all(n in columns and self._is_metric(n) for n in names)
 
     @staticmethod
     def failed(path: Path | str, message: str, line: int | None = None) -> Run:

@@ -170,13 +170,13 @@ class Monitor:
         self.detect_budget = None if detect_budget is None else float(detect_budget)
         self.tracer = Tracer(detectors=detectors, settings=settings, callback=self._found, logger=self._logger,
                              min_steps=min_steps, detect_every=detect_every if detect_budget is None else 0,
-                             history=history, spill=record_to is not None)
+                             history=history)
         self._min_steps = min_steps
         self._pass_end = time.perf_counter()
         self._pass_s = 0.0
         self.strict = bool(strict)
         self.stop_on = stop_on
-        self.record_to = None if record_to is None else Path(record_to)
+        self.record_to = record_to  # the setter also switches the tracer's spilling on
         self.prefix = prefix
         self.should_stop = False
         self.errors = 0
@@ -188,7 +188,18 @@ class Monitor:
             self._alerts = Alerts(notify, run=str(record_to or "this run"), logger=self._logger) \
                 if notify is not None or alert_trackers else None
         except ValueError as e:
-            raise AdvcoreError(str(e)) from None
+            raise AdvcoreError(f"`notify`: {e}") from None
+
+    @property
+    def record_to(self) -> Path | None:
+        """Where :meth:`close` writes the recording; setting it (also after construction, as the TRL
+        callback does once it knows the output folder) streams the recording to part files from then on."""
+        return self._record_to
+
+    @record_to.setter
+    def record_to(self, path: str | Path | None) -> None:
+        self._record_to = None if path is None else Path(path)
+        self.tracer.spill = path is not None
 
     def _found(self, finding: Finding) -> None:
         if self._step is not None:

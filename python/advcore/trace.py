@@ -548,7 +548,9 @@ class Tracer:
         self._part_steps = 0
         self._spill_dir: Path | None = None
         self._spilled: list[Path] = []
-        self._spill = spill
+        #: write the recording to part files as it grows (may be switched on later: a recording path
+        #: that an integration learns at the first step)
+        self.spill = spill
         #: per-step rows not yet in the detectors' history
         self._pending: list[dict[str, float]] = []
         self._steps = rows_frame([])
@@ -644,7 +646,7 @@ class Tracer:
         self._parts, self._wide = [], []
         if chunk is None:
             return
-        if self._spill:
+        if self.spill:
             if self._spill_dir is None:
                 self._spill_dir = Path(tempfile.mkdtemp(prefix="advcore-recording-"))
                 # the parts go with the tracer even when close() is never called (a crashed run)

@@ -417,3 +417,16 @@ def test_spilled_parts_go_with_the_tracer() -> None:
     del tracer
     gc.collect()
     assert not folder.exists()   # removed without close(), e.g. by a run that crashed
+
+
+def test_a_recording_path_set_after_construction_keeps_every_step(tmp_path: Path) -> None:
+    # the TRL callback learns the output folder at the first step and sets record_to then
+    from advcore.trace import KEEP_STEPS, SPILL_STEPS
+
+    mon = advcore.Monitor(detect_every=0, alert_trackers=False)
+    mon.record_to = tmp_path / "rec.parquet"
+    n = KEEP_STEPS + 2 * SPILL_STEPS
+    for step in range(1, n + 1):
+        mon.observe(step, metrics={"grad_norm": float(step)})
+    mon.close()
+    assert load(tmp_path / "rec.parquet").frame["step"].to_list() == list(range(1, n + 1))

@@ -17,7 +17,7 @@ from advcore.ingest._aliases import AliasTable, load_aliases
 from advcore.ingest._canonical import canonicalize
 from advcore.model import IngestError, RawLog, Run
 from advcore.ingest._runs import join_runs
-from advcore.ingest._text import decode_head, read_head
+from advcore.ingest._text import SNIFF_BYTES, decode_head, read_head
 
 __all__ = ["IngestError", "RawLog", "Run", "detect", "join_runs", "load", "load_aliases"]
 
@@ -29,7 +29,7 @@ def _head(path: Path) -> str | None:
     """The first :data:`HEAD_BYTES` of ``path`` as text, decoded as every reader decodes the file
     (:mod:`advcore.ingest._text`: byte-order marks, UTF-16/32), or None for binary content."""
     data = read_head(path, HEAD_BYTES)
-    if path.name.startswith("events.out.tfevents") and b"\0" in data[:4096]:
+    if path.name.startswith("events.out.tfevents") and b"\0" in data[:SNIFF_BYTES]:
         return None
     return decode_head(data)
 

@@ -15,7 +15,7 @@ __all__ = ["canonicalize"]
 
 def _step_counter(raw: pl.DataFrame, unmapped: list[str]) -> str | None:
     """The unmapped column that counts steps when no key maps to ``step``: named like a step counter
-    (:data:`~advcore.ingest._model.STEP_COUNTER`), whole numbers that never decrease (an episode count:
+    (:data:`~advcore.model.STEP_COUNTER`), whole numbers that never decrease (an episode count:
     that always increase), on at least 90 % of the rows; of several,
     the finest (most distinct values). A loop that writes one record per phase of a step
     (``{"type": "rollout", "grpo_step": 3, ...}``, then ``{"type": "train", "grpo_step": 3,
@@ -76,8 +76,6 @@ def _nonfinite_unmapped(raw: pl.DataFrame, unmapped: list[str], step_col: str | 
     for key in (k for k, flagged in zip(numeric, flags, strict=True) if flagged):
         rows = raw.select([*keep, key]).with_row_index("__row", offset=1)
         bad = rows.filter(pl.col(key).is_not_null() & ~pl.col(key).is_finite())
-        if bad.height == 0:
-            continue
         v = float(bad[key][0])
         step = bad[step_col][0] if step_col is not None else bad["__row"][0]
         out.append({"key": key, "step": None if step is None else int(step),
@@ -111,15 +109,15 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
         columns["step"] = [pl.col(counter).cast(pl.Int64, strict=False)]
     exprs = [pl.coalesce(e).alias(name) if len(e) > 1 else e[0].alias(name) for name, e in columns.items()]
     frame = raw.frame.select(exprs) if exprs else pl.DataFrame()
+    step_key = sources.get("step")
     # a step that is not a whole number within Int64 (2**63, inf) costs its row, and says so
     unusable_steps = 0
-    if "step" in frame.columns and sources.get("step") in raw.frame.columns:
-        unusable_steps = frame["step"].null_count() - raw.frame[sources["step"]].null_count()
+    if "step" in frame.columns and step_key in raw.frame.columns:
+        unusable_steps = frame["step"].null_count() - raw.frame[step_key].null_count()
     # Rows where no metric has a value (a progress line, a log line between steps) carry nothing.
     metric_cols = [c for c in frame.columns if c != "step"]
     if metric_cols:
         frame = frame.filter(pl.any_horizontal(pl.col(metric_cols).is_not_null()))
-    step_key = sources.get("step")
     nonfinite = _nonfinite_unmapped(raw.frame, unmapped, step_key)
     errors = raw.errors
     if unusable_steps:

@@ -52,7 +52,6 @@ _STEP = re.compile(r"(?:^|(?<=[\s:\]]))global[ _]step\s*=\s*(?P<step>[^,\s]*)(?P
 # two ways: linear on any line
 _PAIR = re.compile(r"\s*+,\s*+(?P<key>[A-Za-z0-9_][\w.\-/]*+(?: ++[\w.\-/]++)*+) *+=\s*+"
                    r"(?P<value>(?:\[[^\]]*\]|\((?:[^()]|\([^()]*\))*\)|[^,\[(])*)")
-_ARRAY = re.compile(r"^\[\s*(\S+?)\s*\]$")
 
 
 def _episode(line: str) -> tuple[float | None, dict[str, str]] | None:
@@ -82,12 +81,6 @@ def sniff(path: Path, head: str | None) -> bool:
                for ep in (_episode(line) for line in head.splitlines() if "step" in line))
 
 
-def _value(text: str) -> float | None:
-    """A printed scalar, also as a length-1 array (``[-500.]``); None otherwise."""
-    m = _ARRAY.match(text)
-    return number(m.group(1) if m else text)
-
-
 def read(path: Path) -> RawLog:
     text = read_text(path)
     # Episodes of one step are printed together (one environment step, one update's batch): a run of
@@ -105,7 +98,7 @@ def read(path: Path) -> RawLog:
             errors.append(IngestError(str(path), "CleanRL console: expected 'global_step=N, key=value, ...'; the line "
                                       "is truncated or malformed", n))
             continue
-        values = {k: _value(v) for k, v in pairs.items()}
+        values = {k: number(v) for k, v in pairs.items()}
         if runs and runs[-1][0] == int(step):
             runs[-1][1].append(values)
         else:

@@ -148,6 +148,7 @@ def _from_streams(path: Path, cells: list[Any]) -> RawLog | None:
     short evaluation after it); None if none."""
     found: tuple[int, str, ModuleType] | None = None
     printed_found: tuple[int, str, ModuleType] | None = None
+    longest = -1
     for number, cell in enumerate(cells, start=1):
         streams: dict[str, list[str]] = {}
         for output in _outputs(cell):
@@ -158,14 +159,15 @@ def _from_streams(path: Path, cells: list[Any]) -> RawLog | None:
                 if reader.sniff(path, text):
                     found = (number, text, reader)
                     break
-            else:
-                if printed.sniff(path, text) and (printed_found is None or text.count("\n") > printed_found[1].count("\n")):
-                    printed_found = (number, text, printed)
+            else:  # the longest stream of printed progress: counted first, sniffed only when longer
+                lines = text.count("\n")
+                if lines > longest and printed.sniff(path, text):
+                    printed_found, longest = (number, text, printed), lines
     found = found or printed_found
     if found is None:
         return None
     number, text, reader = found
-    raw = printed.read_text_log(text, path) if reader is printed else reader.read_text(text, path)
+    raw = reader.read_text(text, path)
     errors = tuple(IngestError(e.path, f"notebook cell {number}" + (f", output line {e.line}" if e.line else "")
                                + f": {e.message}") for e in raw.errors)
     source = {trl_console: "console_dicts", sb3_console: "console_tables", printed: "printed_progress"}[reader]

@@ -35,7 +35,8 @@ def number(v: Any) -> float | None:
 
     Numbers and booleans (1.0 / 0.0) as they are; strings when they hold a number, possibly
     wrapped as Python/numpy/torch print it (``np.float64(0.5)``, ``np.int64(3)``,
-    ``tensor(0.5, device='cuda:0')``), quoted (``'0.5'``), ``True``/``False``, or non-finite
+    ``tensor(0.5, device='cuda:0')``, a length-1 array ``[-500.]`` or ``tensor([1.], device='cuda:0')``),
+    quoted (``'0.5'``), ``True``/``False``, or non-finite
     (``nan``, ``NaN``, ``inf``, ``-Infinity``). NaN and +-inf are returned as such, never as
     None: every format reads its values through this one function.
     """
@@ -49,6 +50,8 @@ def number(v: Any) -> float | None:
     m = _WRAPPED.match(text)
     if m:
         text = (m.group(1) if m.group(1) is not None else m.group(2)).strip()
+    if len(text) >= 2 and text[0] == "[" and text[-1] == "]" and "," not in text:  # a length-1 array
+        text = text[1:-1].strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         text = text[1:-1].strip()
     if text in ("True", "true", "False", "false"):
@@ -157,18 +160,23 @@ def numeric_frame(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     return out, dropped
 
 
+def _why(e: ValueError | RecursionError) -> str:
+    """Why a JSON text could not be read, in a few words."""
+    if isinstance(e, json.JSONDecodeError):
+        return e.msg
+    if isinstance(e, RecursionError):
+        return "nested deeper than can be read"
+    return str(e).split(";")[0]  # an integer too long to convert
+
+
 def loads(text: str) -> tuple[Any, str | None]:
     """``json.loads(text)``, or None and why not: invalid JSON, nesting deeper than Python's
     recursion limit, an integer of more digits than Python converts (4,300). Never raises for
     content."""
     try:
         return json.loads(text), None
-    except json.JSONDecodeError as e:
-        return None, e.msg
-    except RecursionError:
-        return None, "nested deeper than can be read"
-    except ValueError as e:  # an integer too long to convert
-        return None, str(e).split(";")[0]
+    except (ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
+        return None, _why(e)
 
 
 def first_json_line(head: str) -> tuple[int, Any] | None:
@@ -203,13 +211,10 @@ def is_parquet(path: Path) -> bool:
 def read_json(path: Path, fmt: str) -> tuple[Any, IngestError | None]:
     """The JSON document in ``path``, or None and an error naming the file and the line where the
     JSON broke (``fmt`` says what the file was taken for)."""
-    text = read_text(path)
     try:
-        return json.loads(text), None
-    except json.JSONDecodeError as e:
-        return None, IngestError(str(path), f"{fmt}: invalid JSON ({e.msg})", e.lineno)
-    except (RecursionError, ValueError):
-        return None, IngestError(str(path), f"{fmt}: invalid JSON ({loads(text)[1]})")
+        return json.loads(read_text(path)), None
+    except (ValueError, RecursionError) as e:
+        return None, IngestError(str(path), f"{fmt}: invalid JSON ({_why(e)})", getattr(e, "lineno", None))
 
 
 def read_jsonl(

@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from advcore.model import IngestError, RawLog
-from advcore.ingest._text import read_text
+from advcore.ingest._text import read_text as read_file
 from advcore.ingest.formats.plain import mean_record, number, records_frame
 from advcore.ingest.formats.verl_console import clean
 
@@ -96,10 +96,6 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
     return out, only_pairs
 
 
-def _pairs(line: str) -> list[tuple[str, str]]:
-    return _parse(line)[0]
-
-
 def _step_word(pairs: list[tuple[str, str]]) -> str | None:
     """The step word of a step line: its first pair is named like a step, and another pair follows."""
     return pairs[0][0] if len(pairs) >= 2 and STEP_NAME.match(pairs[0][0]) else None
@@ -126,12 +122,15 @@ def _header_word(pairs: list[tuple[str, str]], only: bool) -> str | None:
     return pairs[0][0] if only and len(pairs) == 1 and STEP_NAME.match(pairs[0][0]) else None
 
 
-def _layout(lines: list[str]) -> Layout | None:
+Parsed = list[tuple[list[tuple[str, str]], bool]]
+
+
+def _layout(lines: Parsed) -> Layout | None:
     """The most common kind of step line (its step word and other names), or header lines with the
     same step word when there are more of them; without either, the names of the most common kind
     of line made of pairs only when at least :data:`MIN_UNCOUNTED_LINES` lines have them
     (``Average epoch reward: 19.74   Average episode len: 19.74``); or None."""
-    parsed = [p for p in map(_parse, lines) if p[0]]
+    parsed = [p for p in lines if p[0]]
     kinds = Counter((w, frozenset(k for k, _ in pairs[1:])) for pairs, _ in parsed
                     if (w := _step_word(pairs)) is not None)
     headers = Counter(w for pairs, only in parsed if (w := _header_word(pairs, only)) is not None)
@@ -173,21 +172,21 @@ def _goes_on(pairs: list[tuple[str, str]], records: list[tuple[int, dict[str, fl
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
-    lines = head.splitlines()
-    layout = _layout(lines)
+    parsed = [_parse(line) for line in head.splitlines()]
+    layout = _layout(parsed)
     if layout is None:
         return False
     if layout.word is None:
-        return sum(_is_step_line(p, layout) for p in map(_pairs, lines)) >= MIN_UNCOUNTED_LINES
-    steps = [number(pairs[0][1]) for pairs, only in map(_parse, lines) if _is_step_line(pairs, layout, only)]
+        return sum(_is_step_line(pairs, layout) for pairs, _ in parsed) >= MIN_UNCOUNTED_LINES
+    steps = [number(pairs[0][1]) for pairs, only in parsed if _is_step_line(pairs, layout, only)]
     return len(steps) >= MIN_STEP_LINES and all(a is not None and b is not None and b >= a
                                                 for a, b in zip(steps, steps[1:], strict=False))
 
 
-def read_text_log(text: str, path: Path) -> RawLog:
+def read_text(text: str, path: Path) -> RawLog:
     """The progress lines of ``text`` (a file's or a notebook cell's output), errors naming ``path``."""
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    layout = _layout(lines)
+    parsed = [_parse(line.removesuffix("\r")) for line in text.split("\n")]
+    layout = _layout(parsed)
     if layout is None:
         return RawLog(NAME, pl.DataFrame(), trainer=NAME, errors=(IngestError(
             str(path), "printed progress: no line with a step counter and name: value pairs "
@@ -196,8 +195,7 @@ def read_text_log(text: str, path: Path) -> RawLog:
     records: list[tuple[int, dict[str, float | None]]] = []
     errors: list[IngestError] = []
     block: dict[str, float | None] | None = None
-    for n, line in enumerate(lines, start=1):
-        pairs, only = _parse(line)
+    for n, (pairs, only) in enumerate(parsed, start=1):
         if not pairs:
             if not layout.header:  # under a header, prose between its pairs does not end the step
                 block = None
@@ -235,4 +233,4 @@ def read_text_log(text: str, path: Path) -> RawLog:
 
 
 def read(path: Path) -> RawLog:
-    return read_text_log(read_text(path), path)
+    return read_text(read_file(path), path)

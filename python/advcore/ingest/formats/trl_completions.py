@@ -37,7 +37,6 @@ in any table; the steps that are present are exact.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -47,7 +46,7 @@ import polars as pl
 
 from advcore.errors import AdvcoreError
 from advcore.model import IngestError, RawLog
-from advcore.ingest._text import read_text
+from advcore.ingest.formats.plain import read_json
 from advcore.ingest.formats import samples
 
 #: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).
@@ -98,8 +97,10 @@ def _reward_names(folder: Path) -> list[str] | None:
     if not state.is_file():
         return None
     try:
-        doc = json.loads(read_text(state))
-    except (OSError, ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        doc, error = read_json(state, "trainer_state")
+    except OSError:
+        return None
+    if error is not None:
         return None
     history = doc.get("log_history") if isinstance(doc, dict) else None
     if not isinstance(history, list):
