@@ -59,7 +59,8 @@ from typing import Any
 import polars as pl
 
 from advcore.model import IngestError, RawLog
-from advcore.ingest.formats.plain import evaluation_apart, flatten, mean_record, number, read_json, records_frame
+from advcore.ingest.formats.plain import (EVAL_WORDS, evaluation_apart, flatten, mean_record, number, read_json,
+                                          records_frame)
 
 NAME = "json_records"
 
@@ -69,7 +70,7 @@ _RECORD_STEP_KEYS = ("step", "global_step", "timestep", "timesteps", "total_time
 _LIST_STEP_KEYS = ("global_step", "iteration", "iter", "update", "epoch")
 _STEP_ARRAY = re.compile(r"^(?:(?P<prefix>.+?[_/])?(?:time)?steps?)$")
 #: the name of an evaluation group or array (``eval_rewards``, ``evaluations``, ``val/loss``)
-_EVAL = re.compile(r"^(?:evaluations|evaluation|validation|valid|eval|val|test)(?:[_/]|$)", re.IGNORECASE)
+_EVAL = re.compile(rf"^(?:{'|'.join(sorted(EVAL_WORDS, key=len, reverse=True))})(?:[_/]|$)", re.IGNORECASE)
 _LIST_OF_OBJECTS = re.compile(r"^\[\s*\{")
 _STEP_KEY = re.compile(r'"step"\s*:')
 #: SB3 PPO's ``train/*`` names a callback copied next to per-episode arrays (trainer ``sb3_callback``)

@@ -247,7 +247,8 @@ def read_jsonl(
 
 #: A record whose ``phase``/``split``/``mode``/``stage``/``type`` field says one of these is an evaluation.
 _EVAL_FIELDS = ("phase", "split", "mode", "stage", "type")
-_EVAL_WORDS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
+#: Words that name an evaluation (a record's field value, a group or key prefix).
+EVAL_WORDS = frozenset({"eval", "evaluation", "evaluations", "val", "valid", "validation", "test"})
 _KEEP = frozenset({"step", "epoch"})
 
 
@@ -258,7 +259,7 @@ def evaluation_apart(rows: list[dict[str, Any]]) -> int:
     training signal; step counters keep their names. Returns how many records were evaluations."""
     n = 0
     for i, row in enumerate(rows):
-        if not any(isinstance(v := row.get(f), str) and v.strip().lower() in _EVAL_WORDS for f in _EVAL_FIELDS):
+        if not any(isinstance(v := row.get(f), str) and v.strip().lower() in EVAL_WORDS for f in _EVAL_FIELDS):
             continue
         rows[i] = {(k if k in _KEEP or k in _EVAL_FIELDS or k.startswith("eval/") or STEP_COUNTER.search(k)
                     else f"eval/{k}"): v
