@@ -126,8 +126,8 @@ def read(path: Path) -> RawLog:
         return _group_stats(path, doc)
     if not isinstance(doc, dict):
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "expected a JSON object of arrays"),))
-    if json_records.is_record_groups(doc):  # arrays of several lengths, or lists of records
-        return json_records.read_groups(path, doc)
+    if (placement := json_records.record_groups(doc)) is not None:  # arrays of several lengths, or lists of records
+        return json_records.read_groups(path, doc, placement)
     arrays = {k: v for k, v in doc.items() if isinstance(v, list)}
     meta: dict[str, Any] = {k: v for k, v in doc.items() if not isinstance(v, (list, dict))}
     if not arrays:

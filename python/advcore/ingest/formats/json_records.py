@@ -122,17 +122,23 @@ def _groups(doc: dict[str, Any]) -> tuple[dict[str, list[str]], list[str]]:
     return placed, unaligned
 
 
-def is_record_groups(doc: Any) -> bool:
-    """Whether a JSON object holds record groups this module joins: a list of objects with a step key,
-    or arrays of different lengths of which some lie on a step array. (Such an object starts like a
-    columnar one, so :mod:`~advcore.ingest.formats.columnar_json` reads the file and hands it here:
-    the document is parsed once.)"""
+Placement = tuple[dict[str, list[str]], list[str]]
+
+
+def record_groups(doc: Any) -> Placement | None:
+    """The placement of a JSON object's arrays on its step arrays (:func:`_groups`) when it holds
+    record groups this module joins: a list of objects with a step key, or arrays of different
+    lengths of which some lie on a step array; else None. (Such an object starts like a columnar
+    one, so :mod:`~advcore.ingest.formats.columnar_json` reads the file and hands the document and
+    this placement to :func:`read_groups`: both are computed once.)"""
     if not isinstance(doc, dict) or "log_history" in doc:
-        return False
+        return None
     if any(isinstance(v, list) and _record_step_key(v) is not None for v in doc.values()):
-        return True
-    lengths = {len(v) for v in doc.values() if isinstance(v, list)}
-    return len(lengths) > 1 and bool(_groups(doc)[0])
+        return _groups(doc)
+    if len({len(v) for v in doc.values() if isinstance(v, list)}) > 1:
+        placement = _groups(doc)
+        return placement if placement[0] else None
+    return None
 
 
 def sniff(path: Path, head: str | None) -> bool:
@@ -213,12 +219,13 @@ def _list_groups(doc: dict[str, Any]) -> tuple[list[tuple[str, Entries]], int, i
     return groups, no_step, repeated
 
 
-def read_groups(path: Path, doc: dict[str, Any]) -> RawLog:
-    """The record groups of JSON object ``doc`` (read from ``path``) joined by step (module docstring)."""
+def read_groups(path: Path, doc: dict[str, Any], placement: Placement | None = None) -> RawLog:
+    """The record groups of JSON object ``doc`` (read from ``path``) joined by step (module docstring);
+    ``placement`` is :func:`record_groups`'s, when the caller has it."""
     meta: dict[str, Any] = {k: v for k, v in doc.items() if not isinstance(v, (list, dict))}
     meta["layout"] = "groups"
     groups, no_step, repeated = _list_groups(doc)
-    placed, unaligned = _groups(doc)
+    placed, unaligned = placement if placement is not None else _groups(doc)
     for step_array, members in placed.items():
         prefix = (_step_prefix(step_array) or "").rstrip("_/")
         name = prefix or step_array
