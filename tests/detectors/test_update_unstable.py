@@ -109,6 +109,61 @@ def test_a_reward_that_stops_being_paid_is_not_an_update_failure() -> None:
     assert one(make_run(flat), "UPDATE_UNSTABLE") is None
 
 
+def test_a_collapse_after_success_in_a_log_without_update_metrics() -> None:
+    # classic-control homework loggers write the return and the losses, no KL, clip fraction or entropy:
+    # the collapse is still the updates' (an environment's reward does not stop being paid), said so
+    cols = {"reward_mean": _learn_then_collapse(0.05)["reward_mean"]}
+    f = one(make_run(cols), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.onset_step == 61
+    assert f.evidence["update_moved"] == "no update metric logged" and "no update metric was logged" in f.message
+
+
+def test_real_lunarlander_gae_lambda_1_that_collapsed_after_success() -> None:
+    # CS285 fall 2023 hw2, lambda = 1: Train_AverageReturn about 270 at iteration 210, then -66 at 230 and
+    # -131 at 240, never recovering; the logger writes no update metric besides the actor and baseline losses
+    path = corpus("h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse/events.out.tfevents.1770986056.神舟革命")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    ret = {e.step: e.value for e in acc.Scalars("Train_AverageReturn")}
+    assert ret[230] < -60 and ret[240] < -130 and max(ret.values()) > 270
+    run = load(path)
+    f = one(run, "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse after success"
+    assert 210 <= f.onset_step <= 240 and f.evidence["update_moved"] == "no update metric logged"
+
+
+def test_an_entropy_that_jumps_at_the_end_of_the_run() -> None:
+    # 480 steps at 0.08, then 20 at 0.3-0.8: a blow-up under way, dated where it began
+    entropy = [0.08 + 0.01 * (i % 3) for i in range(480)] + [0.3 + 0.025 * i for i in range(20)]
+    f = one(make_run({"entropy": entropy}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.onset_step == 481 and f.evidence["metric"] == "entropy"
+    # a steady rise over the whole run (1.7x) is no jump; a one-point spike at the end neither
+    steady = [0.1 + 0.2 * i / 499 for i in range(500)]
+    assert one(make_run({"entropy": steady}), "UPDATE_UNSTABLE") is None
+    spike = entropy[:480] + [0.08] * 19 + [0.8]
+    assert one(make_run({"entropy": spike}), "UPDATE_UNSTABLE") is None
+    # a Gaussian policy's differential entropy is not judged as a ratio
+    shifted = [v - 0.2 for v in entropy]
+    assert one(make_run({"entropy": shifted}), "UPDATE_UNSTABLE") is None
+
+
+def test_real_grpo_run_whose_entropy_jumped_in_its_last_twenty_steps() -> None:
+    # CS285 spring 2026 hw4 GRPO on math_hard: token entropy at most 0.232 for steps 0..477, 0.238 at 478,
+    # then 0.30-0.82 with a level above everything before from step 482 to the end (500)
+    import json
+
+    path = corpus("h31-cs285-sp26-grpo-math-hard-late-entropy-kl-blowup/metrics.jsonl")
+    key = "train/policy_token_entropy_mean_over_minibatches"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    entropy = {r["step"]: r["metrics"][key] for r in rows if key in r.get("metrics", {})}
+    assert max(v for s, v in entropy.items() if s < 478) < 0.233 and entropy[490] > 0.8
+    f = one(load(path), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "entropy"
+    assert 474 <= f.onset_step <= 482 and f.evidence["worst"] == pytest.approx(entropy[490])
+
+
 def test_real_sb3_run_that_collapsed_after_success() -> None:
     path = corpus("sb3-acrobot-collapse-after-success/"
                   "events.out.tfevents.1748546518.kangs-MacBook-Pro-6.local.97564.0")

@@ -20,7 +20,11 @@ A logged point is *unstable* when any of these holds there:
   returns has a loss that grows with their square while it fits them): the critic diverged.
 
 The two rises count only when the late window's median is past the bar too: a blow-up the run
-recovers from is a warm-up, not a divergence.
+recovers from is a warm-up, not a divergence. A blow-up still under way when the log ends is the
+entropy's *late jump* (:func:`late_jump`): a final stretch of at least ``min_points`` points in the
+second half whose level stays above every earlier level, with a median at least ``entropy_jump`` (3)
+times the median before it; judged for a categorical policy only (every entropy positive, no
+``action_std``).
 
 A collapse after success is the same failure seen at the reward: the level of ``reward_mean``
 (trailing median over a tenth of the run, at least 5 points) rose from the early window's median
@@ -32,10 +36,13 @@ those from the change point of the level after the peak (:func:`change_point`, l
 the end; runs with curriculum phases are not judged (a harder phase lowers the reward by design).
 sb3-acrobot-collapse-after-success: -7514 early, a level of -5261 at step 291,840, -7946 late (every
 episode at the time limit). A fall of the reward alone does not say the updates caused it (a reward
-that stops being paid falls the same way): the collapse counts only when an update metric moved with
-it, ``kl_step``, ``clip_frac`` or ``kl`` (median over the fall at least ``MOVED`` (2) times its median
-over the success before the peak) or ``entropy`` (that factor either way), named in
-``evidence["update_moved"]`` (the acrobot run: clip fraction 4.7 times).
+that stops being paid falls the same way): when the log has an update metric, the collapse counts only
+when one moved with it, ``kl_step``, ``clip_frac`` or ``kl`` (median over the fall at least ``MOVED``
+(2) times its median over the success before the peak) or ``entropy`` (that factor either way), named
+in ``evidence["update_moved"]`` (the acrobot run: clip fraction 4.7 times). A log with none of them
+(classic-control loggers write the return and the losses) is judged on the reward alone, and the
+finding says that nothing confirmed it (h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse: a return
+of about 270 at iteration 210, -131 at 240, never recovered).
 
 Fires when a check has at least ``min_points`` (3) unstable points, and for the single-update checks
 (``kl_step``, ``clip_frac``) on at least ``MIN_POINT_SHARE`` (1 %) of the run too: a spike that
@@ -122,15 +129,19 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
     cut = change_point(s.values[start:])
     first = start + (cut or 0)
     moved = _update_moved(run, s.steps[max(0, peak - w)], s.steps[peak], s.steps[first])
-    if not moved:
+    logged = [name for name in _MOVERS if run.has(name)]
+    if not moved and logged:  # the update metrics were there and stayed put: not the updates
         return None
     tail = Series("reward_mean", s.steps[first:], s.phases[first:] if s.phases else None, s.values[first:])
-    evidence: dict[str, object] = {"update_moved": moved, "early_median": c.early, "peak_level": c.level[peak],
+    evidence: dict[str, object] = {"update_moved": moved if logged else "no update metric logged",
+                                   "early_median": c.early, "peak_level": c.level[peak],
                                    "peak_step": s.steps[peak], "late_median": c.late, "gave_back": c.gave_back(),
                                    "noise": c.noise, "level_points": w}
     return tail, evidence
 
 
+#: The update metrics that can corroborate a collapse after success.
+_MOVERS = ("kl_step", "clip_frac", "kl", "entropy")
 #: An update metric corroborates a collapse when its median over the fall is this many times (or, for
 #: the entropy, this fraction of) its median over the success before it.
 MOVED = 2.0
@@ -141,7 +152,7 @@ def _update_moved(run: Run, success_from: int, success_to: int, fall_from: int) 
     ``success_to``) and the fall (from ``fall_from``): ``kl_step``, ``clip_frac`` or ``kl`` grown at
     least ``MOVED`` times, or ``entropy`` changed by that factor either way; name -> ratio."""
     out: dict[str, float] = {}
-    for name in ("kl_step", "clip_frac", "kl", "entropy"):
+    for name in _MOVERS:
         s = metric(run, name)
         if s is None:
             continue
@@ -167,6 +178,40 @@ def _return_growth(run: Run) -> float:
     early = max(abs(statistics.median(s.early())), 0.1 * span)
     late = abs(statistics.median(s.late()))
     return max(1.0, late / early) if early > 0 else 1.0
+
+
+#: The level's smoothing (points of its trailing median) for the late jump.
+_SMOOTH = 5
+
+
+def late_jump(s: Series, factor: float, min_points: int) -> tuple[Series, float, float] | None:
+    """The final stretch of ``s`` where it jumped to a level never seen before, as ``(stretch, middle,
+    median_before)``; None when there is no such stretch. The stretch is the longest suffix starting
+    in the second half of the series whose level (trailing median of 5 points) stays above every
+    earlier level, at least ``min_points`` long, whose median is at least ``factor`` times the
+    (positive) median of the points before it; it begins where the points the level's lag covers
+    rose past ``middle``, the geometric middle of the two medians."""
+    level = rolling_level(s, s.name, _SMOOTH).values
+    n = len(level)
+    top = [-math.inf]
+    for v in level:
+        top.append(max(top[-1], v))
+    low = math.inf
+    start = None
+    for k in range(n - 1, n // 2 - 1, -1):  # the longest suffix whose level stays above all before it
+        low = min(low, level[k])
+        if low > top[k]:
+            start = k
+    if start is None or n - start < min_points:
+        return None
+    before, after = statistics.median(s.values[:start]), statistics.median(s.values[start:])
+    if not before > 0 or after < factor * before:
+        return None
+    middle, first = math.sqrt(before * after), start
+    while first > max(0, start - _SMOOTH + 1) and s.values[first - 1] >= middle:
+        first -= 1
+    tail = Series(s.name, s.steps[first:], s.phases[first:] if s.phases else None, s.values[first:])
+    return tail, middle, before
 
 
 def _at_least(cut: float) -> Callable[[float], bool]:
@@ -208,6 +253,18 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         out.append(_Check(name, rolling_level(s, f"{name} level"), _at_least(cut_rise),
                           f"{name} (median of 5 points) >= {float(knobs[knob]):g} x its early median {early:.3g}"
                           f"{scaled} = {cut_rise:.3g}", what, _at_least(math.sqrt(cut_rise * early))))
+    # a jump at the end that the whole-run rise does not reach yet
+    entropy = metric(run, "entropy")
+    # a ratio of entropies means something only for a categorical (token, discrete-action) policy: a
+    # Gaussian policy's differential entropy can be negative (h23-sb3-ppo-panda-negative-entropy-learns)
+    categorical = entropy is not None and min(entropy.values) > 0 and not run.has("action_std")
+    jump = late_jump(entropy, float(knobs["entropy_jump"]), int(knobs["min_points"])) if categorical else None
+    if jump is not None and not any(c.name == "entropy" for c in out):
+        tail, middle, before = jump
+        out.append(_Check("entropy", tail, _at_least(middle),
+                          f"the entropy jumped at the end to a level never seen before, at least "
+                          f"{float(knobs['entropy_jump']):g} x its median before ({before:.3g}); points >= {middle:.3g}",
+                          "the policy is blowing up into noise"))
     return out
 
 
@@ -221,7 +278,9 @@ def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | N
                                    "condition": "collapse after success", **ev, **tail.where(0)}
     message = (f"The reward collapsed after success: its level peaked at {ev['peak_level']:.4g} at step "
                f"{ev['peak_step']}, then fell from step {onset} to {ev['late_median']:.4g} by the end (its early "
-               f"median was {ev['early_median']:.4g}): the updates destroyed what the policy had learned.")
+               f"median was {ev['early_median']:.4g}): the updates destroyed what the policy had learned"
+               + (" (no update metric was logged to confirm it: log the KL, clip fraction or entropy)."
+                  if isinstance(ev["update_moved"], str) else "."))
     return Finding(ID, "error", "U", onset, evidence, message, WHAT_TO_TRY)
 
 
@@ -303,16 +362,25 @@ CARD = Card(
         first point of the stretch above the geometric middle of its early level and its bar that led
         past the bar (the crossing stays in `evidence["past_bar_step"]`:
         h19-spinup-vd3-critic-divergence-halfcheetah's Q loss passes 10 times its early level at epoch 9
-        and its bar at epoch 31). Not evaluable without any of these metrics.
+        and its bar at epoch 31). A blow-up still under way when the log ends is caught by the entropy's
+        *late jump*: a final stretch (at least `min_points`, in the second half) whose level stays above
+        every earlier level, with a median at least `entropy_jump` × the median before it, dated where
+        the points rose past the geometric middle of the two medians; judged for a categorical policy only
+        (every entropy positive, no `action_std`). h31-cs285-sp26-grpo-math-hard-late-entropy-kl-blowup:
+        token entropy 0.08 for 480 steps, 0.3 to 0.8 over the last 20 while the KL to the reference
+        triples. Not evaluable without any of these metrics.
 
         *Collapse after success.* The level of `reward_mean` (trailing median over a tenth of the run,
         at least 5 points) rose from the early window's median to a peak before the late window, stayed
         above half-way for at least that many points, by more than 3 times the reward's step-to-step
         noise, and the late window's median gave back at least `giveback` of the gain. A falling reward
         alone does not say the updates caused it (a reward that stops being paid falls the same way: the
-        lab's `floor` fault), so it counts only when an update metric moved with it: `kl_step`,
-        `clip_frac` or `kl` at least 2 times higher over the fall than over the success, or `entropy`
-        changed by that factor either way (`evidence["update_moved"]`). Onset: the change point of the
+        lab's `floor` fault), so when the log has an update metric, it counts only when one moved with
+        it: `kl_step`, `clip_frac` or `kl` at least 2 times higher over the fall than over the success,
+        or `entropy` changed by that factor either way (`evidence["update_moved"]`). A log without any
+        (classic-control loggers write the return and the losses only) is judged on the reward alone,
+        and the finding says nothing confirmed it: h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse
+        reaches a return of about 270 by iteration 210 and falls to -131 at 240 for good. Onset: the change point of the
         reward's level after the peak. sb3-acrobot-collapse-after-success: -7514 early, a level of -5261
         at step 291,840, -7946 late with every episode at the time limit, clip fraction 4.7 times higher;
         onset 391,168. Runs with curriculum phases are not judged this way.
@@ -355,6 +423,12 @@ SPEC = DetectorSpec(
         Knob("entropy_rise", 10.0, "entropy level at or above this x its early median = blow-up", low=1.0,
              why="An order of magnitude: entropy declines in healthy runs and rises by at most 20 % "
                  "(carla, budget-router)."),
+        Knob("entropy_jump", 3.0, "a final stretch of the entropy above every earlier level, with a median at "
+             "least this x the median before it = a blow-up under way", low=1.0,
+             why="h31-cs285-sp26-grpo-math-hard-late-entropy-kl-blowup (validation batch 12, studied after its "
+                 "score): entropy 0.08 for 480 steps, a level of 0.3-0.8 over the last 20 (3.9 x); no healthy "
+                 "calibration run has such a stretch with a positive entropy (LLM entropies decline, SB3's "
+                 "Gaussian entropies are negative)."),
         Knob("value_loss_rise", 100.0, "value-loss level at or above this x its early median = divergence",
              low=1.0,
              why="Two orders of magnitude: a critic's loss falls as it fits, and moves within one order as the "
