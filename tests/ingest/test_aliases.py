@@ -9,7 +9,7 @@ import pytest
 
 from advcore.ingest import RawLog, load, load_aliases
 from advcore.ingest._canonical import canonicalize
-from tests._real import REAL
+from tests._real import REAL, corpus
 
 
 def test_trl_reward_std_meaning_depends_on_the_version() -> None:
@@ -37,6 +37,32 @@ def test_scale_flips_a_logged_negative() -> None:
     raw = RawLog("plain", pl.DataFrame({"step": [1.0, 2.0], "train/entropy_loss": [-2.5, -2.0]}), trainer="sb3")
     run = canonicalize(raw, "x", load_aliases())
     assert run.frame["entropy"].to_list() == [2.5, 2.0]
+
+
+def test_an_offset_turns_a_share_into_its_complement() -> None:
+    # Tinker logs the share of mixed groups; the tied share is 1 - it
+    raw = RawLog("plain", pl.DataFrame({"step": [0.0, 1.0], "env/all/by_group/frac_mixed": [1.0, 0.25]}))
+    run = canonicalize(raw, "x", load_aliases())
+    assert run.frame["zero_variance_group_frac"].to_list() == [0.0, 0.75]
+
+
+def test_a_metric_map_offset_that_is_not_a_number_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "map.csv"
+    path.write_text("trainer,key,canonical,versions,note,scale,offset\n*,a,reward_mean,,,-1,one\n")
+    with pytest.raises(ValueError, match=r"map.csv:2: `offset` must be a number"):
+        load_aliases(path)
+
+
+def test_real_tinker_cookbook_metrics_jsonl() -> None:
+    import json
+
+    path = corpus("h36-tinker-rlvr-rubric-qwen3-4b-slow-learner/metrics.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    run = load(path)
+    assert run.frame["reward_mean"].to_list() == [r["env/all/reward/total"] for r in rows]
+    tied = [1.0 - r["env/all/by_group/frac_mixed"] for r in rows]
+    assert run.frame["zero_variance_group_frac"].to_list() == pytest.approx(tied)
+    assert run.frame["entropy"][0] == pytest.approx(rows[0]["optim/entropy"])
 
 
 def test_sb3_entropy_is_positive_on_the_real_run() -> None:

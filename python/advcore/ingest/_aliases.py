@@ -5,8 +5,9 @@ overrides it with a file of the same columns (``advcore scan --metric-map FILE``
 Columns: ``trainer`` (``trl``, ``verl``, ``openrlhf``, ``sb3``, ... or ``*`` for any), ``key``
 (the trainer's key; ``{name}`` matches one path component and carries over to the canonical
 name), ``canonical``, ``versions`` (empty, or comma-separated ``<0.27``/``>=0.27`` bounds),
-``note``, and an optional ``scale`` the values are multiplied by (``-1`` for a logged negative,
-such as stable-baselines3's entropy loss). A key is also tried without a leading ``train/`` (W&B and TensorBoard prefixes).
+``note``, an optional ``scale`` the values are multiplied by (``-1`` for a logged negative,
+such as stable-baselines3's entropy loss) and an optional ``offset`` added after it (``scale -1,
+offset 1`` turns a share into its complement: Tinker's share of mixed groups into the tied share). A key is also tried without a leading ``train/`` (W&B and TensorBoard prefixes).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Alias:
     versions: str
     note: str
     scale: float = 1.0
+    offset: float = 0.0
 
     def pattern(self) -> re.Pattern[str]:
         parts = re.split(r"(\{name\})", self.key)
@@ -102,6 +104,19 @@ class AliasTable:
         return None
 
 
+def _number(row: dict[str, str | None], column: str, default: float, where: str) -> float:
+    """The finite number in ``column`` of ``row`` (``default`` when empty); ValueError naming ``where``."""
+    text = str(row.get(column) or "").strip()
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        raise ValueError(f"{where}: `{column}` must be a number, got {excerpt(text)} "
+                         "(a note with a comma must be quoted)") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{where}: `{column}` must be a finite number, got {excerpt(text)}")
+    return value
+
+
 def _read(path: Path) -> list[Alias]:
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
@@ -117,15 +132,9 @@ def _read(path: Path) -> list[Alias]:
             if r["key"].count("{name}") > 1:
                 raise ValueError(f"{where}: a key may hold {{name}} once (it names one path component), "
                                  f"got {excerpt(r['key'])}")
-            try:
-                scale = float(r.get("scale") or 1.0)
-            except ValueError:
-                raise ValueError(f"{where}: `scale` must be a number, got {excerpt(str(r.get('scale')))} "
-                                 "(a note with a comma must be quoted)") from None
-            if not math.isfinite(scale):
-                raise ValueError(f"{where}: `scale` must be a finite number, got {excerpt(str(r.get('scale')))}")
+            scale, offset = (_number(r, column, default, where) for column, default in (("scale", 1.0), ("offset", 0.0)))
             rows.append(Alias(r["trainer"].strip(), r["key"], r["canonical"].strip(),
-                              (r.get("versions") or "").strip(), r.get("note") or "", scale))
+                              (r.get("versions") or "").strip(), r.get("note") or "", scale, offset))
         return rows
 
 

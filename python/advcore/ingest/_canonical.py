@@ -102,7 +102,9 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
         sources.setdefault(name, col)
         dtype = pl.Int64 if name == "step" else pl.Float64
         expr = pl.col(col).cast(dtype, strict=False)
-        columns.setdefault(name, []).append(expr * row.scale if row.scale != 1.0 else expr)
+        if row.scale != 1.0:
+            expr = expr * row.scale
+        columns.setdefault(name, []).append(expr + row.offset if row.offset else expr)
     if "step" not in sources and (counter := _step_counter(raw.frame, unmapped)) is not None:
         unmapped.remove(counter)
         sources["step"] = counter
