@@ -105,35 +105,44 @@ def _rss_mb() -> float:
 
 
 def at_length(points: tuple[int, ...] = (10, 1_000, 10_000, 100_000), n: int = 16_384, probe: int = 21) -> None:
-    """Per-step cost (median and p99 of the last ``probe`` steps, each with a detector pass: the default
-    ``detect_every=1``) once the run is ``points`` steps long, for a per-sample step of ``n``
-    samples and a metrics-only step, and the resident memory there. The history is filled with
-    the detectors off (that part is not timed)."""
+    """Per-step cost once the run is ``points`` steps long, for a per-sample step of ``n`` samples and a
+    metrics-only step, on a default ``Monitor()``: ``probe`` steps as it schedules its passes (a pass
+    once a step has passed and the wall time since the last is 20 times its duration, the default
+    ``detect_budget=0.05``: median, p99 and mean, the mean carrying the passes' share), then ``probe``
+    steps each with a detector pass forced (the worst case, a pass every step: median and p99); and
+    the resident memory there. The history in between is filled by the same monitor (not timed)."""
     reward, adv = _batch(n - n % G, np.random.default_rng(0))
     metrics = {"grad_norm": 0.5, "entropy": 1.2, "kl": 0.01, "reward_mean": 0.4, "reward_std": 0.3}
     for kind in ("per-sample", "metrics-only"):
-        mon = advcore.Monitor(detect_every=0, logger=_QUIET, alert_trackers=False)
+        mon = advcore.Monitor(logger=_QUIET, alert_trackers=False)
         step = 0
+
+        def observe() -> None:
+            nonlocal step
+            step += 1
+            if kind == "per-sample":
+                mon.observe(step, rewards=reward, group_size=G, advantages=adv)
+            else:
+                mon.observe(step, metrics=metrics)
+
         for point in points:
             k = min(probe, point)
             while step < point - k:
-                step += 1
-                if kind == "per-sample":
-                    mon.observe(step, rewards=reward, group_size=G, advantages=adv)
-                else:
-                    mon.observe(step, metrics=metrics)
-            times = []
+                observe()
+            scheduled, forced = [], []
             for _ in range(k):
-                step += 1
                 t = time.perf_counter()
-                if kind == "per-sample":
-                    mon.observe(step, rewards=reward, group_size=G, advantages=adv)
-                else:
-                    mon.observe(step, metrics=metrics)
+                observe()
+                scheduled.append(time.perf_counter() - t)
+            for _ in range(k):
+                t = time.perf_counter()
+                observe()
                 mon.tracer.detect()
-                times.append(time.perf_counter() - t)
-            print(f"{kind:>12} | step {step:>7,} | median {np.median(times) * 1e3:7.2f} ms | "
-                  f"p99 {np.quantile(times, 0.99) * 1e3:7.2f} ms | rss {_rss_mb():6.0f} MB", flush=True)
+                forced.append(time.perf_counter() - t)
+            print(f"{kind:>12} | step {step:>7,} | default: median {np.median(scheduled) * 1e3:7.3f} ms, "
+                  f"p99 {np.quantile(scheduled, 0.99) * 1e3:7.2f} ms, mean {np.mean(scheduled) * 1e3:7.3f} ms | "
+                  f"a pass every step: median {np.median(forced) * 1e3:6.2f} ms, p99 "
+                  f"{np.quantile(forced, 0.99) * 1e3:6.2f} ms | rss {_rss_mb():6.0f} MB", flush=True)
 
 
 def watch_overhead(steps: int = 60) -> None:

@@ -101,10 +101,13 @@ class Monitor:
 
     Parameters
     ----------
-    detectors, settings, min_steps, detect_every, history
-        As :class:`advcore.trace.Tracer` (default: all detectors, from the 6th step on, every step,
-        on at most 1,024 per-step rows: older steps are merged pairwise, so a pass costs the same
-        at step 100,000 as at step 1,000).
+    detectors, settings, min_steps, history
+        As :class:`advcore.trace.Tracer` (default: all detectors, from the 6th step on, on at most
+        1,024 per-step rows: older steps are merged pairwise, so a pass costs the same at step
+        100,000 as at step 1,000).
+    detect_every : int, default 1
+        At least this many steps between two detector passes (0: only when :meth:`detect` or
+        :meth:`close` is called).
     callback : callable, optional
         Called with each new :class:`advcore.detectors.Finding`.
     logger : logging.Logger, optional
@@ -115,11 +118,14 @@ class Monitor:
     stop_on : {"error", "warn"}, optional
         Set :attr:`should_stop` once a finding of this severity or worse is reported (the TRL
         callback then asks the trainer to stop; other loops read the flag).
-    detect_budget : float, optional
-        Instead of ``detect_every``: the share of wall time the detector passes may take (e.g.
-        0.01). A pass (10-20 ms on the development machine, whatever the batch size) then runs
-        once the wall time since the previous one is at least its duration over the budget, so on
-        short steps the findings come a few steps later; ``min_steps`` still applies.
+    detect_budget : float or None, default 0.05
+        The share of wall time the detector passes may take: a pass (3 to 15 ms on the development
+        machine, whatever the batch size) runs once ``detect_every`` steps have passed *and* the
+        wall time since the previous pass is at least its duration over the budget. On steps of a
+        second or more that is every step; on steps of a few milliseconds the findings come a few
+        steps later (within about 20 pass durations of wall time at 0.05) and the monitor never
+        takes more than that share of the loop. None: every ``detect_every`` steps, whatever they
+        cost.
     record_to : str or Path, optional
         Write the recording (the long trace rows and every step's metrics, :meth:`write_parquet`)
         here on :meth:`close`. It is streamed to part files in a temporary folder every 256 steps
@@ -152,7 +158,7 @@ class Monitor:
         min_steps: int = 6,
         detect_every: int = 1,
         history: int = 1024,
-        detect_budget: float | None = None,
+        detect_budget: float | None = 0.05,
         strict: bool = False,
         stop_on: Literal["error", "warn"] | None = None,
         record_to: str | Path | None = None,
@@ -168,10 +174,14 @@ class Monitor:
                                           or not 0 < detect_budget <= 1):
             raise AdvcoreError(f"`detect_budget` must be a share of time in (0, 1], got {detect_budget!r}")
         self.detect_budget = None if detect_budget is None else float(detect_budget)
+        # the monitor schedules the passes (one policy: steps and wall time); the tracer only runs them
         self.tracer = Tracer(detectors=detectors, settings=settings, callback=self._found, logger=self._logger,
-                             min_steps=min_steps, detect_every=detect_every if detect_budget is None else 0,
-                             history=history)
+                             min_steps=min_steps, detect_every=0, history=history)
+        if isinstance(detect_every, bool) or not isinstance(detect_every, int) or detect_every < 0:
+            raise AdvcoreError(f"`detect_every` must be a non-negative integer, got {detect_every!r}")
+        self.detect_every = detect_every
         self._min_steps = min_steps
+        self._last_pass_at = min_steps - detect_every  # steps observed at the last pass: the first is at min_steps
         self._pass_end = time.perf_counter()
         self._pass_s = 0.0
         self.strict = bool(strict)
@@ -292,9 +302,11 @@ class Monitor:
             if self._probe is not None and (update := self._probe.collect()):
                 metrics = {**update, **(metrics or {})}
             self.tracer.observe(step, metrics=metrics, **given)
-            if self.detect_budget is not None and self.tracer.steps_observed >= self._min_steps:
+            n = self.tracer.steps_observed
+            if self.detect_every and n >= self._min_steps and n - self._last_pass_at >= self.detect_every:
                 now = time.perf_counter()
-                if now - self._pass_end >= self._pass_s / self.detect_budget:
+                if self.detect_budget is None or now - self._pass_end >= self._pass_s / self.detect_budget:
+                    self._last_pass_at = n
                     self.tracer.detect()
                     self._pass_end = time.perf_counter()
                     self._pass_s = self._pass_end - now

@@ -101,7 +101,7 @@ def test_advantages_match_trls_formula_and_are_recomputed(tmp_path: Path) -> Non
 def test_dead_reward_is_reported_within_the_sustain_window(tmp_path: Path) -> None:
     from advcore.detectors import REGISTRY
 
-    watcher, _, _ = replay("dead", tmp_path, min_steps=5)
+    watcher, _, _ = replay("dead", tmp_path, min_steps=5, detect_budget=None)  # a pass every replayed step
     ids = {f.id: f for f in watcher.monitor.findings}
     assert "DEGENERATE_GROUPS" in ids and "DEAD_FROM_START" in ids
     sustain = int(REGISTRY["DEGENERATE_GROUPS"].resolve({})["sustain"])

@@ -115,7 +115,7 @@ def test_healthy_batches_do_not_stop() -> None:
 
 
 def test_metrics_only_steps_and_detect_every() -> None:
-    mon = advcore.Monitor(min_steps=2, detect_every=3)
+    mon = advcore.Monitor(min_steps=2, detect_every=3, detect_budget=None)
     calls = []
     mon.tracer.detect = lambda: calls.append(mon.tracer.steps_observed) or []  # type: ignore[method-assign]
     for step in range(1, 9):

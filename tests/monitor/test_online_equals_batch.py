@@ -2,7 +2,8 @@
 run), a Monitor fed the run step by step ends with the findings that ``advcore scan`` gives for the
 same data written as a log (IDs, stages, onsets), from the per-step metrics (``metrics.jsonl``) and
 from the per-sample arrays (``samples.parquet``); and the fault's finding was reported while the
-run went on."""
+run went on (a pass at every step: ``detect_budget=None``). With the default budget the passes
+are spaced in wall time; the last one, at ``close()``, ends with the same findings."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_online_and_batch_findings_agree(fault: str | None, tmp_path: Path) -> N
     files = record.write(result, tmp_path, fmt="jsonl")
     expected = set(FAULTS[fault].detectors) if fault else set()
     batch, _ = run_detectors(load(files["steps"]))
-    mon = advcore.Monitor(logger=QUIET, alert_trackers=False, strict=True)
+    mon = advcore.Monitor(logger=QUIET, alert_trackers=False, strict=True, detect_budget=None)
     for row in result.steps.iter_rows(named=True):
         mon.observe(int(row["step"]), metrics={k: v for k, v in row.items() if k != "step" and v is not None})
     online, _ = run_detectors(mon.run())
@@ -44,7 +45,7 @@ def test_online_and_batch_findings_agree(fault: str | None, tmp_path: Path) -> N
     seen_in_steps = {f.id for f in batch}
 
     batch, _ = run_detectors(load(files["samples"]))
-    mon = advcore.Monitor(logger=QUIET, alert_trackers=False, strict=True)
+    mon = advcore.Monitor(logger=QUIET, alert_trackers=False, strict=True, detect_budget=None)
     stages = {"adv": "advantages", "adv_raw": "adv_raw", "value": "baseline", "return": "returns"}
     for step, part in result.samples.group_by("step", maintain_order=True):
         arrays = {kw: part[col].to_numpy() for col, kw in stages.items() if col in part.columns}
@@ -54,3 +55,14 @@ def test_online_and_batch_findings_agree(fault: str | None, tmp_path: Path) -> N
     assert {f.id for f in batch} & expected <= {f.id for f in mon.findings}
     if fault is not None:  # each fault is found by the scan of its metrics or of its samples
         assert expected & ({f.id for f in batch} | seen_in_steps)
+
+
+@pytest.mark.parametrize("fault", ["nonfinite", "lr_too_small"])
+def test_with_the_default_budget_the_last_pass_finds_the_same(fault: str, tmp_path: Path) -> None:
+    result = lab_run(LabConfig(fault=fault, estimator=FAULTS[fault].estimators[0], seed=1, steps=60, onset=25))
+    batch, _ = run_detectors(load(record.write(result, tmp_path, fmt="jsonl")["steps"]))
+    mon = advcore.Monitor(logger=QUIET, alert_trackers=False, strict=True)
+    for row in result.steps.iter_rows(named=True):
+        mon.observe(int(row["step"]), metrics={k: v for k, v in row.items() if k != "step" and v is not None})
+    mon.close()
+    assert {f.id for f in batch} <= {f.id for f in mon.findings}
