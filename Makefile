@@ -35,9 +35,10 @@ test-integration:  ## slow real-client tests (TRL GRPOTrainer on the CPU + advco
 
 # make test runs the same module with 100 seeds per fixture (300 inputs).
 FUZZ_SEEDS ?= 2000
+FUZZ_API ?= 300
 
-fuzz:  ## the scan fuzzing of tests/test_fuzz_scan.py with FUZZ_SEEDS seeds per fixture (2000: 6,000 inputs, alone and in folders)
-	ADVCORE_FUZZ_SEEDS=$(FUZZ_SEEDS) $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_fuzz_scan.py
+fuzz:  ## the scan fuzzing (tests/test_fuzz_scan.py, FUZZ_SEEDS seeds per fixture: 6,000 inputs alone and in folders) and the API fuzzing (tests/test_fuzz_api.py, FUZZ_API examples per function: 5,400 calls)
+	ADVCORE_FUZZ_SEEDS=$(FUZZ_SEEDS) ADVCORE_FUZZ_API=$(FUZZ_API) $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_fuzz_scan.py tests/test_fuzz_api.py
 
 lint:  ## rustfmt, clippy (pedantic, warnings are errors) and mypy (strict)
 	cargo fmt --check

@@ -104,9 +104,10 @@ from __future__ import annotations
 
 import math
 import warnings
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -180,6 +181,22 @@ def dtype_rtol(dtype: Any) -> float:
     return _RTOL[name or "float32"]
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _float_quiet(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run ``fn`` with numpy's floating-point warnings off: a value past the float range gives an
+    infinite or NaN result, which the caller sees in the output; only ``AdvcoreWarning`` is ours to raise."""
+
+    @functools.wraps(fn)
+    def quiet(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+
+    return quiet
+
+
 # --- input handling ------------------------------------------------------------------------------
 
 
@@ -194,7 +211,10 @@ def _array(x: Any, name: str) -> tuple[F64, str | None]:
         low = "bfloat16" if "bfloat16" in str(dt) else "float16"
         x = x.detach().cpu().float().numpy()
     try:
-        arr = np.asarray(x, dtype=np.float64) if not hasattr(x, "to_numpy") else np.asarray(x.to_numpy(), np.float64)
+        raw = np.asarray(x.to_numpy() if hasattr(x, "to_numpy") else x)
+        if raw.dtype.kind not in "biufO":  # complex, dates and durations, text: no reward or advantage
+            raise AdvcoreError(f"`{name}` must hold real numbers, got an array of dtype {raw.dtype}")
+        arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as e:
         raise AdvcoreError(f"`{name}` could not be read as an array of numbers: {e}") from None
     if low is None and isinstance(dt, np.dtype) and dt == np.float16:
@@ -360,6 +380,7 @@ def _grpo(gr: _Groups, eps: float, ddof: int, scale: str, singleton: str) -> F64
     return _scaled(gr, factor, singleton, raw)
 
 
+@_float_quiet
 def grpo(
     rewards: Rewards,
     group_ids: npt.ArrayLike,
@@ -430,6 +451,7 @@ def _rloo(gr: _Groups, singleton: str) -> F64:
     return _scaled(gr, factor, singleton, 1.0)
 
 
+@_float_quiet
 def rloo(rewards: Rewards, group_ids: npt.ArrayLike, *, singleton: Singleton = "zero") -> F64:
     """RLOO advantages: each reward minus the mean of the other rewards of its group.
 
@@ -471,6 +493,7 @@ def _reinforce_pp(gr: _Groups, baseline: bool, ddof: int, eps: float) -> F64:
     return np.asarray((y - mu) / math.sqrt(sd * sd + eps), dtype=np.float64)
 
 
+@_float_quiet
 def reinforce_pp(
     rewards: Rewards,
     group_ids: npt.ArrayLike | None = None,
@@ -527,6 +550,7 @@ def _dapo(gr: _Groups, eps: float, ddof: int) -> F64:
     return a
 
 
+@_float_quiet
 def dapo(rewards: Rewards, group_ids: npt.ArrayLike, *, eps: float = 1e-6, ddof: int = 1) -> F64:
     """DAPO advantages: GRPO with the tied groups (every reward equal) dropped.
 
@@ -752,6 +776,7 @@ def _compare(adv: F64, gr: _Groups, rtol: float, names: Sequence[str], ag: _AdvG
                       int(ok.sum()), errors)
 
 
+@_float_quiet
 def compare(
     logged_adv: npt.ArrayLike,
     rewards: Rewards,
@@ -897,6 +922,7 @@ def _held_in(gr: _Groups) -> str:
     return "float32" if bool(np.all(v.astype(np.float32) == v)) else "float64"
 
 
+@_float_quiet
 def step_checks(
     rewards: Rewards,
     group_ids: npt.ArrayLike,

@@ -299,6 +299,8 @@ def _trace(
     """:func:`trace_step` and the ``slice == "all"`` values by ``(stage, statistic)`` (no frame lookup)."""
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
         raise AdvcoreError(f"`step` must be an integer, got {step!r}")
+    if rewards is None:
+        raise AdvcoreError("`rewards` is needed: one reward per sample")
     given = {"rewards": rewards, "baseline": baseline, "returns": returns, "adv_raw": adv_raw, "adv": adv,
              "adv_clipped": adv_clipped}
     arrays = {kw: as_values(v, kw) for kw, v in given.items() if v is not None}

@@ -52,8 +52,13 @@ def _check_method(method: Any) -> str:
 
 def _as_q(q: Any) -> npt.NDArray[np.float64]:
     try:
-        arr = np.asarray(q, dtype=np.float64)
+        raw = np.asarray(q)
+        if raw.dtype.kind not in "biufO":  # complex, dates and durations, text
+            raise AdvcoreError(f"`q` must hold real numbers in [0, 1], got an array of dtype {raw.dtype}")
+        arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as e:
+        if isinstance(e, AdvcoreError):
+            raise
         raise AdvcoreError(f"`q` could not be read as numbers: {e}") from e
     return arr
 

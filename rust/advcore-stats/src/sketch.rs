@@ -112,8 +112,14 @@ impl QuantileSketch {
     /// sketch unchanged (raise).
     ///
     /// # Errors
-    /// NaN under [`NanPolicy::Raise`], naming `values`.
+    /// NaN under [`NanPolicy::Raise`], or a count that would pass `u64::MAX` (a sketch read from
+    /// hostile bytes), naming `values`; the sketch is then unchanged.
     pub fn update<T: Sample>(&mut self, values: &[T]) -> Result<()> {
+        if self.count.checked_add(values.len() as u64).is_none()
+            || self.nan_count.checked_add(values.len() as u64).is_none()
+        {
+            return Err(StatsError::invalid("values", "the sketch's count would pass 2^64 - 1"));
+        }
         if self.nan_policy == NanPolicy::Raise
             && let Some(index) = first_nan(values)
         {
@@ -148,7 +154,8 @@ impl QuantileSketch {
     /// Add the contents of `other`: afterwards `self` equals the sketch of both inputs.
     ///
     /// # Errors
-    /// Different `mantissa_bits`, naming `other`.
+    /// Different `mantissa_bits`, or counts whose sum passes `u64::MAX` (a sketch read from
+    /// hostile bytes), naming `other`; `self` is then unchanged.
     pub fn merge(&mut self, other: &Self) -> Result<()> {
         if other.mantissa_bits != self.mantissa_bits {
             return Err(StatsError::invalid(
@@ -159,6 +166,12 @@ impl QuantileSketch {
                 ),
             ));
         }
+        // every bucket count is at most its sketch's total, so totals that fit mean buckets that fit
+        let (Some(count), Some(nan_count)) =
+            (self.count.checked_add(other.count), self.nan_count.checked_add(other.nan_count))
+        else {
+            return Err(StatsError::invalid("other", "its counts and this sketch's add up past 2^64 - 1"));
+        };
         for (mine, theirs) in self.pages.iter_mut().zip(&other.pages) {
             if theirs.is_empty() {
                 continue;
@@ -171,8 +184,7 @@ impl QuantileSketch {
                 }
             }
         }
-        self.count += other.count;
-        self.nan_count += other.nan_count;
+        (self.count, self.nan_count) = (count, nan_count);
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         Ok(())
@@ -357,6 +369,36 @@ mod tests {
         let mut v = xs.to_vec();
         v.sort_by(f64::total_cmp);
         v[(q * (v.len() - 1) as f64).floor() as usize]
+    }
+
+    /// One value counted 2^63 times, as hostile bytes can claim: header count and bucket count patched.
+    fn huge() -> QuantileSketch {
+        let mut s = QuantileSketch::new(7, NanPolicy::Propagate).unwrap();
+        s.update(&[1.0f64]).unwrap();
+        let mut bytes = s.to_bytes();
+        let big = (1u64 << 63).to_le_bytes();
+        bytes[6..14].copy_from_slice(&big);
+        bytes[46..54].copy_from_slice(&big);
+        QuantileSketch::from_bytes(&bytes).unwrap()
+    }
+
+    #[test]
+    fn counts_that_would_pass_u64_max_are_an_error_that_changes_nothing() {
+        let mut a = huge();
+        assert_eq!(a.count(), 1 << 63);
+        let err = a.merge(&huge()).unwrap_err();
+        assert_eq!(err.arg(), "other");
+        assert_eq!(a.count(), 1 << 63);
+        assert_eq!(a.quantile(&[0.5]).unwrap(), vec![1.0]);
+        let mut b = huge();
+        b.merge(&QuantileSketch::new(7, NanPolicy::Propagate).unwrap()).unwrap();
+        let mut c = huge();
+        let mut d = huge();
+        d.count = u64::MAX;
+        assert_eq!(d.update(&[2.0f64]).unwrap_err().arg(), "values");
+        assert_eq!(d.count(), u64::MAX);
+        c.update(&[2.0f64]).unwrap();
+        assert_eq!(c.count(), (1 << 63) + 1);
     }
 
     #[test]
