@@ -257,9 +257,8 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     entropy = metric(run, "entropy")
     # a ratio of entropies means something only for a categorical (token, discrete-action) policy: a
     # Gaussian policy's differential entropy can be negative (h23-sb3-ppo-panda-negative-entropy-learns)
-    categorical = entropy is not None and min(entropy.values) > 0 and not run.has("action_std")
     jump = None
-    if entropy is not None and categorical:
+    if entropy is not None and min(entropy.values) > 0 and not run.has("action_std"):
         jump = late_jump(entropy, float(knobs["entropy_jump"]), int(knobs["min_points"]))
     if jump is not None and not any(c.name == "entropy" for c in out):
         tail, middle, before = jump

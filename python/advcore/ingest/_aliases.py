@@ -7,7 +7,8 @@ Columns: ``trainer`` (``trl``, ``verl``, ``openrlhf``, ``sb3``, ... or ``*`` for
 name), ``canonical``, ``versions`` (empty, or comma-separated ``<0.27``/``>=0.27`` bounds),
 ``note``, an optional ``scale`` the values are multiplied by (``-1`` for a logged negative,
 such as stable-baselines3's entropy loss) and an optional ``offset`` added after it (``scale -1,
-offset 1`` turns a share into its complement: Tinker's share of mixed groups into the tied share). A key is also tried without a leading ``train/`` (W&B and TensorBoard prefixes).
+offset 1`` turns a share into its complement: Tinker's share of mixed groups into the tied share).
+A key is also tried without a leading ``train/`` (W&B and TensorBoard prefixes).
 """
 
 from __future__ import annotations
