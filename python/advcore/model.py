@@ -24,9 +24,9 @@ __all__ = ["STEP_COUNTER", "STRICT_COUNTER", "IngestError", "RawLog", "Run"]
 #: Longest error message kept, in characters.
 MESSAGE_LIMIT = 400
 
-#: The name of a hand-written loop's step counter (``grpo_step``, ``train/iteration``, ``update``,
+#: The name of a hand-written loop's step counter (``grpo_step``, ``train/iteration``, ``update``, ``epoch``,
 #: ``episode``: a loop that updates once per episode).
-STEP_COUNTER = re.compile(r"(?:^|[_/])(?:step|iter|iteration|update|round|episode)s?$", re.IGNORECASE)
+STEP_COUNTER = re.compile(r"(?:^|[_/])(?:step|iter|iteration|update|round|episode|epoch)s?$", re.IGNORECASE)
 #: Counters that may repeat a value only when each row is a step (a count of finished episodes can
 #: stay put over several updates: those rows are not one step).
 STRICT_COUNTER = re.compile(r"episodes?$", re.IGNORECASE)

@@ -67,7 +67,6 @@ NAME = "json_records"
 #: step keys of a list's records, in order of preference
 _RECORD_STEP_KEYS = ("step", "global_step", "timestep", "timesteps", "total_timesteps", "num_timesteps",
                     "iteration", "iter", "update", "epoch")
-_LIST_STEP_KEYS = ("global_step", "iteration", "iter", "update", "epoch")
 _STEP_ARRAY = re.compile(r"^(?:(?P<prefix>.+?[_/])?(?:time)?steps?)$")
 #: the name of an evaluation group or array (``eval_rewards``, ``evaluations``, ``val/loss``)
 _EVAL = re.compile(rf"^(?:{'|'.join(sorted(EVAL_WORDS, key=len, reverse=True))})(?:[_/]|$)", re.IGNORECASE)
@@ -159,12 +158,6 @@ def _list_of_records(path: Path, doc: list[Any]) -> RawLog:
             str(path), f"JSON records: expected a list of objects, but entry {bad + 1} is {type(doc[bad]).__name__}"),))
     rows = [flatten(r) for r in doc]
     meta: dict[str, Any] = {"layout": "list"}
-    key = next((k for k in _LIST_STEP_KEYS if any(k in r for r in rows)
-                and all((v := number(r.get(k))) is not None and math.isfinite(v) and v == int(v) for r in rows)), None)
-    if key is not None:
-        for r in rows:
-            r["step"] = r[key]
-        meta["step_key"] = key
     evaluations = evaluation_apart(rows)
     if evaluations:
         meta["evaluation_records"] = evaluations
