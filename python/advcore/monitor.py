@@ -180,7 +180,6 @@ class Monitor:
         if isinstance(detect_every, bool) or not isinstance(detect_every, int) or detect_every < 0:
             raise AdvcoreError(f"`detect_every` must be a non-negative integer, got {detect_every!r}")
         self.detect_every = detect_every
-        self._min_steps = min_steps
         self._last_pass_at = min_steps - detect_every  # steps observed at the last pass: the first is at min_steps
         self._pass_end = time.perf_counter()
         self._pass_s = 0.0
@@ -303,7 +302,7 @@ class Monitor:
                 metrics = {**update, **(metrics or {})}
             self.tracer.observe(step, metrics=metrics, **given)
             n = self.tracer.steps_observed
-            if self.detect_every and n >= self._min_steps and n - self._last_pass_at >= self.detect_every:
+            if self.detect_every and n >= self.tracer.min_steps and n - self._last_pass_at >= self.detect_every:
                 now = time.perf_counter()
                 if self.detect_budget is None or now - self._pass_end >= self._pass_s / self.detect_budget:
                     self._last_pass_at = n

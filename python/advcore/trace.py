@@ -564,6 +564,11 @@ class Tracer:
         self._seen: set[str] = set()
 
     @property
+    def min_steps(self) -> int:
+        """Steps observed before the detectors run."""
+        return self._min_steps
+
+    @property
     def steps_observed(self) -> int:
         """How many steps were observed."""
         return self._count
