@@ -161,3 +161,26 @@ def test_rllib_progress_csv_learner_stats() -> None:
     assert run.frame["reward_mean"].to_list() == [float(r["episode_reward_mean"]) for r in rows]
     assert run.frame["vf_explained_var"].to_list() == [
         float(r["info/learner/default_policy/vf_explained_var"]) for r in rows]
+
+
+def test_a_step_counter_that_restarts_yields_to_one_that_never_does(tmp_path: Path) -> None:
+    # a loop that calls SB3's learn() once per 500 timesteps: time/total_timesteps counts from 0 each call
+    rows = ["time/total_timesteps,train/n_updates,rollout/ep_rew_mean"]
+    rows += [f"{500 * (1 + i % 2)},{99 + 100 * i},{0.1 * i}" for i in range(8)]
+    p = tmp_path / "progress.csv"
+    p.write_text("\n".join(rows) + "\n")
+    run = load(p)
+    assert run.frame["step"].to_list() == [99 + 100 * i for i in range(8)]
+    assert run.sources["step"] == "train/n_updates" and "phase" not in run.frame.columns
+    # a counter that restarts with the logged step (a resumed run) is no better: the phases stay
+    p.write_text("step,epoch,reward\n1,1,0.1\n2,1,0.2\n1,2,0.3\n2,2,0.4\n")
+    assert load(p).frame["phase"].to_list() == [0, 0, 1, 1]
+
+
+def test_real_sb3_progress_whose_timesteps_restart_every_learn_call() -> None:
+    """checked: 4000 rows; time/total_timesteps 500, 1000, 500, ...; train/n_updates 99 .. 399999, +100 a row."""
+    path = corpus("h39-sb3-a2c-breakout-entropy-collapse-plateau/progress.csv")
+    with path.open() as f:
+        updates = [int(float(r["train/n_updates"])) for r in csv.DictReader(f)]
+    run = load(path)
+    assert run.frame["step"].to_list() == updates and updates[0] == 99 and updates[-1] == 399999

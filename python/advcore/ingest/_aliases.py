@@ -8,7 +8,7 @@ name), ``canonical``, ``versions`` (empty, or comma-separated ``<0.27``/``>=0.27
 ``note``, an optional ``scale`` the values are multiplied by (``-1`` for a logged negative,
 such as stable-baselines3's entropy loss) and an optional ``offset`` added after it (``scale -1,
 offset 1`` turns a share into its complement: Tinker's share of mixed groups into the tied share).
-A key is also tried without a leading ``train/`` (W&B and TensorBoard prefixes).
+A key is also tried without a leading ``train/`` or ``update/`` (W&B and TensorBoard prefixes).
 """
 
 from __future__ import annotations
@@ -85,7 +85,9 @@ class AliasTable:
     def canonical(self, key: str, trainer: str | None, version: str | None = None) -> tuple[str, Alias] | None:
         """The canonical name of ``key`` for ``trainer`` at ``version``, and the row that said so."""
         candidates = [key.strip()]
-        for prefix in ("train/", "train_"):  # a training metric named as such (W&B sections, hand-written loops)
+        # a training metric named as such (W&B sections, hand-written loops); tianshou 0.5 and later log the
+        # policy's learn() results under update/ (tianshou/utils/logger/base.py, log_update_data)
+        for prefix in ("train/", "train_", "update/"):
             if key.startswith(prefix):
                 candidates.append(key[len(prefix):])
         for cand in candidates:

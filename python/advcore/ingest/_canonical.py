@@ -13,10 +13,18 @@ from advcore.model import STEP_COUNTER, STRICT_COUNTER, IngestError, RawLog, Run
 __all__ = ["canonicalize"]
 
 
-def _step_counter(raw: pl.DataFrame, unmapped: list[str]) -> str | None:
-    """The unmapped column that counts steps when no key maps to ``step``: named like a step counter
-    (:data:`~advcore.model.STEP_COUNTER`), whole numbers that never decrease (an episode count:
-    that always increase), on at least 90 % of the rows; of several,
+def _restarts(col: pl.Series) -> bool:
+    """Whether the step counter ``col`` goes back at least once (a new phase, a resumed run, a loop
+    that restarts its trainer's counter)."""
+    steps = col.cast(pl.Float64, strict=False).drop_nulls()
+    return bool((steps.diff().drop_nulls() < 0).any())
+
+
+def _step_counter(raw: pl.DataFrame, unmapped: list[str], *, strict: bool = False) -> str | None:
+    """The unmapped column that counts steps when no key maps to ``step`` (or the one that does
+    restarts): named like a step counter (:data:`~advcore.model.STEP_COUNTER`), whole numbers that
+    never decrease (an episode count, or any counter when ``strict``: that always increase), on at
+    least 90 % of the rows; of several,
     the finest (most distinct values). A loop that writes one record per phase of a step
     (``{"type": "rollout", "grpo_step": 3, ...}``, then ``{"type": "train", "grpo_step": 3,
     "optimizer_step": 5, ...}``) is read by the counter every record carries."""
@@ -29,7 +37,7 @@ def _step_counter(raw: pl.DataFrame, unmapped: list[str]) -> str | None:
         if values.len() < 0.9 * raw.height or values.len() == 0 or not values.is_finite().all():
             continue
         steps = values.diff().drop_nulls()
-        if (values != values.floor()).any() or (steps < 0).any() or (STRICT_COUNTER.search(name) and (steps == 0).any()):
+        if (values != values.floor()).any() or (steps < 0).any() or ((strict or STRICT_COUNTER.search(name)) and (steps == 0).any()):
             continue
         distinct = values.n_unique()
         if best is None or distinct > best[0]:
@@ -105,7 +113,13 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
         if row.scale != 1.0:
             expr = expr * row.scale
         columns.setdefault(name, []).append(expr + row.offset if row.offset else expr)
-    if "step" not in sources and (counter := _step_counter(raw.frame, unmapped)) is not None:
+    restarts = "step" in sources and _restarts(raw.frame[sources["step"]])
+    if ("step" not in sources or restarts) and (counter := _step_counter(raw.frame, unmapped, strict=restarts)) is not None:
+        # a logged step that restarts (SB3's time/total_timesteps counts from 0 at every learn() call of a
+        # loop that calls it 2,000 times, h39-sb3-a2c-breakout-entropy-collapse-plateau) yields to a
+        # counter that never does (train/n_updates)
+        if restarts:
+            unmapped.append(sources["step"])
         unmapped.remove(counter)
         sources["step"] = counter
         columns["step"] = [pl.col(counter).cast(pl.Int64, strict=False)]
