@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: help install demo test test-rust test-python test-integration fuzz lint cards bench wheel
+.PHONY: help install demo test test-rust test-python test-integration fuzz fuzz-rust lint cards bench wheel
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -39,6 +39,10 @@ FUZZ_API ?= 300
 
 fuzz:  ## the scan fuzzing (tests/test_fuzz_scan.py, FUZZ_SEEDS seeds per fixture: 6,000 inputs alone and in folders) and the API fuzzing (tests/test_fuzz_api.py, FUZZ_API examples per function: 5,400 calls)
 	ADVCORE_FUZZ_SEEDS=$(FUZZ_SEEDS) ADVCORE_FUZZ_API=$(FUZZ_API) $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_fuzz_scan.py tests/test_fuzz_api.py
+
+FUZZ_TIME ?= 120
+fuzz-rust:  ## libFuzzer on QuantileSketch.from_bytes for FUZZ_TIME seconds (needs a nightly toolchain; cargo install cargo-fuzz)
+	cd rust/fuzz && cargo +nightly fuzz run sketch_from_bytes -- -max_total_time=$(FUZZ_TIME)
 
 lint:  ## rustfmt, clippy (pedantic, warnings are errors) and mypy (strict)
 	cargo fmt --check

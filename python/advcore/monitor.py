@@ -227,7 +227,7 @@ class Monitor:
         if self.strict:
             raise e
         self._logger.warning("%s failed (%s: %s); training goes on", what, type(e).__name__, e,
-                             exc_info=self.errors == 1)
+                             exc_info=self.errors == 1 and not isinstance(e, AdvcoreError))  # bad input is named
 
     def observe(
         self,

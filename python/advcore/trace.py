@@ -21,6 +21,7 @@ import functools
 import logging
 import math
 import os
+import reprlib
 import shutil
 import tempfile
 import weakref
@@ -35,6 +36,7 @@ import polars as pl
 
 from advcore import _core
 from advcore._arrays import as_ids, as_values
+from advcore._escape import excerpt, printable
 from advcore.errors import AdvcoreError
 
 if TYPE_CHECKING:
@@ -472,6 +474,21 @@ def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
     return frame, {**{k: v for k, v in checked.result().items() if not math.isnan(v)}, **_canonical(cell)}
 
 
+def _numbers(metrics: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
+    """The trainer's ``metrics`` that are numbers (NaN and inf included: NONFINITE reads them), and a
+    description of each one that is not (``'kl' is 'abc', not a number``); ``step`` is left out."""
+    good: dict[str, float] = {}
+    bad: list[str] = []
+    for k, v in metrics.items():
+        if k == "step":
+            continue
+        try:
+            good[str(k)] = float(v)
+        except (TypeError, ValueError, OverflowError):
+            bad.append(f"{excerpt(str(k))} is {printable(reprlib.repr(v))} ({type(v).__name__}), not a number")
+    return good, bad
+
+
 class Tracer:
     """Trace every step of a run and run the detectors as it goes, in bounded memory.
 
@@ -588,6 +605,7 @@ class Tracer:
         if self._last_step is not None and step <= self._last_step:
             raise AdvcoreError(f"`step` must increase: got {step} after {self._last_step} (a new trainer.train() "
                                "restarts its counter: pass a step that keeps counting, or start a new Tracer)")
+        given, bad = _numbers(metrics or {})
         if arrays or metrics is None:
             part, row = step_row(step, **arrays)
             self._parts.append(part)
@@ -596,14 +614,16 @@ class Tracer:
                 raise AdvcoreError(f"`step` must be an integer, got {step!r}")
             row = {}
         self.last_row = row
-        given = {k: float(v) for k, v in (metrics or {}).items() if k not in row and k != "step"}
-        self._pending.append({"step": float(step), **given, **row})
+        self._pending.append({"step": float(step), **{k: v for k, v in given.items() if k not in row}, **row})
         self._count += 1
         self._last_step = int(step)
         self._part_steps += 1
         if self._part_steps >= SPILL_STEPS:
             self._flush()
             self._spill_or_trim()
+        if bad:  # the step is recorded without them: said once, after the recording, so it is never recorded twice
+            raise AdvcoreError(f"`metrics` of step {step}: {'; '.join(bad)}; the step was recorded without "
+                               f"{'it' if len(bad) == 1 else 'them'}")
         n = self._count
         if n < self._min_steps or not self._every or (n - self._min_steps) % self._every:
             return []

@@ -142,6 +142,28 @@ def test_recording_round_trips_through_ingest(tmp_path: pytest.TempPathFactory) 
         assert run.frame[col].to_list() == pytest.approx(ours[col].to_list())
 
 
+def test_a_bad_trainer_metric_costs_itself_not_the_step(tmp_path: pytest.TempPathFactory,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    rng = np.random.default_rng(7)
+    path = tmp_path / "rec.parquet"  # type: ignore[operator]
+    mon = advcore.Monitor(record_to=path)
+    samples = [batch(rng) for _ in range(3)]
+    with caplog.at_level(logging.WARNING, logger="advcore"):
+        for step, (r, g, adv) in enumerate(samples, start=1):
+            metrics = {"entropy": 0.5, "kl": "abc" if step == 2 else 0.1}
+            out = mon.observe(step, rewards=r, group_ids=g, advantages=adv, metrics=metrics)
+    assert out["advcore/errors"] == 1.0
+    assert "'kl' is 'abc' (str), not a number" in caplog.text and "Traceback" not in caplog.text
+    mon.close()
+    frame = mon.steps_frame
+    assert frame["step"].to_list() == [1, 2, 3]  # the step is kept, once
+    assert frame["kl"].to_list() == [0.1, None, 0.1] and frame["entropy"].to_list() == [0.5] * 3
+    assert frame["reward_mean"].to_list() == pytest.approx([r.mean() for r, _, _ in samples])
+    recorded = pl.read_parquet(path)
+    counts = recorded.filter(pl.col("stage") == "reward").group_by("step").len().sort("step")
+    assert counts["step"].to_list() == [1, 2, 3] and counts["len"].n_unique() == 1  # each step recorded once
+
+
 class _DeviceTensor:
     """A stand-in for a GPU tensor: ``.device.type == "cuda"``; ``.to("cpu")`` gives the host array."""
 

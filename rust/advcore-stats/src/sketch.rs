@@ -450,7 +450,50 @@ mod tests {
         )
     }
 
+    /// A valid encoding with bytes flipped, cut, spliced or repeated (the inputs `cargo fuzz` would
+    /// find first; the libFuzzer target is `rust/fuzz`, `make fuzz-rust` on a nightly toolchain).
+    fn hostile_bytes() -> impl Strategy<Value = Vec<u8>> {
+        (values(), 0u32..=10, prop::collection::vec((any::<usize>(), any::<u8>()), 0..6), any::<usize>(), 0u8..4)
+            .prop_map(|(xs, m, flips, cut, how)| {
+                let mut s = QuantileSketch::new(m, NanPolicy::Omit).unwrap();
+                s.update(&xs).unwrap();
+                let mut b = s.to_bytes();
+                for (at, x) in flips {
+                    let n = b.len();
+                    b[at % n] ^= x;
+                }
+                match how {
+                    0 => b.truncate(cut % (b.len() + 1)),
+                    1 => {
+                        let tail = b[cut % b.len()..].to_vec();
+                        b.extend_from_slice(&tail);
+                    }
+                    _ => {}
+                }
+                b
+            })
+    }
+
     proptest! {
+        #[test]
+        fn hostile_bytes_decode_or_fail_cleanly(b in hostile_bytes()) {
+            // never a panic; what decodes re-encodes to the same bytes and answers within its extremes
+            match QuantileSketch::from_bytes(&b) {
+                Err(e) => prop_assert_eq!(e.arg(), "data"),
+                Ok(s) => {
+                    prop_assert_eq!(s.to_bytes(), b);
+                    let got = s.quantile(&[0.0, 0.5, 1.0]).unwrap();
+                    if s.count() > 0 && s.nan_count() == 0 {
+                        prop_assert!(got.iter().all(|v| (s.min()..=s.max()).contains(v)), "{:?}", got);
+                    }
+                    let mut twice = s.clone();
+                    if twice.merge(&s).is_err() {
+                        prop_assert_eq!(twice.to_bytes(), s.to_bytes()); // an overflow changes nothing
+                    }
+                }
+            }
+        }
+
         #[test]
         fn within_the_stated_bound(xs in values(), q in prop::collection::vec(0.0f64..=1.0, 1..8), m in 0u32..=10) {
             let mut s = QuantileSketch::new(m, NanPolicy::Propagate).unwrap();
