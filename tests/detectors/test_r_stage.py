@@ -394,3 +394,19 @@ def test_the_floor_onset_is_where_the_reward_settled_there_for_good() -> None:
     reward = [0.01] * 20 + [0.8] * 50 + [0.0] * 30
     f = one(make_run({"reward_mean": reward, "reward_std": [0.3] * 70 + [0.0] * 30}), "REWARD_FLOOR")
     assert isinstance(f, Finding) and f.onset_step == 71
+
+
+def test_a_quiet_verdict_says_whether_the_reward_rose() -> None:
+    """Alive is not learning: a quiet run whose reward stays within its noise says so; one that rose says that."""
+    from advcore.diagnose import diagnose
+
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0.0, 0.02, 60)
+    flat = make_run({"reward_mean": list(0.05 + noise), "reward_std": [0.2] * 60})
+    rising = make_run({"reward_mean": list(np.linspace(0.1, 0.8, 60) + noise), "reward_std": [0.2] * 60})
+    early, late = np.median(0.05 + noise[:12]), np.median(0.05 + noise[-12:])
+    summary = diagnose(flat, [], []).summary
+    assert "did not rise beyond its step-to-step noise" in summary
+    assert f"{early:.4g} early, {late:.4g} late" in summary
+    rose = diagnose(rising, [], []).summary
+    assert "the reward rose from a median of" in rose and "did not rise" not in rose
