@@ -410,3 +410,30 @@ def test_a_quiet_verdict_says_whether_the_reward_rose() -> None:
     assert f"{early:.4g} early, {late:.4g} late" in summary
     rose = diagnose(rising, [], []).summary
     assert "the reward rose from a median of" in rose and "did not rise" not in rose
+
+
+def test_floor_from_a_success_rate_that_never_rises() -> None:
+    """A goal task that is never solved fires at the first point, whatever the noisy return does; one
+    that learns, or a 'success' column that is no share, does not."""
+    rng = np.random.default_rng(5)
+    n = 200
+    chance = rng.binomial(100, 0.03, n) / 100  # 3 % of 100 episodes
+    ret = list(-48.5 + rng.normal(0, 0.8, n))
+    f = one(make_run({"reward_mean": ret, "success_rate": list(chance)}, steps=[200 * (i + 1) for i in range(n)]),
+            "REWARD_FLOOR")
+    assert isinstance(f, Finding) and f.onset_step == 200 and f.evidence["rule"] == "never_succeeds"
+    level = max(float(np.median(chance[max(0, i - 19): i + 1])) for i in range(n))
+    assert f.evidence["success_level_max"] == pytest.approx(level)
+    learns = np.clip(np.linspace(0.0, 0.6, n) + chance, 0, 1)
+    assert one(make_run({"reward_mean": ret, "success_rate": list(learns)}), "REWARD_FLOOR") is None
+    assert one(make_run({"reward_mean": ret, "success_rate": [3.0] * n}), "REWARD_FLOOR") is None
+    assert isinstance(one(make_run({"success_rate": [0.0] * n}), "REWARD_FLOOR"), Finding)
+
+
+def test_real_sac_her_pick_and_place_that_never_succeeds() -> None:
+    """checked: rollout/success_rate quarter means 0.035 / 0.030 / 0.023 / 0.033, never above 0.083; 1000 points
+    from step 200."""
+    path = corpus("h39-sb3-sac-her-fetchpickplace-reward-floor/events.out.tfevents.1779161806.Sophias-MacBook-Pro-6"
+                  ".local.73013.0")
+    f = fired_by(load(path))
+    assert f["REWARD_FLOOR"].onset_step == 200 and f["REWARD_FLOOR"].evidence["success_level_max"] < 0.083

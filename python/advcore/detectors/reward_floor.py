@@ -15,6 +15,12 @@ bit-identical). A reward mean of exactly 0 on at least 3/4 of the logged steps a
 late window, with excursions near it, is at its floor too (the level over the run, not constancy,
 names the regime; onset: where it settled at 0). On a run too short for windows, a reward mean of exactly 0 at every one of
 at least two logged steps is a point fact and fires too.
+
+A logged success rate (``success_rate``: the share of episodes that reached the goal, SB3's
+``rollout/success_rate``) decides first where it exists: when its level (trailing median over a
+tenth of the run, at least 5 points) never rises above ``success_below`` (0.1) and its late mean is
+at most half of that, the task is never solved and the finding fires with onset at the first logged
+point, whatever the noisy return around its floor does.
 """
 
 from __future__ import annotations
@@ -23,12 +29,14 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import REL_TOL, SPREAD_GONE, ZERO_SHARE, RewardLevel, reward_level
-from advcore.detectors._windows import POINT_FACT_MIN, Series, metric
+from advcore.detectors._windows import POINT_FACT_MIN, Series, metric, rolling_level
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
 
 ID = "REWARD_FLOOR"
+#: A success-rate level that never rises above this share of episodes: the task is never solved.
+SUCCESS_BELOW = 0.1
 
 WHAT_TO_TRY = (
     "Score a few rollouts by hand: is the reward function called, does it return a number per sample, is it "
@@ -40,8 +48,13 @@ WHAT_TO_TRY = (
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate REWARD_FLOOR on ``run`` with resolved ``knobs``."""
+    if not run.has("reward_mean") and not run.has("success_rate"):
+        return NotEvaluable(ID, ("reward_mean (or success_rate)",))
+    never = _never_succeeds(run, float(knobs["success_below"]))
+    if never is not None:
+        return never
     if not run.has("reward_mean"):
-        return NotEvaluable(ID, ("reward_mean",))
+        return None
     level = reward_level(run, rel_tol=float(knobs["rel_tol"]), spread_gone=float(knobs["spread_gone"]))
     if level is None:
         # too short for windows: only the point fact, a reward mean of exactly 0 at every logged step
@@ -56,6 +69,27 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     at_zero = level.zero_share >= ZERO_SHARE  # at 0 with excursions: the onset is where it settled at 0
     idx = level.pinned_onset(0.0 if at_zero else level.floor, int(knobs["sustain"]))
     return _finding(level.mean, idx, {**level.evidence(), "all_zero": all_zero}, None if all_zero else level)
+
+
+def _never_succeeds(run: Run, below: float) -> Finding | None:
+    """The finding when the logged success rate (a share of episodes in [0, 1]) has a level (trailing
+    median over a tenth of the run, at least 5 points) that never rises above ``below`` and a late mean
+    at most half of it: the task is (almost) never solved, whatever the noisy return around its floor
+    says (h39-sb3-sac-her-fetchpickplace-reward-floor: success 0.023 to 0.035 by quarter, never above
+    0.083, while the episode return wanders between -50 and -45.8)."""
+    success = metric(run, "success_rate")
+    if success is None or not success.judgeable or any(not 0.0 <= v <= 1.0 for v in success.values):
+        return None
+    level = rolling_level(success, "success level", max(5, len(success) // 10)).values
+    late = success.late_mean()
+    if max(level) > below or late > below / 2:
+        return None
+    message = (f"The task is almost never solved: the success rate stays at or below {max(level):.3g} (its level over "
+               f"{len(success)} logged points) and is {late:.3g} late. Everything fails; there is no signal to "
+               "learn from.")
+    evidence = {"metric": "success_rate", "rule": "never_succeeds", "success_level_max": max(level),
+                "success_late_mean": late, "success_below": below, "points": len(success), **success.where(0)}
+    return Finding(ID, "error", "R", success.step_at(0), evidence, message, WHAT_TO_TRY)
 
 
 def _finding(mean: Series, idx: int | None, evidence: dict[str, object], level: RewardLevel | None) -> Finding:
@@ -110,10 +144,13 @@ CARD = Card(
         3/4 of the logged steps and of the late window, with excursions near it, sits at its floor too,
         unless a logged spread shows the groups alive (recall-l3-qwen7b-grpo-skipall-tied: 0 on 62 of 72
         steps, -0.25 or -0.125 on the rest while the policy abstains on every prompt). Its onset is the
-        first of `sustain` consecutive means within the tolerance of 0. A run too short
+        first of `sustain` consecutive means within the tolerance of 0. A logged success rate decides
+        first: a level (trailing median over a tenth of the run) that never rises above `success_below`
+        with a late mean at most half of it is a task that is never solved (onset: the first logged
+        point). A run too short
         for windows (fewer than six logged reward means) is still judged on the point fact: a reward mean
         of exactly 0 at every one of at least two logged steps fires, with onset at the first. Not
-        evaluable without `reward_mean`.
+        evaluable without `reward_mean` or `success_rate`.
     """,
     related="""
         DEAD_FROM_START fires with it when the floor holds from the first step (a setup problem);
@@ -128,7 +165,7 @@ SPEC = DetectorSpec(
     severity="error",
     stage="R",
     summary="reward constant at its floor (everything fails, or the reward is not wired)",
-    key_metrics=("reward_mean", "reward_std", "reward_min"),
+    key_metrics=("reward_mean", "reward_std", "reward_min", "success_rate"),
     fn=detect,
     knobs=(
         Knob("rel_tol", REL_TOL, "late mean within this fraction of the reward span of the floor, and moving by "
@@ -144,6 +181,11 @@ SPEC = DetectorSpec(
                  "as the gate-2 run's `csd_logs.json` once read) is not a floor and stays quiet."),
         Knob("sustain", 5, "consecutive logged steps at the floor for the onset estimate", low=1, integer=True,
              why="As the seed card."),
+        Knob("success_below", SUCCESS_BELOW, "a success rate whose level never rises above this (and is at most "
+             "half of it late) = the task is never solved", low=0.0, high=1.0,
+             why="h39-sb3-sac-her-fetchpickplace-reward-floor: success never above 0.083 (objects that start at the "
+                 "goal) and 0.03 late, while its return wanders near -50. The sparse runs that learn rise past it "
+                 "(h39-sb3-ppo-fetchreach-sparse-learns, h24-baselines-her-ddpg-fetchpickplace-learns)."),
     ),
     what_to_try=WHAT_TO_TRY,
     card=CARD,
