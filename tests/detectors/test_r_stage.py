@@ -130,9 +130,9 @@ def test_saturation_and_floor_agree_with_reward_regime(case: int) -> None:
 
 def test_reward_level_not_evaluable_without_reward_mean() -> None:
     run = make_run({"kl": [0.1] * 20})
-    for det in ("REWARD_SATURATION", "REWARD_FLOOR"):
+    for det, needs in (("REWARD_SATURATION", "reward_mean"), ("REWARD_FLOOR", "reward_mean (or success_rate)")):
         ne = one(run, det)
-        assert isinstance(ne, NotEvaluable) and ne.needs == ("reward_mean",)
+        assert isinstance(ne, NotEvaluable) and ne.needs == (needs,)
     # too short for windows: a reward exactly 0 at every step is still a fact (onset at the first)
     short = one(make_run({"reward_mean": [0.0] * 5}), "REWARD_FLOOR")
     assert isinstance(short, Finding) and short.onset_step == 1 and short.evidence["points"] == 5

@@ -30,10 +30,11 @@ def test_list_of_records_takes_its_step_from_epoch(tmp_path: Path) -> None:
     assert run.format == "json_records" and not run.errors
     assert run.sources["step"] == "epoch" and run.metadata["non_numeric"] == ["timestamp"]
     raw = json_records.read(p)  # the reader parses; the counter becomes the step at canonicalization
-    assert raw.frame["epoch"].to_list() == [1, 2, 3] and run.frame["step"].to_list() == [1, 3]
+    assert raw.frame["epoch"].to_list() == [1, 2, 3] and run.frame["step"].to_list() == [1, 2, 3]
     assert raw.frame["avg_reward"].to_list() == [0.5, None, 0.7]  # a bad value costs that value
     assert raw.frame["success_rate"].to_list() == [0.8, 0.9, 1.0]
-    assert run.frame["reward_mean"].to_list() == [0.5, 0.7]  # epoch 2 has no mapped metric left
+    assert run.frame["reward_mean"].to_list() == [0.5, None, 0.7]  # epoch 2 keeps its success rate
+    assert run.frame["success_rate"].to_list() == [0.8, 0.9, 1.0]
 
 
 def test_list_without_an_integer_step_key_counts_records(tmp_path: Path) -> None:
