@@ -600,7 +600,9 @@ class Tracer:
 
         ``metrics`` (canonical name -> value, e.g. the trainer's own ``grad_norm`` or ``entropy``)
         join the step's row where the samples do not define the same metric; with ``metrics``
-        the per-sample arrays may be left out (a step the trainer logged without samples).
+        the per-sample arrays may be left out (a step the trainer logged without samples). A value
+        that is not a number costs itself: the step is recorded once without it, then
+        :class:`AdvcoreError` names the key and the value.
         """
         if self._last_step is not None and step <= self._last_step:
             raise AdvcoreError(f"`step` must increase: got {step} after {self._last_step} (a new trainer.train() "

@@ -37,7 +37,8 @@ def _step_counter(raw: pl.DataFrame, unmapped: list[str], *, strict: bool = Fals
         if values.len() < 0.9 * raw.height or values.len() == 0 or not values.is_finite().all():
             continue
         steps = values.diff().drop_nulls()
-        if (values != values.floor()).any() or (steps < 0).any() or ((strict or STRICT_COUNTER.search(name)) and (steps == 0).any()):
+        repeats = (strict or STRICT_COUNTER.search(name)) and (steps == 0).any()
+        if (values != values.floor()).any() or (steps < 0).any() or repeats:
             continue
         distinct = values.n_unique()
         if best is None or distinct > best[0]:
@@ -114,7 +115,8 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
             expr = expr * row.scale
         columns.setdefault(name, []).append(expr + row.offset if row.offset else expr)
     restarts = "step" in sources and _restarts(raw.frame[sources["step"]])
-    if ("step" not in sources or restarts) and (counter := _step_counter(raw.frame, unmapped, strict=restarts)) is not None:
+    counter = _step_counter(raw.frame, unmapped, strict=restarts) if "step" not in sources or restarts else None
+    if counter is not None:
         # a logged step that restarts (SB3's time/total_timesteps counts from 0 at every learn() call of a
         # loop that calls it 2,000 times, h39-sb3-a2c-breakout-entropy-collapse-plateau) yields to a
         # counter that never does (train/n_updates)
