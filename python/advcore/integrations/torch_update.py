@@ -98,12 +98,11 @@ class UpdateProbe:
     def collect(self) -> dict[str, float]:
         """The mean of each measurement over the steps measured since the last call ({} if none);
         a NaN among them stays NaN."""
+        from advcore.ingest.formats.plain import mean_record
+
         rows, self._rows = self._rows, []
-        out: dict[str, float] = {}
-        for key in dict.fromkeys(k for r in rows for k in r):
-            values = [r[key] for r in rows if key in r]
-            out[key] = sum(values) / len(values)
-        return out
+        # every key has a value in at least one row, so none of the means is None
+        return {k: v for k, v in mean_record(rows).items() if v is not None}
 
     def remove(self) -> None:
         """Take the hooks off the optimizer."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +124,7 @@ def records_frame(
     return frame, dropped  # a step that no Int64 holds stays Float64: the canonical frame reports its rows
 
 
-def mean_record(records: list[dict[str, float | None]]) -> dict[str, float | None]:
+def mean_record(records: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
     """Several records of one step averaged key by key, over the values that are not null (a key
     with none stays null; a NaN among them makes the mean NaN)."""
     out: dict[str, float | None] = {}
