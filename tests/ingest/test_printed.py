@@ -136,3 +136,28 @@ def test_an_evaluation_line_at_the_step_joins_it(tmp_path: Path) -> None:
     assert raw.frame["step"].to_list() == list(range(500, 4001, 500))
     assert raw.frame["average_return"].to_list() == [None, 10.0, None, 20.0, None, 30.0, None, 40.0]
     assert raw.frame["loss"].to_list() == [float(f"0.0{s}") for s in range(500, 4001, 500)]
+
+
+def test_the_finest_counter_that_never_goes_back_counts_the_steps(tmp_path: Path) -> None:
+    # DeepSpeed-Chat step 3 prints "epoch: 0|step: 33|ppo_ep: 1|act_loss: ...", then the reward on the next line
+    block = ("epoch: 0|step: {s}|ppo_ep: 1|act_loss: 0.2|cri_loss: {c}|unsuper_loss: 0.0\n"
+             "average reward score: {r}\n" + "-" * 40 + "\n")
+    run = load(_log(tmp_path, "".join(block.format(s=s, c=s / 10, r=s - 1.5) for s in range(4))))
+    assert run.frame["step"].to_list() == [0, 1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [-1.5, -0.5, 0.5, 1.5]
+    assert run.frame["value_loss"].to_list() == [0.0, 0.1, 0.2, 0.3]
+    # a step within its epoch restarts: the epoch still counts, the step is a metric
+    text = "".join(f"Epoch: {e} Step: {s} return: {10 * e + s}\n" for e in range(3) for s in (0, 1))
+    run = load(_log(tmp_path, text, "restarts.log"))
+    assert run.frame["step"].to_list() == [0, 1, 2]
+    assert run.frame["reward_mean"].to_list() == [0.5, 10.5, 20.5]
+
+
+def test_real_deepspeed_chat_step3_log() -> None:
+    path = corpus("h42-deepspeed-chat-ppo-opt13b-rlhf-learns/actor_opt-1.3b_critic_opt-350m_globalBatchSize64.log")
+    lines = path.read_text().splitlines()
+    steps = [int(ln.split("|")[1].split(":")[1]) for ln in lines if ln.startswith("epoch: ")]
+    rewards = [float(ln.rsplit(":", 1)[1]) for ln in lines if ln.startswith("average reward score:")]
+    run = load(path)
+    assert run.frame["step"].to_list() == steps == list(range(len(rewards)))
+    assert run.frame["reward_mean"].to_list() == rewards

@@ -9,7 +9,10 @@ per update or episode in a form of their own. The forms seen in real notebooks:
   reward_avg=0.250 avg_resp_len=236.8`` (from-scratch GRPO on GPT-Neo and Qwen3);
 * ``轮次   50: 奖励 =  47.00, 最近50轮平均奖励 =  26.62, 损失 = 1.0417`` (a REINFORCE notebook in Chinese);
 * a block per episode: ``Episode 0, Total Reward: 15.00`` followed by lines of pairs without a step
-  (``==> Total Loss: 42.79, Actor Loss: 3.07, Critic Loss: 19.86, Avg Entropy: 0.69``).
+  (``==> Total Loss: 42.79, Actor Loss: 3.07, Critic Loss: 19.86, Avg Entropy: 0.69``);
+* several counters first: ``epoch: 0|step: 33|ppo_ep: 1|act_loss: 0.019|cri_loss: 0.036`` then
+  ``average reward score: 0.43`` (DeepSpeed-Chat step 3, RLHF with PPO); the counter that takes the
+  most values without going back counts the steps.
 
 A *pair* is a name (words of letters, digits, ``_ . % / -``, up to six separated by single spaces,
 not starting with a digit) then ``:`` or ``=``, then a number (``nan`` and ``inf`` too; a ``/N``
@@ -125,6 +128,40 @@ def _header_word(pairs: list[tuple[str, str]], only: bool) -> str | None:
 Parsed = list[tuple[list[tuple[str, str]], bool]]
 
 
+def _counters(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The step-named pairs a line begins with (``epoch: 0|step: 33|ppo_ep: 1``)."""
+    lead = []
+    for key, value in pairs:
+        if not STEP_NAME.match(key):
+            break
+        lead.append((key, value))
+    return lead
+
+
+def _finest_counter_first(lines: Parsed) -> Parsed:
+    """Lines that begin with several counters (DeepSpeed-Chat step 3 prints ``epoch: 0|step: 33|ppo_ep:
+    1|act_loss: ...``) are counted by the one that takes the most values without ever going back; it is
+    moved first, and the others stay as metrics. A counter that restarts (a step within its epoch)
+    is not chosen."""
+    values: dict[str, list[float]] = {}
+    for pairs, _ in lines:
+        lead = _counters(pairs)
+        if len(lead) < 2:
+            continue
+        for key, value in lead:
+            values.setdefault(key, []).append(number(value) or 0.0)
+    chosen = max(((len(set(v)), -i, k) for i, (k, v) in enumerate(values.items())
+                  if all(b >= a for a, b in zip(v, v[1:], strict=False))), default=None)
+    if chosen is None:
+        return lines
+    key = chosen[2]
+    out: Parsed = []
+    for pairs, only in lines:
+        at = next((i for i, (k, _) in enumerate(_counters(pairs)) if k == key), 0)
+        out.append(([pairs[at], *pairs[:at], *pairs[at + 1:]] if at else pairs, only))
+    return out
+
+
 def _layout(lines: Parsed) -> Layout | None:
     """The most common kind of step line (its step word and other names), or header lines with the
     same step word when there are more of them; without either, the names of the most common kind
@@ -172,7 +209,7 @@ def _goes_on(pairs: list[tuple[str, str]], records: list[tuple[int, dict[str, fl
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
-    parsed = [_parse(line) for line in head.splitlines()]
+    parsed = _finest_counter_first([_parse(line) for line in head.splitlines()])
     layout = _layout(parsed)
     if layout is None:
         return False
@@ -185,7 +222,7 @@ def sniff(path: Path, head: str | None) -> bool:
 
 def read_text(text: str, path: Path) -> RawLog:
     """The progress lines of ``text`` (a file's or a notebook cell's output), errors naming ``path``."""
-    parsed = [_parse(line.removesuffix("\r")) for line in text.split("\n")]
+    parsed = _finest_counter_first([_parse(line.removesuffix("\r")) for line in text.split("\n")])
     layout = _layout(parsed)
     if layout is None:
         return RawLog(NAME, pl.DataFrame(), trainer=NAME, errors=(IngestError(
@@ -225,7 +262,7 @@ def read_text(text: str, path: Path) -> RawLog:
             merged[-1][1].append(values)
         else:
             merged.append((step, [values]))
-    frame, _ = records_frame([{"step": step, **mean_record(group)} for step, group in merged])
+    frame, _ = records_frame([{**mean_record(group), "step": step} for step, group in merged])
     meta: dict[str, Any] = {"step_word": word, "step_lines": len(records)}
     if word is None:
         meta["step_inferred"] = True
