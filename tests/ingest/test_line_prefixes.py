@@ -17,6 +17,7 @@ PREFIXES = [
     "INFO:__main__:",
     "[rank0]: ",
     "(TaskRunner pid=2021) 2026-05-27T11:57:00Z | ",
+    "2017-06-30 17:30:11.098692 EDT | ",
 ]
 
 
@@ -74,3 +75,28 @@ def test_simplevla_accuracy_lines_with_timestamps(tmp_path: Path) -> None:
     assert run.format == "simplevla" and run.errors == ()
     # step 1: 6 of 8 task groups all-fail or all-success; step 2: all 8
     assert run.frame["zero_variance_group_frac"].to_list() == [0.75, 1.0]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_printed_progress_lines(tmp_path: Path, prefix: str) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("".join(f"{prefix}Episode {e}, Avg reward: {e / 4}\n" for e in range(1, 5)))
+    run = load(p)
+    assert run.format == "printed" and run.errors == ()
+    assert run.frame["step"].to_list() == [1, 2, 3, 4]
+    assert run.frame["reward_mean"].to_list() == [0.25, 0.5, 0.75, 1.0]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_table_of_one_pair_per_line(tmp_path: Path, prefix: str) -> None:
+    # rllab/misc/logger.py dump_tabular, as an rllab DDPG run printed it (keys then blanks then the value)
+    rows = [(10, -605.739, 0.0783), (11, -598.495, 0.0332), (12, 410.5, 0.1)]
+    p = tmp_path / "console"
+    p.write_text("".join(f"{prefix}{'-' * 23}  {'-' * 12}\n{prefix}Epoch  {e:>20}\n{prefix}Iteration  {e:>16}\n"
+                         f"{prefix}AverageReturn  {r:>14}\n{prefix}AverageQLoss  {q:>15}\n"
+                         f"{prefix}[exp_0001] epoch #{e + 1} | Training started\n" for e, r, q in rows))
+    run = load(p)
+    assert run.errors == ()
+    assert run.frame["step"].to_list() == [10, 11, 12]
+    assert run.frame["reward_mean"].to_list() == [-605.739, -598.495, 410.5]
+    assert run.frame["value_loss"].to_list() == [0.0783, 0.0332, 0.1]

@@ -161,3 +161,13 @@ def test_real_deepspeed_chat_step3_log() -> None:
     run = load(path)
     assert run.frame["step"].to_list() == steps == list(range(len(rewards)))
     assert run.frame["reward_mean"].to_list() == rewards
+
+
+def test_real_rllab_ddpg_console_table() -> None:
+    path = corpus("h43-rllab-ddpg-halfcheetah-plateau-healthy/bayesian_exploration")
+    cells = [ln.split(" | ", 1)[1].split() for ln in path.read_text().splitlines() if " EDT | " in ln]
+    epochs = [int(c[1]) for c in cells if len(c) == 2 and c[0] == "Epoch"]
+    returns = [float(c[1]) for c in cells if len(c) == 2 and c[0] == "AverageReturn"]
+    run = load(path)
+    assert run.frame["step"].to_list() == epochs and (epochs[0], epochs[-1], len(epochs)) == (9, 1146, 1138)
+    assert run.frame["reward_mean"].to_list() == returns

@@ -7,7 +7,9 @@ What real consoles add around those lines, and how it is handled:
   ``(WorkerDict pid=3, ip=10.0.0.1)``) are stripped, as are ``[repeated 7x across cluster]``.
 * Any other line prefix before a console record (timestamps ``2026-05-27 11:57:00``, levels and
   logger names ``INFO:root:``, ranks ``[rank0]:``) is dropped: the text before the first record
-  marker (``step:N``, ``Global step N``, ``Accuracy distribution:``) that starts a word.
+  marker (``step:N``, ``Global step N``, ``Accuracy distribution:``) that starts a word; every console reader
+  drops a leading timestamp, level or rank (``2017-06-30 17:30:11.098692 EDT | ``, ``[INFO]``,
+  ``INFO:root:``, ``[rank0]:``) before reading a line.
 * Values may be wrapped (``np.float64(0.5)``, ``np.int64(3)``, ``tensor(0.5)``); ``nan``/``inf``
   are read as NaN/inf (by the shared :func:`advcore.ingest.formats.plain.number`), text values
   are skipped.
@@ -40,6 +42,17 @@ NAME = "verl_console"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _PREFIX = re.compile(r"^\s*(?:\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:-]+)?\)\s*)+")
 _REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
+_LEVEL = r"(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)"
+#: A logger's line prefix, any number of times: a timestamp (``2017-06-30 17:30:11.098692 EDT``,
+#: ``[2023-04-18 08:53:39,548]``, ``2026-05-27T11:57:00Z``), a level (``[INFO]``, ``INFO:root:``,
+#: ``INFO -``; logging's default ``LEVEL:name:`` has one name), a rank (``[rank0]:``); each ends in
+#: ``:`` or ``]`` or is followed by spaces and at most one ``|`` or ``-`` (a tab after a timestamp
+#: is a field separator: SimpleVLA-RL's file logger writes ``time<TAB>step<TAB>JSON``).
+#: Anchored and possessive: linear on any line.
+_LOG_PREFIX = re.compile(
+    r"^(?:[ \t]*+(?:\[?+\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d++)?+)?+"
+    r"(?: ?+(?:[A-Z]{3,4}+|Z|[+-]\d\d:?+\d\d))?+\]?+"
+    rf"|\[{_LEVEL}\]|{_LEVEL}(?:(?::[A-Za-z_][\w.]*+)?+:|(?=[ \t]))|\[rank\d++\]:?+)(?:[ ]++(?:[|-][ ]++)?+|(?<=[:\]])))++")
 #: Where a console record begins, after whatever prefix the logger put before it; not inside a key
 #: (``global_step:3``, ``timing/step:1.2``). Shared with the SimpleVLA-RL and OpenRLHF readers.
 _MARKER = re.compile(r"(?<![\w/.-])(?:step:\d|Global step \d|Accuracy distribution:)")
@@ -69,7 +82,7 @@ def clean(line: str) -> str:
         prefix = _PREFIX.match(line)
         tail = line.rsplit("\r", 1)[1]
         line = (prefix.group(0) if prefix else "") + tail
-    line = _PREFIX.sub("", line)
+    line = _LOG_PREFIX.sub("", _PREFIX.sub("", line))
     marker = _MARKER.search(line)
     if marker is not None and marker.start() > 0:
         line = line[marker.start():]
