@@ -263,3 +263,34 @@ def test_vpg_cartpole_whose_value_loss_tracks_its_return_is_quiet() -> None:
     assert run.format == "printed" and run.frame["value_loss"].max() > 7e4
     findings, _ = run_detectors(run)
     assert "UPDATE_UNSTABLE" not in {f.id for f in findings}
+
+
+def test_a_kl_spike_the_reward_never_recovered_from() -> None:
+    # 300 updates: a return of about 10 (noise 0.5), one update KL of 4 at update 100, a return of about 5 after it
+    rng = np.random.default_rng(3)
+    kl = [0.01] * 300
+    kl[100] = 4.0
+    reward = [10.0 + 0.5 * float(e) if i < 100 else 5.0 + 0.5 * float(e) for i, e in enumerate(rng.standard_normal(300))]
+    f = one(make_run({"kl_step": kl, "reward_mean": reward}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_step" and f.onset_step == 101
+    assert f.evidence["reward_before"] == pytest.approx(float(np.median(reward[70:100])))
+    # the same spike in a run whose return comes back: routine
+    healed = reward[:150] + [10.5 + 0.5 * float(e) for e in rng.standard_normal(150)]
+    assert one(make_run({"kl_step": kl, "reward_mean": healed}), "UPDATE_UNSTABLE") is None
+
+
+def test_real_rl_games_run_that_never_recovered_from_a_kl_spike() -> None:
+    path = corpus("h44-rlgames-ppo-isaacgym-yumicube-kl-spikes-collapse/events.out.tfevents.1637854725.MS-7C82")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    kl = {e.step: e.value for e in acc.Scalars("info/kl")}
+    first = min(s for s, v in kl.items() if v >= 1.0)
+    assert first == 272629760 and kl[first] == pytest.approx(3.98, abs=0.01)  # the manifest's checked numbers
+    run = load(path)
+    assert run.trainer == "rl_games" and "rewards/iter" in run.metadata["other_axis_tags"]
+    f = one(run, "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.onset_step == first and f.evidence["unstable_points"] == 3
+    findings, missing = run_detectors(run)
+    assert diagnose(run, findings, missing).headline == "UPDATE_UNSTABLE"

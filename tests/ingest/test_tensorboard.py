@@ -93,3 +93,17 @@ def test_a_corrupt_record_costs_itself_not_the_rest_of_the_file(tmp_path: Path) 
     bad.write_bytes(good.read_bytes()[:-5])
     cut = load(bad)
     assert "cut short" in cut.errors[0].message and cut.frame["step"][-1] == whole.frame["step"][-1]
+
+
+def test_real_rl_games_run_keeps_the_frame_axis() -> None:
+    path = corpus("h44-rlgames-ppo-isaacgym-anymal-learns/events.out.tfevents.1638541984.b90ebc128593")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    reward = [(e.step, e.value) for e in acc.Scalars("rewards/step")]
+    run = load(path)
+    assert run.trainer == "rl_games" and run.frame.height == len(reward) == 500
+    assert list(zip(run.frame["step"].to_list(), run.frame["reward_mean"].to_list(), strict=True)) == \
+        [(s, pytest.approx(v)) for s, v in reward]
+    assert run.metadata["other_axis_tags"] == sorted(t for t in acc.Tags()["scalars"] if t.endswith(("/iter", "/time")))

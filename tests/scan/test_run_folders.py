@@ -10,7 +10,7 @@ import pytest
 
 from advcore.cli import main
 from advcore.ingest import join_runs, load
-from tests._real import real
+from tests._real import corpus, real
 
 
 def _scan(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, object]]:
@@ -101,3 +101,26 @@ def test_two_per_step_logs_of_different_formats_that_disagree_stay_apart(tmp_pat
                                                 for i in range(5, 25, 5)))
     runs = join_runs([load(tmp_path / "metrics.jsonl"), load(tmp_path / "train.log")])
     assert len(runs) == 2
+
+
+def test_a_file_that_resumes_another_joins_it(tmp_path: Path) -> None:
+    first = tmp_path / "a.jsonl"
+    first.write_text("".join(json.dumps({"step": 10 * i, "reward": i / 10}) + "\n" for i in range(1, 8)))
+    resumed = tmp_path / "b.jsonl"  # steps 80..140 every 10: the next step after 70
+    resumed.write_text("".join(json.dumps({"step": 10 * i, "reward": i / 10}) + "\n" for i in range(8, 15)))
+    (run,) = join_runs([load(first), load(resumed)])
+    assert run.frame["step"].to_list() == [10 * i for i in range(1, 15)]
+    far = tmp_path / "c.jsonl"  # 3 intervals after the end: another excerpt, not a resume
+    far.write_text("".join(json.dumps({"step": 10 * i, "reward": i / 10}) + "\n" for i in range(10, 17)))
+    assert len(join_runs([load(first), load(far)])) == 2
+
+
+def test_real_sample_factory_run_resumed_into_a_second_event_file() -> None:
+    # the manifest's checked numbers: frames 4,096 to 5.67 M in the first file, 5.74 M to 194.65 M in the second
+    folder = "h44-samplefactory-appo-doom-deathmatch-learns/"
+    first = corpus(folder + "events.out.tfevents.1752867503.directlab-System-Product-Name")
+    second = corpus(folder + "events.out.tfevents.1752867736.directlab-System-Product-Name")
+    a, b = load(first), load(second)
+    (run,) = join_runs([a, b])
+    assert run.steps == a.steps + b.steps and run.trainer == "sample_factory"
+    assert run.frame["step"].to_list() == a.frame["step"].to_list() + b.frame["step"].to_list()

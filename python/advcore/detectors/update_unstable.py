@@ -47,7 +47,11 @@ of about 270 at iteration 210, -131 at 240, never recovered).
 Fires when a check has at least ``min_points`` (3) unstable points, and for the single-update checks
 (``kl_step``, ``clip_frac``) on at least ``MIN_POINT_SHARE`` (1 %) of the run too: a spike that
 recovers is a routine event of RL training, not an unstable run (three update KLs above 1 over 976
-updates of a run that learns, h7-baselines-ppo2-humanoidstandup-good-high-clipfrac). Onset: the first unstable point of the
+updates of a run that learns, h7-baselines-ppo2-humanoidstandup-good-high-clipfrac). Fewer spikes of
+``kl_step`` count when the reward never recovered from one (:func:`_unrecovered_spike`: after the
+spike, its level stays below its median over the window before by more than ``SUCCESS_NOISE`` times
+its noise and a tenth of its range): h44-rlgames-ppo-isaacgym-yumicube-kl-spikes-collapse, an update
+KL of 3.98 at epoch 260 (frame 272,629,760) with a return of about -14.7 before and -24.7 at best after. Onset: the first unstable point of the
 check reported (checks in the order above; the others that fired are named in
 ``evidence["also"]``); a rise (entropy, action std, value loss) is dated from where it began: the
 first point of the stretch above the geometric middle of its early level and its bar that led past
@@ -57,13 +61,14 @@ metrics.
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, first_of_checks
-from advcore.detectors._reward import improving_reward, reward_course
+from advcore.detectors._reward import SUCCESS_NOISE, improving_reward, reward_course
 from advcore.detectors._windows import Series, change_point, metric, rolling_level
 from advcore.model import Run
 
@@ -269,6 +274,53 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     return out
 
 
+#: A reward that fell after an update-KL spike counts as damaged when its drop is at least this
+#: share of the range of its level over the run (besides ``SUCCESS_NOISE`` times its noise).
+SPIKE_DROP_SHARE = 0.1
+
+
+def _unrecovered_spike(run: Run, kl_step: Series, cut: float) -> tuple[int, dict[str, object]] | None:
+    """The first update-KL spike (``kl_step`` >= ``cut``) that the reward never recovered from, as its
+    index in ``kl_step`` and the evidence; None when there is none. The reward's median over the
+    ``w`` points before the spike (``w`` as for :func:`reward_course`) is its level then; after the
+    spike, every level over a full window stays below it by more than ``SUCCESS_NOISE`` times the
+    reward's noise and by at least ``SPIKE_DROP_SHARE`` of the level's range over the run."""
+    c = reward_course(run)
+    if c is None:
+        return None
+    r, w = c.series, c.w
+    span = max(c.level[w - 1:]) - min(c.level[w - 1:])
+    for i, (step, value) in enumerate(zip(kl_step.steps, kl_step.values, strict=True)):
+        if value < cut:
+            continue
+        j = bisect.bisect_left(r.steps, step)  # the first reward point at or after the spike
+        if j < w or len(r) - j < 2 * w:
+            continue
+        before = statistics.median(r.values[j - w:j])
+        after = max(c.level[j + w - 1:])
+        drop = before - after
+        if drop > SUCCESS_NOISE * c.noise and drop >= SPIKE_DROP_SHARE * span:
+            return i, {"reward_before": before, "reward_best_after": after, "reward_noise": c.noise,
+                       "level_points": w, "kl_step_at_spike": value}
+    return None
+
+
+def _spike_finding(run: Run, s: Series, idx: list[int], cut: float) -> Finding | None:
+    """The finding for the first of the update-KL spikes ``idx`` of ``s`` that the reward never recovered from."""
+    spike = _unrecovered_spike(run, s, cut)
+    if spike is None:
+        return None
+    at, ev = spike
+    message = (f"At step {s.steps[at]} one update moved the policy by {s.values[at]:.3g} nats (kl_step), and the "
+               f"reward never recovered: {ev['reward_before']:.4g} before, at best {ev['reward_best_after']:.4g} after "
+               f"({len(idx)} such spikes in {len(s)} points).")
+    evidence: dict[str, object] = {"metric": "kl_step", "source": run.sources.get("kl_step"),
+                                   "condition": f"a kl_step >= {cut:g} the reward never recovered from",
+                                   "unstable_points": len(idx), "judged_points": len(s),
+                                   "unstable_steps": [s.steps[i] for i in idx[:20]], **ev, **s.where(at)}
+    return Finding(ID, "error", "U", s.steps[at], evidence, message, WHAT_TO_TRY)
+
+
 def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | None:
     found = _collapse_after_success(run, float(knobs["giveback"]))
     if found is None:
@@ -300,6 +352,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         idx = [i for i, v in enumerate(s.values) if check.unstable(v)]
         spread = check.name in ("kl_step", "clip_frac")  # single updates, not levels
         if len(idx) < max(need, math.ceil(MIN_POINT_SHARE * len(s)) if spread else need):
+            spike = _spike_finding(run, s, idx, float(knobs["kl_step_above"])) if check.name == "kl_step" else None
+            if spike is not None:
+                hits.append(("kl_step spike", spike))
             continue
         worst = max(s.values[i] for i in idx)
         first = idx[0]
@@ -357,7 +412,12 @@ CARD = Card(
         from 18 to 493 while its value loss goes from 603 to 78,000); these two rises count only when the median
         of the late window is past the bar too (a critic that blows up for four steps and then fits
         constant returns, as in mountaincar-actor-critic-floor, recovered). It fires when one of these checks has at
-        least `min_points` unstable points: one spike that recovers is routine. Onset: the first unstable
+        least `min_points` unstable points: one spike that recovers is routine. Fewer `kl_step` spikes
+        count when the reward never recovered from one: after it, the reward's level (trailing median
+        over a tenth of the run) stays below its median over that many points before the spike by more
+        than 3 times its step-to-step noise and a tenth of its range (h44-rlgames-ppo-isaacgym-yumicube-
+        kl-spikes-collapse: an update KL of 3.98 at frame 272,629,760, a return of -14.7 before it and
+        at best -24.7 after). Onset: the first unstable
         point of the first check that fires (in the order above); the others are listed in
         `evidence["also"]`; a rise (entropy, action std, value loss) is dated from where it began, the
         first point of the stretch above the geometric middle of its early level and its bar that led

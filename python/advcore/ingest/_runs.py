@@ -9,8 +9,12 @@ The rule (:func:`join_runs`): two files read from the **same folder** are of one
 
 1. both were read (at least one step) and neither restarts its step counter (no ``phase``
    column) nor repeats a step;
-2. their step ranges overlap (``max(first) <= min(last)``): a run's excerpts from far apart
-   (TinyZero's early and late snippets) stay apart. A file without step numbers (TRL's console
+2. their step ranges overlap (``max(first) <= min(last)``), or one file resumes the other: the same
+   format, at least half of the smaller set of metrics in common, and the later file's first step
+   at most ``RESUME_GAP`` (2) median step intervals after the earlier one's last (Sample Factory
+   writes a new event file when a run resumes: frames 4,096 to 5.67 M, then 5.74 M to 194.65 M). A
+   run's excerpts from far apart (TinyZero's early steps 2 to 122 every 40 and late steps 383 to 399)
+   stay apart. A file without step numbers (TRL's console
    dicts: the step is the order of the lines, ``metadata["step_inferred"]``) joins only a file
    with as many rows whose steps are ``1..n``: a console logged every 10 steps has 49 lines for
    499 steps of a per-sample dump, and its line 5 is step 50, not 5;
@@ -35,6 +39,7 @@ log is taken from the file that logs it at more steps, the other's values fill i
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,10 +48,12 @@ import polars as pl
 
 from advcore.model import Run
 
-__all__ = ["AGREE_SHARE", "PER_SAMPLE_FORMATS", "join_runs", "of_one_run"]
+__all__ = ["AGREE_SHARE", "PER_SAMPLE_FORMATS", "RESUME_GAP", "join_runs", "of_one_run"]
 
 #: Share of the common steps on which two files must agree on a common metric.
 AGREE_SHARE = 0.9
+#: A file resumes another when it begins at most this many median step intervals after the other ends.
+RESUME_GAP = 2
 #: Formats of per-sample data: their per-step values are computed from one step's samples.
 PER_SAMPLE_FORMATS = frozenset({"samples", "trace", "trl_completions", "trl_rollouts_md"})
 _ATOL, _RTOL = 1e-6, 1e-3
@@ -85,7 +92,7 @@ def of_one_run(a: Run, b: Run) -> bool:
         if a.steps != b.steps or sa != counted or sb != counted:
             return False
     if max(min(sa), min(sb)) > min(max(sa), max(sb)):
-        return False
+        return _resumes(a, b)
     common = set(a.metrics) & set(b.metrics)
     if _formats(a) & _formats(b):
         if not common:
@@ -94,6 +101,26 @@ def of_one_run(a: Run, b: Run) -> bool:
     if _formats(a) & PER_SAMPLE_FORMATS or _formats(b) & PER_SAMPLE_FORMATS:
         return True  # per-sample values and interval-averaged ones are not expected to agree
     return all(_agree(a.frame, b.frame, m) for m in common)
+
+
+def _resumes(a: Run, b: Run) -> bool:
+    """Whether one of ``a`` and ``b`` (whose steps do not overlap) continues the other: one format, at
+    least half of the smaller metric set in common, and the gap between the last step of the earlier
+    and the first of the later at most ``RESUME_GAP`` times the larger of their median step intervals."""
+    if a.format != b.format or not a.metrics or not b.metrics:
+        return False
+    if 2 * len(set(a.metrics) & set(b.metrics)) < min(len(a.metrics), len(b.metrics)):
+        return False
+    sa, sb = a.frame["step"].to_list(), b.frame["step"].to_list()
+    early, late = (sa, sb) if min(sa) < min(sb) else (sb, sa)
+    interval = max(_median_interval(early), _median_interval(late))
+    return interval > 0 and min(late) - max(early) <= RESUME_GAP * interval
+
+
+def _median_interval(steps: list[int]) -> float:
+    ordered = sorted(steps)
+    diffs = [b - a for a, b in zip(ordered, ordered[1:], strict=False)]
+    return float(statistics.median(diffs)) if diffs else 0.0
 
 
 def _join(a: Run, b: Run) -> Run:

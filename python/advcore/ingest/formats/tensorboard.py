@@ -5,7 +5,10 @@ One row per event step (for stable-baselines3 the step is the environment timest
 column per scalar tag (``rollout/ep_rew_mean``, ``train/approx_kl``, ...). Tags logged at only
 some steps are null elsewhere. Scalars written as tensors (``add_scalar`` through the TF2 summary
 API) are read too; other tensors (histograms, images) are listed in ``metadata["skipped_tags"]``.
-The trainer hint is ``sb3`` when the SB3 tags are present.
+The trainer hint is ``sb3``, ``sample_factory`` or ``rl_games`` when their tags are present; with ``rl_games`` the
+step is then the frame count, and rl_games' copies of a tag against epochs (``rewards/iter``) and
+seconds (``rewards/time``) are left out (named in ``metadata["other_axis_tags"]``), as their steps
+would be mistaken for frames.
 
 A TFRecord is ``uint64 length, uint32 masked CRC-32C of the length, data, uint32 masked CRC-32C of
 the data`` (tensorflow/core/lib/io/record_writer.cc). A record whose length does not match its CRC,
@@ -32,6 +35,13 @@ NAME = "tensorboard"
 _SB3_TAGS = ("train/approx_kl", "train/clip_fraction", "train/entropy_loss", "rollout/ep_rew_mean",
              "train/explained_variance", "train/policy_gradient_loss", "time/fps")
 _HEADER = 12  # uint64 length + uint32 CRC of it
+#: rl_games (rl_games/common/a2c_common.py ``train``, ``write_stats``) writes each reward and episode
+#: length three times: ``rewards/step`` against frames (the step of every loss and info tag),
+#: ``rewards/iter`` against epochs, ``rewards/time`` against seconds
+_RL_GAMES_TAGS = ("rewards/iter", "rewards/time", "losses/a_loss", "losses/c_loss", "info/e_clip")
+_RL_GAMES_OTHER_AXES = ("/iter", "/time")
+#: Sample Factory (sample_factory/algo/learning/learner.py, runners/runner.py) learner and policy tags
+_SAMPLE_FACTORY_TAGS = ("train/fraction_clipped", "train/version_diff_avg", "reward/reward")
 
 
 def sniff(path: Path, head: str | None) -> bool:
@@ -113,6 +123,12 @@ def read(path: Path) -> RawLog:
     if not series:
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}),
                       errors=(*errors, IngestError(str(path), "no scalar summaries in the event file")))
+    trainer = ("sb3" if any(t in series for t in _SB3_TAGS)
+               else "rl_games" if all(t in series for t in _RL_GAMES_TAGS)
+               else "sample_factory" if all(t in series for t in _SAMPLE_FACTORY_TAGS) else None)
+    other_axis = sorted(t for t in series if trainer == "rl_games" and t.endswith(_RL_GAMES_OTHER_AXES))
+    for tag in other_axis:
+        del series[tag]
     steps = sorted({s for points in series.values() for s, _ in points})
     index = {s: i for i, s in enumerate(steps)}
     columns: dict[str, Any] = {"step": pl.Series("step", steps, dtype=pl.Int64)}
@@ -121,8 +137,9 @@ def read(path: Path) -> RawLog:
         for s, v in series[tag]:
             values[index[s]] = v  # a step written twice keeps its last value
         columns[tag] = pl.Series(tag, values, dtype=pl.Float64)
-    trainer = "sb3" if any(t in series for t in _SB3_TAGS) else None
     meta: dict[str, Any] = {"first_step": steps[0], "last_step": steps[-1], "tags": sorted(series)}
     if skipped:
         meta["skipped_tags"] = skipped
+    if other_axis:
+        meta["other_axis_tags"] = other_axis
     return RawLog(NAME, pl.DataFrame(columns), trainer=trainer, metadata=meta, errors=tuple(errors))
