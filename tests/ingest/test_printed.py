@@ -171,3 +171,22 @@ def test_real_rllab_ddpg_console_table() -> None:
     run = load(path)
     assert run.frame["step"].to_list() == epochs and (epochs[0], epochs[-1], len(epochs)) == (9, 1146, 1138)
     assert run.frame["reward_mean"].to_list() == returns
+
+
+def test_a_header_decorated_with_an_emoji_and_a_block_of_dashed_pairs(tmp_path: Path) -> None:
+    # a hand-written VLM GRPO loop logging with "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
+    pre = "2025-06-23 18:39:58,825 - integration.main_trainer - INFO - "
+    text = "".join(f"{pre}\U0001f504 Iteration {i}/50\n{pre}\U0001f4ca Iteration {i} metrics:\n"
+                   f"{pre}  - Policy Loss: 0.000000\n{pre}  - Average Reward: {0.7 + i / 100:.4f}\n" for i in (1, 2, 3))
+    run = load(_log(tmp_path, text))
+    assert run.frame["step"].to_list() == [1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [0.71, 0.72, 0.73]
+
+
+def test_real_hand_written_vlm_grpo_console() -> None:
+    path = corpus("h47-handwritten-grpo-vlm-prompt-sd3-placeholder-update-dead/output.log")
+    lines = path.read_text().splitlines()
+    rewards = [float(ln.rsplit(":", 1)[1]) for ln in lines if ln.endswith(tuple("0123456789")) and "- Average Reward:" in ln]
+    run = load(path)
+    assert run.frame["step"].to_list() == list(range(1, 18)) and run.frame["reward_mean"].to_list() == rewards
+    assert set(run.frame["entropy"].to_list()) == {1.0}  # the manifest: Entropy 1.000000 at all 17 iterations

@@ -75,8 +75,9 @@ _PAIR = re.compile(
 )
 
 
-#: What may stand between the pairs of a line made of pairs only.
-_BETWEEN = re.compile(r"[\s|,;:=\-\[\]()>#*]*")
+#: What may stand between the pairs of a line made of pairs only: anything but letters and digits
+#: (separators, brackets, emoji: ``🔄 Iteration 1/50``).
+_BETWEEN = re.compile(r"[^\w]*+")
 
 
 def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
