@@ -95,9 +95,13 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 @click.option("--follow-links", is_flag=True,
               help="Follow symbolic links found in a folder or by a glob wherever they lead (default: only to "
                    "targets inside the scanned folders; the others are listed on stderr).")
+@click.option("--max-line-length", "max_line", type=click.IntRange(min=1), default=None, metavar="CHARS",
+              help="Console lines longer than this are reported as errors of their run and skipped, not parsed "
+                   "[default: 262144].")
 def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, settings: tuple[str, ...],
          only: tuple[str, ...], skip: tuple[str, ...], metric_map: Path | None, log_format: str | None,
-         rollout_n: int | None, jobs: int | None, notify: str | None, follow_links: bool) -> None:
+         rollout_n: int | None, jobs: int | None, notify: str | None, follow_links: bool,
+         max_line: int | None) -> None:
     """Diagnose the training logs in PATHS (files, folders searched recursively, globs).
 
     Exit codes: 0; 1 when no PATH matched a file; with --fail-on, 2 when a PATH matched nothing or a
@@ -121,7 +125,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
 
     try:
         options = ScanOptions(tuple(only), tuple(skip), parse_settings(settings), metric_map, log_format, rollout_n,
-                              per_file)
+                              per_file, max_line)
         _check_options(options)
     except AdvcoreError as e:
         raise click.UsageError(str(e)) from None

@@ -59,6 +59,8 @@ class ScanOptions:
     rollout_n: int | None = None
     #: judge every file on its own, even files of one run
     per_file: bool = False
+    #: console lines longer than this many characters are reported, not parsed (None: the default)
+    max_line: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +166,8 @@ def collect_paths(targets: Iterable[str], *, follow_links: bool = False) -> Coll
 
 def scan_file(path: Path, options: ScanOptions) -> RunReport:
     """Load, detect and diagnose one file (never raises for bad content)."""
-    return judge(load(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n),
-                 options)
+    return judge(load(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n,
+                      max_line=options.max_line), options)
 
 
 def judge(run: Run, options: ScanOptions) -> RunReport:
@@ -192,7 +194,8 @@ def _load_one(args: tuple[Path, ScanOptions]) -> Run:
     """One file of a scan, without its per-sample trace (``advcore trace`` shows that; a scan of many
     dumps need not carry every step's trace between processes)."""
     path, options = args
-    run = load(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n)
+    run = load(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n,
+               max_line=options.max_line)
     return replace(run, trace=None) if run.trace is not None else run
 
 

@@ -17,7 +17,7 @@ from advcore.ingest._aliases import AliasTable, load_aliases
 from advcore.ingest._canonical import canonicalize
 from advcore.model import IngestError, RawLog, Run
 from advcore.ingest._runs import join_runs
-from advcore.ingest._text import SNIFF_BYTES, decode_head, read_head
+from advcore.ingest._text import SNIFF_BYTES, decode_head, line_limit, read_head
 
 __all__ = ["IngestError", "RawLog", "Run", "detect", "join_runs", "load", "load_aliases"]
 
@@ -47,13 +47,15 @@ def detect(path: Path) -> ModuleType | None:
 
 
 def load(path: Path | str, *, format: str | None = None, metric_map: Path | None = None,
-         rollout_n: int | None = None) -> Run:
+         rollout_n: int | None = None, max_line: int | None = None) -> Run:
     """Read one log file (or a folder of TRL ``completions_*.parquet``) into a :class:`Run` (never
     raises for bad content: see ``Run.errors``).
 
     ``rollout_n`` (samples per prompt) groups per-sample dumps whose prompt text cannot tell the
     groups apart (every prompt of a step identical, e.g. a VLM whose image is not in the text)
-    into consecutive blocks of that size; other formats ignore it.
+    into consecutive blocks of that size; other formats ignore it. Console readers parse lines of up
+    to ``max_line`` characters (default :data:`advcore.ingest._text.MAX_LINE`, 262,144); a longer
+    line is an error of the run naming its number, and is skipped.
     """
     path = Path(path)
     aliases: AliasTable = load_aliases(metric_map)
@@ -71,7 +73,8 @@ def load(path: Path | str, *, format: str | None = None, metric_map: Path | None
         if module is None:
             return Run.failed(path, "not a training log advcore can read (no known format matched its content)")
         takes_n = getattr(module, "TAKES_ROLLOUT_N", False)
-        raw: RawLog = module.read(path, rollout_n=rollout_n) if takes_n else module.read(path)
+        with line_limit(max_line):
+            raw: RawLog = module.read(path, rollout_n=rollout_n) if takes_n else module.read(path)
         return canonicalize(raw, path, aliases)
     except OSError as e:
         return Run.failed(path, f"could not be read: {e.strerror or described(e)}")

@@ -13,15 +13,52 @@ SQLite, gzip, zip) or when, without its NUL bytes, it is not UTF-8 text: more th
 characters are bytes UTF-8 forbids or control characters other than whitespace, backspace and ESC
 (a flipped byte or a Latin-1 letter in a log does not make it binary).
 NUL characters stay in the text, so line numbers are those of the file.
+
+Console readers read a line only up to :func:`max_line` characters (:data:`MAX_LINE` unless
+``advcore scan --max-line-length`` or ``load(max_line=)`` says otherwise); a longer line is an
+:class:`advcore.model.IngestError` naming its number and length (:func:`long_line`) and is not
+parsed: no trainer prints one, and a pathological line costs itself, not the run.
 """
 
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["decode", "decode_head", "encoding_of", "open_text", "read_head", "read_text"]
+from advcore.model import IngestError
+
+__all__ = ["MAX_LINE", "decode", "decode_head", "encoding_of", "line_limit", "long_line", "max_line", "open_text",
+           "read_head", "read_text"]
+
+#: Console lines longer than this many characters are reported, not parsed (a verl step line of
+#: 300 metrics is about 20 KB).
+MAX_LINE = 256 * 1024
+_MAX_LINE: ContextVar[int] = ContextVar("advcore_max_line", default=MAX_LINE)
+
+
+def max_line() -> int:
+    """The longest console line (characters) the readers parse now."""
+    return _MAX_LINE.get()
+
+
+@contextmanager
+def line_limit(chars: int | None) -> Iterator[None]:
+    """Within the block, console readers parse lines of up to ``chars`` characters (None: :data:`MAX_LINE`)."""
+    token = _MAX_LINE.set(MAX_LINE if chars is None else chars)
+    try:
+        yield
+    finally:
+        _MAX_LINE.reset(token)
+
+
+def long_line(path: Path, line: int, length: int) -> IngestError:
+    """The error of a console line too long to parse."""
+    return IngestError(str(path), f"a line of {length:,} characters, longer than the {max_line():,} advcore parses "
+                                  "(advcore scan --max-line-length raises it): not read", line)
 
 #: Bytes looked at to choose an encoding.
 SNIFF_BYTES = 4096

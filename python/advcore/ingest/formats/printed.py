@@ -31,7 +31,9 @@ follow a step line, up to the first line without a pair or with another step, be
 twice in one step keeps its first value. Names are read in lower case with blanks as ``_``
 (``Avg Reward`` -> ``avg_reward``), so the alias table meets each spelling once; trainer
 ``printed``. Steps printed twice are averaged (a row is a step). Lines longer than
-:data:`MAX_LINE` characters are not read (no loop prints one; a pathological line costs itself).
+:data:`MAX_LINE` characters are not read (no loop prints one; a pathological line costs itself),
+and those longer than the console readers' limit (:func:`advcore.ingest._text.max_line`) are
+reported too.
 
 A log without a step counter (``Average epoch reward: 19.74   Average episode len: 19.74`` on every
 line) is read when at least :data:`MIN_UNCOUNTED_LINES` (6) lines made of pairs only have the same
@@ -53,6 +55,7 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from advcore.model import IngestError, RawLog
+from advcore.ingest._text import long_line, max_line
 from advcore.ingest._text import read_text as read_file
 from advcore.ingest.formats.plain import mean_record, number, records_frame
 from advcore.ingest.formats.verl_console import clean
@@ -223,7 +226,9 @@ def sniff(path: Path, head: str | None) -> bool:
 
 def read_text(text: str, path: Path) -> RawLog:
     """The progress lines of ``text`` (a file's or a notebook cell's output), errors naming ``path``."""
-    parsed = _finest_counter_first([_parse(line.removesuffix("\r")) for line in text.split("\n")])
+    lines = text.split("\n")
+    lengths = [len(line) for line in lines]
+    parsed = _finest_counter_first([_parse(line.removesuffix("\r")) for line in lines])
     layout = _layout(parsed)
     if layout is None:
         return RawLog(NAME, pl.DataFrame(), trainer=NAME, errors=(IngestError(
@@ -233,7 +238,11 @@ def read_text(text: str, path: Path) -> RawLog:
     records: list[tuple[int, dict[str, float | None]]] = []
     errors: list[IngestError] = []
     block: dict[str, float | None] | None = None
+    limit = max_line()
     for n, (pairs, only) in enumerate(parsed, start=1):
+        if lengths[n - 1] > limit:
+            errors.append(long_line(path, n, lengths[n - 1]))
+            continue
         if not pairs:
             if not layout.header:  # under a header, prose between its pairs does not end the step
                 block = None

@@ -76,7 +76,11 @@ def read_text(text: str, path: Path | str) -> RawLog:
     errors: list[IngestError] = []
     meta: dict[str, Any] = {}
     evals = 0
+    limit = _text.max_line()
     for n, seg in _segments(text):
+        if len(seg) > limit:
+            errors.append(_text.long_line(Path(path), n, len(seg)))
+            continue
         start = _START.search(seg)
         if start is None:
             continue
