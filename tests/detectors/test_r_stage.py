@@ -438,28 +438,3 @@ def test_real_sac_her_pick_and_place_that_never_succeeds() -> None:
     f = fired_by(load(path))
     assert f["REWARD_FLOOR"].onset_step == 200 and f["REWARD_FLOOR"].evidence["success_level_max"] < 0.083
 
-
-def test_one_group_per_step_dates_the_tied_regime_at_its_change_point() -> None:
-    # 0/1 tied shares: 50 steps at a 50 % share holding a run of five tied steps (steps 11-15), then 50 tied
-    rng = np.random.default_rng(0)
-    early = [float(v) for v in rng.integers(0, 2, 50)]
-    early[10:15] = [1.0] * 5
-    early[15] = 0.0
-    early[48:50] = [0.0, 0.0]
-    share = early + [1.0] * 50
-    f = one(make_run({"zero_variance_group_frac": share}), "DEGENERATE_GROUPS")
-    assert isinstance(f, Finding)
-    # least squares: the split k maximising k (n - k) / n (mean before - mean after)^2
-    n = len(share)
-    stat = [k * (n - k) / n * (np.mean(share[:k]) - np.mean(share[k:])) ** 2 for k in range(1, n)]
-    cut = 1 + int(np.argmax(stat))
-    assert f.onset_step == 1 + next(i for i in range(cut, n) if share[i] == 1.0) and f.onset_step > 16
-
-
-def test_real_trl_run_with_one_group_per_step_saturating() -> None:
-    path = corpus("h46-trl-unsloth-grpo-gemma3-1b-hint-mcq-saturates/trainer_state.json")
-    rows = [r for r in json.loads(path.read_text())["log_history"] if "frac_reward_zero_std" in r]
-    assert {r["frac_reward_zero_std"] for r in rows} == {0.0, 1.0}  # 4 completions of one prompt per step
-    f = one(load(path), "DEGENERATE_GROUPS")
-    # the manifest: the 20-step share of tied steps first reaches 0.8 at steps 52-71
-    assert isinstance(f, Finding) and 30 <= f.onset_step <= 72

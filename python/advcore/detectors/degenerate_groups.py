@@ -6,10 +6,7 @@ Rule: the tied-group share (``zero_variance_group_frac``, 0..1, or the proxy
 mean >= ``tied_above`` (0.75) and an onset exists; the onset is the first of
 ``sustain`` (5) consecutive logged points whose tied share is >= ``tied_above``, or, when single
 steps alternate, the first point from which the running share over the rest of the run stays at or
-above ``tied_above``, whichever is earlier. When every share is 0 or 1 (one group per step, where
-five tied steps in a row happen by chance at a 50 % share), the onset is the first tied step from
-the change point of the share's level (:func:`change_point`) instead: h46-trl-unsloth-grpo-gemma3-1b-
-hint-mcq-saturates, 4 completions of one prompt per step, 48 % of its first 75 steps tied. A share near 0.5 is normal for 0/1 rewards at moderate success rates and
+above ``tied_above``. A share near 0.5 is normal for 0/1 rewards at moderate success rates and
 stays quiet. Windows: first and last 20 % of the logged points.
 
 Not applicable (None, not "not evaluable") to a run that is evidently not group-based: it logs a
@@ -24,7 +21,7 @@ import math
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import change_point, onset_index, plain, run_kind, tied_share
+from advcore.detectors._windows import onset_index, plain, run_kind, tied_share
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -74,11 +71,6 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     tail = _tail_onset(s.values, above)
     if idx is None or (tail is not None and tail < idx):
         idx = tail
-    if idx is not None and all(v == 0.0 or v == 1.0 for v in s.values):
-        # one group per step: a streak of tied steps is a coin's run of heads; the share's level changes
-        # at its change point, and the tied regime begins at the first tied step from there
-        cut = change_point(s.values)
-        idx = next((i for i in range(cut or 0, len(s)) if s.values[i] == 1.0), idx)
     if idx is None:
         return None
     evidence: dict[str, object] = {
@@ -129,9 +121,7 @@ CARD = Card(
         settled there (an onset exists). Onset: the first of `sustain` consecutive points at or above
         `tied_above`, or the
         first tied point from which the share of every remaining stretch stays at or above `tied_above`,
-        whichever is earlier. When every share is 0 or 1 (one group per step, where five tied steps in
-        a row come by chance at a 50 % share), the first tied step from the change point of the share's
-        level instead. DAPO-style dynamic sampling drops tied groups before metrics are computed,
+        whichever is earlier. DAPO-style dynamic sampling drops tied groups before metrics are computed,
         so there the logged share understates the truth.
 
         Not applicable to runs that are evidently not group-based: when the run logs a critic
