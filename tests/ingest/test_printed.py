@@ -190,3 +190,21 @@ def test_real_hand_written_vlm_grpo_console() -> None:
     run = load(path)
     assert run.frame["step"].to_list() == list(range(1, 18)) and run.frame["reward_mean"].to_list() == rewards
     assert set(run.frame["entropy"].to_list()) == {1.0}  # the manifest: Entropy 1.000000 at all 17 iterations
+
+
+def test_minimind_epoch_and_step_of_epoch_count_the_steps(tmp_path: Path) -> None:
+    # jingyaogong/minimind trainer/train_grpo.py: "Epoch:[e/E](i/N), Reward: ..."; the step is (e - 1) N + i
+    lines = [f"Epoch:[{e}/2]({i}/3), Reward: {e + i / 10:.4f}, KL_ref: 0.0010, Adv Std: 0.9258, Learning Rate: 0.0000003"
+             for e in (1, 2) for i in (1, 2, 3)]
+    run = load(_log(tmp_path, "Model Params: 30.03M\n" + "\n".join(lines) + "\n"))
+    assert run.frame["step"].to_list() == [1, 2, 3, 4, 5, 6]
+    assert run.frame["reward_mean"].to_list() == [1.1, 1.2, 1.3, 2.1, 2.2, 2.3]
+    assert run.frame["kl"].to_list() == [0.001] * 6 and run.frame["adv_std"].to_list() == [0.9258] * 6
+
+
+def test_real_minimind_grpo_log() -> None:
+    path = corpus("h11-minimind-30m-grpo-rm-reward-kl-zero/grpo.log")
+    lines = [ln for ln in path.read_text().splitlines() if ln.startswith("Epoch:[")]
+    run = load(path)
+    assert run.frame["step"].to_list() == list(range(1, 9752)) and len(lines) == 9751
+    assert run.frame["reward_mean"].to_list() == [float(ln.split("Reward: ")[1].split(",")[0]) for ln in lines]

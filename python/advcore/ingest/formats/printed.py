@@ -10,6 +10,8 @@ per update or episode in a form of their own. The forms seen in real notebooks:
 * ``轮次   50: 奖励 =  47.00, 最近50轮平均奖励 =  26.62, 损失 = 1.0417`` (a REINFORCE notebook in Chinese);
 * a block per episode: ``Episode 0, Total Reward: 15.00`` followed by lines of pairs without a step
   (``==> Total Loss: 42.79, Actor Loss: 3.07, Critic Loss: 19.86, Avg Entropy: 0.69``);
+* MiniMind's ``Epoch:[1/1](500/9751), Reward: -1.4843, KL_ref: 0.0023, Adv Std: 0.9257`` (step 500 of
+  epoch 1's 9,751: the step is ``(epoch - 1) x 9751 + 500``);
 * several counters first: ``epoch: 0|step: 33|ppo_ep: 1|act_loss: 0.019|cri_loss: 0.036`` then
   ``average reward score: 0.43`` (DeepSpeed-Chat step 3, RLHF with PPO); the counter that takes the
   most values without going back counts the steps.
@@ -83,14 +85,23 @@ _PAIR = re.compile(
 _BETWEEN = re.compile(r"[^\w]*+")
 
 
+#: MiniMind's counters (jingyaogong/minimind trainer/train_*.py): ``Epoch:[e/E](i/N)``, the epoch of E
+#: and the step i of the epoch's N
+_EPOCH_OF = re.compile(r"^(?P<word>[^\W\d]\w{0,20}+)\s*+:?\s*+\[(?P<e>\d{1,9}+)/\d{1,9}+\]\s*+"
+                       r"\((?P<i>\d{1,12}+)/(?P<n>\d{1,12}+)\)[\s,]*+")
+
+
 def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
     """The pairs of a line, and whether the line is made of pairs only. The first pair may be
     ``Name N`` (a counter: ``Update 10``, ``[Step 020]``), the others need ``:`` or ``=``
     (``generating 2 candidates`` is prose, not a pair) unless the line is made of pairs only
-    (``Episode 1    Reward  -1689``)."""
+    (``Episode 1    Reward  -1689``). ``Epoch:[e/E](i/N)`` counts step ``(e - 1) N + i``."""
     if len(line) > MAX_LINE:
         return [], False
     text = clean(line)
+    if (m := _EPOCH_OF.match(text)) is not None and STEP_NAME.match(m.group("word").lower()):
+        step = (int(m.group("e")) - 1) * int(m.group("n")) + int(m.group("i"))
+        text = f"step: {step}, {m.group('word')}: {m.group('e')}, " + text[m.end():]
     matches = list(_PAIR.finditer(text))
     gaps = [text[a.end():b.start()] for a, b in zip(matches, matches[1:], strict=False)]
     only_pairs = bool(matches) and all(_BETWEEN.fullmatch(g) for g in
