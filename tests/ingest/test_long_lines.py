@@ -67,3 +67,10 @@ def test_the_cli_option_sets_the_limit(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["scan", "--format", "json", str(p)]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["steps"] == 4 and run["errors"] == [] and MAX_LINE == 262144
+
+
+def test_the_documented_default_is_the_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["scan", "--help"])
+    assert f"[default: {MAX_LINE}]" in " ".join(capsys.readouterr().out.split())
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    assert f"longer than {MAX_LINE:,} characters" in " ".join(readme.read_text().split())

@@ -54,7 +54,7 @@ def load(path: Path | str, *, format: str | None = None, metric_map: Path | None
     ``rollout_n`` (samples per prompt) groups per-sample dumps whose prompt text cannot tell the
     groups apart (every prompt of a step identical, e.g. a VLM whose image is not in the text)
     into consecutive blocks of that size; other formats ignore it. Console readers parse lines of up
-    to ``max_line`` characters (default :data:`advcore.ingest._text.MAX_LINE`, 262,144); a longer
+    to ``max_line`` characters (default :data:`advcore.ingest._text.MAX_LINE`); a longer
     line is an error of the run naming its number, and is skipped.
     """
     path = Path(path)
