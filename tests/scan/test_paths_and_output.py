@@ -168,3 +168,18 @@ def test_error_messages_quote_short_escaped_excerpts() -> None:
     assert len(quoted) < 80 and "\x1b" not in quoted and quoted.endswith("...")
     assert len(described(ValueError(line))) < 200 and "\x1b" not in described(ValueError(line))
     assert len(IngestError("f.log", "expected a number, got " + line, 3).message) <= 403
+
+
+@pytest.mark.parametrize("fmt", ["human", "markdown"])
+def test_a_run_lists_its_first_twenty_bad_lines_and_counts_the_rest(tmp_path: Path, fmt: str,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "train.log"  # 60 step lines, each ending in a pair without a value
+    p.write_text("".join(f"step:{i} - critic/score/mean:0.{i % 7} - x\n" for i in range(60)))
+    assert main(["scan", "--format", "json", str(p)]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["steps"] == 60 and len(run["errors"]) == 60
+    assert main(["scan", "--format", fmt, str(p)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("skipped") == 21 and "... and 40 more" in out
+    for line in (21, 40):  # the 20th bad line is shown, the 21st only counted
+        assert (f"train.log:{line}:" in out) is (line <= 20)

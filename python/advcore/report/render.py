@@ -26,6 +26,15 @@ _STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
 _STAGES = "R reward (no contrast), A credit assignment (baseline, returns), T batch transformation (normalization, clipping, grouping), U policy update"
 #: Suggestions shown per run in the human report; the cards hold the rest.
 _TRIES_SHOWN = 4
+#: Read errors listed per run in the human and markdown reports (the JSON document lists them all).
+ERRORS_SHOWN = 20
+
+
+def _shown_errors(errors: Sequence[object]) -> tuple[Sequence[object], str | None]:
+    """The first :data:`ERRORS_SHOWN` of a run's read errors, and a line counting the others (or None)."""
+    more = len(errors) - ERRORS_SHOWN
+    return errors[:ERRORS_SHOWN], (f"... and {more} more (advcore scan --format json lists every one)"
+                                   if more > 0 else None)
 
 
 def _value(v: Any) -> str:
@@ -156,8 +165,11 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             console.print("\n[dim]not evaluable (a missing metric is never a pass):[/dim]")
             for line in _not_evaluable_lines(r.not_evaluable):
                 console.print(_indented(_safe(line), 2, "dim", hang=2, width=console.width), highlight=False)
-        for e in run.errors:
+        shown, more = _shown_errors(run.errors)
+        for e in shown:
             console.print(f"[red]skipped[/red] {_safe(e)}", highlight=False)
+        if more:
+            console.print(f"[red]skipped[/red] {more}", highlight=False)
         console.print()
     if any(r.findings for r in reports):
         console.print(f"[dim]stages: {_STAGES}[/dim]")
@@ -235,7 +247,8 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         if r.not_evaluable:
             lines.append("Not evaluable: " + _md("; ".join(f"{n.id} (needs {', '.join(n.needs)})" for n in r.not_evaluable)))
             lines.append("")
-        lines += [f"- skipped: {_md(e)}" for e in run.errors]
+        shown, more = _shown_errors(run.errors)
+        lines += [f"- skipped: {_md(e)}" for e in shown] + ([f"- skipped: {more}"] if more else [])
     return "\n".join(lines) + "\n"
 
 
