@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from advcore._escape import printable
 from advcore.detectors import PER_SAMPLE, NotEvaluable
@@ -28,9 +28,10 @@ _STAGES = "R reward (no contrast), A credit assignment (baseline, returns), T ba
 _TRIES_SHOWN = 4
 #: Read errors listed per run in the human and markdown reports (the JSON document lists them all).
 ERRORS_SHOWN = 20
+_E = TypeVar("_E")
 
 
-def _shown_errors(errors: Sequence[object]) -> tuple[Sequence[object], str | None]:
+def _shown_errors(errors: Sequence[_E]) -> tuple[Sequence[_E], str | None]:
     """The first :data:`ERRORS_SHOWN` of a run's read errors, and a line counting the others (or None)."""
     more = len(errors) - ERRORS_SHOWN
     return errors[:ERRORS_SHOWN], (f"... and {more} more (advcore scan --format json lists every one)"
