@@ -16,14 +16,14 @@ NUL characters stay in the text, so line numbers are those of the file.
 
 Console readers read a line only up to :func:`max_line` characters (:data:`MAX_LINE` unless
 ``advcore scan --max-line-length`` or ``load(max_line=)`` says otherwise); a longer line is an
-:class:`advcore.model.IngestError` naming its number and length (:func:`long_line`) and is not
+:class:`advcore.model.IngestError` naming its number and length (:func:`readable_lines`) and is not
 parsed: no trainer prints one, and a pathological line costs itself, not the run.
 """
 
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -31,7 +31,7 @@ from typing import TextIO
 
 from advcore.model import IngestError
 
-__all__ = ["MAX_LINE", "decode", "decode_head", "encoding_of", "line_limit", "long_line", "max_line", "open_text",
+__all__ = ["MAX_LINE", "decode", "decode_head", "encoding_of", "line_limit", "max_line", "open_text", "readable_lines",
            "read_head", "read_text"]
 
 #: Console lines longer than this many characters are reported, not parsed (a verl step line of
@@ -55,10 +55,19 @@ def line_limit(chars: int | None) -> Iterator[None]:
         _MAX_LINE.reset(token)
 
 
-def long_line(path: Path, line: int, length: int) -> IngestError:
-    """The error of a console line too long to parse."""
-    return IngestError(str(path), f"a line of {length:,} characters, longer than the {max_line():,} advcore parses "
-                                  "(advcore scan --max-line-length raises it): not read", line)
+def readable_lines(numbered: Iterable[tuple[int, str]], path: Path | str,
+                   errors: list[IngestError]) -> Iterator[tuple[int, str]]:
+    """The ``(line number, line)`` pairs of ``numbered`` no longer than :func:`max_line` characters
+    (a line's own end, ``\\n`` or ``\\r\\n``, not counted); each longer one is an error appended to
+    ``errors``, naming ``path``, the line and its length."""
+    limit = max_line()
+    for n, line in numbered:
+        length = len(line.rstrip("\r\n"))
+        if length > limit:
+            errors.append(IngestError(str(path), f"a line of {length:,} characters, longer than the {limit:,} advcore "
+                                                 "parses (advcore scan --max-line-length raises it): not read", n))
+        else:
+            yield n, line
 
 #: Bytes looked at to choose an encoding.
 SNIFF_BYTES = 4096

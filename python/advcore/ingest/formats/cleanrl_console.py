@@ -38,7 +38,7 @@ from typing import Any
 import polars as pl
 
 from advcore.model import IngestError, RawLog
-from advcore.ingest._text import long_line, max_line, read_text
+from advcore.ingest._text import read_text, readable_lines
 from advcore.ingest.formats.plain import mean_record, number, records_frame
 from advcore.ingest.formats.verl_console import clean
 
@@ -87,12 +87,8 @@ def read(path: Path) -> RawLog:
     # lines with the same step is one row, so a log of two runs keeps both (as phases).
     runs: list[tuple[int, list[dict[str, float | None]]]] = []
     errors: list[IngestError] = []
-    limit = max_line()
-    for n, line in enumerate(text.split("\n"), start=1):
+    for n, line in readable_lines(enumerate(text.split("\n"), start=1), path, errors):
         if "step" not in line:
-            continue
-        if len(line) > limit:
-            errors.append(long_line(path, n, len(line)))
             continue
         ep = _episode(line)
         if ep is None:

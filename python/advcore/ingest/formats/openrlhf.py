@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from advcore.model import IngestError, RawLog
-from advcore.ingest._text import long_line, max_line, open_text
+from advcore.ingest._text import open_text, readable_lines
 from advcore.ingest.formats.plain import quote_nonfinite, records_frame, value
 from advcore.ingest.formats.verl_console import clean
 
@@ -50,12 +50,8 @@ def read(path: Path) -> RawLog:
     rows: list[dict[str, Any]] = []
     errors: list[IngestError] = []
     with open_text(path) as f:
-        limit = max_line()
-        for lineno, physical in enumerate(f, start=1):
+        for lineno, physical in readable_lines(enumerate(f, start=1), path, errors):
             if "Global step" not in physical:
-                continue
-            if len(physical.rstrip("\r\n")) > limit:
-                errors.append(long_line(path, lineno, len(physical.rstrip("\r\n"))))
                 continue
             m = _LINE.match(clean(physical))
             if m is None:

@@ -34,8 +34,8 @@ twice in one step keeps its first value. Names are read in lower case with blank
 (``Avg Reward`` -> ``avg_reward``), so the alias table meets each spelling once; trainer
 ``printed``. Steps printed twice are averaged (a row is a step). Lines longer than
 :data:`MAX_LINE` characters are not read (no loop prints one; a pathological line costs itself),
-and those longer than the console readers' limit (:func:`advcore.ingest._text.max_line`) are
-reported too.
+and those longer than the console readers' limit (:func:`advcore.ingest._text.readable_lines`)
+are reported too.
 
 A log without a step counter (``Average epoch reward: 19.74   Average episode len: 19.74`` on every
 line) is read when at least :data:`MIN_UNCOUNTED_LINES` (6) lines made of pairs only have the same
@@ -57,7 +57,7 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from advcore.model import IngestError, RawLog
-from advcore.ingest._text import long_line, max_line
+from advcore.ingest._text import readable_lines
 from advcore.ingest._text import read_text as read_file
 from advcore.ingest.formats.plain import mean_record, number, records_frame
 from advcore.ingest.formats.verl_console import clean
@@ -237,23 +237,19 @@ def sniff(path: Path, head: str | None) -> bool:
 
 def read_text(text: str, path: Path) -> RawLog:
     """The progress lines of ``text`` (a file's or a notebook cell's output), errors naming ``path``."""
+    errors: list[IngestError] = []
     lines = text.split("\n")
-    lengths = [len(line) for line in lines]
-    parsed = _finest_counter_first([_parse(line.removesuffix("\r")) for line in lines])
+    readable = dict(readable_lines(enumerate(lines, start=1), path, errors))  # a line too long reads as empty
+    parsed = _finest_counter_first([_parse(readable.get(n, "").removesuffix("\r")) for n in range(1, len(lines) + 1)])
     layout = _layout(parsed)
     if layout is None:
-        return RawLog(NAME, pl.DataFrame(), trainer=NAME, errors=(IngestError(
+        return RawLog(NAME, pl.DataFrame(), trainer=NAME, errors=(*errors, IngestError(
             str(path), "printed progress: no line with a step counter and name: value pairs "
-                       "(e.g. 'Episode 10, Avg reward: 29.6')"),))
+                       "(e.g. 'Episode 10, Avg reward: 29.6')")))
     word = layout.word
     records: list[tuple[int, dict[str, float | None]]] = []
-    errors: list[IngestError] = []
     block: dict[str, float | None] | None = None
-    limit = max_line()
     for n, (pairs, only) in enumerate(parsed, start=1):
-        if lengths[n - 1] > limit:
-            errors.append(long_line(path, n, lengths[n - 1]))
-            continue
         if not pairs:
             if not layout.header:  # under a header, prose between its pairs does not end the step
                 block = None

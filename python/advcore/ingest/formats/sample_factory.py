@@ -27,7 +27,7 @@ from pathlib import Path
 import polars as pl
 
 from advcore.model import IngestError, RawLog
-from advcore.ingest._text import long_line, max_line, read_text
+from advcore.ingest._text import read_text, readable_lines
 from advcore.ingest.formats.plain import mean_record, number, records_frame
 from advcore.ingest.formats.verl_console import clean
 
@@ -70,11 +70,7 @@ def read(path: Path) -> RawLog:
     rows: list[tuple[int, list[dict[str, float | None]]]] = []
     errors: list[IngestError] = []
     frames: int | None = None
-    limit = max_line()
-    for n, physical in enumerate(read_text(path).split("\n"), start=1):
-        if len(physical) > limit:
-            errors.append(long_line(path, n, len(physical)))
-            continue
+    for n, physical in readable_lines(enumerate(read_text(path).split("\n"), start=1), path, errors):
         if "Total num frames" in physical and (m := _FRAMES.search(_line(physical))) is not None:
             frames = int(m.group(1))
             continue

@@ -48,7 +48,7 @@ from typing import Any
 import polars as pl
 
 from advcore.model import IngestError, RawLog
-from advcore.ingest._text import long_line, max_line
+from advcore.ingest._text import readable_lines
 from advcore.ingest._text import read_text as read_file
 from advcore.ingest.formats.csv_table import BASELINES_KEYS
 from advcore.ingest.formats.plain import records_frame
@@ -85,11 +85,7 @@ def read_text(text: str, path: Path) -> RawLog:
     truncated: dict[str, None] = {}
     table: dict[str, Any] | None = None
     section = ""
-    limit = max_line()
-    for n, physical in enumerate(text.split("\n"), start=1):
-        if len(physical) > limit:
-            errors.append(long_line(Path(path), n, len(physical)))
-            continue
+    for n, physical in readable_lines(enumerate(text.split("\n"), start=1), path, errors):
         line = clean(physical.rstrip("\r")).strip()
         if _DASHES.match(line):
             # A dashed line closes the open table and opens the next one.

@@ -78,7 +78,7 @@ import polars as pl
 
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
-from advcore.ingest._text import long_line, max_line, open_text, read_text
+from advcore.ingest._text import open_text, read_text, readable_lines
 from advcore.ingest.formats import verl_console
 from advcore.ingest.formats.plain import flatten, loads, number, records_frame
 from advcore.ingest.formats.verl_console import clean
@@ -267,11 +267,7 @@ def read(path: Path) -> RawLog:
     accuracy: list[_Accuracy] = []
     text_values: set[str] = set()
     pure = False
-    limit = max_line()
-    for lineno, physical in enumerate(text.splitlines(), start=1):
-        if len(physical) > limit:
-            errors.append(long_line(path, lineno, len(physical)))
-            continue
+    for lineno, physical in readable_lines(enumerate(text.splitlines(), start=1), path, errors):
         line = clean(physical)
         if not line.strip():
             continue
@@ -328,7 +324,8 @@ def read(path: Path) -> RawLog:
         rows = _merge(rows)
     else:
         console = verl_console.read(path)
-        errors.extend(e for e in console.errors if "no verl 'step:N" not in e.message and e not in errors)
+        known = set(errors)  # the console reader reports the lines too long for both
+        errors.extend(e for e in console.errors if "no verl 'step:N" not in e.message and e not in known)
         meta.update({k: v for k, v in console.metadata.items() if k not in ("first_step", "last_step")})
         meta["logger"] = "console"
         rows = _merge([_Row(int(r["step"]), {k: v for k, v in r.items() if k != "step" and v is not None})

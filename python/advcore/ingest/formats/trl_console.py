@@ -76,11 +76,7 @@ def read_text(text: str, path: Path | str) -> RawLog:
     errors: list[IngestError] = []
     meta: dict[str, Any] = {}
     evals = 0
-    limit = _text.max_line()
-    for n, seg in _segments(text):
-        if len(seg) > limit:
-            errors.append(_text.long_line(Path(path), n, len(seg)))
-            continue
+    for n, seg in _text.readable_lines(_segments(text), path, errors):
         start = _START.search(seg)
         if start is None:
             continue

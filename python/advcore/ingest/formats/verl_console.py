@@ -32,7 +32,7 @@ import polars as pl
 
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
-from advcore.ingest._text import long_line, max_line, open_text, read_text
+from advcore.ingest._text import open_text, read_text, readable_lines
 # ``value`` is re-exported for readers that import the scalar parser from here (simplevla).
 from advcore.ingest.formats.plain import number
 from advcore.ingest.formats.plain import value as value
@@ -168,11 +168,7 @@ def read(path: Path) -> RawLog:
                 continue
             row[key] = value
 
-    limit = max_line()
-    for lineno, physical in enumerate(text.splitlines(), start=1):
-        if len(physical) > limit:
-            errors.append(long_line(path, lineno, len(physical)))
-            continue
+    for lineno, physical in readable_lines(enumerate(text.splitlines(), start=1), path, errors):
         if resumed_from is None and "global_step_" in physical:
             m = _RESUME.search(_ANSI.sub("", physical))
             if m:
