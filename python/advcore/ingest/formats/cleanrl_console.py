@@ -39,7 +39,7 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text, readable_lines
-from advcore.ingest.formats.plain import mean_record, number, records_frame
+from advcore.ingest.formats.plain import by_step, number, steps_frame
 from advcore.ingest.formats.verl_console import clean
 
 NAME = "cleanrl_console"
@@ -85,7 +85,7 @@ def read(path: Path) -> RawLog:
     text = read_text(path)
     # Episodes of one step are printed together (one environment step, one update's batch): a run of
     # lines with the same step is one row, so a log of two runs keeps both (as phases).
-    runs: list[tuple[int, list[dict[str, float | None]]]] = []
+    episodes: list[tuple[int, dict[str, float | None]]] = []
     errors: list[IngestError] = []
     for n, line in readable_lines(enumerate(text.split("\n"), start=1), path, errors):
         if "step" not in line:
@@ -98,15 +98,12 @@ def read(path: Path) -> RawLog:
             errors.append(IngestError(str(path), "CleanRL console: expected 'global_step=N, key=value, ...'; the line "
                                       "is truncated or malformed", n))
             continue
-        values = {k: number(v) for k, v in pairs.items()}
-        if runs and runs[-1][0] == int(step):
-            runs[-1][1].append(values)
-        else:
-            runs.append((int(step), [values]))
+        episodes.append((int(step), {k: number(v) for k, v in pairs.items()}))
+    runs = by_step(episodes)
     if not runs:
         errors.append(IngestError(str(path), "CleanRL console: no 'global_step=N, episodic_return=R' line found"))
         return RawLog(NAME, pl.DataFrame(), trainer="cleanrl", errors=tuple(errors))
-    frame, _ = records_frame([{"step": step, **mean_record(episodes)} for step, episodes in runs])
-    meta: dict[str, Any] = {"episodes": sum(len(e) for _, e in runs),
+    frame = steps_frame(runs)
+    meta: dict[str, Any] = {"episodes": len(episodes),
                             "steps_with_several_episodes": sum(len(e) > 1 for _, e in runs)}
     return RawLog(NAME, frame, trainer="cleanrl", metadata=meta, errors=tuple(errors))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,27 @@ def mean_record(records: Sequence[Mapping[str, float | None]]) -> dict[str, floa
         values = [v for r in records if (v := r.get(key)) is not None]
         out[key] = sum(values) / len(values) if values else None
     return out
+
+
+Records = list[tuple[int, list[Mapping[str, float | None]]]]
+
+
+def by_step(records: Iterable[tuple[int, Mapping[str, float | None]]]) -> Records:
+    """Records that come one after another with the same step, grouped: ``[(step, [record, ...]), ...]``
+    in order. A step that comes back after another starts a new group (a second run appended to a
+    log keeps its rows)."""
+    out: Records = []
+    for step, record in records:
+        if out and out[-1][0] == step:
+            out[-1][1].append(record)
+        else:
+            out.append((step, [record]))
+    return out
+
+
+def steps_frame(groups: Records) -> pl.DataFrame:
+    """One row per group of :func:`by_step`: its records averaged (:func:`mean_record`), its step as ``step``."""
+    return records_frame([{**mean_record(group), "step": step} for step, group in groups])[0]
 
 
 def numeric_frame(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:

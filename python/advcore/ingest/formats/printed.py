@@ -59,7 +59,7 @@ import polars as pl
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import readable_lines
 from advcore.ingest._text import read_text as read_file
-from advcore.ingest.formats.plain import mean_record, number, records_frame
+from advcore.ingest.formats.plain import by_step, number, steps_frame
 from advcore.ingest.formats.verl_console import clean
 
 NAME = "printed"
@@ -273,13 +273,7 @@ def read_text(text: str, path: Path) -> RawLog:
             continue
         for k, v in pairs:
             block.setdefault(k, number(v))
-    merged: list[tuple[int, list[dict[str, float | None]]]] = []
-    for step, values in records:
-        if merged and merged[-1][0] == step:
-            merged[-1][1].append(values)
-        else:
-            merged.append((step, [values]))
-    frame, _ = records_frame([{**mean_record(group), "step": step} for step, group in merged])
+    frame = steps_frame(by_step(records))
     meta: dict[str, Any] = {"step_word": word, "step_lines": len(records)}
     if word is None:
         meta["step_inferred"] = True

@@ -28,7 +28,7 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text, readable_lines
-from advcore.ingest.formats.plain import mean_record, number, records_frame
+from advcore.ingest.formats.plain import by_step, number, steps_frame
 from advcore.ingest.formats.verl_console import clean
 
 NAME = "sample_factory"
@@ -67,7 +67,7 @@ def sniff(path: Path, head: str | None) -> bool:
 
 
 def read(path: Path) -> RawLog:
-    rows: list[tuple[int, list[dict[str, float | None]]]] = []
+    reports: list[tuple[int, dict[str, float | None]]] = []
     errors: list[IngestError] = []
     frames: int | None = None
     for n, physical in readable_lines(enumerate(read_text(path).split("\n"), start=1), path, errors):
@@ -81,14 +81,10 @@ def read(path: Path) -> RawLog:
             errors.append(IngestError(str(path), "Sample Factory log: expected \"Avg episode reward: [(0, '1.5')]\", "
                                                  "the policies' list does not parse", n))
         elif frames is not None:
-            if rows and rows[-1][0] == frames:
-                rows[-1][1].append(values)
-            else:
-                rows.append((frames, [values]))
-    if not rows:
+            reports.append((frames, values))
+    if not reports:
         errors.append(IngestError(str(path), "Sample Factory log: no 'Avg episode reward' line after a "
                                              "'Total num frames' line"))
         return RawLog(NAME, pl.DataFrame(), trainer="sample_factory", errors=tuple(errors))
-    frame, _ = records_frame([{"step": step, **mean_record(reports)} for step, reports in rows])
-    return RawLog(NAME, frame, trainer="sample_factory", metadata={"reports": sum(len(r) for _, r in rows)},
+    return RawLog(NAME, steps_frame(by_step(reports)), trainer="sample_factory", metadata={"reports": len(reports)},
                   errors=tuple(errors))
