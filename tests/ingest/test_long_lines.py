@@ -63,7 +63,8 @@ def test_the_cli_option_sets_the_limit(tmp_path: Path, capsys: pytest.CaptureFix
     p.write_text("".join(f"step:{i} - critic/score/mean:0.{'5' * (3000 if i == 2 else 1)}\n" for i in range(1, 5)))
     assert main(["scan", "--format", "json", "--max-line-length", "2000", str(p)]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
-    assert run["steps"] == 3 and len(run["errors"]) == 1 and f":2: a line of {len('step:2 - critic/score/mean:0.') + 3000:,} characters" in run["errors"][0]
+    long = len("step:2 - critic/score/mean:0.") + 3000
+    assert run["steps"] == 3 and len(run["errors"]) == 1 and f":2: a line of {long:,} characters" in run["errors"][0]
     assert main(["scan", "--format", "json", str(p)]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["steps"] == 4 and run["errors"] == [] and MAX_LINE == 262144

@@ -51,7 +51,8 @@ updates of a run that learns, h7-baselines-ppo2-humanoidstandup-good-high-clipfr
 ``kl_step`` count when the reward never recovered from one (:func:`_unrecovered_spike`: after the
 spike, its level stays below its median over the window before by more than ``SUCCESS_NOISE`` times
 its noise and a tenth of its range): h44-rlgames-ppo-isaacgym-yumicube-kl-spikes-collapse, an update
-KL of 3.98 at epoch 260 (frame 272,629,760) with a return of about -14.7 before and -24.7 at best after. Onset: the first unstable point of the
+KL of 3.98 at epoch 260 (frame 272,629,760) with a return of about -14.7 before and -24.7 at best
+after. Onset: the first unstable point of the
 check reported (checks in the order above; the others that fired are named in
 ``evidence["also"]``); a rise (entropy, action std, value loss) is dated from where it began: the
 first point of the stretch above the geometric middle of its early level and its bar that led past

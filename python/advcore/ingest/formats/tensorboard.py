@@ -126,7 +126,7 @@ def read(path: Path) -> RawLog:
     trainer = ("sb3" if any(t in series for t in _SB3_TAGS)
                else "rl_games" if all(t in series for t in _RL_GAMES_TAGS)
                else "sample_factory" if all(t in series for t in _SAMPLE_FACTORY_TAGS) else None)
-    other_axis = sorted(t for t in series if trainer == "rl_games" and t.endswith(_RL_GAMES_OTHER_AXES))
+    other_axis = sorted(t for t in series if t.endswith(_RL_GAMES_OTHER_AXES)) if trainer == "rl_games" else []
     for tag in other_axis:
         del series[tag]
     steps = sorted({s for points in series.values() for s, _ in points})

@@ -53,7 +53,9 @@ _LEVEL = r"(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)"
 _LOG_PREFIX = re.compile(
     r"^(?:[ \t]*+(?:\[?+\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d++)?+)?+"
     r"(?: ?+(?:[A-Z]{3,4}+|Z|[+-]\d\d:?+\d\d))?+\]?+"
-    rf"|\[{_LEVEL}\]|{_LEVEL}(?:(?::[A-Za-z_][\w.]*+)?+:|(?=[ \t]))|\[rank\d++\]:?+|[A-Za-z_][\w.]*+(?= - {_LEVEL} ))(?:[ ]++(?:[|-][ ]++)?+|(?<=[:\]])))++")
+    rf"|\[{_LEVEL}\]|{_LEVEL}(?:(?::[A-Za-z_][\w.]*+)?+:|(?=[ \t]))|\[rank\d++\]:?+"
+    rf"|[A-Za-z_][\w.]*+(?= - {_LEVEL} ))"
+    r"(?:[ ]++(?:[|-][ ]++)?+|(?<=[:\]])))++")
 #: Where a console record begins, after whatever prefix the logger put before it; not inside a key
 #: (``global_step:3``, ``timing/step:1.2``). Shared with the SimpleVLA-RL and OpenRLHF readers.
 _MARKER = re.compile(r"(?<![\w/.-])(?:step:\d|Global step \d|Accuracy distribution:)")
