@@ -146,6 +146,10 @@ def test_the_finest_counter_that_never_goes_back_counts_the_steps(tmp_path: Path
     assert run.frame["step"].to_list() == [0, 1, 2, 3]
     assert run.frame["reward_mean"].to_list() == [-1.5, -0.5, 0.5, 1.5]
     assert run.frame["value_loss"].to_list() == [0.0, 0.1, 0.2, 0.3]
+    # another rank's output between a step line and its reward: the reward still joins its step
+    interleaved = block.format(s=4, c=0.4, r=2.5).replace("average", "\n[INFO] Reducing dynamic loss scale\naverage")
+    text = "".join(block.format(s=s, c=s / 10, r=s - 1.5) for s in range(4)) + interleaved
+    assert load(_log(tmp_path, text, "ranks.log")).frame["reward_mean"].to_list() == [-1.5, -0.5, 0.5, 1.5, 2.5]
     # a step within its epoch restarts: the epoch still counts, the step is a metric
     text = "".join(f"Epoch: {e} Step: {s} return: {10 * e + s}\n" for e in range(3) for s in (0, 1))
     run = load(_log(tmp_path, text, "restarts.log"))
@@ -160,6 +164,29 @@ def test_real_deepspeed_chat_step3_log() -> None:
     rewards = [float(ln.rsplit(":", 1)[1]) for ln in lines if ln.startswith("average reward score:")]
     run = load(path)
     assert run.frame["step"].to_list() == steps == list(range(len(rewards)))
+    assert run.frame["reward_mean"].to_list() == rewards
+
+
+def test_steps_that_begin_after_a_long_launch_preamble_are_found(tmp_path: Path) -> None:
+    # eight ranks print their warnings before the first step: the step lines start past the first 64 KB
+    from advcore.ingest import HEAD_BYTES
+    warning = "The tokenizer class you load from this checkpoint is not the same type as the class.\n"
+    preamble = warning * (2 * HEAD_BYTES // len(warning))
+    block = "epoch: 0|step: {s}|ppo_ep: 1|act_loss: 0.2|cri_loss: 0.1\naverage reward score: {r}\n"
+    p = _log(tmp_path, preamble + "".join(block.format(s=s, r=s / 4) for s in range(5)))
+    assert detect(p) is printed
+    assert load(p).frame["reward_mean"].to_list() == [0.0, 0.25, 0.5, 0.75, 1.0]
+    # prose alone, however long, stays unreadable
+    assert detect(_log(tmp_path, preamble, "prose.log")) is None
+
+
+def test_real_deepspeed_chat_user_log_whose_steps_start_after_142_kb() -> None:
+    path = corpus("h52-deepspeed-chat-ppo-opt13b-lora-user-sft-learns-slowly/training.log")
+    text = path.read_text()
+    assert text.find("epoch: 0|step: 0|") > 1 << 17
+    rewards = [float(ln.rsplit(":", 1)[1]) for ln in text.splitlines() if ln.startswith("average reward score:")]
+    run = load(path)
+    assert run.frame["step"].to_list() == list(range(len(rewards))) and len(rewards) == 120
     assert run.frame["reward_mean"].to_list() == rewards
 
 

@@ -23,12 +23,16 @@ __all__ = ["IngestError", "RawLog", "Run", "detect", "join_runs", "load", "load_
 
 #: Bytes read to detect a format (characters: twice or four times as many bytes in UTF-16 or UTF-32).
 HEAD_BYTES = 1 << 16
+#: Bytes read to detect the format of a longer text file that no format knows by its first
+#: :data:`HEAD_BYTES`: a distributed launch prints every rank's warnings before the first step
+#: (DeepSpeed-Chat step 3 logs reach their first ``epoch: 0|step: 0`` line after 86 and 142 KB).
+LONG_HEAD_BYTES = 1 << 20
 
 
-def _head(path: Path) -> str | None:
-    """The first :data:`HEAD_BYTES` of ``path`` as text, decoded as every reader decodes the file
+def _head(path: Path, size: int = HEAD_BYTES) -> str | None:
+    """The first ``size`` bytes of ``path`` as text, decoded as every reader decodes the file
     (:mod:`advcore.ingest._text`: byte-order marks, UTF-16/32), or None for binary content."""
-    data = read_head(path, HEAD_BYTES)
+    data = read_head(path, size)
     if path.name.startswith("events.out.tfevents") and b"\0" in data[:SNIFF_BYTES]:
         return None
     return decode_head(data)
@@ -40,10 +44,11 @@ def detect(path: Path) -> ModuleType | None:
     if path.is_dir():
         return next((m for m in formats.ORDER if getattr(m, "READS_FOLDERS", False) and m.sniff(path, None)), None)
     head = _head(path)
-    for module in formats.ORDER:
-        if module.sniff(path, head):
-            return module
-    return None
+    found = next((m for m in formats.ORDER if m.sniff(path, head)), None)
+    if found is None and head is not None and path.stat().st_size > HEAD_BYTES:
+        longer = _head(path, LONG_HEAD_BYTES)
+        found = next((m for m in formats.ORDER if m.sniff(path, longer)), None)
+    return found
 
 
 def load(path: Path | str, *, format: str | None = None, metric_map: Path | None = None,

@@ -29,7 +29,9 @@ nor is one with fewer than half of those names whose step goes back (a test epis
 training: ``Episode 1 Reward: 500`` after ``Episode 1900, Total Reward: 500.00, Trajectory Length:
 500``), while one whose step goes on is (``## step = 1000: Average Return = 1.8`` between
 ``## step = 1000: loss = ...`` lines: an evaluation at that step, merged into it). The pairs of the lines that
-follow a step line, up to the first line without a pair or with another step, belong to its step (a block); a name seen
+follow a step line, up to the first line without a pair or with another step, belong to its step (a block), and so
+does a later line, before the next step, whose names earlier blocks held and the step lacks (ranks interleave their
+prints: another rank's loss-scale lines between DeepSpeed-Chat's step line and its reward); a name seen
 twice in one step keeps its first value. Names are read in lower case with blanks as ``_``
 (``Avg Reward`` -> ``avg_reward``), so the alias table meets each spelling once; trainer
 ``printed``. Steps printed twice are averaged (a row is a step). Lines longer than
@@ -221,6 +223,13 @@ def _goes_on(pairs: list[tuple[str, str]], records: list[tuple[int, dict[str, fl
     return bool(records) and step is not None and step >= records[-1][0]
 
 
+def _strays_into(pairs: list[tuple[str, str]], last: dict[str, float | None], block_names: set[str]) -> bool:
+    """Whether a line of pairs after other output belongs to the last step: every name is one that
+    blocks of earlier steps held and the last step lacks (ranks interleave their prints: DeepSpeed-Chat's
+    ``average reward score`` can come after another rank's loss-scale lines)."""
+    return _step_word(pairs) is None and all(k in block_names and k not in last for k, _ in pairs)
+
+
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
@@ -249,11 +258,14 @@ def read_text(text: str, path: Path) -> RawLog:
     word = layout.word
     records: list[tuple[int, dict[str, float | None]]] = []
     block: dict[str, float | None] | None = None
+    block_names: set[str] = set()  # names that earlier steps' blocks held
     for n, (pairs, only) in enumerate(parsed, start=1):
         if not pairs:
             if not layout.header:  # under a header, prose between its pairs does not end the step
                 block = None
             continue
+        if block is None and records and _strays_into(pairs, records[-1][1], block_names):
+            block = records[-1][1]  # another rank's output came between the step and its block
         step_line = _is_step_line(pairs, layout, only)
         if step_line and word is None:  # lines without a counter: numbered as they come
             block = {}
@@ -271,6 +283,8 @@ def read_text(text: str, path: Path) -> RawLog:
         elif block is None or (_step_word(pairs) is not None and not layout.header):
             block = None
             continue
+        if not step_line:
+            block_names.update(k for k, _ in pairs)
         for k, v in pairs:
             block.setdefault(k, number(v))
     frame = steps_frame(by_step(records))
