@@ -184,3 +184,26 @@ def test_real_sb3_progress_whose_timesteps_restart_every_learn_call() -> None:
         updates = [int(float(r["train/n_updates"])) for r in csv.DictReader(f)]
     run = load(path)
     assert run.frame["step"].to_list() == updates and updates[0] == 99 and updates[-1] == 399999
+
+
+def test_pandas_row_index_column_is_dropped_and_rows_numbered(tmp_path: Path) -> None:
+    # what DataFrame.to_csv writes by default: an unnamed index column first
+    p = tmp_path / "metrics_SAC.csv"
+    p.write_text(",Reward,Actor Loss\n0,-3.0,0.0\n1,-1.5,0.2\n2,4.0,0.1\n")
+    assert detect(p) is csv_table
+    run = load(p)
+    assert run.frame["step"].to_list() == [1, 2, 3] and run.frame["reward_mean"].to_list() == [-3.0, -1.5, 4.0]
+    # an empty header cell elsewhere, or over other numbers, is not pandas' index: no table
+    p.write_text("Reward,,Actor Loss\n-3.0,0,0.0\n-1.5,1,0.2\n4.0,2,0.1\n")
+    assert detect(p) is not csv_table
+    p.write_text(",Reward\n5,-3.0\n6,-1.5\n7,4.0\n")
+    assert detect(p) is not csv_table
+
+
+def test_real_hand_written_sac_pandas_csv() -> None:
+    path = corpus("h53-handwritten-sac-edge-computing-dfaas-learns/metrics_SAC.csv")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    run = load(path)
+    assert run.frame.height == len(rows) == 100
+    assert run.frame["reward_mean"].to_list() == [float(r["Reward"]) for r in rows]

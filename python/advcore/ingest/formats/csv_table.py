@@ -5,7 +5,8 @@ Notebook tables (``transformers``' NotebookProgressCallback) keep the display na
 table maps them. CRLF or LF line endings, quoted fields; blank cells are null; columns with no
 numeric value (reason strings, JSON lists in a quoted field) are dropped and listed in
 ``metadata["non_numeric"]``; ``True``/``False`` read as 1/0. A row with the wrong number of
-fields is an error with its line number. A header with tabs and no comma makes the table
+fields is an error with its line number. The row index that pandas' ``DataFrame.to_csv`` writes first (an
+empty header cell over 0, 1, 2 ...) is dropped: the rows are numbered from 1. A header with tabs and no comma makes the table
 tab-separated (Spinning Up's and rllab's ``progress.txt``). A table of one column is read when
 its name is a word and every row a number (a loop that writes one reward per line).
 
@@ -59,6 +60,12 @@ def _without_monitor_line(text: str) -> str:
     return text[text.find("\n") + 1:] if text.startswith(_MONITOR_LINE) else text
 
 
+def _pandas_index(rows: list[list[str]]) -> int:
+    """1 when the first column is pandas' row index (``DataFrame.to_csv`` names it with an empty
+    header cell and numbers the rows 0, 1, 2 ...), else 0."""
+    return int(not rows[0][0].strip() and all(r[0].strip() == str(i) for i, r in enumerate(rows[1:]) if r))
+
+
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
@@ -77,7 +84,7 @@ def sniff(path: Path, head: str | None) -> bool:
         word = header[0].strip()
         return (bool(word) and not word[0].isdigit() and set(word) <= _WORD and len(rows) >= 3
                 and all(len(r) == 1 and number(r[0]) is not None for r in rows[1:]))
-    if any(not h.strip() for h in header):
+    if any(not h.strip() for h in header[_pandas_index(rows):]):
         return False
     # A row cut short (a crash mid-write, a hand edit) costs that row when read, not the file: the
     # body is a table when at most a quarter of its rows (and at least one) have another width.
@@ -164,6 +171,8 @@ def read(path: Path) -> RawLog:
     header, rows, errors = csv_records(path, "CSV")
     if header is None or not rows:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
+    if "" in header:  # pandas' row index: rows without a step counter are numbered anyway
+        rows = [{k: v for k, v in row.items() if k} for row in rows]
     frame, dropped = records_frame(rows)
     meta: dict[str, Any] = {"non_numeric": dropped} if dropped else {}
     trainer = trainer_of(header)
