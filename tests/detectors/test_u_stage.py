@@ -508,6 +508,20 @@ def test_an_episode_return_at_its_cap_is_a_solved_task_not_a_lost_signal() -> No
     # a GRPO reward pinned at its ceiling is still a warning: the prompts are exhausted
     g = one(run, "REWARD_SATURATION")
     assert isinstance(g, Finding) and g.severity == "warn"
+    # a reward counted by episodes (a CSV of `episodes,rewards`) is an episode return too
+    per_episode = Run(run.path, run.format, None, run.frame, {"reward_mean": "rewards", "step": "episodes"}, {})
+    e = one(per_episode, "REWARD_SATURATION")
+    assert isinstance(e, Finding) and e.severity == "info" and e.evidence["episode_return"] == "episodes"
+
+
+def test_real_reinforce_cartpole_v0_csv_solved_at_200_is_quiet() -> None:
+    path = corpus("h49-easyrl-reinforce-cartpole-v0-solves/training_results.csv")
+    rewards = [float(line.split(",")[1]) for line in path.read_text().splitlines()[1:]]
+    assert rewards[-40:] == [200.0] * 40  # the v0 cap, held to the end
+    run = load(path)
+    findings, missing = run_detectors(run)
+    f = next(f for f in findings if f.id == "REWARD_SATURATION")
+    assert f.severity == "info" and diagnose(run, findings, missing).status == "quiet"
 
 
 def test_explained_variance_is_not_judged_while_the_returns_no_longer_vary() -> None:

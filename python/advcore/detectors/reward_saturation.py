@@ -19,7 +19,8 @@ from advcore.detectors._reward import REL_TOL, SPREAD_GONE, reward_level
 from advcore.model import Run
 
 #: A reward read from one of these is an episode return (SB3 ``rollout/ep_rew_mean``, a hand-written
-#: loop's ``episode_return``): at its ceiling the environment is solved, an outcome (info), not a lost
+#: loop's ``episode_return``), as is a reward counted by episodes (``episodes,rewards``: h49 easy-rl
+#: REINFORCE): at its ceiling the environment is solved, an outcome (info), not a lost
 #: signal (sb3-invertedpendulum-dr-solved: 1000, the episode cap, from step 149,504).
 EPISODIC = ("ep_rew", "episode", "return")
 
@@ -50,8 +51,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
               else f"{100 * (level.tied_late or 0):.0f}% tied groups" if level.tied_late is not None
               else "a constant late mean")
     source = str(run.sources.get("reward_mean") or "")
-    if any(word in source.lower() for word in EPISODIC):
-        evidence["episode_return"] = source
+    episodic = next((str(name) for name in (source, run.sources.get("step")) if name is not None
+                     and any(word in str(name).lower() for word in EPISODIC)), None)
+    if episodic is not None:
+        evidence["episode_return"] = episodic
         return Finding(
             ID, "info", "R", level.mean.step_at(idx), evidence,
             f"The episode return is pinned at its ceiling ({level.late_mean:.4g} late, from {source}): the task is "
