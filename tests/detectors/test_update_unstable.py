@@ -69,6 +69,38 @@ def test_an_entropy_that_explodes() -> None:
     assert isinstance(f, Finding) and f.evidence["metric"] == "entropy" and f.onset_step == 10
 
 
+def test_an_entropy_that_explodes_inside_the_early_window_and_the_check_that_fired_first() -> None:
+    # 100 steps: entropy 0.3 for 12, a blow-up to 10 from step 13, inside the early 20 points; its
+    # 5-point median reaches 10 at step 15. The KL to the reference runs away later (its median at step 23)
+    entropy = [0.3] * 12 + [10.0] * 88
+    kl = [0.1] * 20 + [5.0] * 80
+    f = SPEC.fn(_run(entropy=entropy, kl=kl), SPEC.defaults())
+    assert isinstance(f, Finding) and f.evidence["metric"] == "entropy" and f.onset_step == 15
+    assert f.evidence["also"] == ["kl"]
+    # a blow-up from step 9 lifts the early window's median to 10: its first half (10 points) still sees 0.3
+    early = [0.3] * 8 + [10.0] * 92
+    g = SPEC.fn(_run(entropy=early), SPEC.defaults())
+    assert isinstance(g, Finding) and g.onset_step == 11
+    # the KL first: it dates the finding, the entropy is named
+    h = SPEC.fn(_run(entropy=[0.3] * 40 + [10.0] * 60, kl=kl), SPEC.defaults())
+    assert isinstance(h, Finding) and h.evidence["metric"] == "kl" and h.evidence["also"] == ["entropy"]
+
+
+def test_real_grpo_whose_kl_term_blew_the_policy_into_uniform_noise() -> None:
+    # rasbt reasoning-from-scratch ch07 7_5_plus_kl: entropy_avg of median 0.69 over steps 1-50, 4.75 at 52,
+    # 5.8 at 58, then about ln(vocabulary) = 11.93 from step 75; kl_loss runs away from step 62; reward 0 from 58
+    path = corpus("h49-rasbt-grpo-kl-qwen3-06b-math-entropy-blowup/7_5_plus_kl_metrics.csv")
+    with path.open(newline="") as fh:
+        entropy = {int(r["step"]): float(r["entropy_avg"]) for r in csv.DictReader(fh)}
+    assert np.median([v for s, v in entropy.items() if s <= 50]) < 0.7 and min(v for s, v in entropy.items() if s >= 75) > 11.5
+    run = load(path)
+    findings, missing = run_detectors(run)
+    f = next(f for f in findings if f.id == "UPDATE_UNSTABLE")
+    assert f.evidence["metric"] == "entropy" and 52 <= f.onset_step <= 62 and "kl" in f.evidence["also"]
+    verdict = diagnose(run, findings, missing)
+    assert verdict.headline == "UPDATE_UNSTABLE" and verdict.stage == "U"
+
+
 def test_a_negative_entropy_is_not_judged_for_a_rise() -> None:
     # SB3 Gaussian policies: differential entropy below 0 (smolvla logs -2.83); a ratio means nothing
     entropy = [-2.8, -2.8, -2.7, -0.1, -0.1, -0.1, -0.1, -0.1, -0.1]
@@ -186,7 +218,7 @@ def test_a_gaussian_policy_whose_exploration_noise_blows_up() -> None:
     # SB3 train/std from 1.0 growing 5 % per update for 100 updates (to 131x): the noise blew up
     std = [1.0 * 1.05 ** i for i in range(100)]
     f = one(make_run({"action_std": std}, trainer="sb3"), "UPDATE_UNSTABLE")
-    early = float(np.median(std[:20]))
+    early = float(np.median(std[:10]))  # the early window's first half: lower than the whole window's median
     assert isinstance(f, Finding) and f.evidence["metric"] == "action_std"
     # the bar is crossed where the 5-point trailing median reaches 10x the early median; the rise is dated
     # from the start of the stretch above the geometric middle (sqrt(10)x) that led there

@@ -11,11 +11,12 @@ A logged point is *unstable* when any of these holds there:
   return are large, not unstable;
 * the level of ``kl`` to the reference policy (trailing median of 5 points, so one spike is no
   level) at or above ``kl_ref_above`` (2 nats per token);
-* the level of ``entropy`` at or above ``entropy_rise`` (10) x its early median (judged when that is
-  positive): the policy blew up into noise; the same factor for ``action_std``, the standard
+* the level of ``entropy`` at or above ``entropy_rise`` (10) x its start level (the early window's
+  median, or its first half's when lower: a blow-up inside the early window lifts the median; judged
+  when that is positive): the policy blew up into noise; the same factor for ``action_std``, the standard
   deviation of a Gaussian policy (SB3 ``train/std``), whose differential entropy cannot be judged
   as a ratio (sb3-acrobot-effort-std-blowup: std 1.0 -> 81.7, 10x by step 498,688);
-* the level of ``value_loss`` at or above ``value_loss_rise`` (100) x its early median, times the
+* the level of ``value_loss`` at or above ``value_loss_rise`` (100) x its start level, times the
   square of the growth of the reward's scale (:func:`_return_growth`: a critic of unnormalised
   returns has a loss that grows with their square while it fits them): the critic diverged.
 
@@ -53,8 +54,7 @@ spike, its level stays below its median over the window before by more than ``SU
 its noise and a tenth of its range): h44-rlgames-ppo-isaacgym-yumicube-kl-spikes-collapse, an update
 KL of 3.98 at epoch 260 (frame 272,629,760) with a return of about -14.7 before and -24.7 at best
 after. Onset: the first unstable point of the
-check reported (checks in the order above; the others that fired are named in
-``evidence["also"]``); a rise (entropy, action std, value loss) is dated from where it began: the
+check that fired first (the others that fired are named in ``evidence["also"]``); a rise (entropy, action std, value loss) is dated from where it began: the
 first point of the stretch above the geometric middle of its early level and its bar that led past
 the bar (``evidence["past_bar_step"]`` keeps the crossing). Not evaluable without any of these
 metrics.
@@ -70,7 +70,7 @@ from dataclasses import dataclass
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, first_of_checks
 from advcore.detectors._reward import SUCCESS_NOISE, improving_reward, reward_course
-from advcore.detectors._windows import Series, change_point, metric, rolling_level
+from advcore.detectors._windows import MIN_WINDOW, Series, change_point, metric, rolling_level
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -220,6 +220,14 @@ def late_jump(s: Series, factor: float, min_points: int) -> tuple[Series, float,
     return tail, middle, before
 
 
+def _start_level(s: Series) -> float:
+    """The level a rise is measured from: the early window's median, or that of its first half when
+    lower (a blow-up inside the early window lifts its median: h49-rasbt-grpo-kl-qwen3-06b-math-entropy-blowup,
+    token entropy about 0.3 over the first 50 of 500 steps and 11.9, uniform over the vocabulary, from step 75)."""
+    early = s.early()
+    return min(statistics.median(early), statistics.median(early[:max(MIN_WINDOW, len(early) // 2)]))
+
+
 def _at_least(cut: float) -> Callable[[float], bool]:
     return lambda v: v >= cut
 
@@ -248,7 +256,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         s = metric(run, name)
         if s is None or not s.judgeable:
             continue
-        early = s.early_median()
+        early = _start_level(s)
         growth = _return_growth(run) if name == "value_loss" else 1.0
         cut_rise = float(knobs[knob]) * early * growth ** 2
         # a blow-up that is still there at the end: one the critic recovers from is a warm-up
@@ -257,7 +265,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
             continue
         scaled = f" x the reward's growth squared ({growth ** 2:.3g})" if growth > 1.0 else ""
         out.append(_Check(name, rolling_level(s, f"{name} level"), _at_least(cut_rise),
-                          f"{name} (median of 5 points) >= {float(knobs[knob]):g} x its early median {early:.3g}"
+                          f"{name} (median of 5 points) >= {float(knobs[knob]):g} x its start level {early:.3g}"
                           f"{scaled} = {cut_rise:.3g}", what, _at_least(math.sqrt(cut_rise * early))))
     # a jump at the end that the whole-run rise does not reach yet
     entropy = metric(run, "entropy")
@@ -379,7 +387,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         hits.append((check.name, Finding(ID, "error", "U", s.steps[first], evidence, message, try_)))
     if collapse is not None:
         hits.append(("collapse after success", collapse))
-    return first_of_checks(hits)
+    # the check that fired first dates the finding (an entropy blow-up before the KL ran away)
+    return first_of_checks(sorted(hits, key=lambda hit: hit[1].onset_step if hit[1].onset_step is not None else math.inf))
 
 
 CARD = Card(
@@ -403,11 +412,13 @@ CARD = Card(
     decides="""
         A logged point is *unstable* when `kl_step` ≥ `kl_step_above`, or `clip_frac` ≥ `clip_above`, or
         the level of `kl` to the reference (trailing median of 5 points, so one spike is no level) ≥
-        `kl_ref_above`, or the level of `entropy` ≥ `entropy_rise` × its early median (when that is
+        `kl_ref_above`, or the level of `entropy` ≥ `entropy_rise` × its start level (the early
+        window's median, or its first half's when lower: h49-rasbt-grpo-kl-qwen3-06b-math-entropy-blowup
+        blows up at step 52 of 500, inside the early window; judged when that level is
         positive; SB3's Gaussian policies log a negative entropy, which is not judged), or the level of
         `action_std` (a Gaussian policy's standard deviation, SB3 `train/std`) ≥ `entropy_rise` × its
-        early median (sb3-acrobot-effort-std-blowup: 1.0 to 81.7), or the level of
-        `value_loss` ≥ `value_loss_rise` × its early median × the square of the reward's growth (late
+        start level (sb3-acrobot-effort-std-blowup: 1.0 to 81.7), or the level of
+        `value_loss` ≥ `value_loss_rise` × its start level × the square of the reward's growth (late
         median of |`reward_mean`| over the early one, floored at a tenth of its range: an MSE on
         unnormalised returns grows with their square; h20-vpg-cartpole-learns-value-loss-grows learns
         from 18 to 493 while its value loss goes from 603 to 78,000); these two rises count only when the median
@@ -419,7 +430,7 @@ CARD = Card(
         than 3 times its step-to-step noise and a tenth of its range (h44-rlgames-ppo-isaacgym-yumicube-
         kl-spikes-collapse: an update KL of 3.98 at frame 272,629,760, a return of -14.7 before it and
         at best -24.7 after). Onset: the first unstable
-        point of the first check that fires (in the order above); the others are listed in
+        point of the check that fired first (an entropy blow-up before the KL ran away); the others are listed in
         `evidence["also"]`; a rise (entropy, action std, value loss) is dated from where it began, the
         first point of the stretch above the geometric middle of its early level and its bar that led
         past the bar (the crossing stays in `evidence["past_bar_step"]`:
@@ -482,7 +493,7 @@ SPEC = DetectorSpec(
              why="Healthy calibration runs stay below 0.6 as a level, with single spikes to 2.6 and 3.3 "
                  "(unsloth-llama32-3b, unsloth-qwen3-4b) that the median of 5 points removes; "
                  "opd-qwen3-4b-length-collapse holds 17."),
-        Knob("entropy_rise", 10.0, "entropy level at or above this x its early median = blow-up", low=1.0,
+        Knob("entropy_rise", 10.0, "entropy level at or above this x its start level = blow-up", low=1.0,
              why="An order of magnitude: entropy declines in healthy runs and rises by at most 20 % "
                  "(carla, budget-router)."),
         Knob("entropy_jump", 3.0, "a final stretch of the entropy above every earlier level, with a median at "
@@ -491,7 +502,7 @@ SPEC = DetectorSpec(
                  "score): entropy 0.08 for 480 steps, a level of 0.3-0.8 over the last 20 (3.9 x); no healthy "
                  "calibration run has such a stretch with a positive entropy (LLM entropies decline, SB3's "
                  "Gaussian entropies are negative)."),
-        Knob("value_loss_rise", 100.0, "value-loss level at or above this x its early median = divergence",
+        Knob("value_loss_rise", 100.0, "value-loss level at or above this x its start level = divergence",
              low=1.0,
              why="Two orders of magnitude: a critic's loss falls as it fits, and moves within one order as the "
                  "returns grow."),
