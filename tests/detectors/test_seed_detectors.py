@@ -3,6 +3,7 @@ synthetic fixtures with known ground truth, a registry self-test and checks on r
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -255,6 +256,33 @@ def test_dead_from_start_policy_that_never_left_its_initialization() -> None:
     # a token entropy that sits near 3.75 nats is within 0.5 % of ln 42: no uniform policy over few actions
     tokens = [3.745 + 0.005 * (i % 3) for i in range(30)]
     assert one(make_run({"entropy": tokens, "reward_mean": flat_reward[:30]}), "DEAD_FROM_START") is None
+
+
+def test_dead_from_start_entropy_that_never_moved_by_a_tenth_of_a_percent() -> None:
+    flat_reward = [110.0 + 5 * (-1) ** i for i in range(60)]
+    # the uniform policy over 3,384 logits: ln 3384 = 8.1268, the logged entropy 8.1208 to 8.1268
+    stuck = [math.log(3384) - 0.006 * (i % 4) / 3 for i in range(60)]
+    f = one(make_run({"entropy": stuck, "reward_mean": flat_reward}), "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.stage == "U" and "within 0.1 %" in f.message
+    # moving by 0.3 % (a language model's token entropy holding steady) is a policy that changes
+    steady = [3.745 + 0.005 * (i % 3) for i in range(60)]
+    assert one(make_run({"entropy": steady, "reward_mean": flat_reward}), "DEAD_FROM_START") is None
+
+
+def test_real_ppo_whose_policy_head_stayed_uniform_over_3384_logits() -> None:
+    path = corpus("h51-proteinfold-ppo-gnn-maxaction-policy-stuck-uniform/training_log.csv")
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    updates = [float(r["entropy"]) for r in rows if float(r["entropy"]) != 0.0 or float(r["value_loss"]) != 0.0]
+    assert len(updates) < len(rows) / 4 and max(updates) - min(updates) < 1e-3 * math.log(3384)
+    run = load(path)
+    # the 0,0,0 of the episodes without an update are placeholders, not a policy of entropy 0
+    assert run.frame["entropy"].drop_nulls().len() == len(updates)
+    assert run.metadata["update_placeholder_rows"] == len(rows) - len(updates)
+    findings, missing = run_detectors(run)
+    f = next(f for f in findings if f.id == "DEAD_FROM_START")
+    assert f.stage == "U" and f.evidence["policy_frozen"] is True
+    assert diagnose(run, findings, missing).headline == "DEAD_FROM_START"
 
 
 def test_spinup_vanilla_actor_critic_frozen_at_the_uniform_policy() -> None:

@@ -108,3 +108,20 @@ def test_one_bad_value_costs_its_line_not_the_file(tmp_path: Path) -> None:
     assert [line for line, _ in messages] == [6, 7, None]
     assert "nested deeper" in messages[0][1] and "4300 digits" in messages[1][1]
     assert "whole number within +-2**63" in messages[2][1]
+
+
+def test_update_metrics_of_rows_between_updates_are_placeholders(tmp_path: Path) -> None:
+    # a loop that logs every episode and updates every 4th: 0, 0 on the other rows
+    rows = [{"episode": i, "reward": float(i), "value_loss": 0.5 if i % 4 == 0 else 0.0,
+             "entropy": 1.2 if i % 4 == 0 else 0.0} for i in range(1, 21)]
+    p = tmp_path / "interleaved.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    run = load(p)
+    assert run.frame["entropy"].drop_nulls().to_list() == [1.2] * 5
+    assert run.frame["value_loss"].null_count() == 15 and run.metadata["update_placeholder_rows"] == 15
+    assert run.frame["reward_mean"].null_count() == 0
+    # updates that die and stay at 0 are one stretch: a fact of the run, kept
+    dying = [{"step": i, "value_loss": 0.5 if i < 10 else 0.0, "entropy": 1.2 if i < 10 else 0.0} for i in range(1, 21)]
+    p.write_text("\n".join(json.dumps(r) for r in dying) + "\n")
+    run = load(p)
+    assert run.frame["entropy"].to_list()[-1] == 0.0 and "update_placeholder_rows" not in run.metadata

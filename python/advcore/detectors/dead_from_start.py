@@ -7,7 +7,8 @@ at every point of the early and of the late window. A run too short for windows 
 points) is judged on every point. Onset: the first logged step. This is a setup problem (reward not
 wired, prompts all solved or all failed, rollouts broken), not a collapse. Windows: first and last
 20 % of the logged points. A third way to see no update: the policy never left its initialization
-(:func:`_frozen`: its entropy bit-for-bit constant at every logged point, or at ln K, a uniform choice
+(:func:`_frozen`: its entropy bit-for-bit constant at every logged point, or within ``FLAT_TOL``
+(0.1 %) of its level, or at ln K, a uniform choice
 among K <= 10 actions, within ``UNIFORM_TOL`` (0.5 %) at every point, while the reward did not rise and
 hold; h14-spinup-vanilla-ac-lunarlander-policy-frozen-entropy-max sits at 1.382 to 1.383 nats, ln 4 =
 1.386, for 50 epochs). The finding's stage is R when the signal is dead and U when only the
@@ -42,6 +43,10 @@ WHAT_TO_TRY = (
 )
 
 
+#: An entropy whose lowest and highest logged values are within this share of its level never moved: a
+#: policy that learns moves its entropy by percents (h51-proteinfold-ppo-gnn-maxaction-policy-stuck-uniform:
+#: 8.1208 to 8.1268 over 180 updates, ln 3384 = 8.1268, the uniform policy over its 3,384 logits).
+FLAT_TOL = 1e-3
 #: An entropy within this share of ln K at every logged point is that of the uniform policy over K actions,
 UNIFORM_TOL = 0.005
 #: for K up to this: the values ln K are then at least 4 % apart (ln 11 / ln 10), so a policy that merely
@@ -51,7 +56,7 @@ UNIFORM_MAX_ACTIONS = 10
 
 def _frozen(entropy: Series | None, run: Run) -> str | None:
     """Why the policy never moved from its initialization, or None: its entropy is bit-for-bit the same at
-    every logged point (not 0, a placeholder), or that of the uniform policy over K actions (ln K) at every
+    every logged point (not 0, a placeholder) or within :data:`FLAT_TOL` of its level, or that of the uniform policy over K actions (ln K) at every
     point, over a judgeable run whose reward did not rise and hold."""
     if entropy is None or not entropy.judgeable or improving_reward(run) is not None:
         return None
@@ -62,6 +67,9 @@ def _frozen(entropy: Series | None, run: Run) -> str | None:
     if 2 <= k <= UNIFORM_MAX_ACTIONS and all(abs(v - math.log(k)) <= UNIFORM_TOL * math.log(k) for v in entropy.values):
         return (f"the policy's entropy stayed at ln {k} = {math.log(k):.4g} (a uniform choice among {k} actions) at "
                 f"all {n} logged steps: the policy never left its initialization")
+    if hi != 0.0 and hi - lo <= FLAT_TOL * abs(hi):
+        return (f"the policy's entropy stayed between {lo:.6g} and {hi:.6g} (within {100 * FLAT_TOL:g} %) at all {n} "
+                "logged steps: the policy never changed")
     return None
 
 
@@ -147,7 +155,9 @@ CARD = Card(
 
         A third sign of no update: the policy never left its initialization. Its entropy is bit-for-bit
         the same at every logged point (h17-sb2-ppo2-prsi-selfplay-uniform-policy-frozen: -0.3496513 at
-        all 268 updates, its approximate KL exactly 0), or that of a uniform choice among K ≤ 10 actions,
+        all 268 updates, its approximate KL exactly 0), or within `FLAT_TOL` (0.1 %) of its level between
+        its lowest and highest point (h51-proteinfold-ppo-gnn-maxaction-policy-stuck-uniform: 8.1208 to
+        8.1268 over 180 updates, the uniform policy over 3,384 logits), or that of a uniform choice among K ≤ 10 actions,
         ln K within 0.5 %, at every point (for larger K the values ln K lie closer than that: a language
         model's token entropy near 3.75 nats is within 0.5 % of ln 42) (h14-spinup-vanilla-ac-lunarlander-policy-frozen-entropy-max:
         1.382 to 1.383 nats, ln 4 = 1.386, over 50 epochs), on a judgeable run whose reward did not

@@ -46,6 +46,30 @@ def _step_counter(raw: pl.DataFrame, unmapped: list[str], *, strict: bool = Fals
     return None if best is None else best[1]
 
 
+#: Canonical metrics that only an update produces: a loop that logs every episode and updates every few
+#: episodes writes them as 0 on the rows between updates.
+UPDATE_METRICS = ("entropy", "value_loss", "kl", "kl_step", "grad_norm", "clip_frac")
+#: Stretches of such all-zero rows, each followed by a row that has an update, that make the zeros placeholders.
+MIN_PLACEHOLDER_STRETCHES = 3
+
+
+def _without_update_placeholders(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The frame with the update metrics of placeholder rows set to null, and how many rows those are.
+    A row is a placeholder when every update metric logged (at least two) is exactly 0 there and such
+    rows come in at least :data:`MIN_PLACEHOLDER_STRETCHES` stretches between rows with an update
+    (h51-proteinfold-ppo-gnn-maxaction-policy-stuck-uniform: ``policy_loss,value_loss,entropy`` are 0,0,0 on
+    820 of 1,000 episodes, the PPO update running every few episodes). Zeros that begin and stay (a run
+    whose updates died) make one stretch, and are kept."""
+    cols = [c for c in UPDATE_METRICS if c in frame.columns]
+    if len(cols) < 2:
+        return frame, 0
+    zero = frame.select(pl.all_horizontal([pl.col(c) == 0.0 for c in cols]).fill_null(False)).to_series()
+    ends = int((zero & ~zero.shift(-1, fill_value=True)).sum())  # a zero row followed by one with an update
+    if ends < MIN_PLACEHOLDER_STRETCHES:
+        return frame, 0
+    return frame.with_columns([pl.when(zero).then(None).otherwise(pl.col(c)).alias(c) for c in cols]), int(zero.sum())
+
+
 def _with_steps(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, object]]:
     """Ensure an Int64 ``step``; add ``phase`` when the step counter restarts; merge the rows of one
     step (a training record and an evaluation record, or one record per phase of the step) into one,
@@ -142,6 +166,9 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
         errors = (*errors, IngestError(str(path), f"{unusable_steps} row(s) with a `{step_key}` that is not a whole "
                                                   "number within +-2**63 were left out"))
     frame, notes = _with_steps(frame)
+    frame, placeholders = _without_update_placeholders(frame)
+    if placeholders:
+        notes["update_placeholder_rows"] = placeholders
     if nonfinite:
         notes["nonfinite_unmapped"] = nonfinite
     order = ["step", *(["phase"] if "phase" in frame.columns else []), *sorted(c for c in frame.columns if c not in ("step", "phase"))]
