@@ -326,3 +326,13 @@ def test_real_rl_games_run_that_never_recovered_from_a_kl_spike() -> None:
     assert isinstance(f, Finding) and f.onset_step == first and f.evidence["unstable_points"] == 3
     findings, missing = run_detectors(run)
     assert diagnose(run, findings, missing).headline == "UPDATE_UNSTABLE"
+
+
+def test_real_ddpg_critic_loss_that_starts_tiny_and_grows_with_the_returns() -> None:
+    # tianshou DDPG on Pendulum learns; its critic loss has a median of 0.018 over the first 480 of 4,800
+    # points and 2.8 over the last 960: measured from the first half of the early window it would look diverged
+    path = corpus("h26-tianshou-ddpg-pendulum-learns/events.out.tfevents.1595232412.DESKTOP-SM16AUJ.9192.0")
+    run = load(path)
+    loss = run.frame["value_loss"].drop_nulls().to_list()
+    assert np.median(loss[-960:]) > 100 * np.median(loss[:480]) and np.median(loss[-960:]) < 100 * np.median(loss[:960])
+    assert "UPDATE_UNSTABLE" not in {f.id for f in run_detectors(run)[0]}

@@ -56,8 +56,8 @@ UNIFORM_MAX_ACTIONS = 10
 
 def _frozen(entropy: Series | None, run: Run) -> str | None:
     """Why the policy never moved from its initialization, or None: its entropy is bit-for-bit the same at
-    every logged point (not 0, a placeholder) or within :data:`FLAT_TOL` of its level, or that of the uniform policy over K actions (ln K) at every
-    point, over a judgeable run whose reward did not rise and hold."""
+    every logged point (not 0, a placeholder) or within :data:`FLAT_TOL` of its level, or that of the uniform
+    policy over K actions (ln K) at every point, over a judgeable run whose reward did not rise and hold."""
     if entropy is None or not entropy.judgeable or improving_reward(run) is not None:
         return None
     lo, hi, n = min(entropy.values), max(entropy.values), len(entropy)
