@@ -81,6 +81,7 @@ _PLAIN = {
     "1[reward_std > 1e-6]": "share of steps whose rewards have any spread",
     "1[reward_std_within <= 1e-6]": "steps whose reward_std_within is 0 count as all groups tied",
     "1[reward_std <= 1e-6]": "steps whose reward_std is 0 count as all groups tied",
+    "1[reward_max - reward_min <= 1e-6]": "steps whose rewards have no range (reward_max = reward_min) count as all groups tied",
     "adv_max - adv_min": "the advantage range adv_max - adv_min",
 }
 
@@ -284,9 +285,10 @@ def _series(run: Run, name: str, expr: pl.Expr, *, proxy: bool, needs: tuple[str
 def tied_share(run: Run) -> Series | None:
     """Per step, the share of groups whose rewards are all equal (0..1).
 
-    ``zero_variance_group_frac`` when logged; otherwise the proxy ``1[reward_std_within <= 1e-6]``
-    or ``1[reward_std <= 1e-6]``, else ``1[adv_max - adv_min <= 1e-6]`` (1 when every group of the
-    step is tied, or every advantage is 0; exact for one group per step, a lower bound otherwise).
+    ``zero_variance_group_frac`` when logged; otherwise the proxy ``1[reward_std_within <= 1e-6]``,
+    ``1[reward_std <= 1e-6]`` or ``1[reward_max - reward_min <= 1e-6]``, else ``1[adv_max - adv_min <= 1e-6]``
+    (1 when every group of the step is tied, or every advantage is 0; exact for one group per step, a
+    lower bound otherwise).
 
     A logged share that the advantages contradict is not the share of the reward that trains: when
     on most steps where it says every group is tied the advantages still spread
@@ -310,7 +312,10 @@ def tied_share(run: Run) -> Series | None:
         s = metric(run, name)
         if s is not None:
             return s.map(f"1[{name} <= 1e-6]", lambda v: 1.0 if v <= TIE_EPS else 0.0)
-    return advantages
+    reward_range = _from_expr(run, "1[reward_max - reward_min <= 1e-6]",
+                              ((pl.col("reward_max") - pl.col("reward_min")) <= TIE_EPS).cast(pl.Float64), proxy=True,
+                              needs=("reward_max", "reward_min"))
+    return reward_range if reward_range is not None else advantages
 
 
 def reward_spread(run: Run) -> Series | None:
