@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._evidence import PER_SAMPLE, Hits, finite, hits, summary
+from advcore.detectors._evidence import Hits, finite, hits, summary
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -62,7 +62,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     sample = hits(run, "reward_null_frac > null_above or reward_imputed_zero_frac >= imputed_above", conds, METRICS)
     step = _per_step(run)
     if sample is None and step is None:
-        return NotEvaluable(ID, (f"reward_null_frac ({PER_SAMPLE}) or reward_mean with other per-step metrics",))
+        return NotEvaluable(ID, ("reward_null_frac (from per-sample rewards: a per-sample dump, advcore trace, or "
+                                 "advcore.Tracer), or reward_mean logged with another metric of the same steps",))
     candidates = [h for h in (sample, step) if h is not None and h.index and len(h.index) >= int(knobs["min_steps"])]
     if not candidates:
         return None
