@@ -4,7 +4,8 @@ folder beside a good log, and rendered in every output format.
 
 For every input: no exception escapes the scan or a renderer; the input is in the files of a run
 of the output (none is lost); every error names a file of its run; the good log beside it is
-still read. The mutations: truncation at a random offset, byte flips, numbers replaced by huge,
+still read; the scan alone takes under 10 s, and no input lifts the process's peak resident memory
+past 1 GB. The mutations: truncation at a random offset, byte flips, numbers replaced by huge,
 tiny or non-finite spellings (and integers past 2^63), long lines (spaces, digits, separators,
 nesting), NUL bytes, byte-order marks and re-encoding in UTF-16/32, control characters, repeated
 and deleted lines.
@@ -22,6 +23,8 @@ import json
 import os
 import random
 import re
+import resource
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +35,9 @@ from advcore.report import render_human, render_json, render_markdown
 from advcore.scan import RunReport, ScanOptions, collect_paths, scan
 
 SEEDS = int(os.environ.get("ADVCORE_FUZZ_SEEDS", "100"))
+#: No input may take longer to scan alone, nor lift the test process's peak resident memory past this.
+MAX_SECONDS = 10.0
+MAX_BYTES = 1 << 30
 STEPS = 30
 
 
@@ -181,6 +187,11 @@ def mutate(data: bytes, seed: int) -> tuple[bytes, list[str]]:
 # -- the checks --------------------------------------------------------------------------------------
 
 
+def _peak_bytes() -> int:
+    """The test process's peak resident memory so far (``ru_maxrss`` is in kilobytes on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _render_all(reports: list[RunReport]) -> None:
     json.loads(render_json(reports))
     render_markdown(reports)
@@ -210,8 +221,12 @@ def test_a_mutated_log_is_reported_alone_and_beside_a_good_one(tmp_path: Path, n
     alone = tmp_path / "alone" / filename
     alone.parent.mkdir()
     alone.write_bytes(data)
+    peak_before = _peak_bytes()
     try:
+        started = time.perf_counter()
         _check(scan([alone], ScanOptions(), jobs=1), [alone])
+        seconds = time.perf_counter() - started
+        assert seconds < MAX_SECONDS, f"the scan took {seconds:.1f} s"
         folder = tmp_path / "folder"
         (folder / "bad").mkdir(parents=True)
         (folder / "good").mkdir()
@@ -227,5 +242,7 @@ def test_a_mutated_log_is_reported_alone_and_beside_a_good_one(tmp_path: Path, n
         _check(reports, [bad, good, beside])
         (good_run,) = [r for r in reports if str(good) in r.run.files]
         assert good_run.run.steps == STEPS and not good_run.run.errors
+        peak = _peak_bytes()  # a peak another test set before this input is not this input's
+        assert peak < MAX_BYTES or peak == peak_before, f"this input lifted the peak memory to {peak / 2**30:.2f} GB"
     except AssertionError as e:
         raise AssertionError(f"{name} seed {seed} ({', '.join(applied)}): {e}") from None
