@@ -125,3 +125,14 @@ def test_update_metrics_of_rows_between_updates_are_placeholders(tmp_path: Path)
     p.write_text("\n".join(json.dumps(r) for r in dying) + "\n")
     run = load(p)
     assert run.frame["entropy"].to_list()[-1] == 0.0 and "update_placeholder_rows" not in run.metadata
+
+
+def test_a_gradient_norm_and_kl_of_zero_are_facts_not_placeholders(tmp_path: Path) -> None:
+    # a GRPO loop whose every other step has all groups tied: no gradient, no KL move; both zeros are evidence
+    rows = [{"step": i, "reward": 0.5, "grad_norm": 0.0 if i % 2 else 0.3, "kl": 0.0 if i % 2 else 0.01}
+            for i in range(1, 21)]
+    p = tmp_path / "tied.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    run = load(p)
+    assert run.frame["grad_norm"].null_count() == 0 and run.frame["grad_norm"].to_list().count(0.0) == 10
+    assert "update_placeholder_rows" not in run.metadata

@@ -49,19 +49,23 @@ def _step_counter(raw: pl.DataFrame, unmapped: list[str], *, strict: bool = Fals
 #: Canonical metrics that only an update produces: a loop that logs every episode and updates every few
 #: episodes writes them as 0 on the rows between updates.
 UPDATE_METRICS = ("entropy", "value_loss", "kl", "kl_step", "grad_norm", "clip_frac")
+#: Of those, the ones no measurement puts at exactly 0 (a stochastic policy's entropy, a trained critic's loss);
+#: a gradient norm or a KL of exactly 0 is a fact (no update), never taken for a placeholder on its own.
+NEVER_ZERO = ("entropy", "value_loss")
 #: Stretches of such all-zero rows, each followed by a row that has an update, that make the zeros placeholders.
 MIN_PLACEHOLDER_STRETCHES = 3
 
 
 def _without_update_placeholders(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """The frame with the update metrics of placeholder rows set to null, and how many rows those are.
-    A row is a placeholder when every update metric logged (at least two) is exactly 0 there and such
+    A row is a placeholder when every update metric logged (at least two, one of them in :data:`NEVER_ZERO`)
+    is exactly 0 there and such
     rows come in at least :data:`MIN_PLACEHOLDER_STRETCHES` stretches between rows with an update
     (h51-proteinfold-ppo-gnn-maxaction-policy-stuck-uniform: ``policy_loss,value_loss,entropy`` are 0,0,0 on
     820 of 1,000 episodes, the PPO update running every few episodes). Zeros that begin and stay (a run
     whose updates died) make one stretch, and are kept."""
     cols = [c for c in UPDATE_METRICS if c in frame.columns]
-    if len(cols) < 2:
+    if len(cols) < 2 or not set(cols) & set(NEVER_ZERO):
         return frame, 0
     zero = frame.select(pl.all_horizontal([pl.col(c) == 0.0 for c in cols]).fill_null(False)).to_series()
     ends = int((zero & ~zero.shift(-1, fill_value=True)).sum())  # a zero row followed by one with an update
