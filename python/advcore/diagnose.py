@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advcore.detectors._base import Finding, NotEvaluable
-from advcore.detectors._reward import REL_TOL, Regime, improving_reward, reward_course, reward_level
+from advcore.detectors._reward import REL_TOL, Regime, reward_course, reward_level
 from advcore.detectors._windows import REWARD_PROXIES
 from advcore.model import Run
 from advcore.stages import StageLevel, had_contrast, stage_signal
@@ -272,10 +272,10 @@ def diagnose(
                 summary += ")"
             elif not_checked:
                 summary += f" ({len(not_checked)} detectors could not check this log)"
-            rose, course = improving_reward(run), reward_course(run)
-            if rose is not None:
-                summary += (f"; the reward rose from a median of {rose['early_median']:.4g} early to "
-                            f"{rose['late_median']:.4g} late")
+            course = reward_course(run)
+            if course is not None and course.improved():
+                summary += (f"; the reward rose from a median of {course.early:.4g} early to "
+                            f"{course.late:.4g} late")
             elif course is not None and not course.succeeded:
                 # alive is not learning: say so (a newcomer read "no finding" on legaloom-grpo-v3, flat at
                 # ~0.05 for 40 steps, as "healthy")

@@ -189,6 +189,10 @@ class RewardCourse:
         """The share of the gain lost by the late window."""
         return (self.level[self.peak] - self.late) / self.gain
 
+    def improved(self) -> bool:
+        """The reward rose (:attr:`succeeded`) and kept at least ``1 - HELD_SHARE`` of its gain to the end."""
+        return self.succeeded and self.gave_back() <= HELD_SHARE
+
 
 def reward_course(run: Run) -> RewardCourse | None:
     """The course of ``reward_mean`` over the run (:class:`RewardCourse`): its trailing-median level over
@@ -213,6 +217,6 @@ def improving_reward(run: Run) -> dict[str, float] | None:
     """The reward's early median, peak level and late median when it rose (a success, as for the
     collapse) and kept at least ``1 - HELD_SHARE`` of its gain to the end; else None."""
     c = reward_course(run)
-    if c is None or not c.succeeded or c.gave_back() > HELD_SHARE:
+    if c is None or not c.improved():
         return None
     return {"early_median": c.early, "peak_level": c.level[c.peak], "late_median": c.late}

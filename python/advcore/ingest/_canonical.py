@@ -58,12 +58,12 @@ MIN_PLACEHOLDER_STRETCHES = 3
 
 def _without_update_placeholders(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """The frame with the update metrics of placeholder rows set to null, and how many rows those are.
-    A row is a placeholder when every update metric logged (at least two, one of them in :data:`NEVER_ZERO`)
-    is exactly 0 there and such
-    rows come in at least :data:`MIN_PLACEHOLDER_STRETCHES` stretches between rows with an update
-    (h51-proteinfold-ppo-gnn-maxaction-policy-stuck-uniform: ``policy_loss,value_loss,entropy`` are 0,0,0 on
-    820 of 1,000 episodes, the PPO update running every few episodes). Zeros that begin and stay (a run
-    whose updates died) make one stretch, and are kept."""
+    A row is a placeholder when every update metric logged (at least two, one of them in
+    :data:`NEVER_ZERO`) is exactly 0 there and such rows come in at least
+    :data:`MIN_PLACEHOLDER_STRETCHES` stretches between rows with an update
+    (h51-proteinfold-ppo-gnn-maxaction-policy-stuck-uniform: ``policy_loss,value_loss,entropy`` are
+    0,0,0 on 818 of 1,000 episodes, the PPO update running every few episodes). Zeros that begin and
+    stay (a run whose updates died) make one stretch, and are kept."""
     cols = [c for c in UPDATE_METRICS if c in frame.columns]
     if len(cols) < 2 or not set(cols) & set(NEVER_ZERO):
         return frame, 0
