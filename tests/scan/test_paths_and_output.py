@@ -183,3 +183,16 @@ def test_a_run_lists_its_first_twenty_bad_lines_and_counts_the_rest(tmp_path: Pa
     assert out.count("skipped") == 21 and "... and 40 more" in out
     for line in (21, 40):  # the 20th bad line is shown, the 21st only counted
         assert (f"train.log:{line}:" in out) is (line <= 20)
+
+
+@pytest.mark.parametrize("fmt", ["human", "markdown"])
+def test_an_unreadable_run_lists_its_first_twenty_errors_too(tmp_path: Path, fmt: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "metrics.csv"  # a header, then 50 rows of the wrong width: no row is read
+    p.write_text("step,reward\n" + "".join(f"{i},0.5,extra\n" for i in range(50)))
+    main(["scan", "--log-format", "csv_table", "--format", "json", str(p)])
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["steps"] == 0 and len(run["errors"]) == 51  # each row, and "no data rows"
+    main(["scan", "--log-format", "csv_table", "--format", fmt, str(p)])
+    out = capsys.readouterr().out
+    assert out.count("could not read") == 21 and "... and 31 more" in out

@@ -127,7 +127,8 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         run = r.run
         console.rule(f"[bold]{_safe(_fit(run.path, console.width - 6))}", align="left")
         if run.errors and run.steps == 0:
-            for e in run.errors:
+            shown, more = _shown_errors(run.errors)
+            for e in [*shown, *([more] if more else [])]:
                 console.print(f"[red]could not read[/red] {_safe(e)}", highlight=False)
             continue
         console.print(_indented(
@@ -167,10 +168,8 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             for line in _not_evaluable_lines(r.not_evaluable):
                 console.print(_indented(_safe(line), 2, "dim", hang=2, width=console.width), highlight=False)
         shown, more = _shown_errors(run.errors)
-        for e in shown:
+        for e in [*shown, *([more] if more else [])]:
             console.print(f"[red]skipped[/red] {_safe(e)}", highlight=False)
-        if more:
-            console.print(f"[red]skipped[/red] {more}", highlight=False)
         console.print()
     if any(r.findings for r in reports):
         console.print(f"[dim]stages: {_STAGES}[/dim]")
@@ -230,8 +229,10 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
     for r in reports:
         run = r.run
         lines += [f"## {_md(run.path)}", ""]
+        shown, more = _shown_errors(run.errors)
+        listed = [_md(e) for e in shown] + ([more] if more else [])
         if run.errors and run.steps == 0:
-            lines += [f"- could not read: {_md(e)}" for e in run.errors] + [""]
+            lines += [f"- could not read: {e}" for e in listed] + [""]
             continue
         lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {run.steps} steps.")
         lines.append("")
@@ -246,10 +247,9 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
                              f"{_cell_md(f.message)} |")
             lines.append("")
         if r.not_evaluable:
-            lines.append("Not evaluable: " + _md("; ".join(f"{n.id} (needs {', '.join(n.needs)})" for n in r.not_evaluable)))
-            lines.append("")
-        shown, more = _shown_errors(run.errors)
-        lines += [f"- skipped: {_md(e)}" for e in shown] + ([f"- skipped: {more}"] if more else [])
+            lines += ["Not evaluable (a missing metric is never a pass):", ""]
+            lines += [f"- {_md(line)}" for line in _not_evaluable_lines(r.not_evaluable)] + [""]
+        lines += [f"- skipped: {e}" for e in listed]
     return "\n".join(lines) + "\n"
 
 
