@@ -155,3 +155,14 @@ def test_constant_input_where_defined_is_quiet(fn: Fn) -> None:
 def test_rust_panic_becomes_an_exception_not_an_abort() -> None:
     with pytest.raises(AdvcoreError, match="internal error"):
         _core._panic_for_tests()
+
+
+@pytest.mark.parametrize("bad", [np.array([1 + 1j, 2j]), np.array(["a", "b"]), np.array([1, 2], dtype="datetime64[s]")])
+def test_arrays_of_no_real_numbers_are_named_once(bad: Any) -> None:
+    from advcore import reference
+
+    with pytest.raises(AdvcoreError) as e:
+        reference.grpo(bad, [0, 0])
+    assert str(e.value) == f"`rewards` must hold real numbers, got an array of dtype {bad.dtype}"
+    with pytest.raises(AdvcoreError, match=r"^`q` must hold real numbers in \[0, 1\]"):
+        stats.quantile(np.ones(3), bad[:1])

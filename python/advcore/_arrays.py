@@ -39,6 +39,24 @@ def _to_numpy(x: Any, name: str) -> np.ndarray[Any, Any]:
         raise AdvcoreError(f"`{name}` could not be read as an array: {e}") from e
 
 
+#: dtype kinds that hold real numbers: bool, integers, floats, and Python objects (converted one by one)
+_REAL_KINDS = "biufO"
+
+
+def as_float64(x: Any, name: str, what: str = "real numbers") -> npt.NDArray[np.float64]:
+    """``x`` (any shape) as a float64 array. :class:`AdvcoreError` naming ``name`` when it holds
+    complex numbers, dates, durations or text (it must hold ``what``), or values that do not convert."""
+    try:
+        raw = np.asarray(x)
+        if raw.dtype.kind not in _REAL_KINDS:
+            raise AdvcoreError(f"`{name}` must hold {what}, got an array of dtype {raw.dtype}")
+        return np.asarray(raw, dtype=np.float64)
+    except AdvcoreError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise AdvcoreError(f"`{name}` could not be read as numbers: {e}") from None
+
+
 def _one_dim(arr: np.ndarray[Any, Any], name: str) -> np.ndarray[Any, Any]:
     if arr.ndim != 1:
         raise AdvcoreError(f"`{name}` must be 1-D, got shape {arr.shape}")

@@ -113,7 +113,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advcore import _core
-from advcore._arrays import check_tolerance
+from advcore._arrays import as_float64, check_tolerance
 from advcore.errors import AdvcoreError
 
 __all__ = [
@@ -210,13 +210,7 @@ def _array(x: Any, name: str) -> tuple[F64, str | None]:
     if dt is not None and str(dt) in ("torch.bfloat16", "torch.float16"):
         low = "bfloat16" if "bfloat16" in str(dt) else "float16"
         x = x.detach().cpu().float().numpy()
-    try:
-        raw = np.asarray(x.to_numpy() if hasattr(x, "to_numpy") else x)
-        if raw.dtype.kind not in "biufO":  # complex, dates and durations, text: no reward or advantage
-            raise AdvcoreError(f"`{name}` must hold real numbers, got an array of dtype {raw.dtype}")
-        arr = np.asarray(raw, dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise AdvcoreError(f"`{name}` could not be read as an array of numbers: {e}") from None
+    arr = as_float64(x.to_numpy() if hasattr(x, "to_numpy") else x, name)
     if low is None and isinstance(dt, np.dtype) and dt == np.float16:
         low = "float16"
     if arr.ndim != 1:

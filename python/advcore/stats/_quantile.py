@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advcore import _core
-from advcore._arrays import as_values, check_nan_policy
+from advcore._arrays import as_float64, as_values, check_nan_policy
 from advcore.errors import AdvcoreError, AdvcoreWarning
 
 __all__ = [
@@ -51,16 +51,7 @@ def _check_method(method: Any) -> str:
 
 
 def _as_q(q: Any) -> npt.NDArray[np.float64]:
-    try:
-        raw = np.asarray(q)
-        if raw.dtype.kind not in "biufO":  # complex, dates and durations, text
-            raise AdvcoreError(f"`q` must hold real numbers in [0, 1], got an array of dtype {raw.dtype}")
-        arr = np.asarray(raw, dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        if isinstance(e, AdvcoreError):
-            raise
-        raise AdvcoreError(f"`q` could not be read as numbers: {e}") from e
-    return arr
+    return as_float64(q, "q", "real numbers in [0, 1]")
 
 
 def _warn_all_nan(what: str) -> None:
