@@ -218,8 +218,8 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
                     "but it is not measuring what the task asks"]
         return []
     if reward is None:
-        return ["no reward spread was logged (reward_std, a tied-group share), so a reward without contrast is not "
-                "ruled out"]
+        return ["no reward spread was logged (reward_std, reward_max and reward_min, a tied-group share), so a reward "
+                "without contrast is not ruled out"]
     if had_contrast(reward):
         return [f"the rewards still had contrast late ({reward.describe()}), so the signal was lost after the reward, "
                 f"at stage {stage}"]

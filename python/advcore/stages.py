@@ -22,7 +22,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric
+from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric, reward_spread
 from advcore.model import Run
 
 __all__ = ["StageLevel", "had_contrast", "stage_signal"]
@@ -51,6 +51,7 @@ _LABELS = {
     "1 - zero_variance_group_frac": ("groups with reward spread", True),
     "reward_std_within": ("reward std within groups", False),
     "reward_std": ("reward std", False),
+    "reward_max - reward_min": ("reward range (max - min)", False),
     "vf_explained_var": ("value explained variance", False),
     "adv_std": ("advantage std", False),
     "adv_max - adv_min": ("advantage range", False),
@@ -68,7 +69,7 @@ def _candidates(run: Run) -> list[tuple[str, Series | None]]:
     if adv is not None and adv.name in REWARD_PROXIES:
         adv = None
     return [
-        ("R", _first(contrast, metric(run, "reward_std_within"), metric(run, "reward_std"))),
+        ("R", _first(contrast, metric(run, "reward_std_within"), reward_spread(run))),
         ("A", metric(run, "vf_explained_var")),
         ("T", adv),
         ("U", _first(metric(run, "grad_norm"), metric(run, "kl"), metric(run, "entropy"))),

@@ -574,3 +574,16 @@ def test_a_critic_that_explains_nothing_on_a_solved_task_is_info() -> None:
     wobbly = [100.0 + 4 * i + 30 * (-1) ** i for i in range(n)]
     f = one(make_run({"reward_mean": wobbly, "vf_explained_var": ev}, trainer="sb3"), "BASELINE_BROKEN")
     assert isinstance(f, Finding) and f.severity == "warn"
+
+
+def test_a_logged_reward_range_is_the_reward_stage_signal() -> None:
+    from advcore.stages import stage_signal
+
+    # only reward_max and reward_min say how the rewards spread (TinyZero's critic/score/max and min)
+    run = make_run({"reward_max": [1.0] * 20, "reward_min": [0.1] * 20, "entropy": [1.2] * 10 + [0.005] * 10})
+    r = stage_signal(run)[0]
+    assert r.stage == "R" and r.metric == "reward_max - reward_min" and r.late == pytest.approx(0.9)
+    findings, missing = run_detectors(run)
+    verdict = diagnose(run, findings, missing)
+    assert "the rewards still had contrast late (R reward range (max - min) 0.9 -> 0.9)" in verdict.summary
+    assert "no reward spread was logged" not in verdict.summary
