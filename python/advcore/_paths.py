@@ -7,7 +7,9 @@ fixed part of each glob: ``runs`` for ``runs/**/*.jsonl``), unless ``follow_link
 is not followed is reported with its target. Each folder is entered once, by the first path that
 reaches it (resolved paths are compared), so a link back up the tree ends the walk there instead of
 looping; each file is listed once, by the first path that reaches it. Hidden files and folders
-(``.git``, ``.venv``) are skipped; a folder that cannot be listed is reported with the reason.
+(``.git``, ``.venv``) are skipped, as are Python environments (a folder holding ``pyvenv.cfg``) and
+the folders of installed or built code (:data:`CODE_FOLDERS`); a folder that cannot be listed is
+reported with the reason.
 
 Recursive globs (``**``) are expanded by the same walk, not by :mod:`glob`, whose ``**`` follows
 links into folders with no end (a link to ``..`` gives ``a/l/l/l/...``).
@@ -21,7 +23,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Walk", "expand_glob", "glob_root", "inside", "walk_files"]
+__all__ = ["CODE_FOLDERS", "Walk", "expand_glob", "glob_root", "inside", "walk_files"]
+
+#: Folders of installed or built code, never a run: left out of a folder's walk.
+CODE_FOLDERS = frozenset({"__pycache__", "site-packages", "node_modules"})
 
 
 @dataclass(slots=True)
@@ -72,9 +77,11 @@ def walk_files(top: Path, walk: Walk) -> None:
         except OSError as e:
             walk.unlistable.append((folder, e.strerror or type(e).__name__))
             continue
+        if folder != top and any(e.name == "pyvenv.cfg" for e in entries):
+            continue  # a virtual environment: installed packages, not runs
         subfolders: list[Path] = []
         for entry in entries:
-            if entry.name.startswith("."):
+            if entry.name.startswith(".") or entry.name in CODE_FOLDERS:
                 continue
             path = Path(entry.path)
             try:

@@ -30,8 +30,8 @@ __all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "sc
 
 #: Below this many files the scan runs in this process (worker start-up costs ~0.5 s).
 PARALLEL_FROM = 8
-_SKIP_SUFFIXES = {".py", ".png", ".jpg", ".gz", ".zip", ".pt", ".bin", ".safetensors", ".yaml", ".yml", ".toml",
-                  ".cfg", ".ini", ".sh", ".lock"}
+_SKIP_SUFFIXES = {".py", ".pyc", ".pyi", ".so", ".rs", ".c", ".h", ".cpp", ".js", ".css", ".whl", ".png", ".jpg", ".gz",
+                  ".zip", ".pt", ".bin", ".safetensors", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".sh", ".lock"}
 _SKIP_NAMES = {"SOURCE.md", "README.md", "tokenizer.json", "special_tokens_map.json", "vocab.json", "truth.json"}
 
 

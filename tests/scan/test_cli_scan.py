@@ -188,6 +188,21 @@ def test_folders_are_found_through_dot_dot_and_hidden_folders_skipped(
     assert [Path(r["path"]).parent.name for r in doc["runs"]] == ["run1"]
 
 
+def test_environments_and_code_folders_are_not_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a newcomer's scan of the folder holding a virtualenv and a clone listed 7,395 source files as unreadable runs
+    run = tmp_path / "logs" / "trainer_state.json"
+    env = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "pkg" / "trainer_state.json"
+    code = tmp_path / "advcore" / "rust" / "src" / "lib.rs"
+    cache = tmp_path / "advcore" / "__pycache__" / "trainer_state.json"
+    for p in (run, env, code, cache):
+        p.parent.mkdir(parents=True)
+        p.write_text(DEMO_RUN.read_text())
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "advcore" / "_core.abi3.so").write_bytes(b"\x7fELF\0\0")
+    code_, doc = scan_json(capsys, str(tmp_path))
+    assert code_ == 0 and [r["path"] for r in doc["runs"]] == [str(run)]
+
+
 def test_a_human_folder_scan_ends_with_a_summary_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
