@@ -587,3 +587,28 @@ def test_a_logged_reward_range_is_the_reward_stage_signal() -> None:
     verdict = diagnose(run, findings, missing)
     assert "the rewards still had contrast late (R reward range (max - min) 0.9 -> 0.9)" in verdict.summary
     assert "no reward spread was logged" not in verdict.summary
+
+
+def test_an_update_kl_that_is_noise_around_zero_measures_no_update() -> None:
+    """verl's actor/ppo_kl with one on-policy mini-batch is 0 up to numerical noise of either sign; a
+    KL of the update whose early points are that noise is not judged (a healthy update has KL > 0)."""
+    rng = np.random.default_rng(0)
+    n = 60
+    noise = rng.normal(0.0, 3e-4, n)
+    noise[:12] = np.abs(noise[:12]) * np.where(np.arange(12) % 3 == 0, -1.0, 1.0)  # a third of the early points < 0
+    assert statistics.median(noise[:12]) > 0  # its early median is positive, as in the real run
+    signed = make_run({"adv_std": [1.0] * n, "kl_step": noise.tolist()})
+    assert isinstance(one(signed, "UPDATE_SUPPRESSED"), NotEvaluable)
+    # a KL of the update that was clearly positive early and fell to 1e-10 is suppressed
+    fell = make_run({"adv_std": [1.0] * n, "kl_step": [0.01] * 12 + [1e-10] * (n - 12)})
+    f = one(fell, "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_step"
+
+
+def test_real_verl_csv_with_an_on_policy_ppo_kl_is_not_suppressed() -> None:
+    """h55 slow-steady: actor/ppo_kl is +-3e-4 around 0 (median -3e-6 over 748 steps) while the reward
+    goes from 5.3 to 6.3 (the hunter's quarter means)."""
+    path = corpus("h55-verl-grpo-qwen3-4b-prompt-writer-slow-steady-csv/training_history.csv")
+    kl = pl.read_csv(path)["actor/ppo_kl"]
+    assert (kl < 0).mean() > 0.4  # type: ignore[operator]
+    assert "UPDATE_SUPPRESSED" not in fired(load(path))

@@ -88,3 +88,72 @@ def test_a_train_prefix_is_read_through_and_an_evaluation_prefix_is_not() -> Non
     assert table.canonical("train/approx_kl", None)[0] == "kl_step"  # type: ignore[index]
     for key in ("val_avg_reward", "eval_avg_reward", "test_avg_reward"):
         assert table.canonical(key, None) is None
+
+
+def test_a_format_without_a_trainer_reads_the_keys_of_the_trainer_they_belong_to(tmp_path: Path) -> None:
+    """A TensorBoard file of a verl run (verl's TensorBoard logger writes its metric keys as tags)."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter  # type: ignore[import-untyped]
+
+    writer = EventFileWriter(str(tmp_path))
+    for step in (1, 2, 3):
+        writer.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(value=[
+            summary_pb2.Summary.Value(tag="critic/score/mean", simple_value=0.1 * step),
+            summary_pb2.Summary.Value(tag="actor/ppo_kl", simple_value=0.001 * step)])))
+    writer.close()
+    (path,) = tmp_path.glob("events.out.tfevents*")
+    run = load(path)
+    assert run.trainer == "verl"
+    assert run.frame["reward_mean"].to_list() == pytest.approx([0.1, 0.2, 0.3])
+    assert run.frame["kl_step"].to_list() == pytest.approx([0.001, 0.002, 0.003])
+
+
+def test_real_verl_csv_export_reads_as_verl() -> None:
+    """A verl run's metrics written to CSV by the project (one column per verl key)."""
+    path = corpus("h55-verl-grpo-qwen3-4b-prompt-writer-entropy-explosion-csv/training_history.csv")
+    table = pl.read_csv(path)
+    run = load(path)
+    assert run.trainer == "verl" and run.steps == table.height
+    assert run.frame["reward_mean"].to_list() == pytest.approx(table["critic/score/mean"].to_list())
+    assert run.frame["entropy"].to_list() == pytest.approx(table["actor/entropy"].to_list())
+
+
+@pytest.mark.parametrize(("keys", "expected"), [
+    (["Episodic Reward/episode", "Average Episodic Reward/info", "Reward/(t)"], "Average Episodic Reward/info"),
+    (["loss", "avgReturn"], "avgReturn"),
+    (["ep_rew", "loss"], "ep_rew"),
+    (["reward_format", "reward_std", "eval/reward", "max_reward", "discounted_return"], None),
+    (["loss", "entropy"], None),
+])
+def test_a_reward_found_by_its_words(keys: list[str], expected: str | None) -> None:
+    from advcore.ingest._aliases import reward_by_name
+
+    assert reward_by_name(keys) == expected
+
+
+def test_real_carla_ppo_reward_by_name() -> None:
+    """CARLA PPO's TensorBoard tags name no trainer's key: the average episodic reward is the reward."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # type: ignore[import-untyped]
+
+    path = corpus("h56-carla-vae-ppo-town07-std1-learns/events.out.tfevents.1674058660.SHADOW-N4RR4262.45940.0")
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    expected = [(e.step, e.value) for e in acc.Scalars("Average Episodic Reward/info")]
+    run = load(path)
+    assert run.metadata["reward_by_name"] == "Average Episodic Reward/info"
+    got = run.frame.select("step", "reward_mean").drop_nulls().rows()
+    assert [s for s, _ in got] == [s for s, _ in expected]
+    assert [v for _, v in got] == pytest.approx([v for _, v in expected])
+
+
+def test_real_tinker_loop_reward_mean_is_no_component() -> None:
+    """A hand-written Tinker loop logs ``reward/mean`` next to its components ``reward/f`` and ``reward/g``."""
+    import json
+
+    path = corpus("h59-tinker-leetcode-llama3b-compilable-reward-learns/metrics.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    run = load(path)
+    assert run.frame["reward_mean"].to_list() == pytest.approx([r["reward/mean"] for r in rows])
+    assert run.frame["entropy"].to_list() == pytest.approx([r["policy/entropy"] for r in rows])
+    assert "reward/mean" not in run.metrics and {"reward/f", "reward/g"} <= set(run.metrics)

@@ -92,12 +92,15 @@ class _Check:
 
 def _relative(run: Run, name: str, drop: float, what: str) -> _Check | None:
     """``name`` at or below ``drop`` x the median of its own early window (judged only when that
-    early level is positive)."""
+    early level is positive and stands clear of noise around 0: a quarter or more of the early points
+    at or below 0 is a signed estimator of a quantity that is 0 by construction, e.g. verl's
+    ``actor/ppo_kl`` with one on-policy mini-batch per step, +-3e-4 around 0 in
+    h55-verl-grpo-qwen3-4b-prompt-writer-slow-steady-csv)."""
     s = metric(run, name)
     if s is None or len(s) < 2 * MIN_WINDOW:
         return None
-    early = s.early_median()
-    if not early > 0:
+    early, window = s.early_median(), s.early()
+    if not early > 0 or sum(v <= 0 for v in window) >= len(window) / 4:
         return None
     cut = drop * early
     return _Check(name, s, lambda v: v <= cut, f"{what} <= {drop:g} x its early median ({cut:.3g})")

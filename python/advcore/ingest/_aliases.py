@@ -22,7 +22,7 @@ from pathlib import Path
 
 from advcore._escape import excerpt
 
-__all__ = ["Alias", "AliasTable", "load_aliases"]
+__all__ = ["Alias", "AliasTable", "load_aliases", "reward_by_name"]
 
 _BUILTIN = Path(__file__).with_name("aliases.csv")
 
@@ -146,3 +146,36 @@ def load_aliases(extra: Path | None = None) -> AliasTable:
     """The built-in table, with the rows of ``extra`` (same columns) taking precedence."""
     rows = _read(extra) if extra is not None else []
     return AliasTable(rows + _read(_BUILTIN))
+
+
+#: words that name a reward or return ...
+_REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns", "rew"})
+#: ... and the words that may qualify it without making it something else (a component, a spread, an
+#: evaluation): an average over the step's or the last episodes, from training
+_MEAN_WORDS = frozenset({"mean", "avg", "average", "ave"})
+_EPISODE_WORDS = frozenset({"ep", "eps", "episode", "episodes", "episodic"})
+_QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
+    "total", "cumulative", "cum", "sum", "train", "training", "rollout", "rollouts", "batch", "per", "info", "t",
+    "step", "iter", "iteration", "undiscounted", "raw", "env", "of", "the", "last", "recent", "running", "smoothed"})
+
+
+def _words(key: str) -> list[str]:
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key)  # camelCase -> camel Case
+    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w and not w.isdigit()]
+
+
+def reward_by_name(keys: list[str]) -> str | None:
+    """The key most likely to hold the mean training reward of a log that no alias maps to
+    ``reward_mean``, judged by its words alone: a reward or return word, qualified only by words of
+    averaging, episodes or training (``Average Episodic Reward/info``, ``avgReturn``, ``Reward/(t)``),
+    never a spread, an extreme, an evaluation or a component (``reward_std``, ``eval/reward``,
+    ``reward_format``). Among several, those that say *mean* and *episode* first, then the first in
+    ``keys``' order; None when no key qualifies."""
+    best: tuple[int, int, str] | None = None
+    for i, key in enumerate(keys):
+        words = _words(key)
+        if not words or not set(words) & _REWARD_WORDS or not set(words) <= _REWARD_WORDS | _QUALIFIERS:
+            continue
+        rank = (-(2 * bool(set(words) & _MEAN_WORDS) + bool(set(words) & _EPISODE_WORDS)), i, key)
+        best = rank if best is None or rank < best else best
+    return best[2] if best is not None else None

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
-from advcore.ingest._aliases import AliasTable
+from advcore.ingest._aliases import AliasTable, reward_by_name
+from advcore.ingest._trainers import trainer_of
 from advcore.model import STEP_COUNTER, STRICT_COUNTER, IngestError, RawLog, Run
 
 __all__ = ["canonicalize"]
@@ -124,14 +125,18 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
     """Rename the trainer's keys to canonical names; keys without an alias are dropped (their
     names are kept in ``metadata["unmapped"]``, and the first non-finite value of each numeric one in
     ``metadata["nonfinite_unmapped"]``, for NONFINITE). When several keys map to one name, the first
-    non-null value of each row wins, in column order."""
+    non-null value of each row wins, in column order. A log whose format names no trainer is read
+    with the aliases of the trainer its keys belong to (a TensorBoard file of a verl run is verl's).
+    When no key maps to ``reward_mean``, a key whose words name a mean training reward is read as it
+    (:func:`~advcore.ingest._aliases.reward_by_name`; the key in ``metadata["reward_by_name"]``)."""
+    trainer = raw.trainer or trainer_of(raw.frame.columns)
     version = raw.metadata.get("trainer_version")
     version = str(version) if version is not None else None
     sources: dict[str, str] = {}
     columns: dict[str, list[pl.Expr]] = {}
     unmapped: list[str] = []
     for col in raw.frame.columns:
-        hit = aliases.canonical(col, raw.trainer, version)
+        hit = aliases.canonical(col, trainer, version)
         if hit is None:
             unmapped.append(col)
             continue
@@ -142,6 +147,11 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
         if row.scale != 1.0:
             expr = expr * row.scale
         columns.setdefault(name, []).append(expr + row.offset if row.offset else expr)
+    guessed = reward_by_name(unmapped) if "reward_mean" not in columns else None
+    if guessed is not None:
+        unmapped.remove(guessed)
+        sources["reward_mean"] = guessed
+        columns["reward_mean"] = [pl.col(guessed).cast(pl.Float64, strict=False)]
     restarts = "step" in sources and _restarts(raw.frame[sources["step"]])
     counter = _step_counter(raw.frame, unmapped, strict=restarts) if "step" not in sources or restarts else None
     if counter is not None:
@@ -175,6 +185,8 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
         notes["update_placeholder_rows"] = placeholders
     if nonfinite:
         notes["nonfinite_unmapped"] = nonfinite
+    if guessed is not None:
+        notes["reward_by_name"] = guessed
     order = ["step", *(["phase"] if "phase" in frame.columns else []), *sorted(c for c in frame.columns if c not in ("step", "phase"))]
     metadata = {**raw.metadata, **notes, "unmapped": unmapped}
-    return Run(str(path), raw.format, raw.trainer, frame.select(order), sources, metadata, errors, raw.trace)
+    return Run(str(path), raw.format, trainer, frame.select(order), sources, metadata, errors, raw.trace)

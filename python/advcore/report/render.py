@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import polars as pl
     from rich.console import Console
 
+    from advcore.model import Run
     from advcore.scan import RunReport
 
 __all__ = ["render_human", "render_json", "render_markdown", "render_trace", "totals"]
@@ -120,6 +121,12 @@ def _fit(path: str, width: int) -> str:
     return path if len(path) <= width or width < 8 else "…" + path[len(path) - width + 1:]
 
 
+def _by_name(run: Run) -> str:
+    """The note on a reward read by its key's words (no alias named it), or ''."""
+    key = run.metadata.get("reward_by_name")
+    return f" (reward_mean read from `{_safe(str(key))}` by its name)" if key else ""
+
+
 def render_human(reports: Sequence[RunReport], console: Console) -> None:
     """One block per run: where it came from, the verdict first, then each finding (what, since
     when, on what evidence), what to try, and what could not be checked."""
@@ -134,7 +141,8 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         console.print(_indented(
             f"{_safe(run.format)} | trainer {_safe(run.trainer or 'unknown')} | "
             f"{run.steps} {'step' if run.steps == 1 else 'steps'} | "
-            f"metrics: {_safe(', '.join(run.metrics) or 'none')}", 0, "dim", width=console.width), highlight=False)
+            f"metrics: {_safe(', '.join(run.metrics) or 'none')}{_by_name(run)}", 0, "dim", width=console.width),
+            highlight=False)
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
         elif r.verdict.status != "lost":

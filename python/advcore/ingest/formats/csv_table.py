@@ -28,6 +28,7 @@ from typing import Any
 import polars as pl
 
 from advcore.model import IngestError, RawLog
+from advcore.ingest import _trainers as trainers
 from advcore.ingest._text import read_text
 from advcore.ingest.formats.plain import number, records_frame
 
@@ -35,10 +36,6 @@ NAME = "csv_table"
 
 #: Rows (after the header) whose widths decide whether a head is a table.
 _SNIFF_ROWS = 8
-
-_TRL_MARKERS = ("Training Loss", "frac_reward_zero_std")
-_TRL_PREFIXES = ("rewards / ", "completions / ", "rewards/", "completions/")
-
 
 def _delimiter(text: str) -> str:
     """``"\t"`` when the first line has tabs and no comma (a tab-separated table), else ``","``."""
@@ -98,25 +95,11 @@ def sniff(path: Path, head: str | None) -> bool:
 #: keys only OpenAI baselines' loggers (and stable-baselines 2, which prints its tables with them) write:
 #: ppo2/a2c/acktr/trpo_mpi (baselines/ppo2/ppo2.py ...), DDPG (baselines/ddpg/training.py), HER
 #: (baselines/her/her.py) and deepq (baselines/deepq/deepq.py)
-BASELINES_KEYS = frozenset({"eprewmean", "EpRewMean", "misc/serial_timesteps", "serial_timesteps", "EVBefore",
-                            "ev_tdlam_before", "approxkl", "policy_entropy", "nupdates", "n_updates", "ep_reward_mean",
-                            "reference_Q_mean", "rollout/Q_mean", "stats_g/mean", "% time spent exploring"})
-
-
 def trainer_of(keys: list[str]) -> str | None:
+    """The trainer that wrote a table with these column names (in order), or None."""
     if keys[:3] == ["r", "l", "t"]:  # stable-baselines3's Monitor (one row per finished episode)
         return "sb3_monitor"
-    if any(k in _TRL_MARKERS or k.startswith(_TRL_PREFIXES) for k in keys):
-        return "trl"
-    if "time/total_timesteps" in keys:  # stable-baselines3's progress.csv (its CSV logger)
-        return "sb3"
-    if BASELINES_KEYS & set(keys):  # OpenAI baselines' progress.csv (ppo2, a2c, acktr, trpo_mpi, ddpg, her, deepq)
-        return "baselines"
-    if {"AverageReturn", "Iteration"} <= set(keys):  # rllab's progress.csv (TRPO, VPG)
-        return "rllab"
-    if {"Epoch", "AverageEpRet"} <= set(keys):  # OpenAI Spinning Up's progress.txt (VPG, TRPO, PPO)
-        return "spinup"
-    return None
+    return trainers.trainer_of(keys)
 
 
 def csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:

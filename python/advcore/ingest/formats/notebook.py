@@ -20,8 +20,9 @@ Two kinds of output hold one:
   stdout (or stderr) outputs, the last such cell when several have dict lines. A progress table,
   where there is one, is read instead: it has the step numbers.
 * **A hand-written loop's printed progress** (``Episode 10, Avg reward: 29.60``), read by
-  :mod:`advcore.ingest.formats.printed` from the longest cell stream that has it, when the
-  notebook has neither of the above.
+  :mod:`advcore.ingest.formats.printed`, or a **printed table** (ElegantRL's evaluator: ``ID Step maxR
+  | avgR ...`` over rows of numbers), read by :mod:`advcore.ingest.formats.text_table`, from the
+  longest cell stream that has either, when the notebook has neither of the above.
 
 Cells count from 1 in errors and metadata. A table row with more or fewer cells than the header is
 an :class:`IngestError` naming the cell and the row, and costs that row; a cell that is not a
@@ -39,7 +40,7 @@ from typing import Any
 import polars as pl
 
 from advcore.model import IngestError, RawLog
-from advcore.ingest.formats import csv_table, printed, sb3_console, trl_console
+from advcore.ingest.formats import csv_table, printed, sb3_console, text_table, trl_console
 from advcore.ingest.formats.plain import read_json, records_frame
 
 NAME = "notebook"
@@ -147,7 +148,7 @@ def _from_streams(path: Path, cells: list[Any]) -> RawLog | None:
     (:mod:`~advcore.ingest.formats.printed`), the one with the most lines (the training cell, not a
     short evaluation after it); None if none."""
     found: tuple[int, str, ModuleType] | None = None
-    printed_found: tuple[int, str, ModuleType] | None = None
+    progress_found: tuple[int, str, ModuleType] | None = None
     longest = -1
     for number, cell in enumerate(cells, start=1):
         streams: dict[str, list[str]] = {}
@@ -159,18 +160,21 @@ def _from_streams(path: Path, cells: list[Any]) -> RawLog | None:
                 if reader.sniff(path, text):
                     found = (number, text, reader)
                     break
-            else:  # the longest stream of printed progress: counted first, sniffed only when longer
+            else:  # the longest stream of printed progress or a text table: counted first, sniffed only when longer
                 lines = text.count("\n")
-                if lines > longest and printed.sniff(path, text):
-                    printed_found, longest = (number, text, printed), lines
-    found = found or printed_found
+                if lines > longest:
+                    table = next((r for r in (printed, text_table) if r.sniff(path, text)), None)
+                    if table is not None:
+                        progress_found, longest = (number, text, table), lines
+    found = found or progress_found
     if found is None:
         return None
     number, text, reader = found
     raw = reader.read_text(text, path)
     errors = tuple(IngestError(e.path, f"notebook cell {number}" + (f", output line {e.line}" if e.line else "")
                                + f": {e.message}") for e in raw.errors)
-    source = {trl_console: "console_dicts", sb3_console: "console_tables", printed: "printed_progress"}[reader]
+    source = {trl_console: "console_dicts", sb3_console: "console_tables", printed: "printed_progress",
+              text_table: "text_table"}[reader]
     meta = {**raw.metadata, "source": source, "cell": number}
     return RawLog(NAME, raw.frame, trainer=raw.trainer, metadata=meta, errors=errors)
 

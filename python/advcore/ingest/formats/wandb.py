@@ -24,6 +24,7 @@ import polars as pl
 
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
+from advcore.ingest import _trainers as trainers
 from advcore.ingest._text import open_text
 from advcore.ingest.formats.csv_table import csv_records
 from advcore.ingest.formats.plain import (
@@ -89,13 +90,17 @@ def sniff(path: Path, head: str | None) -> bool:
 
 
 def trainer_of(keys: list[str]) -> str:
+    """The trainer of a W&B history: the rule for any log's keys, then W&B's own sections (any
+    ``critic/`` or ``actor/`` key is verl's, ``rollout/`` next to PPO's update keys is SB3's)."""
     bare = {k[len("train/"):] if k.startswith("train/") else k for k in keys}
-    if bare & {"frac_reward_zero_std", "reward_std"} or any(k.startswith(("rewards/", "completions/")) for k in bare):
+    if "reward_std" in bare:  # TRL's trainer logs under train/ on W&B
         return "trl"
+    known = trainers.trainer_of(keys)
+    if known is not None:
+        return known
     if any(k.startswith(("critic/", "actor/")) for k in bare):
         return "verl"
-    if "rollout/ep_rew_mean" in keys or bare & {"approx_kl", "clip_fraction", "explained_variance"} and \
-            any(k.startswith("rollout/") for k in keys):
+    if bare & {"approx_kl", "clip_fraction", "explained_variance"} and any(k.startswith("rollout/") for k in keys):
         return "sb3"
     return "wandb"
 

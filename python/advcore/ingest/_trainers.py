@@ -1,0 +1,41 @@
+"""Which trainer wrote a log, from its metric keys alone: the rule every format falls back on when
+its own layout names no trainer (a TensorBoard file or a CSV export of a verl run reads as verl)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["BASELINES_KEYS", "trainer_of"]
+
+#: keys only OpenAI baselines' loggers write (ppo2, a2c, acktr, trpo_mpi, ddpg, her, deepq)
+BASELINES_KEYS = frozenset({"eprewmean", "EpRewMean", "misc/serial_timesteps", "serial_timesteps", "EVBefore",
+                            "ev_tdlam_before", "approxkl", "policy_entropy", "nupdates", "n_updates", "ep_reward_mean",
+                            "reference_Q_mean", "rollout/Q_mean", "stats_g/mean", "% time spent exploring"})
+
+_TRL_MARKERS = frozenset({"Training Loss", "frac_reward_zero_std"})
+_TRL_PREFIXES = ("rewards / ", "completions / ", "rewards/", "completions/")
+#: verl's metric keys (verl/trainer/ppo/metric_utils.py, compute_data_metrics): the reward and
+#: advantage under critic/, the policy's loss, entropy and update KL under actor/
+_VERL_KEYS = frozenset({"critic/score/mean", "critic/rewards/mean", "critic/advantages/max", "actor/pg_loss",
+                        "actor/entropy", "actor/ppo_kl", "actor/pg_clipfrac"})
+_SB3_KEYS = frozenset({"time/total_timesteps", "rollout/ep_rew_mean"})
+
+
+def trainer_of(keys: Iterable[str]) -> str | None:
+    """The trainer whose keys these are (``trl``, ``verl``, ``sb3``, ``baselines``, ``rllab``,
+    ``spinup``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
+    keys = set(keys)
+    bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
+    if bare & _TRL_MARKERS or any(k.startswith(_TRL_PREFIXES) for k in bare):
+        return "trl"
+    if bare & _VERL_KEYS:
+        return "verl"
+    if keys & _SB3_KEYS:
+        return "sb3"
+    if keys & BASELINES_KEYS:
+        return "baselines"
+    if {"AverageReturn", "Iteration"} <= keys:  # rllab's progress.csv (TRPO, VPG)
+        return "rllab"
+    if {"Epoch", "AverageEpRet"} <= keys:  # OpenAI Spinning Up's progress.txt (VPG, TRPO, PPO)
+        return "spinup"
+    return None
