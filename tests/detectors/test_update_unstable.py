@@ -4,6 +4,7 @@ small hand-made runs; one spike that recovers, and a Gaussian policy's negative 
 from __future__ import annotations
 
 import csv
+import statistics
 
 import numpy as np
 import polars as pl
@@ -336,3 +337,34 @@ def test_real_ddpg_critic_loss_that_starts_tiny_and_grows_with_the_returns() -> 
     loss = run.frame["value_loss"].drop_nulls().to_list()
     assert np.median(loss[-960:]) > 100 * np.median(loss[:480]) and np.median(loss[-960:]) < 100 * np.median(loss[:960])
     assert "UPDATE_UNSTABLE" not in {f.id for f in run_detectors(run)[0]}
+
+
+def test_gradients_that_explode_and_stay_exploded_are_unstable() -> None:
+    rng = np.random.default_rng(7)
+    calm = list(0.01 * np.exp(rng.normal(0.0, 0.3, 50)))
+    exploded = make_run({"grad_norm": calm + list(5.0 * np.exp(rng.normal(0.0, 0.3, 50)))})
+    f = one(exploded, "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "grad_norm"
+    assert 51 <= f.onset_step <= 53  # the rise begins at step 51; a trailing median of 5 sees it at the 3rd point
+    # a grad norm that grows 30-fold as the policy learns (the healthy CS336 REINFORCE run peaks at 45 x) is not
+    grew = make_run({"grad_norm": calm + list(0.3 * np.exp(rng.normal(0.0, 0.3, 50)))})
+    assert one(grew, "UPDATE_UNSTABLE") is None
+    # nor is a burst that the run recovers from (its late window is back at the start)
+    burst = make_run({"grad_norm": calm[:30] + [5.0] * 20 + calm[30:]})
+    assert one(burst, "UPDATE_UNSTABLE") is None
+
+
+def test_real_cs336_grpo_without_its_clip_explodes_before_its_nan() -> None:
+    """h59 noclip: per micro-step grad_norm of about 0.005 early, 0.2-4 from GRPO step 31 (train step
+    about 250) on, and a loss that is NaN from train step 785 (the hunter's counts)."""
+    import json
+
+    path = corpus("h59-cs336-grpo-noclip-offpolicy-nan-collapse/train_history.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    first_nan = next(r["train_step"] for r in rows if r["loss"] != r["loss"])
+    assert first_nan == 785
+    f = one(load(path), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "grad_norm"
+    assert f.onset_step < first_nan
+    early = statistics.median(r["grad_norm"] for r in rows[:160])
+    assert f.evidence["worst"] > 100 * early

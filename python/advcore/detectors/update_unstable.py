@@ -19,8 +19,9 @@ A logged point is *unstable* when any of these holds there:
 * the level of ``value_loss`` at or above ``value_loss_rise`` (100) x its early median, times the
   square of the growth of the reward's scale (:func:`_return_growth`: a critic of unnormalised
   returns has a loss that grows with their square while it fits them): the critic diverged.
+* the level of ``grad_norm`` at or above ``grad_rise`` (100) x its start level: the gradients exploded.
 
-The two rises count only when the late window's median is past the bar too: a blow-up the run
+The rises count only when the late window's median is past the bar too: a blow-up the run
 recovers from is a warm-up, not a divergence. A blow-up still under way when the log ends is the
 entropy's *late jump* (:func:`late_jump`): a final stretch of at least ``min_points`` points in the
 second half whose level stays above every earlier level, with a median at least ``entropy_jump`` (3)
@@ -77,7 +78,7 @@ __all__ = ["SPEC", "detect"]
 
 ID = "UPDATE_UNSTABLE"
 #: the update metrics the checks read
-METRICS = ("kl_step", "clip_frac", "kl", "entropy", "action_std", "value_loss")
+METRICS = ("kl_step", "clip_frac", "kl", "entropy", "action_std", "value_loss", "grad_norm")
 
 _SHRINK = ("Shrink the update: a lower learning rate, fewer PPO epochs or mini-batches per rollout, a tighter clip "
            "range, or a KL target (`target_kl`) that stops the epoch before the policy runs away.")
@@ -104,8 +105,14 @@ WHAT_TO_TRY_NOISE = (
     "An entropy or action noise that explodes: lower the entropy bonus (or its target), bound the policy's log-std.",
     _SHRINK,
 )
+#: gradients that explode
+WHAT_TO_TRY_GRADIENTS = (
+    "Exploding gradients: clip the gradient norm (`max_grad_norm` about 1), lower the learning rate, and check the "
+    "loss for an unbounded term (an importance ratio without its clip, a log of 0).",
+    _SHRINK,
+)
 _TRY = {"kl": WHAT_TO_TRY_REFERENCE, "value_loss": WHAT_TO_TRY_CRITIC, "entropy": WHAT_TO_TRY_NOISE,
-        "action_std": WHAT_TO_TRY_NOISE}
+        "action_std": WHAT_TO_TRY_NOISE, "grad_norm": WHAT_TO_TRY_GRADIENTS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +259,8 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
                           "the policy ran away from its reference"))
     for name, knob, what in (("entropy", "entropy_rise", "the policy blew up into noise"),
                              ("action_std", "entropy_rise", "the policy's exploration noise blew up"),
-                             ("value_loss", "value_loss_rise", "the critic diverged")):
+                             ("value_loss", "value_loss_rise", "the critic diverged"),
+                             ("grad_norm", "grad_rise", "the gradients exploded")):
         s = metric(run, name)
         if s is None or not s.judgeable:
             continue
@@ -425,7 +433,9 @@ CARD = Card(
         the first returns: h26-tianshou-ddpg-pendulum-learns) × the square of the reward's growth (late
         median of |`reward_mean`| over the early one, floored at a tenth of its range: an MSE on
         unnormalised returns grows with their square; h20-vpg-cartpole-learns-value-loss-grows learns
-        from 18 to 493 while its value loss goes from 603 to 78,000); these two rises count only when the median
+        from 18 to 493 while its value loss goes from 603 to 78,000), or the level of `grad_norm` ≥
+        `grad_rise` × its start level (the gradients exploded: h59-cs336-grpo-noclip-offpolicy-nan-collapse,
+        an off-policy GRPO loss without its clip); these rises count only when the median
         of the late window is past the bar too (a critic that blows up for four steps and then fits
         constant returns, as in mountaincar-actor-critic-floor, recovered). It fires when one of these checks has at
         least `min_points` unstable points: one spike that recovers is routine. Fewer `kl_step` spikes
@@ -509,6 +519,13 @@ SPEC = DetectorSpec(
              low=1.0,
              why="Two orders of magnitude: a critic's loss falls as it fits, and moves within one order as the "
                  "returns grow."),
+        Knob("grad_rise", 100.0, "grad_norm level at or above this x its start level = the gradients exploded",
+             low=1.0,
+             why="Two orders of magnitude, as for the value loss: h59-cs336-grpo-noclip-offpolicy-nan-collapse (an "
+                 "off-policy GRPO loss without its clip) goes from about 0.005 to 0.2-4 per micro-step from GRPO step "
+                 "31 on, a late median 112 x its start, before its loss turns NaN at step 99. Of the 58 calibration "
+                 "runs with a judgeable grad_norm, the healthy one whose level rises the most "
+                 "(h59-cs336-grpo-reinforce-baseline-lr1e5-learns) peaks at 45 x and ends at 14 x its start."),
         Knob("giveback", 0.75, "share of the reward's gain lost by the end = a collapse after success", low=0.0,
              high=1.0,
              why="sb3-acrobot-collapse-after-success gives back 1.19 of its gain (ends below its start); the "
@@ -522,6 +539,7 @@ SPEC = DetectorSpec(
     what_to_try_cases=(("Updates too large, or a collapse after success", WHAT_TO_TRY),
                        ("The KL to the reference runs away", WHAT_TO_TRY_REFERENCE),
                        ("The critic diverges", WHAT_TO_TRY_CRITIC),
-                       ("The entropy or the action noise explodes", WHAT_TO_TRY_NOISE)),
+                       ("The entropy or the action noise explodes", WHAT_TO_TRY_NOISE),
+                       ("The gradients explode", WHAT_TO_TRY_GRADIENTS)),
     card=CARD,
 )
