@@ -280,7 +280,8 @@ def diagnose(
                 # alive is not learning: say so (a newcomer read "no finding" on legaloom-grpo-v3, flat at
                 # ~0.05 for 40 steps, as "healthy")
                 summary += (f"; but the reward did not rise beyond its step-to-step noise (a median of "
-                            f"{course.early:.4g} early, {course.late:.4g} late): no learning shows yet")
+                            f"{course.early:.4g} early, {course.late:.4g} late): no learning shows in these "
+                            f"{len(course.series)} steps")
             return Verdict(None, summary, None, (), None, (), not_checked, signal=stage_signal(run))
         return Verdict(None, summary, None, (), None, (), not_checked, judged=False,
                        unreadable=run.steps == 0 and bool(run.errors))

@@ -200,3 +200,17 @@ def test_dead_from_start_says_which_stage(scanned: dict[str, dict[str, Any]]) ->
     r = scanned["grpo-dynamics-csd-pilot-dead/log_const_seed42.txt"]
     dead = next(f for f in r["findings"] if f["id"] == "DEAD_FROM_START")
     assert dead["stage"] == "R" and dead["evidence"]["dead"] == "signal" and r["verdict"]["stage"] == "R"
+
+
+def test_a_resumed_run_says_its_step_range(capsys: pytest.CaptureFixture[str]) -> None:
+    """A newcomer could not tell from the report that verl-ppo-qwen7b-gsm8k-resumed starts at step 101
+    (resumed from checkpoint 100): the header gives the first and last step and the resume."""
+    import re
+
+    path = REAL / "verl-ppo-qwen7b-gsm8k-resumed" / "verl_demo.log"
+    if not path.is_file():
+        pytest.skip(f"shared real log not found at {path} (set ADVCORE_SHARED_REAL)")
+    steps = [int(m) for m in re.findall(r"step:(\d+) - ", path.read_text())]
+    assert main(["scan", "--format", "markdown", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(set(steps))} steps ({min(steps)} to {max(steps)}, resumed from step {min(steps) - 1})" in out

@@ -121,6 +121,18 @@ def _fit(path: str, width: int) -> str:
     return path if len(path) <= width or width < 8 else "…" + path[len(path) - width + 1:]
 
 
+def _steps(run: Run) -> str:
+    """``335 steps (101 to 435, resumed from step 100)``: the count, the first and last logged step, and
+    a resume the reader saw (verl's console says where it resumed from)."""
+    text = f"{run.steps} {'step' if run.steps == 1 else 'steps'}"
+    steps = run.frame["step"].drop_nulls() if "step" in run.frame.columns else None
+    if steps is not None and len(steps) > 1:
+        lo, hi = int(steps.min()), int(steps.max())  # type: ignore[arg-type]
+        resumed = run.metadata.get("resumed_from_step")
+        text += f" ({lo} to {hi}" + (f", resumed from step {resumed}" if resumed is not None else "") + ")"
+    return text
+
+
 def _by_name(run: Run) -> str:
     """The note on a reward read by its key's words (no alias named it), or ''."""
     key = run.metadata.get("reward_by_name")
@@ -140,7 +152,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             continue
         console.print(_indented(
             f"{_safe(run.format)} | trainer {_safe(run.trainer or 'unknown')} | "
-            f"{run.steps} {'step' if run.steps == 1 else 'steps'} | "
+            f"{_steps(run)} | "
             f"metrics: {_safe(', '.join(run.metrics) or 'none')}{_by_name(run)}", 0, "dim", width=console.width),
             highlight=False)
         if not r.verdict.judged:
@@ -242,11 +254,14 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         if run.errors and run.steps == 0:
             lines += [f"- could not read: {e}" for e in listed] + [""]
             continue
-        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {run.steps} steps.")
+        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {_steps(run)}.")
         lines.append("")
         head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
         lines.append("")
+        if r.verdict.signal:
+            levels = "  |  ".join(level.describe() for level in r.verdict.signal)
+            lines += [f"Signal by stage (early -> late): {_md(levels)}", ""]
         if r.findings:
             lines += ["| detector | severity | stage | onset | evidence | message |", "| --- | --- | --- | ---: | --- | --- |"]
             for f in r.findings:
