@@ -7,7 +7,9 @@ from collections.abc import Iterable
 
 __all__ = ["BASELINES_KEYS", "trainer_of"]
 
-#: keys only OpenAI baselines' loggers write (ppo2, a2c, acktr, trpo_mpi, ddpg, her, deepq)
+#: keys only OpenAI baselines' loggers (and stable-baselines 2, which prints its tables with them) write:
+#: ppo2/a2c/acktr/trpo_mpi (baselines/ppo2/ppo2.py ...), DDPG (baselines/ddpg/training.py), HER
+#: (baselines/her/her.py) and deepq (baselines/deepq/deepq.py)
 BASELINES_KEYS = frozenset({"eprewmean", "EpRewMean", "misc/serial_timesteps", "serial_timesteps", "EVBefore",
                             "ev_tdlam_before", "approxkl", "policy_entropy", "nupdates", "n_updates", "ep_reward_mean",
                             "reference_Q_mean", "rollout/Q_mean", "stats_g/mean", "% time spent exploring"})

@@ -37,6 +37,7 @@ NAME = "csv_table"
 #: Rows (after the header) whose widths decide whether a head is a table.
 _SNIFF_ROWS = 8
 
+
 def _delimiter(text: str) -> str:
     """``"\t"`` when the first line has tabs and no comma (a tab-separated table), else ``","``."""
     end = text.find("\n")
@@ -92,9 +93,6 @@ def sniff(path: Path, head: str | None) -> bool:
     return numeric >= len(body)
 
 
-#: keys only OpenAI baselines' loggers (and stable-baselines 2, which prints its tables with them) write:
-#: ppo2/a2c/acktr/trpo_mpi (baselines/ppo2/ppo2.py ...), DDPG (baselines/ddpg/training.py), HER
-#: (baselines/her/her.py) and deepq (baselines/deepq/deepq.py)
 def trainer_of(keys: list[str]) -> str | None:
     """The trainer that wrote a table with these column names (in order), or None."""
     if keys[:3] == ["r", "l", "t"]:  # stable-baselines3's Monitor (one row per finished episode)

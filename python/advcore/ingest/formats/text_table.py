@@ -101,13 +101,11 @@ def read_text(text: str, path: Path) -> RawLog:
     header: tuple[list[str], bool] | None = None
     step_col: int | None = None
     records: list[tuple[int, dict[str, float | None]]] = []
-    headers: list[list[str]] = []
     for n, line in readable_lines(enumerate(lines, start=1), path, errors):
         tokens = _tokens(line)
         found = _header(tokens) if tokens else None
         if found is not None:
             header = found
-            headers.append(found[0])
             step_col = next((i for i, name in enumerate(found[0]) if STEP_NAME.match(name.lower())), None)
             continue
         values = _values(tokens) if header is not None else None
@@ -128,10 +126,10 @@ def read_text(text: str, path: Path) -> RawLog:
                                                      f"({step:g})", n))
                 continue
         records.append((int(step), {name: v for i, (name, v) in enumerate(zip(names, values)) if i != step_col}))
-    if not records:
+    if not records or header is None:
         return RawLog(NAME, pl.DataFrame(), errors=(*errors, IngestError(
             str(path), "text table: no header line of column names followed by rows of numbers")))
-    names = headers[-1]
+    names = header[0]  # the last header's
     trainer = "elegantrl" if {"avgR", "objC"} <= set(names) else None
     meta: dict[str, Any] = {"columns": names, "rows": len(records)}
     if step_col is None:
