@@ -6,6 +6,7 @@ Tests that need a file that is absent skip, saying which variable points to it."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,3 +29,13 @@ def corpus(relative: str) -> Path:
     if not path.is_file():
         pytest.skip(f"corpus log not found at {path} (set ADVCORE_REAL_DATA; tests/real/extract.py fills it)")
     return path
+
+
+def events(path: Path) -> Any:
+    """TensorBoard's own reader over the event file ``path``, every scalar kept: the oracle the
+    TensorBoard tests compare advcore's reading with (``.Scalars(tag)``, ``.Tags()``)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # type: ignore[import-untyped]
+
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    return acc

@@ -13,7 +13,7 @@ import pytest
 from advcore.detectors import REGISTRY, Finding, run_detectors
 from advcore.diagnose import diagnose
 from advcore.ingest import Run, load
-from tests._real import corpus, real
+from tests._real import corpus, events, real
 from tests.detectors._fixtures import make_run, one
 
 SPEC = REGISTRY["UPDATE_UNSTABLE"]
@@ -155,10 +155,8 @@ def test_real_lunarlander_gae_lambda_1_that_collapsed_after_success() -> None:
     # CS285 fall 2023 hw2, lambda = 1: Train_AverageReturn about 270 at iteration 210, then -66 at 230 and
     # -131 at 240, never recovering; the logger writes no update metric besides the actor and baseline losses
     path = corpus("h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse/events.out.tfevents.1770986056.神舟革命")
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
+    acc = events(path)
     ret = {e.step: e.value for e in acc.Scalars("Train_AverageReturn")}
     assert ret[230] < -60 and ret[240] < -130 and max(ret.values()) > 270
     run = load(path)
@@ -200,10 +198,8 @@ def test_real_grpo_run_whose_entropy_jumped_in_its_last_twenty_steps() -> None:
 def test_real_sb3_run_that_collapsed_after_success() -> None:
     path = corpus("sb3-acrobot-collapse-after-success/"
                   "events.out.tfevents.1748546518.kangs-MacBook-Pro-6.local.97564.0")
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
+    acc = events(path)
     reward = {e.step: e.value for e in acc.Scalars("rollout/ep_rew_mean")}
     best = max(reward, key=lambda s: reward[s])
     assert best == 263168 and reward[best] == pytest.approx(-4969, abs=1)  # from SOURCE of the manifest
@@ -233,10 +229,8 @@ def test_a_gaussian_policy_whose_exploration_noise_blows_up() -> None:
 def test_real_sb3_run_whose_action_std_blew_up() -> None:
     path = corpus("sb3-acrobot-effort-std-blowup/"
                   "events.out.tfevents.1748624215.kangs-MacBook-Pro-6.local.73516.0")
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
+    acc = events(path)
     std = [e.value for e in acc.Scalars("train/std")]
     assert std[0] == pytest.approx(1.008, abs=0.01) and std[-1] > 80  # from the manifest's checked numbers
     f = one(load(path), "UPDATE_UNSTABLE")
@@ -314,10 +308,8 @@ def test_a_kl_spike_the_reward_never_recovered_from() -> None:
 
 def test_real_rl_games_run_that_never_recovered_from_a_kl_spike() -> None:
     path = corpus("h44-rlgames-ppo-isaacgym-yumicube-kl-spikes-collapse/events.out.tfevents.1637854725.MS-7C82")
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
+    acc = events(path)
     kl = {e.step: e.value for e in acc.Scalars("info/kl")}
     first = min(s for s, v in kl.items() if v >= 1.0)
     assert first == 272629760 and kl[first] == pytest.approx(3.98, abs=0.01)  # the manifest's checked numbers

@@ -9,7 +9,7 @@ import pytest
 
 from advcore.ingest import RawLog, load, load_aliases
 from advcore.ingest._canonical import canonicalize
-from tests._real import REAL, corpus
+from tests._real import REAL, corpus, events
 
 
 def test_trl_reward_std_meaning_depends_on_the_version() -> None:
@@ -134,11 +134,9 @@ def test_a_reward_found_by_its_words(keys: list[str], expected: str | None) -> N
 
 def test_real_carla_ppo_reward_by_name() -> None:
     """CARLA PPO's TensorBoard tags name no trainer's key: the average episodic reward is the reward."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # type: ignore[import-untyped]
 
     path = corpus("h56-carla-vae-ppo-town07-std1-learns/events.out.tfevents.1674058660.SHADOW-N4RR4262.45940.0")
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
+    acc = events(path)
     expected = [(e.step, e.value) for e in acc.Scalars("Average Episodic Reward/info")]
     run = load(path)
     assert run.metadata["reward_by_name"] == "Average Episodic Reward/info"

@@ -7,7 +7,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import tensorboard
 
-from tests._real import REAL, corpus
+from tests._real import REAL, corpus, events
 
 
 def _event(run: str) -> Path:
@@ -97,10 +97,8 @@ def test_a_corrupt_record_costs_itself_not_the_rest_of_the_file(tmp_path: Path) 
 
 def test_real_rl_games_run_keeps_the_frame_axis() -> None:
     path = corpus("h44-rlgames-ppo-isaacgym-anymal-learns/events.out.tfevents.1638541984.b90ebc128593")
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
+    acc = events(path)
     reward = [(e.step, e.value) for e in acc.Scalars("rewards/step")]
     run = load(path)
     assert run.trainer == "rl_games" and run.frame.height == len(reward) == 500
