@@ -155,3 +155,13 @@ def test_real_tinker_loop_reward_mean_is_no_component() -> None:
     assert run.frame["reward_mean"].to_list() == pytest.approx([r["reward/mean"] for r in rows])
     assert run.frame["entropy"].to_list() == pytest.approx([r["policy/entropy"] for r in rows])
     assert "reward/mean" not in run.metrics and {"reward/f", "reward/g"} <= set(run.metrics)
+
+
+def test_reports_name_the_key_a_reward_was_read_from(capsys: pytest.CaptureFixture[str]) -> None:
+    from advcore.cli import main
+
+    path = corpus("h56-carla-vae-ppo-town07-std1-learns/events.out.tfevents.1674058660.SHADOW-N4RR4262.45940.0")
+    for fmt in ("human", "markdown"):
+        assert main(["scan", "--format", fmt, str(path)]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert "reward_mean read from `Average Episodic Reward/info` by its name" in out, fmt

@@ -55,7 +55,7 @@ spike, its level stays below its median over the window before by more than ``SU
 its noise and a tenth of its range): h44-rlgames-ppo-isaacgym-yumicube-kl-spikes-collapse, an update
 KL of 3.98 at epoch 260 (frame 272,629,760) with a return of about -14.7 before and -24.7 at best
 after. Onset: the first unstable point of the check that fired first (the others that fired are
-named in ``evidence["also"]``); a rise (entropy, action std, value loss) is dated from where it
+named in ``evidence["also"]``); a rise (entropy, action std, value loss, grad norm) is dated from where it
 began: the first point of the stretch above the geometric middle of its early level and its bar
 that led past the bar (``evidence["past_bar_step"]`` keeps the crossing). Not evaluable without any of these
 metrics.
@@ -444,7 +444,7 @@ CARD = Card(
         than 3 times its step-to-step noise and a tenth of its range (h44-rlgames-ppo-isaacgym-yumicube-
         kl-spikes-collapse: an update KL of 3.98 at frame 272,629,760, a return of -14.7 before it and
         at best -24.7 after). Onset: the first unstable point of the check that fired first (an entropy
-        blow-up before the KL ran away); the others are listed in `evidence["also"]`; a rise (entropy, action std, value loss) is dated from where it began, the
+        blow-up before the KL ran away); the others are listed in `evidence["also"]`; a rise (entropy, action std, value loss, grad norm) is dated from where it began, the
         first point of the stretch above the geometric middle of its early level and its bar that led
         past the bar (the crossing stays in `evidence["past_bar_step"]`:
         h19-spinup-vd3-critic-divergence-halfcheetah's Q loss passes 10 times its early level at epoch 9

@@ -133,6 +133,11 @@ def _steps(run: Run) -> str:
     return text
 
 
+def _levels(r: RunReport) -> str:
+    """The verdict's signal by stage on one line (``R reward range 1 -> 1  |  U grad_norm ...``)."""
+    return "  |  ".join(level.describe() for level in r.verdict.signal)
+
+
 def _by_name(run: Run) -> str:
     """The note on a reward read by its key's words (no alias named it), or ''."""
     key = run.metadata.get("reward_by_name")
@@ -164,8 +169,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         console.print()
         console.print(_headed(head, _safe(r.verdict.summary), console.width), highlight=False)
         if r.verdict.signal:
-            levels = "  |  ".join(level.describe() for level in r.verdict.signal)
-            console.print(_indented(f"signal by stage (early -> late): {_safe(levels)}", 0, "dim", hang=2,
+            console.print(_indented(f"signal by stage (early -> late): {_safe(_levels(r))}", 0, "dim", hang=2,
                                     width=console.width), highlight=False)
         console.print()
         for f in r.findings:
@@ -254,14 +258,15 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         if run.errors and run.steps == 0:
             lines += [f"- could not read: {e}" for e in listed] + [""]
             continue
-        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {_steps(run)}.")
+        by_name = run.metadata.get("reward_by_name")
+        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {_steps(run)}"
+                     + (f"; reward_mean read from `{_md(str(by_name))}` by its name." if by_name else "."))
         lines.append("")
         head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
         lines.append("")
         if r.verdict.signal:
-            levels = "  |  ".join(level.describe() for level in r.verdict.signal)
-            lines += [f"Signal by stage (early -> late): {_md(levels)}", ""]
+            lines += [f"Signal by stage (early -> late): {_md(_levels(r))}", ""]
         if r.findings:
             lines += ["| detector | severity | stage | onset | evidence | message |", "| --- | --- | --- | ---: | --- | --- |"]
             for f in r.findings:
