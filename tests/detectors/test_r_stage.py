@@ -174,7 +174,8 @@ def test_truncation_proxy_from_lengths_and_not_evaluable() -> None:
     f = one(run, "TRUNCATION_REWARD")
     assert isinstance(f, Finding) and f.onset_step == 21
     assert f.evidence["proxy"] == "1[response_length_mean >= 0.99 x 512]"
-    only_mean = make_run({"response_length_mean": length})
+    # a mean that never sits twice at its highest value names no cap (one pinned at 512 would, below)
+    only_mean = make_run({"response_length_mean": [300.0] * 20 + [507.25 + 0.1 * i for i in range(20)]})
     ne = one(only_mean, "TRUNCATION_REWARD")
     assert isinstance(ne, NotEvaluable) and "truncated_frac" in ne.needs[0]
     # the user gives the cap
@@ -345,12 +346,36 @@ def test_real_csd_pilot_dead_reward_floor_from_step_one() -> None:
 
 @needs_real
 @pytest.mark.parametrize("name", [
-    "unsloth-llama32-3b-grpo-advanced", "unsloth-qwen25-3b-grpo", "unsloth-qwen3-4b-grpo", "unsloth-phi4-14b-grpo",
+    "unsloth-llama32-3b-grpo-advanced", "unsloth-qwen25-3b-grpo", "unsloth-qwen3-4b-grpo",
     "unsloth-llama31-8b-grpo-userrun",
 ])
 def test_real_uncapped_unsloth_tables_stay_quiet(name: str) -> None:
     path = next((REAL / name).glob("*.csv"))
     assert fired(load(path)) == {}
+
+
+@needs_real
+def test_real_phi4_table_pinned_at_its_200_token_cap() -> None:
+    # SOURCE.md: many steps at completion_length 200, 'all 6 samples truncated at the cap'; the table logs
+    # no max length, but its mean sits at exactly 200.0 (max_completion_length) on most steps
+    path = next((REAL / "unsloth-phi4-14b-grpo").glob("*.csv"))
+    lengths = np.genfromtxt(path, delimiter=",", names=True)["completion_length"]
+    at_cap = (lengths >= 0.99 * 200.0).astype(float)
+    f = fired(load(path))["TRUNCATION_REWARD"]
+    assert lengths.max() == 200.0 and int((lengths == 200.0).sum()) == 63
+    assert f.evidence["late_mean"] == pytest.approx(at_cap[-20:].mean())
+    assert "200" in f.evidence["metric"]
+
+
+def test_a_mean_length_pinned_at_one_whole_number_is_read_as_the_cap() -> None:
+    # every completion cut at 32 tokens: the batch mean is exactly 32 on every step
+    f = one(make_run({"response_length_mean": [32.0] * 30, "reward_mean": [0.5] * 30}), "TRUNCATION_REWARD")
+    assert isinstance(f, Finding) and f.onset_step == 1 and f.evidence["late_mean"] == 1.0
+    # a mean that varies, or whose highest value is no whole number or is reached only twice, names no cap
+    varied = [150.0 + (i % 7) * 3.3 for i in range(30)]
+    assert isinstance(one(make_run({"response_length_mean": varied}), "TRUNCATION_REWARD"), NotEvaluable)
+    twice = [180.0] * 28 + [200.0, 200.0]
+    assert isinstance(one(make_run({"response_length_mean": twice}), "TRUNCATION_REWARD"), NotEvaluable)
 
 
 def test_floor_at_zero_with_excursions_is_named_from_the_level() -> None:

@@ -38,10 +38,14 @@ def test_running_peak_ratio_judges_the_level_not_single_points() -> None:
     s = running_peak_ratio(Series("kl", tuple(range(1, 11)), None, values), "r", smooth=3)
     level = [float(np.median(values[max(0, i - 2): i + 1])) for i in range(10)]
     assert level[3] == 0.2 and level[6] == 0.2  # the spike and the single low point are no level
-    assert s.values[:2] == (np.inf, np.inf)  # no positive earlier level yet
-    for i in range(2, 10):
-        assert s.values[i] == pytest.approx(level[i] / max(level[:i])), i
+    assert s.values[:3] == (np.inf, np.inf, np.inf)  # no earlier level over a full 3 points yet
+    for i in range(3, 10):
+        assert s.values[i] == pytest.approx(level[i] / max(level[2:i])), i
     assert s.values[9] == pytest.approx(0.02 / 0.2)
+    # the first point alone is no peak: a KL of 3.3 then about 0 (a Dou Dizhu PPO log's first epoch)
+    start = running_peak_ratio(Series("kl", tuple(range(1, 8)), None, (3.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1)), "r",
+                               smooth=3)
+    assert start.values[3:] == pytest.approx([1.0] * 4)
 
 
 def test_last_onset_dates_the_state_the_series_ends_in() -> None:

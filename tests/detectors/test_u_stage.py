@@ -153,6 +153,25 @@ def test_cs336_reinforce_baseline_sharpens_to_low_entropy_while_it_learns() -> N
     assert diagnose(run, findings, missing).stage is None
 
 
+def test_a_negative_first_entropy_alone_is_a_stray_not_a_gaussian_policy() -> None:
+    # the Dou Dizhu PPO log's entropy proxy: -19.3 at epoch 0, then 0.6 falling to 0.0000
+    entropy = [-19.3] + [0.6] * 20 + [0.001] * 40
+    f = one(make_run({"entropy": entropy}, steps=list(range(61))), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["stray_first_point_dropped"] is True
+    assert f.onset_step == 21 and f.evidence["early_mean"] == pytest.approx(0.6)
+    # a second negative point is a differential entropy again: not judged
+    assert one(make_run({"entropy": [-19.3, -0.1] + entropy[2:]}), "ENTROPY_COLLAPSE") is None
+
+
+def test_real_doudizhu_entropy_collapse_behind_a_stray_first_epoch() -> None:
+    # logs/exp1.log: entropy proxy -23.5 at epoch 0, 4.77 at 1, below 0.1 from epoch 14, 0.0000 from 41
+    run = load(corpus("h67-doudizhu-transformer-ppo-entropy-collapse-plateau/exp1.log"))
+    f = one(run, "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["stray_first_point_dropped"] is True
+    assert run.frame["entropy"][0] < 0 and 7 <= f.onset_step <= 16
+    assert not isinstance(one(run, "UPDATE_SUPPRESSED"), Finding)  # its KL sits below 0, not at it, after epoch 17
+
+
 def test_entropy_collapse_not_evaluable_and_too_short() -> None:
     out = one(make_run({"reward_mean": [0.5] * 10}), "ENTROPY_COLLAPSE")
     assert isinstance(out, NotEvaluable) and out.needs == ("entropy",)
@@ -549,6 +568,14 @@ def test_a_kl_that_hovers_around_the_peak_minimum_is_not_pinned() -> None:
     fall = [0.05] * 40 + [0.001] * 100
     f = one(make_run({"kl": fall, "adv_std": [0.95] * 140, "reward_mean": [0.05] * 140}), "UPDATE_SUPPRESSED")
     assert isinstance(f, Finding) and f.evidence["metric"] == "kl_pinned"
+    # pinned is near 0 on both sides: a signed estimate within +-0.002 of 0 is pinned, one whose level
+    # sits far below 0 (a mean(old_logp - logp) of about -0.03) is no KL a penalty holds there
+    near = [0.05] * 40 + [0.001, -0.002] * 50
+    f = one(make_run({"kl": near, "adv_std": [0.95] * 140, "reward_mean": [0.05] * 140}), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_pinned"
+    below = [0.05] * 40 + [-0.03, -0.025] * 50
+    out = one(make_run({"kl": below, "adv_std": [0.95] * 140, "reward_mean": [0.05] * 140}), "UPDATE_SUPPRESSED")
+    assert not isinstance(out, Finding)
 
 
 def test_update_suppressed_by_a_clip_that_lets_almost_nothing_through() -> None:

@@ -195,6 +195,33 @@ def test_real_grpo_run_whose_entropy_jumped_in_its_last_twenty_steps() -> None:
     assert 474 <= f.onset_step <= 482 and f.evidence["worst"] == pytest.approx(entropy[490])
 
 
+def test_a_late_blow_up_whose_level_swings_is_a_jump() -> None:
+    # about 0.08 for 450 points, then a blow-up that swings between 0.25 and 1.9: its level dips below
+    # its own earlier peaks, yet stays over 3 x the first half's median
+    rng = np.random.default_rng(5)
+    calm = list(0.08 + rng.normal(0, 0.01, 450))
+    wild = [0.25 + 1.65 * abs(np.sin(i / 2.5)) for i in range(50)]
+    f = one(make_run({"entropy": calm + wild}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "entropy" and 448 <= f.onset_step <= 452
+    # the same values shuffled into the calm part are no late jump
+    assert one(make_run({"entropy": calm[:200] + wild + calm[200:]}), "UPDATE_UNSTABLE") is None
+
+
+def test_real_grpo_run_whose_entropy_blows_up_with_a_swinging_level() -> None:
+    # h62 (CS285 spring 2026 hw4, same starter): token entropy 0.083 on average over steps 0-349, first
+    # above 0.3 at step 454, 0.2 to 1.98 to the end (500)
+    import json
+
+    path = corpus("h62-cs285-hw4-grpo-math-hard-late-entropy-blowup/metrics.jsonl")
+    key = "train/policy_token_entropy_mean_over_minibatches"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    entropy = {r["step"]: r["metrics"][key] for r in rows if key in r.get("metrics", {})}
+    first = min(s for s, v in entropy.items() if v > 0.3)
+    f = one(load(path), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "entropy"
+    assert first - 5 <= f.onset_step <= first and f.evidence["worst"] == pytest.approx(max(entropy.values()))
+
+
 def test_real_sb3_run_that_collapsed_after_success() -> None:
     path = corpus("sb3-acrobot-collapse-after-success/"
                   "events.out.tfevents.1748546518.kangs-MacBook-Pro-6.local.97564.0")

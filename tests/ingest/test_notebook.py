@@ -142,3 +142,15 @@ def test_a_notebook_whose_cells_come_after_a_large_metadata_block(tmp_path: Path
     assert p.read_text().index('"cells"') > (1 << 16)
     run = load(p)
     assert run.format == "notebook" and run.frame["reward_mean"].to_list() == pytest.approx([i / 10 for i in range(1, 8)])
+
+
+def test_real_udacity_pong_scores_read_as_the_reward() -> None:
+    from tests._real import corpus
+
+    # pong-PPO.ipynb: 'Episode: 20, score: -14.750000' then the 8 environments' totals, every 20 episodes
+    path = corpus("h63-udacity-drlnd-ppo-pong-pixels-learns/pong-PPO.ipynb")
+    lines = [ln for c in json.loads(path.read_text())["cells"] for o in c.get("outputs", [])
+             for ln in "".join(o.get("text", [])).splitlines() if ln.startswith("Episode: ")]
+    run = load(path)
+    assert run.frame["step"].to_list() == [int(ln.split(",")[0].split()[1]) for ln in lines] == list(range(20, 501, 20))
+    assert run.frame["reward_mean"].to_list() == [float(ln.rsplit(" ", 1)[1]) for ln in lines]

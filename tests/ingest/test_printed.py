@@ -235,3 +235,67 @@ def test_real_minimind_grpo_log() -> None:
     run = load(path)
     assert run.frame["step"].to_list() == list(range(1, 9752)) and len(lines) == 9751
     assert run.frame["reward_mean"].to_list() == [float(ln.split("Reward: ")[1].split(",")[0]) for ln in lines]
+
+
+def test_full_width_punctuation_and_an_evaluation_after_training(tmp_path: Path) -> None:
+    # the JoyRL book's notebooks: 步数 (steps) lines while training, then 回合 (episode) lines of a test
+    # that counts from 1 again and prints more lines than training did
+    train = "".join(f"步数：{200 * i}/1000，奖励：{10.0 * i:.2f}\n" for i in range(1, 6))
+    test = "开始测试！\n" + "".join(f"回合：{i}/8，奖励：200.00\n" for i in range(1, 9))
+    run = load(_log(tmp_path, "开始训练！\n" + train + "完成训练！\n" + test))
+    assert run.frame["step"].to_list() == [200, 400, 600, 800, 1000]
+    assert run.frame["reward_mean"].to_list() == [10.0, 20.0, 30.0, 40.0, 50.0]
+
+
+def test_inner_updates_under_an_epoch_header_are_averaged(tmp_path: Path) -> None:
+    # a Dou Dizhu PPO log: four '[Update k/4]' lines per '#### epoch: N ####' header, grouped pairs
+    lines = []
+    for epoch in range(4):
+        lines.append(f"2025-08-10 20:58:17 - INFO - ##########  epoch: {epoch}  ##########")
+        for k in range(1, 5):
+            lines.append(f"2025-08-10 21:01:52 - INFO - [Update {k}/4] PolicyLoss=0.5 ValuePred(mean=0.8, std=0.4)"
+                         f"KL={0.01 * k} Entropy={epoch + k} Adv(mean=-0.3, std={0.1 * k:.1f}) GradNorm(P=2.0, V=40.0)")
+        lines.append(f"2025-08-10 21:01:54 - INFO - Agent SUCCESS Rate {0.2 * epoch}")
+    run = load(_log(tmp_path, "\n".join(lines) + "\n"))
+    assert run.frame["step"].to_list() == [0, 1, 2, 3]
+    assert run.frame["entropy"].to_list() == pytest.approx([e + 2.5 for e in range(4)])  # mean of e+1 .. e+4
+    assert run.frame["adv_std"].to_list() == pytest.approx([0.25] * 4)  # Adv(std=...), not ValuePred(std=...)
+    assert run.frame["success_rate"].to_list() == pytest.approx([0.0, 0.2, 0.4, 0.6])
+    assert run.frame["grad_norm"].to_list() == [2.0] * 4  # GradNorm(P=...): the policy's
+    assert "update" not in run.frame.columns
+
+
+def test_a_value_in_parentheses(tmp_path: Path) -> None:
+    # TRL 0.4's gpt2-sentiment example adapted: the step's mean reward, then five samples with their own
+    text = "".join(f"step {i} -- mean_reward: ({0.5 * i - 0.25}) -- decoding 5 rand samples:\n"
+                   + "".join(f"\t{k}: Este filme ->  é bom -- Reward: {k - 2.0}\n" for k in range(5)) + "\n"
+                   for i in range(4))
+    run = load(_log(tmp_path, text))
+    assert run.frame["step"].to_list() == [0, 1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [-0.25, 0.25, 0.75, 1.25]
+
+
+def test_real_joyrl_and_doudizhu_and_trl04_logs() -> None:
+    path = corpus("h63-joyrl-book-a2c-sync-cartpole-learns-with-dips/第10章_A3C.ipynb")
+    outputs = ["".join(o.get("text", [])) for c in json.loads(path.read_text())["cells"] for o in c.get("outputs", [])]
+    train = [ln for t in outputs for ln in t.splitlines() if ln.startswith("步数：")]
+    run = load(path)
+    assert run.frame["step"].to_list() == [int(ln.split("：")[1].split("/")[0]) for ln in train]
+    assert run.frame["reward_mean"].to_list() == [float(ln.rsplit("：", 1)[1]) for ln in train]
+
+    log = corpus("h67-doudizhu-transformer-ppo-entropy-collapse-late-decline/exp2.log")
+    text = log.read_text()
+    run = load(log)
+    rates = [float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines() if "Agent SUCCESS Rate" in ln]
+    assert run.frame["step"].to_list() == list(range(100))
+    assert run.frame["success_rate"].to_list() == rates
+    epoch7 = [float(ln.split("Entropy=")[1].split()[0]) for ln in text.split("epoch: 7 ")[1].split("epoch: 8 ")[0]
+              .splitlines() if "Entropy=" in ln]
+    assert len(epoch7) == 4 and run.frame["entropy"][7] == pytest.approx(sum(epoch7) / 4)
+
+    nb = corpus("h61-trl04-ppo-gpt2-ptbr-imdb-sentiment-notebook-learns/GPT2 - RL(BERT)Feedback.ipynb")
+    heads = [ln for c in json.loads(nb.read_text())["cells"] for o in c.get("outputs", [])
+             for ln in "".join(o.get("text", [])).splitlines() if "-- mean_reward: (" in ln]
+    run = load(nb)
+    assert len(heads) == 127 and run.frame["reward_mean"].to_list() == [
+        float(ln.split("(")[1].split(")")[0]) for ln in heads]

@@ -52,3 +52,29 @@ def test_a_truncated_file_is_an_error_naming_it(tmp_path: Path) -> None:
     p.write_text('{"log_history": [{"step": 1, "reward": 0.5}, {"step": 2, "rew')
     run = load(p)
     assert run.errors and str(p) in str(run.errors[0])
+
+
+def test_trl_ppo_trainer_keys(tmp_path: Path) -> None:
+    # TRL's PPOTrainer (trl/trainer/ppo_trainer.py, TRL 0.11+; trl/experimental/ppo since) logs under
+    # objective/, policy/, loss/, val/; its objective/kl is summed over tokens and stays unread
+    rows = [{"objective/kl": 2.0 + i, "objective/scores": 0.1 * i, "objective/rlhf_reward": 0.1 * i - 0.1,
+             "policy/approxkl_avg": 0.02, "policy/clipfrac_avg": 0.01, "loss/value_avg": 6.0 - i,
+             "policy/entropy_avg": 0.5, "val/clipfrac_avg": 0.0, "episode": 4 * (i + 1), "step": i + 1}
+            for i in range(3)]
+    run = load(_write(tmp_path, rows, "trajectory.json"))
+    assert run.trainer == "trl"
+    assert run.frame["reward_mean"].to_list() == [0.0, 0.1, 0.2]
+    assert run.frame["value_loss"].to_list() == [6.0, 5.0, 4.0]
+    assert run.frame["kl_step"].to_list() == [0.02] * 3 and run.frame["clip_frac"].to_list() == [0.01] * 3
+    assert "kl" not in run.frame.columns
+
+
+def test_real_trl_experimental_ppo_trajectory() -> None:
+    from tests._real import corpus
+
+    path = corpus("h66-trl-experimental-ppo-qwen05-arithmetic-frozen-critic-no-gain/trajectory.json")
+    rows = json.loads(path.read_text())
+    run = load(path)
+    assert run.trainer == "trl" and run.frame.height == len(rows) == 100
+    assert run.frame["reward_mean"].to_list() == [r["objective/scores"] for r in rows]
+    assert run.frame["entropy"].to_list() == [r["policy/entropy_avg"] for r in rows]

@@ -243,16 +243,17 @@ def rolling_level(s: Series, name: str, smooth: int = 5) -> Series:
 
 def running_peak_ratio(s: Series, name: str, smooth: int = 5, min_peak: float = 0.0) -> Series:
     """The trailing rolling median of ``s`` (over ``smooth`` points, fewer at the start) divided by
-    the highest such median among the earlier points; ``inf`` where that peak is not above
-    ``min_peak`` (and positive) or there is none yet. How far below its own earlier level a
-    quantity sits, judged on its level rather than on single points (one spike is no peak, one low
-    point is no fall)."""
+    the highest such median over a full ``smooth`` points among the earlier points; ``inf`` where
+    that peak is not above ``min_peak`` (and positive) or there is none yet. How far below its own
+    earlier level a quantity sits, judged on its level rather than on single points (one spike is no
+    peak, not even among the first points; one low point is no fall)."""
     level = rolling_level(s, name, smooth).values
     out: list[float] = []
     peak = -math.inf
-    for v in level:
+    for i, v in enumerate(level):
         out.append(v / peak if peak > 0 and peak >= min_peak else math.inf)
-        peak = max(peak, v)
+        if i + 1 >= smooth:
+            peak = max(peak, v)
     return Series(name, s.steps, s.phases, tuple(out), True)
 
 

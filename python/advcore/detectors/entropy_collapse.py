@@ -7,7 +7,10 @@ Rule (``entropy``: mean per-token entropy of the policy in nats, as TRL ``entrop
 * *relative*: the early-window mean is above ``floor`` and the late-window mean is below
   ``fraction`` (0.25) times it (an entropy that is negative anywhere is a differential entropy of a
   continuous policy, where a share of the early level means nothing: not judged;
-  sb3-invertedpendulum-dr-solved goes from 1.2 to -0.42 as its Gaussian narrows on a solved task);
+  sb3-invertedpendulum-dr-solved goes from 1.2 to -0.42 as its Gaussian narrows on a solved task;
+  but a first logged point alone below 0 before every later one at or above 0 is a stray and is
+  dropped: a Dou Dizhu PPO log's entropy proxy reads -19.3 at epoch 0, 0.62 at epoch 1, 0.0000
+  from epoch 41);
 * *absolute*: otherwise, the late-window mean is below ``floor`` (0.01 nats per token) and the
   entropy is that of a discrete (token) distribution, i.e. never negative and not from SB3, whose
   policies are mostly Gaussian (a differential entropy: it can sit near or below 0 with a healthy
@@ -52,7 +55,7 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import improving_reward
-from advcore.detectors._windows import adv_signal, change_point, metric, onset_index
+from advcore.detectors._windows import Series, adv_signal, change_point, metric, onset_index
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -88,6 +91,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if all(v == 0.0 for v in s.values):  # a measured entropy is never exactly 0 at every step: a placeholder
         return NotEvaluable(ID, ("entropy that is measured (it is exactly 0 on every logged step)",))
     fraction, floor, sustain = float(knobs["fraction"]), float(knobs["floor"]), int(knobs["sustain"])
+    stray_first = s.values[0] < 0.0 <= min(s.values[1:])
+    if stray_first:  # a discrete entropy can't be negative: a first point alone below 0 is a stray, not a Gaussian
+        s = Series(s.name, s.steps[1:], None if s.phases is None else s.phases[1:], s.values[1:], s.proxy)
+        if not s.judgeable:
+            return None
     early, late = s.early_mean(), s.late_mean()
     if min(s.values) < 0.0:  # a differential entropy (a Gaussian policy): no fraction of it means "collapsed"
         return None
@@ -118,6 +126,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "fraction": fraction,
         "floor": floor,
         "first_logged_step": s.steps[0],
+        "stray_first_point_dropped": stray_first,
         "below_cut_step": s.step_at(crossing),
         **s.where(idx),
     }
@@ -173,7 +182,8 @@ CARD = Card(
         - *Relative*: the early-window mean is above `floor` and the late-window mean is below
           `fraction` × the early mean. An entropy that is negative anywhere is the differential entropy
           of a continuous (Gaussian) policy, where a share of the early level means nothing: not judged
-          (sb3-invertedpendulum-dr-solved narrows from 1.2 to -0.42 on a solved task). Onset: the first of `sustain` consecutive points below that cut.
+          (sb3-invertedpendulum-dr-solved narrows from 1.2 to -0.42 on a solved task). A first
+          logged point alone below 0 (every later one at or above 0) is a stray, dropped before judging. Onset: the first of `sustain` consecutive points below that cut.
         - *Absolute*: otherwise, the late-window mean is below `floor` nats per token, for a discrete
           (token) distribution only: never negative and not from SB3, whose policies are mostly Gaussian
           (a differential entropy can sit near or below 0 with a healthy spread). Onset: the first of

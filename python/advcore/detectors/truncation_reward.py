@@ -7,7 +7,9 @@ verl ``response_length/clip_ratio``) has a late-window mean (last 20 % of the lo
 x cap]`` is used (1 when the batch's mean length is at the cap, i.e. at least ~99 % of the
 completions were cut: a lower bound on the share), with the cap taken from the knob
 ``max_length`` when set (> 0), else from the longest completion logged over the run
-(``max(response_length_max)``, TRL ``completions/max_length``). Onset: the first of ``sustain``
+(``max(response_length_max)``, TRL ``completions/max_length``), else from the mean length itself when it
+sits at its highest value, a whole number, at :data:`PINNED_POINTS` (3) or more logged points (older
+TRL tables log only ``completion_length``; a batch mean repeats one whole number only at the cap). Onset: the first of ``sustain``
 (5) consecutive logged points at or above ``truncated_above``; the evidence also gives the first
 ``sustain`` points where every completion was cut (``all_truncated_from``, when the late mean is
 >= 0.95) and the Pearson
@@ -31,6 +33,10 @@ ID = "TRUNCATION_REWARD"
 
 #: The mean length within this fraction of the cap counts as "at the cap" (the proxy).
 CAP_TOL = 0.01
+#: A batch's mean length that equals its highest value, a whole number, at this many logged points is
+#: at the length cap: the mean of sampled lengths repeats one whole number only when every completion
+#: was cut there (h60 gemma3-1b TL;DR: 32.000000, the 32-token cap, at all 150 steps).
+PINNED_POINTS = 3
 #: The late truncated share at or above which the evidence names the step from which every completion was cut.
 ALL_CUT_LATE = 0.95
 NEEDS = ("truncated_frac (or response_length_mean with response_length_max, or the knob max_length)",)
@@ -56,16 +62,20 @@ def truncated_share(run: Run, max_length: float = 0.0) -> Series | None:
     length = metric(run, "response_length_mean")
     if length is None:
         return None
-    cap = float(max_length)
+    cap, pinned = float(max_length), ""
     if cap <= 0:
         longest = metric(run, "response_length_max")
-        if longest is None:
+        top = max(length.values)
+        if longest is not None:
+            cap = max(longest.values)
+        elif top > 0 and top == int(top) and sum(v == top for v in length.values) >= PINNED_POINTS:
+            cap, pinned = top, f", the cap: the mean length sits at its highest value, {top:g}, at whole steps"
+        else:
             return None
-        cap = max(longest.values)
     if cap <= 0:
         return None
     cut = (1 - CAP_TOL) * cap
-    return length.map(f"1[response_length_mean >= 0.99 x {cap:g}]", lambda v: 1.0 if v >= cut else 0.0)
+    return length.map(f"1[response_length_mean >= 0.99 x {cap:g}]{pinned}", lambda v: 1.0 if v >= cut else 0.0)
 
 
 def _pearson(x: tuple[float, ...], y: tuple[float, ...]) -> float | None:
@@ -136,13 +146,18 @@ CARD = Card(
     decides="""
         The truncated share per step is `truncated_frac` (0..1). Without it, the proxy
         `1[response_length_mean >= 0.99 × cap]` (a lower bound on the share) with the cap from the knob
-        `max_length` when set, else the longest completion logged over the run (`max(response_length_max)`).
+        `max_length` when set, else the longest completion logged over the run (`max(response_length_max)`),
+        else the mean length's own highest value when it is a whole number reached at 3 or more logged
+        points (a batch mean repeats one whole number only when every completion was cut there:
+        h60-unsloth-trl-grpo-gemma3-1b-tldr-32tok-truncated-flat logs 32.000000, its 32-token cap, at
+        all 150 steps).
         It fires when the share's late-window mean (last 20 % of the logged points) is at least
         `truncated_above`. Onset: the first of `sustain` consecutive logged points at or above
         `truncated_above`. The evidence adds `all_truncated_from` (the first of `sustain` points at which
         every completion was cut, given when the late mean is ≥ 0.95) and `reward_corr`, the Pearson
         correlation of the share with `reward_mean` across steps. Not evaluable without `truncated_frac`
-        or a length and a cap (older TRL logs only `completion_length`: pass `max_length`).
+        or a length and a cap (older TRL logs only `completion_length`: pass `max_length` when the
+        mean length never sits at the cap).
     """,
     related="""
         DEGENERATE_GROUPS and REWARD_FLOOR often fire with it (all-truncated groups tie at the floor);
@@ -170,9 +185,10 @@ SPEC = DetectorSpec(
              low=1, integer=True,
              why="As the seed card."),
         Knob("max_length", 0, "the length cap in tokens, for logs without truncated_frac (0 = read it from "
-             "response_length_max)", low=0.0,
-             why="Older Unsloth tables (phi-4, cap 200) log only `completion_length` and stay not evaluable unless "
-                 "it is given."),
+             "response_length_max, or from a mean length pinned at one whole number)", low=0.0,
+             why="Older Unsloth tables log only `completion_length`; unsloth-phi4-14b-grpo sits at exactly 200.0, "
+                 "its cap, at 63 of 100 steps (late share 0.60: fires), h60 gemma3-1b at 32.0 on all 150. A log "
+                 "whose mean never reaches its cap twice at the same value needs the knob."),
     ),
     what_to_try=WHAT_TO_TRY,
     card=CARD,

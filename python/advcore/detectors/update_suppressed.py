@@ -140,8 +140,8 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     if kl is not None and not any(k in source for k in UPDATE_KL_KEYS):
         peak_min = float(knobs["kl_pin_peak"])
         ratio = running_peak_ratio(kl, "kl / earlier peak", min_peak=peak_min)
-        out.append(_Check("kl_pinned", ratio, lambda v: v <= pin,
-                          f"kl to the reference <= {pin:g} x its earlier peak (peak >= {peak_min:g})"))
+        out.append(_Check("kl_pinned", ratio, lambda v: abs(v) <= pin,
+                          f"|kl to the reference| <= {pin:g} x its earlier peak (peak >= {peak_min:g})"))
     clip = metric(run, "clip_frac")
     if clip is not None:
         out.append(_Check("clip_frac", clip, lambda v: v >= pinned, f"clip_frac >= {pinned:g}"))
@@ -305,7 +305,11 @@ CARD = Card(
            to a fixed reference grows in a
            healthy run (to 0.1-0.15 in unsloth-llama32-3b, to ~1 in the lab); it falls and stays a fifth
            of its peak only when the reference is re-synced and a penalty holds the policy there (the
-           lab's `kl_pin`: 0.001 to 0.1 after a peak of 0.5 to 0.8); or
+           lab's `kl_pin`: 0.001 to 0.1 after a peak of 0.5 to 0.8). Pinned is near 0 on both sides: a
+           level far below 0 is no KL a penalty holds at its reference but a signed estimate of another
+           one (a Dou Dizhu PPO log's `mean(old_logp - logp)` over each update, about -0.2 late; a KL to
+           the reference read with the same signed estimator, MiniMind's `KL_ref`, sits within
+           ±0.005 of 0 and stays pinned); or
         5. `clip_frac` ≥ `clip_pinned`; or
         6. a KL early stop ending the updates, where the trainer logs it (`early_stop_frac`, the share of
            a step's updates the KL target stopped; aliases `early_stopped`, `early_stop`): at or above

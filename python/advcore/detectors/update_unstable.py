@@ -24,8 +24,9 @@ A logged point is *unstable* when any of these holds there:
 The rises count only when the late window's median is past the bar too: a blow-up the run
 recovers from is a warm-up, not a divergence. A blow-up still under way when the log ends is the
 entropy's *late jump* (:func:`late_jump`): a final stretch of at least ``min_points`` points in the
-second half whose level stays above every earlier level, with a median at least ``entropy_jump`` (3)
-times the median before it; judged for a categorical policy only (every entropy positive, no
+second half whose level stays above every earlier level (or, for a level that swings as it blows up,
+at least ``entropy_jump`` times the median of the series' first half), with a median at least
+``entropy_jump`` (3) times the median before it; judged for a categorical policy only (every entropy positive, no
 ``action_std``).
 
 A collapse after success is the same failure seen at the reward: the level of ``reward_mean``
@@ -201,24 +202,32 @@ def late_jump(s: Series, factor: float, min_points: int) -> tuple[Series, float,
     """The final stretch of ``s`` where it jumped to a level never seen before, as ``(stretch, middle,
     median_before)``; None when there is no such stretch. The stretch is the longest suffix starting
     in the second half of the series whose level (trailing median of 5 points) stays above every
-    earlier level, at least ``min_points`` long, whose median is at least ``factor`` times the
-    (positive) median of the points before it; it begins where the points the level's lag covers
+    earlier level, or at least ``factor`` times the median of the series' first half (a blow-up whose
+    level swings within the stretch: h62-cs285-hw4-grpo-math-hard-late-entropy-blowup, token entropy
+    about 0.08 for 350 steps, then 0.2 to 1.98 from step 454), at least ``min_points`` long, whose
+    median is at least ``factor`` times the (positive) median of the points before it; it begins where the points the level's lag covers
     rose past ``middle``, the geometric middle of the two medians."""
     level = rolling_level(s, s.name, _SMOOTH).values
     n = len(level)
     top = [-math.inf]
     for v in level:
         top.append(max(top[-1], v))
+    first_half = statistics.median(s.values[: n // 2]) if n >= 2 else 0.0
     low = math.inf
-    start = None
-    for k in range(n - 1, n // 2 - 1, -1):  # the longest suffix whose level stays above all before it
+    above_all = above_first_half = None  # the longest suffix of each kind
+    for k in range(n - 1, n // 2 - 1, -1):
         low = min(low, level[k])
         if low > top[k]:
-            start = k
-    if start is None or n - start < min_points:
-        return None
-    before, after = statistics.median(s.values[:start]), statistics.median(s.values[start:])
-    if not before > 0 or after < factor * before:
+            above_all = k
+        if first_half > 0 and low >= factor * first_half:
+            above_first_half = k
+    for start in (above_all, above_first_half):
+        if start is None or n - start < min_points:
+            continue
+        before, after = statistics.median(s.values[:start]), statistics.median(s.values[start:])
+        if before > 0 and after >= factor * before:
+            break
+    else:
         return None
     middle, first = math.sqrt(before * after), start
     while first > max(0, start - _SMOOTH + 1) and s.values[first - 1] >= middle:
@@ -450,7 +459,9 @@ CARD = Card(
         h19-spinup-vd3-critic-divergence-halfcheetah's Q loss passes 10 times its early level at epoch 9
         and its bar at epoch 31). A blow-up still under way when the log ends is caught by the entropy's
         *late jump*: a final stretch (at least `min_points`, in the second half) whose level stays above
-        every earlier level, with a median at least `entropy_jump` × the median before it, dated where
+        every earlier level or, swinging as it blows up, at least `entropy_jump` × the median of the
+        first half (h62-cs285-hw4-grpo-math-hard-late-entropy-blowup: token entropy about 0.08 for 350
+        steps, then 0.2 to 1.98 from step 454), with a median at least `entropy_jump` × the median before it, dated where
         the points rose past the geometric middle of the two medians; judged for a categorical policy only
         (every entropy positive, no `action_std`). h31-cs285-sp26-grpo-math-hard-late-entropy-kl-blowup:
         token entropy 0.08 for 480 steps, 0.3 to 0.8 over the last 20 while the KL to the reference

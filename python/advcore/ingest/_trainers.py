@@ -14,7 +14,9 @@ BASELINES_KEYS = frozenset({"eprewmean", "EpRewMean", "misc/serial_timesteps", "
                             "ev_tdlam_before", "approxkl", "policy_entropy", "nupdates", "n_updates", "ep_reward_mean",
                             "reference_Q_mean", "rollout/Q_mean", "stats_g/mean", "% time spent exploring"})
 
-_TRL_MARKERS = frozenset({"Training Loss", "frac_reward_zero_std"})
+#: TRL's GRPO keys, and those of its PPO, RLOO and online-DPO trainers (trl/trainer/ppo_trainer.py from
+#: TRL 0.11, now trl/experimental/ppo): ``objective/scores``, ``objective/rlhf_reward``
+_TRL_MARKERS = frozenset({"Training Loss", "frac_reward_zero_std", "objective/scores", "objective/rlhf_reward"})
 _TRL_PREFIXES = ("rewards / ", "completions / ", "rewards/", "completions/")
 #: verl's metric keys (verl/trainer/ppo/metric_utils.py, compute_data_metrics): the reward and
 #: advantage under critic/, the policy's loss, entropy and update KL under actor/

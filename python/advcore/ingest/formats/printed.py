@@ -4,10 +4,14 @@ People who write their own loop (a REINFORCE or PPO notebook, a from-scratch GRP
 per update or episode in a form of their own. The forms seen in real notebooks:
 
 * ``Update   10 | MeanEpReturn: 7.789 | MaxEpReturn: 17.890 | Entropy: 0.5260`` (PPO on Snake);
+* ``step 8 -- mean_reward: (-0.325) -- decoding 5 rand samples:`` (TRL 0.4's gpt2-sentiment example
+  adapted in a notebook; a value in parentheses is read);
 * ``Episode 10, Avg reward: 29.60`` and ``epoch:   0 \\t loss: 22.992 \\t return: 25.080``;
 * ``[Step 020] Loss = -76.3048 -  Avg Reward = 0.562`` and ``[Step 1/50] loss=10.2222
   reward_avg=0.250 avg_resp_len=236.8`` (from-scratch GRPO on GPT-Neo and Qwen3);
 * ``轮次   50: 奖励 =  47.00, 最近50轮平均奖励 =  26.62, 损失 = 1.0417`` (a REINFORCE notebook in Chinese);
+* ``回合：10/5000，奖励：-1378.73，评估奖励：-1430.15`` and ``步数：200/20000，奖励：15.50`` (the JoyRL book's
+  notebooks: full-width ``：`` and ``，`` read as ``:`` and ``,``);
 * a block per episode: ``Episode 0, Total Reward: 15.00`` followed by lines of pairs without a step
   (``==> Total Loss: 42.79, Actor Loss: 3.07, Critic Loss: 19.86, Avg Entropy: 0.69``);
 * MiniMind's ``Epoch:[1/1](500/9751), Reward: -1.4843, KL_ref: 0.0023, Adv Std: 0.9257`` (step 500 of
@@ -32,7 +36,10 @@ training: ``Episode 1 Reward: 500`` after ``Episode 1900, Total Reward: 500.00, 
 follow a step line, up to the first line without a pair or with another step, belong to its step (a block), and so
 does a later line, before the next step, whose names earlier blocks held and the step lacks (ranks interleave their
 prints: another rank's loss-scale lines between DeepSpeed-Chat's step line and its reward); a name seen
-twice in one step keeps its first value. Names are read in lower case with blanks as ``_``
+twice in one step keeps its first value, except under a header line, where the lines are the step's
+inner updates (``[Update 1/4] PolicyLoss=0.886 ... KL=0.0074`` four times under ``##########  epoch: 0
+##########``, a Dou Dizhu PPO log): their values are averaged and their counter dropped. A name over
+pairs in parentheses qualifies them (``Adv(mean=-0.36, std=0.59)`` reads as ``adv_mean``, ``adv_std``). Names are read in lower case with blanks as ``_``
 (``Avg Reward`` -> ``avg_reward``), so the alias table meets each spelling once; trainer
 ``printed``. Steps printed twice are averaged (a row is a step). Lines longer than
 :data:`MAX_LINE` characters are not read (no loop prints one; a pathological line costs itself),
@@ -93,6 +100,26 @@ _EPOCH_OF = re.compile(r"^(?P<word>[^\W\d]\w{0,20}+)\s*+:?\s*+\[(?P<e>\d{1,9}+)/
                        r"\((?P<i>\d{1,12}+)/(?P<n>\d{1,12}+)\)[\s,]*+")
 
 
+#: Full-width punctuation that Chinese and Japanese loops print (``回合：10/5000，奖励：-1378.73``),
+#: read as its ASCII form.
+_FULL_WIDTH = str.maketrans("：，＝（）［］；", ":,=()[];")
+
+
+#: A name over pairs in parentheses: ``Adv(mean=-0.36, std=0.59)``, ``GradNorm(P=20.32, V=43.04)``.
+_GROUPED = re.compile(r"(?<![\w.])(?P<name>[^\W\d]\w{0,40}+)\((?P<inner>[^()=:]{1,40}+[=:][^()]{0,400}+)\)")
+_INNER = re.compile(r"(?P<key>[^\W\d]\w{0,40}+)[ \t]*+(?=[=:])")
+
+
+#: A value in parentheses: ``mean_reward: (-0.28)`` (TRL 0.4's gpt2-sentiment notebook adapted).
+_PAREN_VALUE = re.compile(rf"([:=])[ \t]*+\(({_NUM})\)", re.IGNORECASE)
+
+
+def _ungroup(m: re.Match[str]) -> str:
+    """``Adv(mean=-0.36, std=0.59)`` as ``Adv_mean=-0.36, Adv_std=0.59, `` (the names qualified by the
+    group's, so ``ValuePred(mean=...)`` and ``Adv(mean=...)`` stay apart)."""
+    return " " + _INNER.sub(lambda k: f"{m.group('name')}_{k.group('key')}", m.group("inner")) + ", "
+
+
 def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
     """The pairs of a line, and whether the line is made of pairs only. The first pair may be
     ``Name N`` (a counter: ``Update 10``, ``[Step 020]``), the others need ``:`` or ``=``
@@ -100,7 +127,9 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
     (``Episode 1    Reward  -1689``). ``Epoch:[e/E](i/N)`` counts step ``(e - 1) N + i``."""
     if len(line) > MAX_LINE:
         return [], False
-    text = clean(line)
+    text = clean(line).translate(_FULL_WIDTH)
+    if "(" in text:
+        text = _GROUPED.sub(_ungroup, _PAREN_VALUE.sub(r"\1 \2", text))
     if (m := _EPOCH_OF.match(text)) is not None and STEP_NAME.match(m.group("word").lower()):
         step = (int(m.group("e")) - 1) * int(m.group("n")) + int(m.group("i"))
         text = f"step: {step}, {m.group('word')}: {m.group('e')}, " + text[m.end():]
@@ -179,18 +208,50 @@ def _finest_counter_first(lines: Parsed) -> Parsed:
     return out
 
 
+def _training_kind(parsed: Parsed, kinds: Counter[tuple[str, frozenset[str]]]
+                   ) -> tuple[tuple[str, frozenset[str]], int] | None:
+    """The most common kind of step line, unless all its lines come after those of another kind (of
+    at least :data:`MIN_STEP_LINES` lines) and its steps start below where that kind's stopped: then
+    it is an evaluation printed after training (the JoyRL book's ``回合：1/200，奖励：200.00`` after
+    ``步数：20000/20000，奖励：193.80``), and the longest such earlier kind is the training's."""
+    if not kinds:
+        return None
+    spans: dict[tuple[str, frozenset[str]], list[tuple[int, float]]] = {}
+    for n, (pairs, _) in enumerate(parsed):
+        if (w := _step_word(pairs)) is not None:
+            spans.setdefault((w, frozenset(k for k, _ in pairs[1:])), []).append((n, number(pairs[0][1]) or 0.0))
+    top = kinds.most_common(1)[0]
+    start_line, start_step = spans[top[0]][0]
+    before = [(count, kind) for kind, count in kinds.items() if count >= MIN_STEP_LINES and kind != top[0]
+              and spans[kind][-1][0] < start_line and spans[kind][-1][1] > start_step]
+    if before:
+        count, kind = max(before, key=lambda b: b[0])
+        return kind, count
+    return top
+
+
+def _counts_back(parsed: Parsed, kind: tuple[str, frozenset[str]]) -> bool:
+    """Whether the counter of a kind of step line ever goes back."""
+    steps = [number(pairs[0][1]) or 0.0 for pairs, _ in parsed
+             if _step_word(pairs) == kind[0] and frozenset(k for k, _ in pairs[1:]) == kind[1]]
+    return any(b < a for a, b in zip(steps, steps[1:], strict=False))
+
+
 def _layout(lines: Parsed) -> Layout | None:
     """The most common kind of step line (its step word and other names), or header lines with the
-    same step word when there are more of them; without either, the names of the most common kind
+    same step word when there are more of them or when that kind's counter goes back (the inner
+    updates of a step: ``[Update 1/4] PolicyLoss=...`` four times under each ``#### epoch: 7 ####``);
+    without either, the names of the most common kind
     of line made of pairs only when at least :data:`MIN_UNCOUNTED_LINES` lines have them
     (``Average epoch reward: 19.74   Average episode len: 19.74``); or None."""
     parsed = [p for p in lines if p[0]]
     kinds = Counter((w, frozenset(k for k, _ in pairs[1:])) for pairs, _ in parsed
                     if (w := _step_word(pairs)) is not None)
     headers = Counter(w for pairs, only in parsed if (w := _header_word(pairs, only)) is not None)
-    inline = kinds.most_common(1)[0] if kinds else None
+    inline = _training_kind(parsed, kinds)
     header = headers.most_common(1)[0] if headers else None
-    if header is not None and header[1] >= MIN_STEP_LINES and (inline is None or header[1] > inline[1]):
+    if header is not None and header[1] >= MIN_STEP_LINES and (
+            inline is None or header[1] > inline[1] or _counts_back(parsed, inline[0])):
         return Layout(header[0], frozenset(), header=True)
     if inline is not None:
         return Layout(*inline[0])
@@ -259,6 +320,7 @@ def read_text(text: str, path: Path) -> RawLog:
     records: list[tuple[int, dict[str, float | None]]] = []
     block: dict[str, float | None] | None = None
     block_names: set[str] = set()  # names that earlier steps' blocks held
+    tally: dict[tuple[int, str], int] = {}  # under headers: how often a step's name was seen
     for n, (pairs, only) in enumerate(parsed, start=1):
         if not pairs:
             if not layout.header:  # under a header, prose between its pairs does not end the step
@@ -285,6 +347,17 @@ def read_text(text: str, path: Path) -> RawLog:
             continue
         if not step_line:
             block_names.update(k for k, _ in pairs)
+        if layout.header:  # the inner updates of the step: their counter dropped, their values averaged
+            for k, v in _counters(pairs)[:1] and pairs[1:] or pairs:
+                value = number(v)
+                seen = tally.get((len(records), k), 0)
+                old = block.get(k)
+                if seen == 0 or old is None:
+                    block[k] = value
+                elif value is not None:
+                    block[k] = old + (value - old) / (seen + 1)
+                tally[(len(records), k)] = seen + 1
+            continue
         for k, v in pairs:
             block.setdefault(k, number(v))
     frame = steps_frame(by_step(records))
