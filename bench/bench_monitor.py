@@ -15,7 +15,7 @@ Data as in ``bench_trace``: float32 GRPO rewards in contiguous groups of G = 16 
 The competitor is reading the two arrays once (``sum``), the floor of any pass over the samples.
 :func:`at_length` prints the cost of a step with its detector pass, and the resident memory, once
 the run is 10, 1,000, 10,000 and 100,000 steps long (the detectors' history is bounded: see
-:class:`advcore.trace.Tracer`).
+:class:`advcore.trace.Recording`).
 ``python bench/bench_monitor.py`` prints the per-step times for 16,384 and 1,048,576 samples
 directly; the TRL step it rides on is measured in tests/integrations/test_trl_real.py (see
 bench/README.md).
@@ -137,7 +137,7 @@ def at_length(points: tuple[int, ...] = (10, 1_000, 10_000, 100_000), n: int = 1
             for _ in range(k):
                 t = time.perf_counter()
                 observe()
-                mon.tracer.detect()
+                mon.detect()
                 forced.append(time.perf_counter() - t)
             print(f"{kind:>12} | step {step:>7,} | default: median {np.median(scheduled) * 1e3:7.3f} ms, "
                   f"p99 {np.quantile(scheduled, 0.99) * 1e3:7.2f} ms, mean {np.mean(scheduled) * 1e3:7.3f} ms | "

@@ -10,6 +10,5 @@ from advcore import stats, trace
 from advcore._core import __version__
 from advcore.errors import AdvcoreError, AdvcoreWarning
 from advcore.monitor import Monitor
-from advcore.trace import Tracer
 
-__all__ = ["AdvcoreError", "AdvcoreWarning", "Monitor", "Tracer", "__version__", "stats", "trace"]
+__all__ = ["AdvcoreError", "AdvcoreWarning", "Monitor", "__version__", "stats", "trace"]

@@ -1,10 +1,10 @@
 """advcore inside a training loop: one ``observe`` call per step, flat metrics for the tracker,
 findings in the log, a recording that ``advcore scan`` reads afterwards.
 
-:class:`Monitor` is the trainer-facing side of :class:`advcore.trace.Tracer`: it takes the
-per-sample arrays of any trainer (numpy, Polars, torch on any device), traces them, runs the
-detectors online and never stops the user's run because of its own failure (unless
-``strict=True``). The TRL callback (:mod:`advcore.integrations.trl`) and the verl function
+:class:`Monitor` is advcore's one online class: it takes the per-sample arrays of any trainer
+(numpy, Polars, torch on any device), traces them into a :class:`advcore.trace.Recording` (the
+rows it keeps, in bounded memory), schedules and runs the detectors, reports each finding once, and
+never stops the user's run because of its own failure (unless ``strict=True``). The TRL callback (:mod:`advcore.integrations.trl`) and the verl function
 (:mod:`advcore.integrations.verl`) are thin adapters around it.
 """
 
@@ -24,7 +24,7 @@ import polars as pl
 
 from advcore.alerts import Alerts
 from advcore.errors import AdvcoreError
-from advcore.trace import Tracer
+from advcore.trace import Recording
 
 if TYPE_CHECKING:
     from advcore.detectors import Finding
@@ -88,8 +88,8 @@ class Monitor:
 
     ``observe(step, rewards=..., group_ids=..., advantages=...)`` traces the step's per-sample
     arrays (:func:`advcore.trace.trace_step`), keeps its per-step metrics (SPEC section 4 names,
-    plus the reference checks of :func:`advcore.reference.step_checks`), runs the detectors on
-    the growing history (:class:`advcore.trace.Tracer`) and returns the step's metrics as flat
+    plus the reference checks of :func:`advcore.reference.step_checks`) in a
+    :class:`advcore.trace.Recording`, runs the detectors on the growing history and returns the step's metrics as flat
     ``advcore/...`` keys for a tracker (W&B, TensorBoard): for example
     ``advcore/zero_variance_group_frac`` (tied-group share), ``advcore/adv_std``,
     ``advcore/spearman_adv_reward``, ``advcore/adv_recompute_err`` (in units of the float32
@@ -97,14 +97,19 @@ class Monitor:
     observe calls so far) and ``advcore/monitor_ms`` (the wall time of this call).
 
     Each finding is reported once, when it first appears: to ``logger`` at WARNING
-    (``"<ID> at step <onset>: <message>"``) and to ``callback(finding)``.
+    (``"<ID> since step <onset> (detected at step <step>): <message>"``) and to ``callback(finding)``.
 
     Parameters
     ----------
-    detectors, settings, min_steps, history
-        As :class:`advcore.trace.Tracer` (default: all detectors, from the 6th step on, on at most
-        1,024 per-step rows: older steps are merged pairwise, so a pass costs the same at step
-        100,000 as at step 1,000).
+    detectors : iterable of str, optional
+        Detector IDs to run (default: all registered).
+    settings : mapping, optional
+        Knob overrides per detector ID, as ``run_detectors(settings=...)``.
+    min_steps : int, default 6
+        Steps observed before the first detector pass (their windows need a few points).
+    history : int, default 1024
+        Per-step rows the detectors see at most (:class:`advcore.trace.Recording`: older steps are
+        merged pairwise, so a pass costs the same at step 100,000 as at step 1,000).
     detect_every : int, default 1
         At least this many steps between two detector passes (0: only when :meth:`detect` or
         :meth:`close` is called).
@@ -144,8 +149,8 @@ class Monitor:
     Raises
     ------
     AdvcoreError
-        Unknown detector IDs, a bad ``min_steps``, ``detect_every``, ``detect_budget`` or
-        ``stop_on`` (at construction, whatever ``strict`` is).
+        Unknown detector IDs, a bad ``min_steps``, ``detect_every``, ``history``, ``detect_budget``
+        or ``stop_on`` (at construction, whatever ``strict`` is).
     """
 
     def __init__(
@@ -174,9 +179,19 @@ class Monitor:
                                           or not 0 < detect_budget <= 1):
             raise AdvcoreError(f"`detect_budget` must be a share of time in (0, 1], got {detect_budget!r}")
         self.detect_budget = None if detect_budget is None else float(detect_budget)
-        # the monitor schedules the passes (one policy: steps and wall time); the tracer only runs them
-        self.tracer = Tracer(detectors=detectors, settings=settings, callback=self._found, logger=self._logger,
-                             min_steps=min_steps, detect_every=0, history=history)
+        from advcore.detectors import REGISTRY
+
+        self._only = tuple(detectors) if detectors is not None else ()
+        unknown = [d for d in self._only if d not in REGISTRY]
+        if unknown:
+            raise AdvcoreError(f"`detectors`: unknown detector IDs {unknown}; known: {sorted(REGISTRY)}")
+        if isinstance(min_steps, bool) or not isinstance(min_steps, int) or min_steps < 1:
+            raise AdvcoreError(f"`min_steps` must be a positive integer, got {min_steps!r}")
+        self._settings = dict(settings or {})
+        self.min_steps = min_steps
+        #: the steps kept: the detectors' bounded history and the recording
+        self.recording = Recording(history=history)
+        self._findings: list[Finding] = []
         if isinstance(detect_every, bool) or not isinstance(detect_every, int) or detect_every < 0:
             raise AdvcoreError(f"`detect_every` must be a non-negative integer, got {detect_every!r}")
         self.detect_every = detect_every
@@ -185,7 +200,7 @@ class Monitor:
         self._pass_s = 0.0
         self.strict = bool(strict)
         self.stop_on = stop_on
-        self.record_to = record_to  # the setter also switches the tracer's spilling on
+        self.record_to = record_to  # the setter also switches the recording's spilling on
         self.prefix = prefix
         self.should_stop = False
         self.errors = 0
@@ -208,7 +223,7 @@ class Monitor:
     @record_to.setter
     def record_to(self, path: str | Path | None) -> None:
         self._record_to = None if path is None else Path(path)
-        self.tracer.spill = path is not None
+        self.recording.spill = path is not None
 
     def _found(self, finding: Finding) -> None:
         if self._step is not None:
@@ -283,6 +298,7 @@ class Monitor:
         """
         t0 = time.perf_counter()
         out: dict[str, float] = {}
+        recorded = False
         try:
             if unknown:  # a misspelt keyword must not raise into the trainer (unless strict)
                 raise AdvcoreError("observe() got " + ", ".join(_unknown_argument(k) for k in unknown))
@@ -300,24 +316,32 @@ class Monitor:
             self._step = int(step) if isinstance(step, (int, np.integer)) and not isinstance(step, bool) else None
             if self._probe is not None and (update := self._probe.collect()):
                 metrics = {**update, **(metrics or {})}
-            self.tracer.observe(step, metrics=metrics, **given)
-            n = self.tracer.steps_observed
-            if self.detect_every and n >= self.tracer.min_steps and n - self._last_pass_at >= self.detect_every:
-                now = time.perf_counter()
-                if self.detect_budget is None or now - self._pass_end >= self._pass_s / self.detect_budget:
-                    self._last_pass_at = n
-                    self.tracer.detect()
-                    self._pass_end = time.perf_counter()
-                    self._pass_s = self._pass_end - now
-            out = flat_metrics(self.tracer.last_row, self.prefix)
+            self.recording.add(step, metrics=metrics, **given)
+            recorded = True
+            out = flat_metrics(self.recording.last_row, self.prefix)
         except Exception as e:  # noqa: BLE001 (a monitor must not stop the run it watches)
             self.fail(f"observe(step={step!r})", e)
         finally:
             self._step = None
-        out[f"{self.prefix}findings"] = float(len(self.tracer.findings))
+        if recorded:
+            self._scheduled_pass()
+        out[f"{self.prefix}findings"] = float(len(self._findings))
         out[f"{self.prefix}errors"] = float(self.errors)
         out[f"{self.prefix}monitor_ms"] = (time.perf_counter() - t0) * 1e3
         return out
+
+    def _scheduled_pass(self) -> None:
+        """The one schedule of the detector passes: once ``detect_every`` steps have passed since the
+        last pass *and* the wall time since it is at least its duration over ``detect_budget``."""
+        n = self.recording.steps_observed
+        if not self.detect_every or n < self.min_steps or n - self._last_pass_at < self.detect_every:
+            return
+        now = time.perf_counter()
+        if self.detect_budget is None or now - self._pass_end >= self._pass_s / self.detect_budget:
+            self._last_pass_at = n
+            self.detect()
+            self._pass_end = time.perf_counter()
+            self._pass_s = self._pass_end - now
 
     def watch(self, optimizer: Any, *, every: int = 16) -> UpdateProbe:
         """Measure the update stage from the optimizer itself (torch): the gradient norm it receives
@@ -334,10 +358,24 @@ class Monitor:
         return self._probe
 
     def detect(self) -> list[Finding]:
-        """Run the detectors now (e.g. at the end of training); returns the new findings."""
+        """Run the detectors on the steps so far now (the schedule of :meth:`observe` calls this too,
+        :meth:`close` at the end of training); report the findings not seen before, each once, and
+        return them."""
+        from advcore.detectors import run_detectors
+
         try:
-            self._step = self.tracer.last_step
-            return self.tracer.detect()
+            if not self.recording.steps_observed:
+                return []
+            self._step = self.recording.last_step
+            found, _ = run_detectors(self.recording.run(), only=self._only, settings=self._settings)
+            seen = {f.id for f in self._findings}
+            new = [f for f in found if f.id not in seen]
+            for f in new:
+                self._findings.append(f)
+                self._logger.warning("%s since step %s (detected at step %s): %s", f.id, f.onset_step,
+                                     self.recording.last_step, f.message)
+                self._found(f)
+            return new
         except Exception as e:  # noqa: BLE001
             self.fail("detect()", e)
             return []
@@ -347,27 +385,28 @@ class Monitor:
     @property
     def findings(self) -> list[Finding]:
         """The findings reported so far, in order of first appearance."""
-        return self.tracer.findings
+        return list(self._findings)
 
     @property
     def last_metrics(self) -> dict[str, float]:
         """The flat per-sample metrics of the last step recorded (empty before the first or
         after a step with ``metrics`` only)."""
-        return flat_metrics(self.tracer.last_row, self.prefix)
+        return flat_metrics(self.recording.last_row, self.prefix)
 
     @property
     def steps_frame(self) -> pl.DataFrame:
-        """One row per observed step: ``step`` and every per-step metric (see :class:`Tracer`)."""
-        return self.tracer.steps_frame
+        """The detectors' history: one row per observed step (older steps merged, see
+        :class:`advcore.trace.Recording`), ``step`` and every per-step metric."""
+        return self.recording.steps_frame
 
     def run(self) -> Run:
-        """The per-step :class:`advcore.ingest.Run` of the steps so far (what the detectors see)."""
-        return self.tracer.run()
+        """The per-step :class:`advcore.model.Run` of the steps so far (what the detectors see)."""
+        return self.recording.run()
 
     def write_parquet(self, path: str | Path) -> None:
         """Write the recording (long trace rows of the steps with samples, and every step's metrics) to
         Parquet; read it back with ``advcore scan PATH``."""
-        self.tracer.write_parquet(path)
+        self.recording.write_parquet(path)
 
     def close(self) -> None:
         """A last detector pass, the recording written to ``record_to`` if set (errors logged), and the
@@ -382,4 +421,4 @@ class Monitor:
             except Exception as e:  # noqa: BLE001
                 self.fail(f"writing {self.record_to}", e)
             finally:
-                self.tracer.close()
+                self.recording.close()

@@ -6,7 +6,8 @@ into the Rust core (``advcore_stats::trace``), which computes for every stage an
 of the batch the statistics listed in :data:`STATISTICS`. The result is a Polars DataFrame in
 long form, one row per (step, stage, slice, statistic), that appends across steps and writes
 to Parquet. :func:`canonical_row` derives the per-step canonical metrics of SPEC section 4 from
-it; :class:`Tracer` keeps the rows of every step and runs the detectors online.
+it; :class:`Recording` keeps the rows of every step in bounded memory, for :class:`advcore.Monitor`, which runs
+the detectors online.
 
 Sources: the stage model is seed 002 (R -> A -> T -> U); the group statistics mirror TRL's
 ``GRPOTrainer`` (``reward_std`` = mean within-group std with ddof 1 up to TRL 0.26,
@@ -18,14 +19,13 @@ advantage is broadcast over the response tokens.
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import os
 import reprlib
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,10 +40,9 @@ from advcore._escape import excerpt, printable
 from advcore.errors import AdvcoreError
 
 if TYPE_CHECKING:
-    from advcore.detectors import Finding
     from advcore.model import Run
 
-__all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Tracer", "canonical_row", "rows_frame", "step_row",
+__all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Recording", "canonical_row", "rows_frame", "step_row",
            "trace_step"]
 
 #: Per-sample stages in pipeline order (R -> A -> T), keyword -> stage name.
@@ -439,7 +438,7 @@ def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
     The metrics are :func:`canonical_row` of the trace plus, when the samples are grouped, the
     reference checks of :func:`advcore.reference.step_checks` on the rewards and the advantages
     (``adv``, else ``adv_raw``): the per-step evidence of the T-stage detectors and of
-    REWARD_MISSING. Undefined values are left out. This is what :class:`Tracer` and the
+    REWARD_MISSING. Undefined values are left out. This is what :class:`Recording` and the
     per-sample ingest record for every step.
 
     With groups, the checks run on a worker thread while the trace runs on the calling thread
@@ -489,22 +488,18 @@ def _numbers(metrics: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
     return good, bad
 
 
-class Tracer:
-    """Trace every step of a run and run the detectors as it goes, in bounded memory.
+class Recording:
+    """The rows a watched run keeps of its steps, in bounded memory: the detectors' per-step history
+    and the recording that ``advcore scan`` reads back. :class:`advcore.Monitor` owns one and runs
+    the detectors on :meth:`run`.
 
-    ``observe(step, **arrays)`` traces the step (:func:`trace_step`, same keywords), keeps its
-    long rows and its per-step metrics (:func:`step_row`), extends the per-step
-    :class:`advcore.model.Run` (format ``"trace"``) and, once ``min_steps`` steps are in, runs
-    :func:`advcore.detectors.run_detectors` on it every ``detect_every`` steps. Each finding ID is
-    reported once, the first time it appears: to ``logger`` (default ``logging.getLogger("advcore")``)
-    at WARNING and to ``callback(finding)``.
-
-    Memory and the cost of a detector pass stay bounded at any run length:
+    ``add(step, metrics, **arrays)`` traces the step (:func:`trace_step`, same keywords) and keeps
+    its long rows and its per-step metrics (:func:`step_row`):
 
     * the detectors' history holds at most ``history`` per-step rows: past that, the older half is
       merged pair by pair (each merged row has the first step of its pair and the mean of each
       metric; a NaN stays NaN), so recent steps keep their resolution and old ones are summarised
-      ever more coarsely;
+      ever more coarsely, and a detector pass costs the same at step 100,000 as at step 1,000;
     * the recording (the long trace rows and each step's metrics as rows of stage ``"step"``) is
       written every :data:`SPILL_STEPS` steps to a Parquet part file in a temporary folder when
       ``spill`` is on, and :meth:`write_parquet` streams the parts and the rest into one file; without
@@ -512,54 +507,20 @@ class Tracer:
 
     Parameters
     ----------
-    detectors : iterable of str, optional
-        Detector IDs to run (default: all registered).
-    settings : mapping, optional
-        Knob overrides per detector ID, as ``run_detectors(settings=...)``.
-    callback : callable, optional
-        Called with each new :class:`advcore.detectors.Finding`.
-    logger : logging.Logger, optional
-    min_steps : int, default 6
-        Steps observed before the detectors run (their windows need a few points).
-    detect_every : int, default 1
-        Run the detectors on every ``detect_every``-th step from ``min_steps`` on (a pass costs
-        about 5 to 15 ms whatever the batch size, see bench/README.md; :meth:`detect` runs one at
-        any time); 0: only when :meth:`detect` is called.
     history : int, default 1024
         Per-step rows the detectors see at most (at least 64).
     spill : bool, default False
         Write the recording to part files as it grows (see above) instead of keeping only its tail.
+
+    Raises
+    ------
+    AdvcoreError
+        ``history`` below 64.
     """
 
-    def __init__(
-        self,
-        *,
-        detectors: Iterable[str] | None = None,
-        settings: Mapping[str, Mapping[str, Any]] | None = None,
-        callback: Callable[[Finding], None] | None = None,
-        logger: logging.Logger | None = None,
-        min_steps: int = 6,
-        detect_every: int = 1,
-        history: int = 1024,
-        spill: bool = False,
-    ) -> None:
-        from advcore.detectors import REGISTRY
-
-        self._only = tuple(detectors) if detectors is not None else ()
-        unknown = [d for d in self._only if d not in REGISTRY]
-        if unknown:
-            raise AdvcoreError(f"`detectors`: unknown detector IDs {unknown}; known: {sorted(REGISTRY)}")
-        if isinstance(min_steps, bool) or not isinstance(min_steps, int) or min_steps < 1:
-            raise AdvcoreError(f"`min_steps` must be a positive integer, got {min_steps!r}")
-        if isinstance(detect_every, bool) or not isinstance(detect_every, int) or detect_every < 0:
-            raise AdvcoreError(f"`detect_every` must be a non-negative integer, got {detect_every!r}")
+    def __init__(self, *, history: int = 1024, spill: bool = False) -> None:
         if isinstance(history, bool) or not isinstance(history, int) or history < 64:
             raise AdvcoreError(f"`history` must be an integer of at least 64, got {history!r}")
-        self._every = detect_every
-        self._settings = dict(settings or {})
-        self._callback = callback
-        self._logger = logger or logging.getLogger("advcore")
-        self._min_steps = min_steps
         self._history = history
         #: the recording's long trace rows and per-step rows (wide) not yet written to a part (or dropped)
         self._parts: list[pl.DataFrame] = []
@@ -575,38 +536,36 @@ class Tracer:
         self._steps = rows_frame([])
         self._count = 0
         self._last_step: int | None = None
-        #: the per-sample metrics (:func:`step_row`) of the last observed step, without ``metrics``
+        #: the per-sample metrics (:func:`step_row`) of the last step added, without ``metrics``
         self.last_row: dict[str, float] = {}
-        self._findings: list[Finding] = []
-        self._seen: set[str] = set()
-
-    @property
-    def min_steps(self) -> int:
-        """Steps observed before the detectors run."""
-        return self._min_steps
 
     @property
     def steps_observed(self) -> int:
-        """How many steps were observed."""
+        """How many steps were added."""
         return self._count
 
     @property
     def last_step(self) -> int | None:
-        """The last step observed (None before the first)."""
+        """The last step added (None before the first)."""
         return self._last_step
 
-    def observe(self, step: int, metrics: Mapping[str, float] | None = None, **arrays: Any) -> list[Finding]:
-        """Trace one step (keywords of :func:`trace_step`); returns the findings new at this step.
+    def add(self, step: int, metrics: Mapping[str, float] | None = None, **arrays: Any) -> None:
+        """Trace and keep one step (keywords of :func:`trace_step`).
 
         ``metrics`` (canonical name -> value, e.g. the trainer's own ``grad_norm`` or ``entropy``)
         join the step's row where the samples do not define the same metric; with ``metrics``
-        the per-sample arrays may be left out (a step the trainer logged without samples). A value
-        that is not a number costs itself: the step is recorded once without it, then
-        :class:`AdvcoreError` names the key and the value.
+        the per-sample arrays may be left out (a step the trainer logged without samples).
+
+        Raises
+        ------
+        AdvcoreError
+            A step that does not increase; bad arrays (as :func:`trace_step`); a value of
+            ``metrics`` that is not a number: the step is kept once without it, then the error
+            names the key and the value.
         """
         if self._last_step is not None and step <= self._last_step:
             raise AdvcoreError(f"`step` must increase: got {step} after {self._last_step} (a new trainer.train() "
-                               "restarts its counter: pass a step that keeps counting, or start a new Tracer)")
+                               "restarts its counter: pass a step that keeps counting, or start a new Monitor)")
         given, bad = _numbers(metrics or {})
         if arrays or metrics is None:
             part, row = step_row(step, **arrays)
@@ -623,30 +582,9 @@ class Tracer:
         if self._part_steps >= SPILL_STEPS:
             self._flush()
             self._spill_or_trim()
-        if bad:  # the step is recorded without them: said once, after the recording, so it is never recorded twice
+        if bad:  # the step is kept without them: said once, after the recording, so it is never recorded twice
             raise AdvcoreError(f"`metrics` of step {step}: {'; '.join(bad)}; the step was recorded without "
                                f"{'it' if len(bad) == 1 else 'them'}")
-        n = self._count
-        if n < self._min_steps or not self._every or (n - self._min_steps) % self._every:
-            return []
-        return self.detect()
-
-    def detect(self) -> list[Finding]:
-        """Run the detectors on the steps so far; report and return the findings not seen before."""
-        from advcore.detectors import run_detectors
-
-        if not self._count:
-            return []
-        found, _ = run_detectors(self.run(), only=self._only, settings=self._settings)
-        new = [f for f in found if f.id not in self._seen]
-        for f in new:
-            self._seen.add(f.id)
-            self._findings.append(f)
-            self._logger.warning("%s since step %s (detected at step %s): %s", f.id, f.onset_step,
-                                 self._last_step, f.message)
-            if self._callback is not None:
-                self._callback(f)
-        return new
 
     def _flush(self) -> None:
         """Move the pending per-step rows into the detectors' history and the recording."""
@@ -678,7 +616,7 @@ class Tracer:
         if self.spill:
             if self._spill_dir is None:
                 self._spill_dir = Path(tempfile.mkdtemp(prefix="advcore-recording-"))
-                # the parts go with the tracer even when close() is never called (a crashed run)
+                # the parts go with the recording even when close() is never called (a crashed run)
                 weakref.finalize(self, shutil.rmtree, self._spill_dir, True)
             path = self._spill_dir / f"part-{len(self._spilled):06d}.parquet"
             chunk.write_parquet(path)
@@ -701,20 +639,15 @@ class Tracer:
         self._flush()
         return self._steps
 
-    @property
-    def findings(self) -> list[Finding]:
-        """The findings reported so far, in order of first appearance."""
-        return list(self._findings)
-
     def run(self) -> Run:
         """The per-step :class:`advcore.model.Run` (format ``"trace"``) the detectors judge."""
         from advcore.model import Run
 
         frame = self.steps_frame
         sources = {c: f"trace:{c}" for c in frame.columns if c != "step"}
-        return Run("<tracer>", "trace", None, frame, sources, {"layout": "trace", "steps": frame.height})
+        return Run("<monitor>", "trace", None, frame, sources, {"layout": "trace", "steps": frame.height})
 
-    def recording(self) -> pl.LazyFrame:
+    def lazy(self) -> pl.LazyFrame:
         """The long trace rows plus each step's per-step metrics (the trace's, the reference
         checks' and the trainer's ``metrics``) as rows of stage ``"step"``, slice ``"all"``: what
         :meth:`write_parquet` writes and ``advcore scan`` reads back into the per-step run the
@@ -729,8 +662,8 @@ class Tracer:
         return pl.concat(parts, how="diagonal_relaxed").select(list(_SCHEMA)).cast(_SCHEMA)  # type: ignore[arg-type]
 
     def write_parquet(self, path: str | Path) -> None:
-        """Stream :meth:`recording` into one Parquet file; ``advcore scan`` reads it back."""
-        self.recording().sink_parquet(Path(path))
+        """Stream :meth:`lazy` into one Parquet file; ``advcore scan`` reads it back."""
+        self.lazy().sink_parquet(Path(path))
 
     def close(self) -> None:
         """Remove the spilled part files (after :meth:`write_parquet`, or when they are not wanted)."""

@@ -85,7 +85,7 @@ def test_zero_variance_share_equals_trls_on_every_step(healthy: tuple[Path, Any,
     logged = {int(r["step"]): r["frac_reward_zero_std"] for r in trainer.state.log_history
               if "frac_reward_zero_std" in r}
     assert sorted(logged) == list(range(1, 13))
-    trace = cb.monitor.tracer.frame.filter((pl.col("stage") == "reward") & (pl.col("slice") == "all")
+    trace = cb.monitor.recording.frame.filter((pl.col("stage") == "reward") & (pl.col("slice") == "all")
                                            & (pl.col("statistic") == "zero_variance_group_frac"))
     ours = dict(zip(trace["step"].to_list(), trace["value"].to_list(), strict=True))
     assert sorted(ours) == sorted(logged)   # from the samples, every step
@@ -164,7 +164,7 @@ def test_a_broken_monitor_does_not_stop_training(tmp_path: Path, caplog: pytest.
         from advcore.integrations.trl import AdvcoreCallback
 
         cb = AdvcoreCallback.attach(trainer)
-        cb.monitor.tracer.observe = broken
+        cb.monitor.recording.add = broken
         trainer.train()
     assert trainer.state.global_step == 3
     assert cb.monitor.errors == 3 and "simulated advcore failure" in caplog.text

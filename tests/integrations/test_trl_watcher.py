@@ -54,7 +54,7 @@ def tied_share(table: Path) -> float:
 def test_zero_variance_share_equals_trls_frac_reward_zero_std(name: str, tmp_path: Path) -> None:
     watcher, history, _ = replay(name, tmp_path)
     frame = watcher.monitor.steps_frame
-    trace = watcher.monitor.tracer.frame.filter((pl.col("stage") == "reward") & (pl.col("slice") == "all")
+    trace = watcher.monitor.recording.frame.filter((pl.col("stage") == "reward") & (pl.col("slice") == "all")
                                                 & (pl.col("statistic") == "zero_variance_group_frac"))
     ours = dict(zip(trace["step"].to_list(), trace["value"].to_list(), strict=True))
     logged = {int(r["step"]): r["frac_reward_zero_std"] for r in history if "frac_reward_zero_std" in r}

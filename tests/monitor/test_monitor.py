@@ -117,7 +117,7 @@ def test_healthy_batches_do_not_stop() -> None:
 def test_metrics_only_steps_and_detect_every() -> None:
     mon = advcore.Monitor(min_steps=2, detect_every=3, detect_budget=None)
     calls = []
-    mon.tracer.detect = lambda: calls.append(mon.tracer.steps_observed) or []  # type: ignore[method-assign]
+    mon.detect = lambda: calls.append(mon.recording.steps_observed) or []  # type: ignore[method-assign]
     for step in range(1, 9):
         out = mon.observe(step, metrics={"grad_norm": 0.5, "entropy": 1.0})
         assert "advcore/grad_norm" not in out  # the trainer's own metrics are not echoed
@@ -199,7 +199,7 @@ def test_detect_budget_spaces_the_detector_passes_by_their_cost(monkeypatch: pyt
     monkeypatch.setattr(monitor_module.time, "perf_counter", lambda: float(next(clock)))
     mon = advcore.Monitor(min_steps=1, detect_budget=0.25)
     calls: list[int] = []
-    mon.tracer.detect = lambda: calls.append(mon.tracer.steps_observed) or []  # type: ignore[method-assign]
+    mon.detect = lambda: calls.append(mon.recording.steps_observed) or []  # type: ignore[method-assign]
     for step in range(1, 13):
         mon.observe(step, metrics={"grad_norm": 1.0})
     # observe reads the clock at its start, before the budget check and at its end, a pass once more:

@@ -1,4 +1,4 @@
-"""A Tracer's recording read back by ``advcore scan``: the same per-step run the detectors saw
+"""A monitor's recording read back by ``advcore scan``: the same per-step run the detectors saw
 online (reference checks and trainer metrics included), and the same findings."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from advcore.ingest import load
 
 def test_a_recording_reads_back_as_the_run_the_detectors_saw(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     rng = np.random.default_rng(0)
-    tracer = advcore.Tracer()
+    tracer = advcore.Monitor(detect_budget=None, strict=True, alert_trackers=False)
     with caplog.at_level(logging.WARNING, logger="advcore"):
         for step in range(1, 13):
             rewards = (rng.random(64) < 0.5).astype(np.float32) if step < 4 else np.zeros(64, np.float32)

@@ -1,5 +1,5 @@
 """advcore.trace: every statistic of the stage trace against numpy/scipy on random data with ties
-and NaN (f32 and f64, slices, string group ids), bad input, canonical_row, the Tracer and the
+and NaN (f32 and f64, slices, string group ids), bad input, canonical_row, the Recording (and the Monitor on it) and the
 Parquet round trip."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import advcore
 from advcore.errors import AdvcoreError
 from advcore.ingest import load
-from advcore.trace import STATISTICS, TOKEN_STATISTICS, Tracer, canonical_row, trace_step
+from advcore.trace import STATISTICS, TOKEN_STATISTICS, Recording, canonical_row, trace_step
 
 QS = {"q01": 0.01, "q05": 0.05, "q25": 0.25, "q50": 0.5, "q75": 0.75, "q95": 0.95, "q99": 0.99}
 
@@ -301,13 +301,18 @@ def _grpo_step(rng: np.random.Generator, tied: bool, groups: int = 32, size: int
     return {"rewards": r, "group_ids": uids, "adv": adv}
 
 
-def test_tracer_reports_a_finding_once(caplog: pytest.LogCaptureFixture) -> None:
+def _observe(mon: advcore.Monitor, step: int, arrays: dict[str, Any], **kw: Any) -> dict[str, float]:
+    return mon.observe(step, rewards=arrays["rewards"], group_ids=arrays["group_ids"], advantages=arrays["adv"], **kw)
+
+
+def test_the_monitor_reports_a_finding_once(caplog: pytest.LogCaptureFixture) -> None:
     rng = np.random.default_rng(8)
     seen: list[Any] = []
-    tracer = Tracer(detectors=["DEGENERATE_GROUPS"], callback=seen.append)
+    tracer = advcore.Monitor(detectors=["DEGENERATE_GROUPS"], callback=seen.append, detect_budget=None,
+                             strict=True, alert_trackers=False)
     with caplog.at_level(logging.WARNING, logger="advcore"):
         for step in range(1, 31):
-            tracer.observe(step, **_grpo_step(rng, tied=step > 10))
+            _observe(tracer, step, _grpo_step(rng, tied=step > 10))
     assert [f.id for f in seen] == ["DEGENERATE_GROUPS"]
     assert [f.id for f in tracer.findings] == ["DEGENERATE_GROUPS"]
     assert 11 <= seen[0].onset_step <= 16
@@ -318,33 +323,33 @@ def test_tracer_reports_a_finding_once(caplog: pytest.LogCaptureFixture) -> None
     assert tracer.run().format == "trace"
 
 
-def test_tracer_quiet_on_a_healthy_run(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_monitor_is_quiet_on_a_healthy_run(caplog: pytest.LogCaptureFixture) -> None:
     rng = np.random.default_rng(9)
-    tracer = Tracer()
+    tracer = advcore.Monitor(detect_budget=None, strict=True, alert_trackers=False)
     with caplog.at_level(logging.WARNING, logger="advcore"):
         for step in range(1, 41):
-            assert tracer.observe(step, **_grpo_step(rng, tied=False)) == []
+            assert _observe(tracer, step, _grpo_step(rng, tied=False))["advcore/findings"] == 0
     assert tracer.findings == [] and not caplog.records
 
 
-def test_tracer_arguments() -> None:
+def test_monitor_and_recording_arguments() -> None:
     with pytest.raises(AdvcoreError, match="unknown detector"):
-        Tracer(detectors=["NOPE"])
+        advcore.Monitor(detectors=["NOPE"])
     with pytest.raises(AdvcoreError, match="min_steps"):
-        Tracer(min_steps=0)
-    t = Tracer()
-    t.observe(3, rewards=np.ones(4))
+        advcore.Monitor(min_steps=0)
+    t = Recording()
+    t.add(3, rewards=np.ones(4))
     with pytest.raises(AdvcoreError, match="must increase"):
-        t.observe(3, rewards=np.ones(4))
-    assert advcore.Tracer is Tracer and advcore.trace.trace_step is trace_step
+        t.add(3, rewards=np.ones(4))
+    assert advcore.trace.trace_step is trace_step and not hasattr(advcore, "Tracer")
 
 
 def test_parquet_round_trip(tmp_path: Path) -> None:
     rng = np.random.default_rng(10)
-    tracer = Tracer(min_steps=100)
+    tracer = Recording()
     for step in range(1, 9):
         arrays = _grpo_step(rng, tied=False)
-        tracer.observe(step, **arrays, slices={"half": np.arange(256) < 128})
+        tracer.add(step, **arrays, slices={"half": np.arange(256) < 128})
     path = tmp_path / "trace.parquet"
     tracer.write_parquet(path)
     back = pl.read_parquet(path)
@@ -360,11 +365,11 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
 
 
 def test_the_detectors_history_is_bounded_and_merges_older_steps_pairwise() -> None:
-    tracer = Tracer(history=64, detect_every=0)
+    tracer = Recording(history=64)
     values = [float(s) for s in range(1, 201)]
     values[10] = math.nan  # step 11
     for step, v in enumerate(values, start=1):
-        tracer.observe(step, metrics={"grad_norm": v})
+        tracer.add(step, metrics={"grad_norm": v})
     frame = tracer.steps_frame
     assert 32 <= frame.height <= 64 and tracer.steps_observed == 200 and tracer.last_step == 200
     # the last 32 steps are intact
@@ -379,7 +384,9 @@ def test_the_detectors_history_is_bounded_and_merges_older_steps_pairwise() -> N
         assert (math.isnan(got[i]) and math.isnan(expect)) or got[i] == pytest.approx(expect)
     assert any(math.isnan(v) for v in got)
     with pytest.raises(AdvcoreError, match="history"):
-        Tracer(history=8)
+        Recording(history=8)
+    with pytest.raises(AdvcoreError, match="history"):
+        advcore.Monitor(history=8)
 
 
 def test_a_long_recording_is_spilled_to_parts_and_streamed_into_one_file(tmp_path: Path) -> None:
@@ -389,7 +396,7 @@ def test_a_long_recording_is_spilled_to_parts_and_streamed_into_one_file(tmp_pat
     mon = advcore.Monitor(record_to=tmp_path / "rec.parquet", detect_every=0, alert_trackers=False)
     for step in range(1, n + 1):
         mon.observe(step, metrics={"grad_norm": float(step)})
-    spilled = mon.tracer._spilled  # noqa: SLF001 (the test looks at the parts the class keeps)
+    spilled = mon.recording._spilled  # noqa: SLF001 (the test looks at the parts the class keeps)
     assert len(spilled) == 2 and all(p.exists() for p in spilled)
     mon.close()
     assert not any(p.exists() for p in spilled)  # the temporary parts are removed
@@ -397,21 +404,21 @@ def test_a_long_recording_is_spilled_to_parts_and_streamed_into_one_file(tmp_pat
     assert back.frame["step"].to_list() == list(range(1, n + 1))
     assert back.frame["grad_norm"].to_list() == [float(s) for s in range(1, n + 1)]
     # without record_to, the recording keeps the last KEEP_STEPS to KEEP_STEPS + SPILL_STEPS steps
-    tracer = Tracer(detect_every=0)
+    tracer = Recording()
     for step in range(1, KEEP_STEPS + 2 * SPILL_STEPS + 1):
-        tracer.observe(step, metrics={"grad_norm": 1.0})
-    kept = tracer.recording().collect()["step"].unique().sort().to_list()
+        tracer.add(step, metrics={"grad_norm": 1.0})
+    kept = tracer.lazy().collect()["step"].unique().sort().to_list()
     assert kept[-1] == KEEP_STEPS + 2 * SPILL_STEPS and KEEP_STEPS <= len(kept) <= KEEP_STEPS + SPILL_STEPS
 
 
-def test_spilled_parts_go_with_the_tracer() -> None:
+def test_spilled_parts_go_with_the_recording() -> None:
     import gc
 
     from advcore.trace import SPILL_STEPS
 
-    tracer = Tracer(detect_every=0, spill=True)
+    tracer = Recording(spill=True)
     for step in range(1, SPILL_STEPS + 1):
-        tracer.observe(step, metrics={"grad_norm": 1.0})
+        tracer.add(step, metrics={"grad_norm": 1.0})
     folder = tracer._spilled[0].parent  # noqa: SLF001 (the test looks at the parts the class keeps)
     assert folder.is_dir()
     del tracer

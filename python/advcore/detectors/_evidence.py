@@ -25,7 +25,7 @@ from advcore.model import Run
 __all__ = ["PER_SAMPLE", "Hits", "finite", "has_critic", "hits", "needs", "padded", "summary"]
 
 #: What NotEvaluable says after the metric names, for a per-step log and for a per-sample dump.
-PER_SAMPLE = "needs per-sample rewards and advantages (a per-sample dump, advcore trace, or advcore.Tracer)"
+PER_SAMPLE = "needs per-sample rewards and advantages (a per-sample dump, advcore trace, or advcore.Monitor)"
 _DUMP_WITHOUT = ("this per-sample data gives no such evidence (no advantage column, no group ids, or no group "
                  "whose rewards vary)")
 

@@ -63,7 +63,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     step = _per_step(run)
     if sample is None and step is None:
         return NotEvaluable(ID, ("reward_null_frac (from per-sample rewards: a per-sample dump, advcore trace, or "
-                                 "advcore.Tracer), or reward_mean logged with another metric of the same steps",))
+                                 "advcore.Monitor), or reward_mean logged with another metric of the same steps",))
     candidates = [h for h in (sample, step) if h is not None and h.index and len(h.index) >= int(knobs["min_steps"])]
     if not candidates:
         return None

@@ -21,7 +21,7 @@ present, ``spearman_adv_reward`` (global and ``_within`` groups), ``reward_null_
 ``reward/<name>`` means of other numeric per-sample columns. Missing rewards are null and left out
 of the statistics (counted in ``metadata["null_rewards"]``), never 0. The metrics come from the
 stage trace and the reference checks (:func:`advcore.trace.step_row`), the same code path as
-:class:`advcore.Tracer`.
+:class:`advcore.Monitor`.
 """
 
 from __future__ import annotations

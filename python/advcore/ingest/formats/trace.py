@@ -1,6 +1,6 @@
-"""The long stage-trace Parquet written by :meth:`advcore.Tracer.write_parquet` (columns ``step``,
+"""The long stage-trace Parquet written by :meth:`advcore.Monitor.write_parquet` (columns ``step``,
 ``stage``, ``slice``, ``statistic``, ``value``; see :func:`advcore.trace.trace_step`), read back
-into per-step canonical metrics: a Tracer recording carries them as rows of stage ``"step"``
+into per-step canonical metrics: a monitor's recording carries them as rows of stage ``"step"``
 (everything the detectors saw, reference checks and trainer metrics included); a bare trace is
 read with :func:`advcore.trace.canonical_row`, one step at a time. The trace rows are kept
 (``Run.trace``) so that ``advcore trace`` shows them."""
@@ -39,7 +39,7 @@ def read(path: Path) -> RawLog:
     for part in frame.filter(pl.col("step").is_not_null()).partition_by("step", maintain_order=True):
         step = int(part["step"][0])
         recorded = part.filter(pl.col("stage") == "step")
-        if recorded.height:  # a Tracer recording: the per-step metrics the detectors saw
+        if recorded.height:  # a monitor's recording: the per-step metrics the detectors saw
             rows.append({"step": step, **dict(zip(recorded["statistic"], recorded["value"], strict=True))})
             continue
         try:
