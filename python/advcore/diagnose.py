@@ -231,7 +231,7 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
 #: Fewer logged steps than this cannot tell a collapse from noise (early and late windows of 3).
 MIN_STEPS = 6
 #: A quiet verdict names the detectors that could check the log when they are at most this many.
-FEW_CHECKED = 5
+FEW_CHECKED = 8
 
 
 def diagnose(
