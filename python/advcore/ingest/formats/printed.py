@@ -320,7 +320,7 @@ def read_text(text: str, path: Path) -> RawLog:
     records: list[tuple[int, dict[str, float | None]]] = []
     block: dict[str, float | None] | None = None
     block_names: set[str] = set()  # names that earlier steps' blocks held
-    tally: dict[tuple[int, str], int] = {}  # under headers: how often a step's name was seen
+    tally: dict[tuple[int, str], int] = {}  # under headers: the numbers of a step's name averaged so far
     for n, (pairs, only) in enumerate(parsed, start=1):
         if not pairs:
             if not layout.header:  # under a header, prose between its pairs does not end the step
@@ -348,14 +348,13 @@ def read_text(text: str, path: Path) -> RawLog:
         if not step_line:
             block_names.update(k for k, _ in pairs)
         if layout.header:  # the inner updates of the step: their counter dropped, their values averaged
-            for k, v in _counters(pairs)[:1] and pairs[1:] or pairs:
-                value = number(v)
-                seen = tally.get((len(records), k), 0)
+            for k, v in (pairs[1:] if _counters(pairs) else pairs):
+                value, seen = number(v), tally.get((len(records), k), 0)
+                if value is None:  # a value that is not a number joins no mean
+                    block.setdefault(k, None)
+                    continue
                 old = block.get(k)
-                if seen == 0 or old is None:
-                    block[k] = value
-                elif value is not None:
-                    block[k] = old + (value - old) / (seen + 1)
+                block[k] = value if not seen or old is None else old + (value - old) / (seen + 1)
                 tally[(len(records), k)] = seen + 1
             continue
         for k, v in pairs:
