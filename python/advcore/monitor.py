@@ -4,8 +4,9 @@ findings in the log, a recording that ``advcore scan`` reads afterwards.
 :class:`Monitor` is advcore's one online class: it takes the per-sample arrays of any trainer
 (numpy, Polars, torch on any device), traces them into a :class:`advcore.trace.Recording` (the
 rows it keeps, in bounded memory), schedules and runs the detectors, reports each finding once, and
-never stops the user's run because of its own failure (unless ``strict=True``). The TRL callback (:mod:`advcore.integrations.trl`) and the verl function
-(:mod:`advcore.integrations.verl`) are thin adapters around it.
+never stops the user's run because of its own failure (unless ``strict=True``). The TRL callback
+(:mod:`advcore.integrations.trl`) and the verl function (:mod:`advcore.integrations.verl`) are thin
+adapters around it.
 """
 
 from __future__ import annotations
@@ -87,10 +88,10 @@ class Monitor:
     """Watch a training run's learning signal step by step.
 
     ``observe(step, rewards=..., group_ids=..., advantages=...)`` traces the step's per-sample
-    arrays (:func:`advcore.trace.trace_step`), keeps its per-step metrics (SPEC section 4 names,
+    arrays (:func:`advcore.trace.trace_step`), keeps its per-step metrics (the canonical metric names,
     plus the reference checks of :func:`advcore.reference.step_checks`) in a
-    :class:`advcore.trace.Recording`, runs the detectors on the growing history and returns the step's metrics as flat
-    ``advcore/...`` keys for a tracker (W&B, TensorBoard): for example
+    :class:`advcore.trace.Recording`, runs the detectors on the growing history and returns the
+    step's metrics as flat ``advcore/...`` keys for a tracker (W&B, TensorBoard): for example
     ``advcore/zero_variance_group_frac`` (tied-group share), ``advcore/adv_std``,
     ``advcore/spearman_adv_reward``, ``advcore/adv_recompute_err`` (in units of the float32
     tolerance), ``advcore/findings`` (findings reported so far), ``advcore/errors`` (failed
