@@ -208,33 +208,31 @@ def _finest_counter_first(lines: Parsed) -> Parsed:
     return out
 
 
-def _training_kind(parsed: Parsed, kinds: Counter[tuple[str, frozenset[str]]]
-                   ) -> tuple[tuple[str, frozenset[str]], int] | None:
+Kind = tuple[str, frozenset[str]]
+
+
+def _kinds(parsed: Parsed) -> dict[Kind, list[tuple[int, float]]]:
+    """Each kind of step line (its step word and other names), in order of first appearance, with the
+    ``(line index, step)`` of its lines."""
+    spans: dict[Kind, list[tuple[int, float]]] = {}
+    for n, (pairs, _) in enumerate(parsed):
+        if (w := _step_word(pairs)) is not None:
+            spans.setdefault((w, frozenset(k for k, _ in pairs[1:])), []).append((n, number(pairs[0][1]) or 0.0))
+    return spans
+
+
+def _training_kind(spans: dict[Kind, list[tuple[int, float]]]) -> Kind | None:
     """The most common kind of step line, unless all its lines come after those of another kind (of
     at least :data:`MIN_STEP_LINES` lines) and its steps start below where that kind's stopped: then
     it is an evaluation printed after training (the JoyRL book's ``回合：1/200，奖励：200.00`` after
     ``步数：20000/20000，奖励：193.80``), and the longest such earlier kind is the training's."""
-    if not kinds:
+    if not spans:
         return None
-    spans: dict[tuple[str, frozenset[str]], list[tuple[int, float]]] = {}
-    for n, (pairs, _) in enumerate(parsed):
-        if (w := _step_word(pairs)) is not None:
-            spans.setdefault((w, frozenset(k for k, _ in pairs[1:])), []).append((n, number(pairs[0][1]) or 0.0))
-    top = kinds.most_common(1)[0]
-    start_line, start_step = spans[top[0]][0]
-    before = [(count, kind) for kind, count in kinds.items() if count >= MIN_STEP_LINES and kind != top[0]
-              and spans[kind][-1][0] < start_line and spans[kind][-1][1] > start_step]
-    if before:
-        count, kind = max(before, key=lambda b: b[0])
-        return kind, count
-    return top
-
-
-def _counts_back(parsed: Parsed, kind: tuple[str, frozenset[str]]) -> bool:
-    """Whether the counter of a kind of step line ever goes back."""
-    steps = [number(pairs[0][1]) or 0.0 for pairs, _ in parsed
-             if _step_word(pairs) == kind[0] and frozenset(k for k, _ in pairs[1:]) == kind[1]]
-    return any(b < a for a, b in zip(steps, steps[1:], strict=False))
+    top = max(spans, key=lambda k: len(spans[k]))
+    start_line, start_step = spans[top][0]
+    before = [k for k, lines in spans.items() if len(lines) >= MIN_STEP_LINES and k != top
+              and lines[-1][0] < start_line and lines[-1][1] > start_step]
+    return max(before, key=lambda k: len(spans[k])) if before else top
 
 
 def _layout(lines: Parsed) -> Layout | None:
@@ -245,16 +243,16 @@ def _layout(lines: Parsed) -> Layout | None:
     of line made of pairs only when at least :data:`MIN_UNCOUNTED_LINES` lines have them
     (``Average epoch reward: 19.74   Average episode len: 19.74``); or None."""
     parsed = [p for p in lines if p[0]]
-    kinds = Counter((w, frozenset(k for k, _ in pairs[1:])) for pairs, _ in parsed
-                    if (w := _step_word(pairs)) is not None)
+    spans = _kinds(parsed)
     headers = Counter(w for pairs, only in parsed if (w := _header_word(pairs, only)) is not None)
-    inline = _training_kind(parsed, kinds)
+    inline = _training_kind(spans)
     header = headers.most_common(1)[0] if headers else None
     if header is not None and header[1] >= MIN_STEP_LINES and (
-            inline is None or header[1] > inline[1] or _counts_back(parsed, inline[0])):
-        return Layout(header[0], frozenset(), header=True)
+            inline is None or header[1] > len(spans[inline])
+            or any(b < a for (_, a), (_, b) in zip(spans[inline], spans[inline][1:], strict=False))):
+        return Layout(header[0], frozenset(), header=True)  # the inline kind's counter goes back: inner updates
     if inline is not None:
-        return Layout(*inline[0])
+        return Layout(*inline)
     # lines made of pairs only (not a CSV row or prose that holds a "beta=0.0")
     plain = Counter(frozenset(k for k, _ in pairs) for pairs, only in parsed
                     if only and not any(STEP_NAME.match(k) for k, _ in pairs))
