@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from advcore._escape import printable
@@ -138,10 +138,11 @@ def _levels(r: RunReport) -> str:
     return "  |  ".join(level.describe() for level in r.verdict.signal)
 
 
-def _by_name(run: Run) -> str:
-    """The note on a reward read by its key's words (no alias named it), or ''."""
+def _by_name(run: Run, escape: Callable[[str], str]) -> str:
+    """The note on a reward read by its key's words (no alias named it), or '', the key escaped for
+    the report's markup."""
     key = run.metadata.get("reward_by_name")
-    return f" (reward_mean read from `{_safe(str(key))}` by its name)" if key else ""
+    return f" (reward_mean read from `{escape(str(key))}` by its name)" if key else ""
 
 
 def render_human(reports: Sequence[RunReport], console: Console) -> None:
@@ -158,7 +159,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         console.print(_indented(
             f"{_safe(run.format)} | trainer {_safe(run.trainer or 'unknown')} | "
             f"{_steps(run)} | "
-            f"metrics: {_safe(', '.join(run.metrics) or 'none')}{_by_name(run)}", 0, "dim", width=console.width),
+            f"metrics: {_safe(', '.join(run.metrics) or 'none')}{_by_name(run, _safe)}", 0, "dim", width=console.width),
             highlight=False)
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
@@ -258,9 +259,7 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         if run.errors and run.steps == 0:
             lines += [f"- could not read: {e}" for e in listed] + [""]
             continue
-        by_name = run.metadata.get("reward_by_name")
-        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {_steps(run)}"
-                     + (f"; reward_mean read from `{_md(str(by_name))}` by its name." if by_name else "."))
+        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {_steps(run)}{_by_name(run, _md)}.")
         lines.append("")
         head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
