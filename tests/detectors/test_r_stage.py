@@ -452,6 +452,9 @@ def test_floor_from_a_success_rate_that_never_rises() -> None:
     learns = np.clip(np.linspace(0.0, 0.6, n) + chance, 0, 1)
     assert one(make_run({"reward_mean": ret, "success_rate": list(learns)}), "REWARD_FLOOR") is None
     assert one(make_run({"reward_mean": ret, "success_rate": [3.0] * n}), "REWARD_FLOOR") is None
+    # no success yet while the shaped return climbs and holds: learning towards it, no floor
+    climbing = list(np.linspace(3.7, 6.5, n) + rng.normal(0, 0.1, n))
+    assert one(make_run({"reward_mean": climbing, "success_rate": [0.0] * n}), "REWARD_FLOOR") is None
     assert isinstance(one(make_run({"success_rate": [0.0] * n}), "REWARD_FLOOR"), Finding)
 
 
@@ -463,6 +466,19 @@ def test_real_sac_her_pick_and_place_that_never_succeeds() -> None:
     f = fired_by(load(path))
     assert f["REWARD_FLOOR"].onset_step == 200 and f["REWARD_FLOOR"].evidence["success_level_max"] < 0.083
 
+
+
+def test_real_smac_corridor_without_a_win_whose_return_climbs_is_no_floor() -> None:
+    """checked: battle_won_mean exactly 0 at all 204 points while return_mean climbs 3.71 -> 6.48 (quarter
+    means 5.11, 5.84, 5.98, 6.29)."""
+    path = corpus("h70-pymarl-lica-corridor-zero-wins-but-learning/info.json")
+    doc = json.loads(path.read_text())
+    assert all(v == 0.0 for v in doc["battle_won_mean"])
+    returns = [v["value"] for v in doc["return_mean"]]  # numpy scalars as jsonpickle writes them
+    run = load(path)
+    assert run.frame["success_rate"].drop_nulls().len() == len(doc["battle_won_mean"])
+    assert run.frame["reward_mean"].drop_nulls().to_list() == pytest.approx(returns)
+    assert returns[-1] > returns[0] + 2 and "REWARD_FLOOR" not in fired_by(run)
 
 
 def test_a_reward_still_rising_in_the_late_window_rose() -> None:

@@ -16,7 +16,7 @@ from advcore.detectors import Finding, NotEvaluable, run_detectors
 from advcore.diagnose import diagnose, reward_regime
 from advcore.ingest import Run, load
 from advcore.scan import ScanOptions, scan_file
-from tests._real import REAL, corpus
+from tests._real import REAL, corpus, events
 from tests.detectors._fixtures import fired as fired_by
 from tests.detectors._fixtures import make_run, one
 
@@ -256,6 +256,22 @@ def test_dead_from_start_policy_that_never_left_its_initialization() -> None:
     # a token entropy that sits near 3.75 nats is within 0.5 % of ln 42: no uniform policy over few actions
     tokens = [3.745 + 0.005 * (i % 3) for i in range(30)]
     assert one(make_run({"entropy": tokens, "reward_mean": flat_reward[:30]}), "DEAD_FROM_START") is None
+    # a Gaussian with a fixed sigma: its entropy never moves while the update's KL says the policy does
+    fixed = {"entropy": [-41.47] * 30, "reward_mean": flat_reward[:30]}
+    assert one(make_run({**fixed, "kl_step": [-0.02 - 0.001 * (i % 5) for i in range(30)]}), "DEAD_FROM_START") is None
+    assert isinstance(one(make_run({**fixed, "kl_step": [0.0] * 30}), "DEAD_FROM_START"), Finding)
+
+
+def test_real_amp_humanoid_with_a_fixed_sigma_learns() -> None:
+    """checked: losses/entropy -41.47 at all 619 points; rewards/frame rises 4.1 -> 291 (the episode length)."""
+    path = corpus("h74-rl-games-amp-humanoid-walk-learns-fixed-sigma-negative-kl/events.out.tfevents.1651511970.edison")
+    acc = events(path)
+    entropy = [e.value for e in acc.Scalars("losses/entropy")]
+    reward = [e.value for e in acc.Scalars("rewards/frame")]
+    assert max(entropy) == min(entropy) and reward[-1] > 10 * reward[0]
+    run = load(path)
+    assert run.sources["reward_mean"] == "rewards/frame" and run.frame["reward_mean"].drop_nulls().len() == len(reward)
+    assert "DEAD_FROM_START" not in fired_by(run)
 
 
 def test_dead_from_start_entropy_that_never_moved_by_a_tenth_of_a_percent() -> None:

@@ -484,6 +484,29 @@ def test_dead_update_while_the_rewards_vary_is_stage_u_on_any_length() -> None:
     assert isinstance(f, Finding) and f.stage == "R" and f.evidence["dead"] == "signal"
 
 
+def test_gradient_dead_after_its_first_updates_is_dead_from_the_start() -> None:
+    """Two first updates with a gradient, then none for the rest of the run: dead from the start,
+    dated at the first dead point; a gradient that dies only in the late window is not."""
+    grad = [6e-4, 2e-3] + [0.0] * 19 + [1e-10] * 80
+    steps = [200 * (i + 1) for i in range(len(grad))]
+    f = one(make_run({"grad_norm": grad, "reward_std": [0.3] * len(grad)}, steps=steps), "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.stage == "U" and f.onset_step == 600
+    assert f.evidence["grad_norm_zero_from_point"] == 3 and f.evidence["grad_norm_max_since"] == 1e-10
+    late = [0.5] * 60 + [0.0] * 41
+    assert one(make_run({"grad_norm": late, "reward_std": [0.3] * 101}), "DEAD_FROM_START") is None
+
+
+def test_real_dreamer_actor_gradient_dead_from_the_third_record() -> None:
+    """checked: actor_grad_norm 6.0e-4 and 2.0e-3 at steps 200 and 400, then at most 1.5e-10 to step 20200."""
+    path = corpus("h70-dreamerv3-cartpole-actor-frozen/metrics.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    grad = [(r["step"], r["actor_grad_norm"]) for r in records if "actor_grad_norm" in r]
+    first_dead = next(i for i in range(len(grad)) if all(g <= 1e-8 for _, g in grad[i:]))
+    f = fired_by(load(path))["DEAD_FROM_START"]
+    assert f.onset_step == grad[first_dead][0] == 600
+    assert f.evidence["grad_norm_max_since"] == max(g for _, g in grad[first_dead:])
+
+
 def test_kl_early_stop_ending_every_update_is_suppressed_without_an_advantage_signal() -> None:
     # 20 steps: the KL target stops every update from step 6 on; no advantage signal is logged
     stops = [0.0] * 5 + [1.0] * 15

@@ -8,7 +8,7 @@ import pytest
 from advcore.ingest import detect, load
 from advcore.ingest.formats import columnar_json
 
-from tests._real import real
+from tests._real import corpus, real
 
 
 def test_dict_of_arrays(tmp_path: Path) -> None:
@@ -19,6 +19,29 @@ def test_dict_of_arrays(tmp_path: Path) -> None:
     assert run.frame["step"].to_list() == [1, 2, 3]
     assert run.frame["reward_mean"].to_list() == [0.1, 0.2, None]
     assert run.metadata["seed"] == 3
+
+
+def test_scalars_before_the_arrays(tmp_path: Path) -> None:
+    p = tmp_path / "ppo_metrics.json"
+    p.write_text(json.dumps({"beta": 0.05, "seed": 42, "tag": "run a", "done": True, "note": None,
+                             "rewards_curve": [1.0, 2.0], "kl_curve": [0.0, 3.0]}, indent=2))
+    assert detect(p) is columnar_json
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == [1.0, 2.0] and run.metadata["beta"] == 0.05
+    # a trainer_state.json opens with scalars too: its log_history stays trainer_state's
+    q = tmp_path / "trainer_state.json"
+    q.write_text(json.dumps({"best_metric": None, "epoch": 1.0, "log_history": [{"step": 1, "reward": 0.5}]}))
+    assert detect(q) is not columnar_json
+
+
+def test_real_ppo_summary_with_reward_curve() -> None:
+    """checked: 200 entries in rewards_curve (TRL PPO's objective/scores), no step column."""
+    path = corpus("h69-trl024-ppo-gpt2-imdb-beta02-stable-learns/ppo_metrics.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    assert not run.errors and run.frame["step"].to_list() == list(range(1, 201))
+    assert run.frame["reward_mean"].to_list() == doc["rewards_curve"]
+    assert "kl" not in run.frame.columns and "kl_curve" in run.metadata["unmapped"]
 
 
 def test_unequal_arrays_and_bad_json(tmp_path: Path) -> None:

@@ -33,6 +33,27 @@ def test_notebook_table_with_display_names_and_crlf(tmp_path: Path) -> None:
     assert run.sources["response_length_mean"] == "completions / mean_length"
 
 
+def test_tensorboard_csv_download_named_by_its_tag(tmp_path: Path) -> None:
+    p = tmp_path / "run-ppo_1-tag-rollout_ep_rew_mean (2).csv"
+    p.write_text("Wall time,Step,Value\n1689732655.4,25600,-0.79\n1689733959.7,51200,-0.78\n")
+    run = load(p)
+    assert run.metadata["tensorboard_tag"] == "rollout_ep_rew_mean" and run.metadata["tensorboard_run"] == "ppo_1"
+    assert run.frame["step"].to_list() == [25600, 51200] and run.frame["reward_mean"].to_list() == [-0.79, -0.78]
+    # without the download's file name, the value has no name
+    q = tmp_path / "export.csv"
+    q.write_text(p.read_text())
+    assert "reward_mean" not in load(q).frame.columns
+
+
+def test_real_tensorboard_csv_download() -> None:
+    path = corpus("h75-sb3contrib-recurrentppo-cislunar-rendezvous-tb-csv-learns/run-.-tag-rollout_ep_rew_mean (2).csv")
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    run = load(path)
+    assert run.frame["step"].to_list() == [int(r["Step"]) for r in rows]
+    assert run.frame["reward_mean"].to_list() == [float(r["Value"]) for r in rows]
+
+
 def test_bad_row_and_string_columns(tmp_path: Path) -> None:
     p = tmp_path / "m.csv"
     p.write_text("update,reward_mean,reason,ok\n1,0.5,not logged,True\n2,0.25\n3,0.75,\"a, b\",False\n")

@@ -125,6 +125,43 @@ def test_a_key_two_groups_share_is_named_by_its_group(tmp_path: Path) -> None:
     assert raw.frame["steps/loss"].to_list() == [2.0]
 
 
+def _pickled(v: float) -> dict[str, object]:
+    return {"dtype": "float64", "py/object": "numpy.float64", "value": v}
+
+
+def test_sacred_info_arrays_lie_on_their_own_time_steps(tmp_path: Path) -> None:
+    """sacred's info.json (PyMARL): each metric's time steps in <name>_T; numpy scalars wrapped by jsonpickle."""
+    doc = {"critic_loss": [0.5, 0.4, 0.3], "critic_loss_T": [10, 110, 210],
+           "return_mean": [_pickled(1.0), _pickled(2.0)], "return_mean_T": [100, 200],
+           "return_std": [_pickled(0.5), _pickled(0.4)], "return_std_T": [100, 200],
+           "ep_length_mean": [30.0, 25.0], "ep_length_mean_T": [100, 200],
+           "epsilon": [0.05, 0.05], "epsilon_T": [100, 200],
+           "test_return_mean": [_pickled(0.1), _pickled(1.5), _pickled(2.5)], "test_return_mean_T": [10, 110, 210]}
+    p = _write(tmp_path, doc, "info.json")
+    run = load(p)
+    assert run.trainer == "pymarl" and not run.errors
+    # the returns set the rows (fewest steps); the losses go to the first row at or after their step,
+    # the last one to a row of its own
+    assert run.frame["step"].to_list() == [100, 200, 210]
+    assert run.frame["reward_mean"].to_list() == [1.0, 2.0, None]
+    assert run.frame["return_std"].to_list() == [0.5, 0.4, None]
+    assert run.frame["value_loss"].to_list() == [0.5, 0.4, 0.3]
+    raw = json_records.read(p)  # the test episodes stay an evaluation on their own steps
+    assert raw.frame.select("step", "eval/return_mean").drop_nulls().rows() == [(10, 0.1), (110, 1.5), (210, 2.5)]
+
+
+def test_real_pymarl_sacred_info() -> None:
+    """checked: 204 return_mean points at return_mean_T, 205 entropy points at entropy_T."""
+    path = corpus("h70-pymarl-lica-mmm2-learns/info.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    assert run.trainer == "pymarl" and not run.errors
+    reward = run.frame.select("step", "reward_mean").drop_nulls()
+    assert reward["step"].to_list() == doc["return_mean_T"]
+    assert reward["reward_mean"].to_list() == [v["value"] for v in doc["return_mean"]]
+    assert run.frame["entropy"].drop_nulls().len() == len(doc["entropy"])
+
+
 def test_real_mcp_tool_list_of_epochs() -> None:
     path = corpus("h2-custom-grpo-mcp-tool-qwen15-no-signal/training_log.json")
     records = json.loads(path.read_text())

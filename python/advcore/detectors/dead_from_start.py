@@ -3,15 +3,21 @@
 Rule: either (signal) the advantage std or its proxy (as ADV_COLLAPSE; advantage units) has an
 early-window mean below ``dead_below`` (0.1) and a late-window mean below ``dead_below`` too (the
 run never found a signal), or (update) ``grad_norm`` is at or below ``no_update_below`` (1e-8)
-at every point of the early and of the late window. A run too short for windows (2 to 5 logged
-points) is judged on every point. Onset: the first logged step. This is a setup problem (reward not
+at every point from one in the early window to the end (the first update or two may still move:
+h70-dreamerv3-cartpole-actor-frozen logs an actor gradient norm of 6e-4 and 2e-3, then 0 and
+1e-10 at its 99 other points; the onset is the first of those). A run too short for windows (2 to 5 logged
+points) is judged on every point. Onset: the first logged step (the gradient's: the first point
+of its dead stretch). This is a setup problem (reward not
 wired, prompts all solved or all failed, rollouts broken), not a collapse. Windows: first and last
 20 % of the logged points. A third way to see no update: the policy never left its initialization
 (:func:`_frozen`: its entropy bit-for-bit constant at every logged point, or within ``FLAT_TOL``
 (0.1 %) of its level, or at ln K, a uniform choice
 among K <= 10 actions, within ``UNIFORM_TOL`` (0.5 %) at every point, while the reward did not rise and
 hold; h14-spinup-vanilla-ac-lunarlander-policy-frozen-entropy-max sits at 1.382 to 1.383 nats, ln 4 =
-1.386, for 50 epochs). The finding's stage is R when the signal is dead and U when only the
+1.386, for 50 epochs). Not when the update's KL (``kl_step``) is non-zero at most points: the
+policy moved, and a Gaussian's entropy, set by its sigma alone, stays constant when the sigma is
+fixed (h74-rl-games-amp-humanoid-walk-learns-fixed-sigma-negative-kl: -41.47 at all 619 epochs, its
+KL -0.02 to -0.04). The finding's stage is R when the signal is dead and U when only the
 update is (``evidence["dead"]``). An ``adv_std`` of 0 is no dead signal when every sample of a step
 got one non-zero advantage (:func:`advcore.detectors._windows.one_advantage_per_step`): that is an
 advantage not formed within groups, which ADV_REWARD_DECORRELATION judges.
@@ -47,6 +53,8 @@ WHAT_TO_TRY = (
 #: policy that learns moves its entropy by percents (h51-proteinfold-ppo-gnn-maxaction-policy-stuck-uniform:
 #: 8.1208 to 8.1268 over 180 updates, ln 3384 = 8.1268, the uniform policy over its 3,384 logits).
 FLAT_TOL = 1e-3
+#: A KL between successive policies (``kl_step``) above this in magnitude says the update moved the policy.
+NO_MOVE = 1e-8
 #: An entropy within this share of ln K at every logged point is that of the uniform policy over K actions,
 UNIFORM_TOL = 0.005
 #: for K up to this: the values ln K are then at least 4 % apart (ln 11 / ln 10), so a policy that merely
@@ -61,6 +69,9 @@ def _frozen(entropy: Series | None, run: Run) -> str | None:
     if entropy is None or not entropy.judgeable or improving_reward(run) is not None:
         return None
     lo, hi, n = min(entropy.values), max(entropy.values), len(entropy)
+    kl = metric(run, "kl_step")
+    if kl is not None and sum(1 for v in kl.values if abs(v) > NO_MOVE) > len(kl) / 2:
+        return None  # the update's KL says the policy moved: a Gaussian's entropy is its sigma's, which may be fixed
     if hi != 0.0 and hi - lo <= 1e-9 * abs(hi):
         return f"the policy's entropy was {hi:.6g} at all {n} logged steps: the policy never changed"
     k = round(math.exp(entropy.values[0])) if 0.0 < entropy.values[0] < 20.0 else 0
@@ -71,6 +82,14 @@ def _frozen(entropy: Series | None, run: Run) -> str | None:
         return (f"the policy's entropy stayed between {lo:.6g} and {hi:.6g} (within {100 * FLAT_TOL:g} %) at all {n} "
                 "logged steps: the policy never changed")
     return None
+
+
+def _zero_from(values: tuple[float, ...], bar: float) -> int:
+    """The index from which every value is at or below ``bar`` (``len(values)`` when the last is above it)."""
+    i = len(values)
+    while i > 0 and values[i - 1] <= bar:
+        i -= 1
+    return i
 
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
@@ -97,12 +116,17 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             signal_dead = True
             reasons.append(f"{plain(sig.name)} was {early:.3g} early and {late:.3g} late" if sig.judgeable
                            else f"{plain(sig.name)} was at most {early:.3g} at all {len(sig)} logged steps")
+    grad_from = 0
     if grad is not None and len(grad) >= POINT_FACT_MIN:
-        gmax = max(max(grad.early()), max(grad.late())) if grad.judgeable else max(grad.values)
-        evidence["grad_norm_max_early_late"] = gmax
-        if gmax <= no_update:
+        # the first point from which every grad_norm is at or below the bar: dead from the start when it
+        # lies in the early window (a first update or two may still move)
+        grad_from = _zero_from(grad.values, no_update)
+        if grad_from < (len(grad.early()) if grad.judgeable else 1):
+            gmax = max(grad.values[grad_from:])
+            evidence.update({"grad_norm_max_since": gmax, "grad_norm_zero_from_point": grad_from + 1})
             update_dead = True
-            reasons.append(f"grad_norm was {gmax:.3g} at most")
+            since = f" from logged point {grad_from + 1} on" if grad_from else ""
+            reasons.append(f"grad_norm was {gmax:.3g} at most{since}")
     frozen = None if signal_dead or update_dead else _frozen(entropy, run)
     if frozen is not None:
         evidence["policy_frozen"] = True
@@ -119,12 +143,13 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             evidence[f"{name}_first"] = s.values[0]
             evidence[f"{name}_run_mean"] = s.mean()
     evidence["dead"] = "signal" if stage == "R" else "update"
-    evidence.update(series.where(0))
     what = ("a setup problem, not a collapse" if stage == "R" else
             "the updates never changed the policy: a setup problem in the update" if frozen is not None else
             "the batch carries signal but nothing reaches the parameters: a setup problem in the update")
+    onset = grad_from if series is grad else 0
+    evidence.update(series.where(onset))
     return Finding(
-        ID, "error", stage, series.steps[0], evidence,
+        ID, "error", stage, series.steps[onset], evidence,
         f"No usable learning {'signal' if stage == 'R' else 'update'} from the first logged step ("
         + "; ".join(reasons) + f"): {what}.",
         WHAT_TO_TRY,
@@ -149,9 +174,11 @@ CARD = Card(
         `sqrt(1 - zero_variance_group_frac)`, `1[reward_std > 1e-6]`, named in `evidence["proxy"]`) has an
         early-window mean **and** a late-window mean below `dead_below` (it never found a signal; a slow
         start that recovers is not dead), or (update) `grad_norm` is at or below `no_update_below` at every
-        point of the early and late windows. A run too short for windows (2 to 5 logged points) is judged
-        on every point instead: `grad_norm` exactly 0 at all 4 log points of trl-dapo-vlm-181457 while
-        `reward_std` is 1.2 needs no trend. Onset: the first logged step.
+        point from one in the early window to the end (h70-dreamerv3-cartpole-actor-frozen: an actor
+        gradient norm of 6e-4 and 2e-3 at its first two points, then 0 or 1e-10 at the other 99). A run
+        too short for windows (2 to 5 logged points) is judged on every point instead: `grad_norm` exactly
+        0 at all 4 log points of trl-dapo-vlm-181457 while `reward_std` is 1.2 needs no trend. Onset: the
+        first logged step, or for the gradient the first point of its dead stretch.
 
         A third sign of no update: the policy never left its initialization. Its entropy is bit-for-bit
         the same at every logged point (h17-sb2-ppo2-prsi-selfplay-uniform-policy-frozen: -0.3496513 at
@@ -161,7 +188,10 @@ CARD = Card(
         ln K within 0.5 %, at every point (for larger K the values ln K lie closer than that: a language
         model's token entropy near 3.75 nats is within 0.5 % of ln 42) (h14-spinup-vanilla-ac-lunarlander-policy-frozen-entropy-max:
         1.382 to 1.383 nats, ln 4 = 1.386, over 50 epochs), on a judgeable run whose reward did not
-        rise and hold. Stage U (`evidence["policy_frozen"]`).
+        rise and hold, and whose update KL (`kl_step`), when logged, is not above `NO_MOVE` (1e-8) in
+        magnitude at most points: a Gaussian policy with a fixed sigma keeps a constant entropy while its
+        mean learns (h74-rl-games-amp-humanoid-walk-learns-fixed-sigma-negative-kl: -41.47 at all 619
+        epochs, the KL -0.02 to -0.04). Stage U (`evidence["policy_frozen"]`).
 
         The finding has one stage, from the evidence: **R** when the signal is absent (no signal, so no
         update is expected either: grpo-dynamics-csd-pilot-dead has every reward, `grad_norm` and `kl`

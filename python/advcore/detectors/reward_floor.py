@@ -20,7 +20,8 @@ A logged success rate (``success_rate``: the share of episodes that reached the 
 ``rollout/success_rate``) decides first where it exists: when its level (trailing median over a
 tenth of the run, at least 5 points) never rises above ``success_below`` (0.1) and its late mean is
 at most half of that, the task is never solved and the finding fires with onset at the first logged
-point, whatever the noisy return around its floor does.
+point, whatever the noisy return around its floor does; unless that return rose and held its gain
+(the policy is learning towards its first successes).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import REL_TOL, SPREAD_GONE, ZERO_SHARE, RewardLevel, reward_level
+from advcore.detectors._reward import REL_TOL, SPREAD_GONE, ZERO_SHARE, RewardLevel, improving_reward, reward_level
 from advcore.detectors._windows import POINT_FACT_MIN, Series, metric, rolling_level
 from advcore.model import Run
 
@@ -76,9 +77,14 @@ def _never_succeeds(run: Run, below: float) -> Finding | None:
     median over a tenth of the run, at least 5 points) that never rises above ``below`` and a late mean
     at most half of it: the task is (almost) never solved, whatever the noisy return around its floor
     says (h39-sb3-sac-her-fetchpickplace-reward-floor: success 0.023 to 0.035 by quarter, never above
-    0.083, while the episode return wanders between -50 and -45.8)."""
+    0.083, while the episode return wanders between -50 and -45.8). A return that rose and kept its
+    gain (:func:`~advcore.detectors._reward.improving_reward`) is learning towards the first successes,
+    and outranks them (h70-pymarl-lica-corridor-zero-wins-but-learning: no SMAC battle won in 204
+    logs while the shaped return climbs 3.7 -> 6.5)."""
     success = metric(run, "success_rate")
     if success is None or not success.judgeable or any(not 0.0 <= v <= 1.0 for v in success.values):
+        return None
+    if improving_reward(run) is not None:
         return None
     level = rolling_level(success, "success level", max(5, len(success) // 10)).values
     late = success.late_mean()
@@ -147,7 +153,9 @@ CARD = Card(
         first of `sustain` consecutive means within the tolerance of 0. A logged success rate decides
         first: a level (trailing median over a tenth of the run) that never rises above `success_below`
         with a late mean at most half of it is a task that is never solved (onset: the first logged
-        point). A run too short
+        point), unless the return rose and held its gain: learning towards the first success
+        (h70-pymarl-lica-corridor-zero-wins-but-learning: no SMAC battle won in 204 logs while the shaped
+        return climbs from 3.7 to 6.5). A run too short
         for windows (fewer than six logged reward means) is still judged on the point fact: a reward mean
         of exactly 0 at every one of at least two logged steps fires, with onset at the first. Not
         evaluable without `reward_mean` or `success_rate`.

@@ -23,11 +23,14 @@ _TRL_PREFIXES = ("rewards / ", "completions / ", "rewards/", "completions/")
 _VERL_KEYS = frozenset({"critic/score/mean", "critic/rewards/mean", "critic/advantages/max", "actor/pg_loss",
                         "actor/entropy", "actor/ppo_kl", "actor/pg_clipfrac"})
 _SB3_KEYS = frozenset({"time/total_timesteps", "rollout/ep_rew_mean"})
+#: what PyMARL's episode runner logs every ``runner_log_interval`` (src/runners/episode_runner.py,
+#: ``_log``): the episodes' return and length, and the exploration rate
+_PYMARL_KEYS = frozenset({"return_mean", "return_std", "ep_length_mean", "epsilon"})
 
 
 def trainer_of(keys: Iterable[str]) -> str | None:
     """The trainer whose keys these are (``trl``, ``verl``, ``sb3``, ``baselines``, ``rllab``,
-    ``spinup``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
+    ``spinup``, ``pymarl``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
     if bare & _TRL_MARKERS or any(k.startswith(_TRL_PREFIXES) for k in bare):
@@ -42,4 +45,6 @@ def trainer_of(keys: Iterable[str]) -> str | None:
         return "rllab"
     if {"Epoch", "AverageEpRet"} <= keys:  # OpenAI Spinning Up's progress.txt (VPG, TRPO, PPO)
         return "spinup"
+    if _PYMARL_KEYS <= keys:
+        return "pymarl"
     return None

@@ -1,5 +1,6 @@
 """Columnar JSON: a JSON object of equal-length arrays (``{"rewards_avg": [...], "kl_avg": [...]}``),
-one array per metric, one index per logged point. Scalar entries go to ``metadata``. Without a
+one array per metric, one index per logged point. Scalar entries, before the arrays or among them,
+go to ``metadata``. Without a
 ``step`` array the step is the index order (the file does not say how many trainer steps one point
 spans).
 
@@ -41,7 +42,9 @@ from advcore.ingest.formats.plain import is_json_lines, number, read_json, recor
 
 NAME = "columnar_json"
 
-_COLUMNAR = re.compile(r'^\{\s*"[^"]*"\s*:\s*\[')
+#: an object whose first array comes after any number of scalar entries (``{"beta": 0.05, "seed": 42,
+#: "rewards_curve": [...]}``)
+_COLUMNAR = re.compile(r'^\{(?:\s*"[^"]*"\s*:\s*(?:"[^"]*"|[-+\w.]+)\s*,)*\s*"[^"]*"\s*:\s*\[')
 _GROUP_STATS = re.compile(r'^\[\s*\{[^{}\[]*"n_degenerate"\s*:', re.S)
 
 
@@ -50,7 +53,7 @@ def sniff(path: Path, head: str | None) -> bool:
         return False
     text = head.lstrip("\ufeff").lstrip()
     if _COLUMNAR.match(text):  # JSON Lines whose first value is a list are records, not one document
-        return '"log_history"' not in text[:200] and not is_json_lines(text)
+        return '"log_history"' not in text and not is_json_lines(text)
     return bool(_GROUP_STATS.match(text))
 
 

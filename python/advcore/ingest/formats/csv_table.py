@@ -10,6 +10,10 @@ empty header cell over 0, 1, 2 ...) is dropped: the rows are numbered from 1. A 
 tab-separated (Spinning Up's and rllab's ``progress.txt``). A table of one column is read when
 its name is a word and every row a number (a loop that writes one reward per line).
 
+TensorBoard's "Download CSV" of one scalar (``Wall time,Step,Value``) names its metric only in the
+file name, ``run-<run>-tag-<tag>.csv`` with the tag's ``/`` written as ``_``
+(``run-.-tag-rollout_ep_rew_mean.csv``): ``Value`` is read under that tag, the wall time is left out.
+
 stable-baselines3's ``Monitor`` files (``stable_baselines3/common/monitor.py``: a first line ``#``
 followed by a JSON object with ``t_start`` and ``env_id``, then the columns ``r,l,t``: each finished
 episode's return, length and wall time) are read as the trainer ``sb3_monitor``, one row per
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,12 @@ from advcore.ingest._text import read_text
 from advcore.ingest.formats.plain import number, records_frame
 
 NAME = "csv_table"
+
+#: TensorBoard's "Download CSV" of one scalar tag (tensorboard/plugins/scalar, the card's download
+#: link): this header, and the tag only in the file name ``run-<run>-tag-<tag>.csv``, with the tag's
+#: ``/`` written as ``_``; a browser adds `` (2)`` to a repeated download
+_TENSORBOARD_HEADER = ["Wall time", "Step", "Value"]
+_TENSORBOARD_NAME = re.compile(r"^run-(?P<run>.*)-tag-(?P<tag>.+?)(?: \(\d+\))?\.csv$")
 
 #: Rows (after the header) whose widths decide whether a head is a table.
 _SNIFF_ROWS = 8
@@ -154,8 +165,14 @@ def read(path: Path) -> RawLog:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
     if "" in header:  # pandas' row index: rows without a step counter are numbered anyway
         rows = [{k: v for k, v in row.items() if k} for row in rows]
+    meta: dict[str, Any] = {}
+    if header == _TENSORBOARD_HEADER and (named := _TENSORBOARD_NAME.match(path.name)) is not None:
+        tag = named.group("tag")
+        rows = [{"Step": row["Step"], tag: row["Value"]} for row in rows]
+        meta.update(layout="tensorboard_csv", tensorboard_run=named.group("run"), tensorboard_tag=tag)
     frame, dropped = records_frame(rows)
-    meta: dict[str, Any] = {"non_numeric": dropped} if dropped else {}
+    if dropped:
+        meta["non_numeric"] = dropped
     trainer = trainer_of(header)
     if trainer == "sb3_monitor" and "step" not in frame.columns:
         frame = frame.with_columns(pl.col("l").fill_null(0).cum_sum().cast(pl.Int64).alias("step"))

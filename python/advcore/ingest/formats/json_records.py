@@ -22,7 +22,9 @@ Two layouts of hand-written training loops:
   length together with their step array: an array of integers that never decreases, named
   ``step``, ``steps``, ``timestep(s)`` or ending in ``_step(s)``/``_timestep(s)``; arrays of one
   length with several step arrays go with the one whose name prefix they share (``ep_`` with
-  ``ep_timesteps``). Arrays with no step array cannot be placed and are listed in
+  ``ep_timesteps``). An array ``<name>_T`` beside ``<name>`` is that one array's step array (sacred's
+  ``info.json``, written by PyMARL: ``{"return_mean": [...], "return_mean_T": [...], ...}``, its
+  numpy scalars wrapped by jsonpickle and read as values). Arrays with no step array cannot be placed and are listed in
   ``metadata["unaligned"]``; scalars go to ``metadata``.
 
   How groups are joined: the training group with the fewest distinct steps sets the rows (for the
@@ -91,6 +93,14 @@ def _step_prefix(name: str) -> str | None:
     return None if m is None else (m.group("prefix") or "")
 
 
+def _paired_base(name: str, arrays: dict[str, list[Any]]) -> str | None:
+    """``return_mean`` for ``return_mean_T`` when that array is there with the same length: sacred's
+    ``info.json`` (PyMARL, ``src/utils/logging.py``) keeps each metric's time steps in ``<name>_T``."""
+    base = name[:-2] if name.endswith("_T") else None
+    values = arrays.get(base) if base is not None else None
+    return base if isinstance(values, list) and len(values) == len(arrays[name]) else None
+
+
 def _is_step_array(values: list[Any]) -> bool:
     nums = [number(v) for v in values]
     ints = [v for v in nums if v is not None and math.isfinite(v) and v == int(v)]
@@ -108,9 +118,13 @@ def _groups(doc: dict[str, Any]) -> tuple[dict[str, list[str]], list[str]]:
     placed: dict[str, list[str]] = {}
     unaligned: list[str] = []
     for names in by_length.values():
-        steps = {k: prefix for k in names if (prefix := _step_prefix(k)) is not None and _is_step_array(arrays[k])}
+        paired = {base: k for k in names if (base := _paired_base(k, arrays)) is not None and _is_step_array(arrays[k])}
+        for base, k in paired.items():
+            placed[k] = [base]
+        steps = {k: prefix for k in names if k not in paired.values() and (prefix := _step_prefix(k)) is not None
+                 and _is_step_array(arrays[k])}
         for k in names:
-            if k in steps:
+            if k in steps or k in paired or k in paired.values():
                 continue
             # the step array whose name prefix this array shares (the longest), else the only one
             fits = [s for s, prefix in steps.items() if k.startswith(prefix)] or (list(steps) if len(steps) == 1 else [])
@@ -220,7 +234,7 @@ def read_groups(path: Path, doc: dict[str, Any], placement: Placement | None = N
     groups, no_step, repeated = _list_groups(doc)
     placed, unaligned = placement if placement is not None else _groups(doc)
     for step_array, members in placed.items():
-        prefix = (_step_prefix(step_array) or "").rstrip("_/")
+        prefix = (_step_prefix(step_array) or _paired_base(step_array, doc) or "").rstrip("_/")
         name = prefix or step_array
         if all(_EVAL.match(k) for k in members):
             name = prefix if _EVAL.match(prefix) else "eval"

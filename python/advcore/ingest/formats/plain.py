@@ -229,11 +229,21 @@ def is_parquet(path: Path) -> bool:
         return False
 
 
+def _pickled_scalar(obj: dict[str, Any]) -> Any:
+    """A numpy scalar as jsonpickle writes it (``{"py/object": "numpy.float64", "dtype": "float64",
+    "value": 2.59}``: sacred's ``info.json`` under PyMARL) as its value; any other object as it is."""
+    kind = obj.get("py/object")
+    if isinstance(kind, str) and kind.startswith("numpy.") and "value" in obj:
+        return obj["value"]
+    return obj
+
+
 def read_json(path: Path, fmt: str) -> tuple[Any, IngestError | None]:
-    """The JSON document in ``path``, or None and an error naming the file and the line where the
-    JSON broke (``fmt`` says what the file was taken for)."""
+    """The JSON document in ``path`` (numpy scalars that jsonpickle wrapped read as their values), or
+    None and an error naming the file and the line where the JSON broke (``fmt`` says what the file
+    was taken for)."""
     try:
-        return json.loads(read_text(path)), None
+        return json.loads(read_text(path), object_hook=_pickled_scalar), None
     except (ValueError, RecursionError) as e:
         return None, IngestError(str(path), f"{fmt}: invalid JSON ({_why(e)})", getattr(e, "lineno", None))
 
