@@ -204,6 +204,7 @@ class Monitor:
         self.record_to = record_to  # the setter also switches the recording's spilling on
         self.prefix = prefix
         self.should_stop = False
+        self._closing = False
         self.errors = 0
         #: finding ID -> the step being observed when it was first reported
         self.reported_at: dict[str, int] = {}
@@ -231,7 +232,8 @@ class Monitor:
             self.reported_at[finding.id] = self._step
         if self.stop_on is not None and _RANK[finding.severity] >= _RANK[self.stop_on] and not self.should_stop:
             self.should_stop = True
-            self._logger.warning("stopping requested (stop_on=%r) by %s", self.stop_on, finding.id)
+            if not self._closing:  # a finding of the last pass in close() comes after the run: nothing to stop
+                self._logger.warning("stopping requested (stop_on=%r) by %s", self.stop_on, finding.id)
         if self._alerts is not None and finding.severity in ("warn", "error"):
             self._alerts.send(finding)  # queued: never blocks the step
         if self._user_callback is not None:
@@ -412,6 +414,7 @@ class Monitor:
     def close(self) -> None:
         """A last detector pass, the recording written to ``record_to`` if set (errors logged), and the
         queued alerts given a few seconds to go out."""
+        self._closing = True
         self.detect()
         if self._alerts is not None:
             self._alerts.close()

@@ -104,6 +104,16 @@ def test_stop_on_error_for_a_signal_dead_from_the_start() -> None:
     assert not advcore.Monitor(stop_on="error").should_stop
 
 
+def test_a_finding_of_the_last_pass_asks_no_stop(caplog: pytest.LogCaptureFixture) -> None:
+    """close() runs a last pass after the loop: its findings are logged, but there is no run left to stop."""
+    mon = advcore.Monitor(stop_on="error", min_steps=100)
+    for step in range(1, 11):
+        mon.observe(step, rewards=np.full(32, 0.5), group_size=G, advantages=np.zeros(32))
+    with caplog.at_level(logging.WARNING, logger="advcore"):
+        mon.close()
+    assert any(f.severity == "error" for f in mon.findings) and "stopping requested" not in caplog.text
+
+
 def test_healthy_batches_do_not_stop() -> None:
     rng = np.random.default_rng(5)
     mon = advcore.Monitor(stop_on="warn")
@@ -127,16 +137,17 @@ def test_metrics_only_steps_and_detect_every() -> None:
     assert mon.observe(9)["advcore/errors"] == 1  # neither samples nor metrics
 
 
-def test_recording_round_trips_through_ingest(tmp_path: pytest.TempPathFactory) -> None:
+@pytest.mark.parametrize("name", ["rec.parquet", "rec"])
+def test_recording_round_trips_through_ingest(tmp_path: pytest.TempPathFactory, name: str) -> None:
     rng = np.random.default_rng(6)
-    path = tmp_path / "rec.parquet"  # type: ignore[operator]
+    path = tmp_path / name  # type: ignore[operator]
     mon = advcore.Monitor(record_to=path)
     for step in range(1, 5):
         r, g, adv = batch(rng)
         mon.observe(step, rewards=r, group_ids=g, advantages=adv)
     mon.close()
     run = load(path)
-    assert run.format == "trace"
+    assert run.format == "trace"  # by content: a recording without the extension too
     ours = mon.steps_frame
     for col in ("zero_variance_group_frac", "adv_std", "reward_mean", "spearman_adv_reward"):
         assert run.frame[col].to_list() == pytest.approx(ours[col].to_list())

@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from advcore.trace import rows_frame, step_row
-from advcore.ingest.formats.plain import loads, read_jsonl
+from advcore.ingest.formats.plain import is_parquet, loads, read_jsonl
 from advcore.model import IngestError, RawLog
 
 #: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).
@@ -61,7 +61,7 @@ def _is_long(columns: set[str]) -> bool:
 
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
-        if path.suffix.lower() != ".parquet":
+        if not (path.suffix.lower() == ".parquet" or is_parquet(path)):  # by content: any file name
             return False
         try:
             return _is_long(set(pl.read_parquet_schema(path)))

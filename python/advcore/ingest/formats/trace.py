@@ -15,6 +15,7 @@ import polars as pl
 from advcore._escape import described
 from advcore.errors import AdvcoreError
 from advcore.model import IngestError, RawLog
+from advcore.ingest.formats.plain import is_parquet
 
 NAME = "trace"
 
@@ -22,7 +23,7 @@ _COLUMNS = {"step", "stage", "slice", "statistic", "value"}
 
 
 def sniff(path: Path, head: str | None) -> bool:
-    if head is not None or path.suffix.lower() != ".parquet":
+    if head is not None or not (path.suffix.lower() == ".parquet" or is_parquet(path)):
         return False
     try:
         return _COLUMNS <= set(pl.read_parquet_schema(path))
