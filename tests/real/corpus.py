@@ -88,7 +88,7 @@ class RealRun:
 
 
 #: the batches whose runs are calibration (see the module)
-CALIBRATION_BATCHES = frozenset(range(1, 19))
+CALIBRATION_BATCHES = frozenset(range(1, 20))
 
 
 def split_of(repository: str, batch: int, shared_repositories: Iterable[str]) -> Split:
