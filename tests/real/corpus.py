@@ -17,7 +17,8 @@ round (``batch``) in which a run was collected:
 * the batches in :data:`CALIBRATION_BATCHES` are *calibration*: each was the validation half once,
   but its misses were read and classed, and the detector fixes they drove were made on it, so it
   can no longer be called unseen;
-* the newest batch is *validation*: collected from repositories used nowhere else, its
+* the newest batch is *validation*: collected from repositories used nowhere else (a run of a
+  repository that has calibration runs is calibration too), its
   expectations written before any scan, never tuned on (:func:`split_of`).
 
 Thresholds are tuned on calibration runs only; the validation score is the one reported. When a
@@ -33,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["CALIBRATION_BATCHES", "CORPUS", "MANIFEST", "SHARED", "Expectation", "RealRun", "load_manifest", "split_of"]
+__all__ = ["CALIBRATION_BATCHES", "CORPUS", "MANIFEST", "SHARED", "Expectation", "RealRun", "calibration_repositories",
+           "load_manifest", "split_of"]
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = Path(__file__).with_name("corpus.toml")
@@ -91,17 +93,26 @@ class RealRun:
 CALIBRATION_BATCHES = frozenset(range(1, 20))
 
 
-def split_of(repository: str, batch: int, shared_repositories: Iterable[str]) -> Split:
-    """Calibration or validation for a fetched run of ``repository`` collected in ``batch``."""
-    if repository.lower() in {r.lower() for r in shared_repositories} or batch in CALIBRATION_BATCHES:
+def split_of(repository: str, batch: int, calibration_repositories: Iterable[str]) -> Split:
+    """Calibration or validation for a fetched run of ``repository`` collected in ``batch``; a
+    repository that already has calibration runs (shared, or of a calibration batch) keeps its new
+    runs on that side too."""
+    if repository.lower() in {r.lower() for r in calibration_repositories} or batch in CALIBRATION_BATCHES:
         return "calibration"
     return "validation"
+
+
+def calibration_repositories(entries: Iterable[dict[str, object]]) -> set[str]:
+    """The repositories of the manifest ``entries`` that are calibration by themselves: shared runs' and
+    those of the runs of calibration batches."""
+    return {str(e["repository"]) for e in entries
+            if e.get("location") == "shared" or int(str(e.get("batch", 1))) in CALIBRATION_BATCHES}
 
 
 def load_manifest(path: Path = MANIFEST) -> list[RealRun]:
     """Every run of the manifest, with its split (see the module)."""
     entries = tomllib.loads(path.read_text())["run"]
-    shared = {e["repository"] for e in entries if e.get("location") == "shared"}
+    seen = calibration_repositories(entries)
     out = []
     for e in entries:
         location = e.get("location", "fetched")
@@ -110,7 +121,7 @@ def load_manifest(path: Path = MANIFEST) -> list[RealRun]:
                              (int(onset[0]), int(onset[1])) if onset else None, tuple(e.get("must_not_fire", ())),
                              bool(e["healthy"]))
         batch = 0 if location == "shared" else int(e.get("batch", 1))
-        split: Split = "calibration" if location == "shared" else split_of(e["repository"], batch, shared)
+        split: Split = "calibration" if location == "shared" else split_of(e["repository"], batch, seen)
         out.append(RealRun(e["name"], e["repository"], location, e.get("commit"),
                            tuple((f["path"], f["sha256"]) for f in e["files"]), e["trainer"], e["format"],
                            e["written"], expect, split, e.get("revised"), batch))
