@@ -318,7 +318,7 @@ def read_text(text: str, path: Path) -> RawLog:
     records: list[tuple[int, dict[str, float | None]]] = []
     block: dict[str, float | None] | None = None
     block_names: set[str] = set()  # names that earlier steps' blocks held
-    tally: dict[tuple[int, str], int] = {}  # under headers: the numbers of a step's name averaged so far
+    tally: dict[str, int] = {}  # under headers: how many numbers of each name the current step has averaged
     for n, (pairs, only) in enumerate(parsed, start=1):
         if not pairs:
             if not layout.header:  # under a header, prose between its pairs does not end the step
@@ -328,7 +328,7 @@ def read_text(text: str, path: Path) -> RawLog:
             block = records[-1][1]  # another rank's output came between the step and its block
         step_line = _is_step_line(pairs, layout, only)
         if step_line and word is None:  # lines without a counter: numbered as they come
-            block = {}
+            block, tally = {}, {}
             records.append((len(records) + 1, block))
         elif step_line or (not layout.header and _step_word(pairs) == word and _goes_on(pairs, records)):
             step = number(pairs[0][1])
@@ -337,7 +337,7 @@ def read_text(text: str, path: Path) -> RawLog:
                                                      f"({pairs[0][1]})", n))
                 block = None
                 continue
-            block = {}
+            block, tally = {}, {}
             records.append((int(step), block))
             pairs = pairs[1:]
         elif block is None or (_step_word(pairs) is not None and not layout.header):
@@ -347,13 +347,13 @@ def read_text(text: str, path: Path) -> RawLog:
             block_names.update(k for k, _ in pairs)
         if layout.header:  # the inner updates of the step: their counter dropped, their values averaged
             for k, v in (pairs[1:] if _counters(pairs) else pairs):
-                value, seen = number(v), tally.get((len(records), k), 0)
+                value, seen = number(v), tally.get(k, 0)
                 if value is None:  # a value that is not a number joins no mean
                     block.setdefault(k, None)
                     continue
                 old = block.get(k)
                 block[k] = value if not seen or old is None else old + (value - old) / (seen + 1)
-                tally[(len(records), k)] = seen + 1
+                tally[k] = seen + 1
             continue
         for k, v in pairs:
             block.setdefault(k, number(v))

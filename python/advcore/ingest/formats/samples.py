@@ -61,7 +61,7 @@ def _is_long(columns: set[str]) -> bool:
 
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
-        if not (path.suffix.lower() == ".parquet" or is_parquet(path)):  # by content: any file name
+        if not is_parquet(path):  # by content: any file name
             return False
         try:
             return _is_long(set(pl.read_parquet_schema(path)))
