@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-__all__ = ["STEP_COUNTER", "STRICT_COUNTER", "IngestError", "RawLog", "Run"]
+__all__ = ["STEP_COUNTER", "STRICT_COUNTER", "IngestError", "RawLog", "Run", "counted_nonfinite"]
 
 #: Longest error message kept, in characters.
 MESSAGE_LIMIT = 400
@@ -30,6 +30,21 @@ STEP_COUNTER = re.compile(r"(?:^|[_/])(?:step|iter|iteration|update|round|episod
 #: Counters that may repeat a value only when each row is a step (a count of finished episodes can
 #: stay put over several updates: those rows are not one step).
 STRICT_COUNTER = re.compile(r"episodes?$", re.IGNORECASE)
+
+
+def counted_nonfinite(name: str) -> pl.Expr:
+    """Boolean expression, per row: ``name`` holds a NaN or +-inf that counts as a fault.
+
+    A non-finite value *before* the column's first finite value is the metric not being defined yet,
+    when the column does become finite later: a running best initialised to ``-inf`` (the CS294
+    DQN logger's ``best_mean_reward`` before 100 episodes have ended), the mean of no episodes
+    (``np.mean([])`` is NaN at a notebook's epoch 0). Those do not count. A column that is never
+    finite counts from its first row (a loss that is NaN from the start), and so does every
+    non-finite value after a finite one. Nulls (missing values) never count."""
+    col = pl.col(name)
+    finite = col.is_finite().fill_null(False)
+    seen_finite = finite.cast(pl.UInt32).cum_sum() > 0
+    return col.is_not_null() & ~finite & (seen_finite | ~finite.any())
 
 
 T = TypeVar("T")

@@ -68,6 +68,29 @@ def test_nonfinite_quiet_and_not_evaluable() -> None:
     assert isinstance(f, Finding) and f.onset_step == 6
 
 
+def test_nonfinite_placeholders_before_the_first_finite_value_do_not_count() -> None:
+    # a running best initialised to -inf and a mean of no episodes (NaN) before the metric exists
+    run = make_run({"reward_mean": [NAN, NAN, 0.1, 0.2, 0.3], "best_reward": [-INF, -INF, -INF, 0.1, 0.2]})
+    assert one(run, "NONFINITE") is None
+    # the same NaN once the metric has had a finite value counts, and a metric never finite counts from row 1
+    f = one(make_run({"reward_mean": [NAN, 0.1, NAN, 0.2, 0.3]}), "NONFINITE")
+    assert isinstance(f, Finding) and f.onset_step == 3 and f.evidence["nonfinite_counts"] == {"reward_mean": 1}
+    f = one(make_run({"grad_norm": [NAN] * 5, "reward_mean": [0.1] * 5}), "NONFINITE")
+    assert isinstance(f, Finding) and f.onset_step == 1 and f.evidence["nonfinite_counts"] == {"grad_norm": 5}
+
+
+def test_nonfinite_placeholder_in_a_key_without_a_canonical_name(tmp_path: Path) -> None:
+    # ingest records an unmapped key's first counted non-finite value under the same rule
+    rows = [{"step": s, "reward": 0.1 * s, "best_so_far": "-inf" if s < 3 else 0.1 * s,
+             "other": "nan" if s == 4 else 1.0} for s in range(1, 7)]
+    p = tmp_path / "m.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = load(p)
+    assert [item["key"] for item in run.metadata["nonfinite_unmapped"]] == ["other"]
+    f = fired(run)["NONFINITE"]
+    assert f.evidence["metric"] == "other" and f.onset_step == 4
+
+
 def test_nonfinite_comes_before_what_followed_it() -> None:
     # grad_norm turns NaN at step 25, the advantages collapse from step 31: the NaN leads
     adv = [1.0] * 30 + [0.01] * 40

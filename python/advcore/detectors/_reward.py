@@ -39,7 +39,7 @@ from advcore.detectors._windows import Series, fmean, last_onset_index, metric, 
 from advcore.model import Run
 
 __all__ = ["HELD_SHARE", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardCourse",
-           "RewardLevel", "improving_reward", "reward_course", "reward_level"]
+           "RewardLevel", "episodic_reward", "improving_reward", "reward_course", "reward_level"]
 
 Regime = Literal["saturation", "floor", "tied_groups"]
 
@@ -51,6 +51,18 @@ SPREAD_GONE = 0.1
 TIED_LATE = 0.8
 #: Share of the logged reward means (and of the late window) exactly 0 that puts the run at its floor.
 ZERO_SHARE = 0.75
+
+#: A reward read from a key (or counted by a step key) naming one of these is an episode return (SB3
+#: ``rollout/ep_rew_mean``, a hand-written loop's ``episode_return``, ``episodes,rewards``: h49 easy-rl
+#: REINFORCE): at its ceiling the environment is solved, an outcome, not a lost signal
+#: (sb3-invertedpendulum-dr-solved: 1000, the episode cap, from step 149,504).
+EPISODIC = ("ep_rew", "episode", "return")
+
+
+def episodic_reward(run: Run) -> str | None:
+    """The key that makes ``reward_mean`` an episode return (its source, else the step key), or None."""
+    return next((str(name) for name in (run.sources.get("reward_mean"), run.sources.get("step")) if name is not None
+                 and any(word in str(name).lower() for word in EPISODIC)), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 
 Rule: any numeric key of the run (its canonical metric columns, ``step`` and ``phase`` excluded,
 and the keys without a canonical name as ingest recorded them; not ``vf_explained_var``, which SB3
-sets to NaN by design) holds a value that is not null and not finite. The finding names the *first* non-finite value in log
+sets to NaN by design) holds a value that is not null and not finite, after that key's first finite
+value (a NaN or -inf before it is the metric not defined yet: a running best initialised to -inf, the
+mean of no episodes; a key that is never finite counts from its first row). The finding names the *first* non-finite value in log
 order (its metric, step, phase and value ``nan``/``inf``/``-inf``; several metrics when they went
 non-finite on the same row), the last finite value that metric had before it, and every other
 metric that went non-finite later (``evidence["then"]``, with its first step), so that the cause is
@@ -29,7 +31,7 @@ from typing import Any
 import polars as pl
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, NotEvaluable, Outcome
-from advcore.model import Run
+from advcore.model import Run, counted_nonfinite
 
 __all__ = ["detect", "spec"]
 
@@ -80,9 +82,9 @@ def detect(run: Run, knobs: Mapping[str, float | int], read_elsewhere: frozenset
     # (row, metric, value, count) of each metric's first non-finite value
     firsts: list[tuple[int, str, float, int]] = []
     # one pass over every column says which hold a non-finite value; only those are searched row by row
-    flags = frame.select([(pl.col(c).is_not_null() & ~pl.col(c).is_finite()).any().alias(c) for c in judged])
+    flags = frame.select([counted_nonfinite(c).any().alias(c) for c in judged])
     for name in (c for c in judged if flags[c][0]):
-        bad = rows.filter(pl.col(name).is_not_null() & ~pl.col(name).is_finite()).select("__row", name)
+        bad = rows.filter(counted_nonfinite(name)).select("__row", name)
         if bad.height:
             firsts.append((int(bad["__row"][0]), name, float(bad[name][0]), bad.height))
     # keys without a canonical name, as ingest found them: placed at the first row of their step,
@@ -157,7 +159,12 @@ CARD = Card(
         keys without a canonical name — and fires on the first non-finite value in log order (a
         canonical metric before an unnamed key of the same step). A NaN that a trainer writes by design
         for an undefined value is not counted: SB3's `explained_variance` is NaN when the returns do not
-        vary (sb3-chess-legal-moves-learns, a run that learns, logs three). The evidence names that
+        vary (sb3-chess-legal-moves-learns, a run that learns, logs three). Nor is a placeholder
+        before a metric's first finite value: the CS294 DQN logger starts `best_mean_reward` at `-inf`
+        until 100 episodes have ended (h79-cs294-dqn-pong-pixels-slow-start-learns: four rows), and a
+        notebook loop prints `Avg reward: nan` at epoch 0, the mean of no episodes
+        (h82-ppo-unity-reacher20-learns-std-decays); a metric that is never finite counts from its first
+        row, and every non-finite value after a finite one counts. The evidence names that
         metric, its step (and phase), its value (`nan`, `inf`, `-inf`), the other metrics that went
         non-finite on the same row, the last finite value of the metric before it, every metric that went
         non-finite afterwards with its first step (`then`), and the count per metric. `advcore.diagnose`

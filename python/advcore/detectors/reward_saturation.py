@@ -15,14 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import REL_TOL, SPREAD_GONE, reward_level
+from advcore.detectors._reward import REL_TOL, SPREAD_GONE, episodic_reward, reward_level
 from advcore.model import Run
-
-#: A reward read from one of these is an episode return (SB3 ``rollout/ep_rew_mean``, a hand-written
-#: loop's ``episode_return``), as is a reward counted by episodes (``episodes,rewards``: h49 easy-rl
-#: REINFORCE): at its ceiling the environment is solved, an outcome (info), not a lost
-#: signal (sb3-invertedpendulum-dr-solved: 1000, the episode cap, from step 149,504).
-EPISODIC = ("ep_rew", "episode", "return")
 
 __all__ = ["SPEC", "detect"]
 
@@ -50,14 +44,13 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
               if level.spread_late is not None and level.spread is not None
               else f"{100 * (level.tied_late or 0):.0f}% tied groups" if level.tied_late is not None
               else "a constant late mean")
-    source = str(run.sources.get("reward_mean") or "")
-    episodic = next((str(name) for name in (source, run.sources.get("step")) if name is not None
-                     and any(word in str(name).lower() for word in EPISODIC)), None)
+    episodic = episodic_reward(run)
     if episodic is not None:
         evidence["episode_return"] = episodic
         return Finding(
             ID, "info", "R", level.mean.step_at(idx), evidence,
-            f"The episode return is pinned at its ceiling ({level.late_mean:.4g} late, from {source}): the task is "
+            f"The episode return is pinned at its ceiling ({level.late_mean:.4g} late, from "
+            f"{run.sources.get('reward_mean') or episodic}): the task is "
             "solved; training on it further teaches nothing new.",
             WHAT_TO_TRY,
         )

@@ -4,7 +4,8 @@ Rule: the early-window mean of the reward spread (``reward_std``, else ``reward_
 the proxy ``reward_max - reward_min``; reward units) is above ``min_early`` (1e-3) and the
 late-window mean is below ``death_ratio`` (0.1) times it; the onset is the first of ``sustain``
 (5) consecutive logged points below ``death_ratio`` x the early mean. A spread that was ~0 from
-the start is left to DEAD_FROM_START. Windows: first and last 20 % of the logged points.
+the start is left to DEAD_FROM_START; an episode return whose spread died at its ceiling (every
+episode succeeds: the environment is solved) is left to REWARD_SATURATION, which reports it as info. Windows: first and last 20 % of the logged points.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._reward import episodic_reward, reward_level
 from advcore.detectors._windows import onset_index, plain, reward_spread
 from advcore.model import Run
 
@@ -38,6 +40,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     ratio, min_early, sustain = float(knobs["death_ratio"]), float(knobs["min_early"]), int(knobs["sustain"])
     early, late = s.early_mean(), s.late_mean()
     if not (early > min_early and late < ratio * early):
+        return None
+    if episodic_reward(run) is not None and (level := reward_level(run)) is not None and level.regime == "saturation":
+        # every episode reaches the ceiling: the spread died because the environment is solved, which
+        # REWARD_SATURATION reports as an outcome (h83-torchac-ppo-doorkey-irl-shaped-reward-learns)
         return None
     cut = ratio * early
     idx = onset_index(s.values, lambda v: v < cut, sustain)
@@ -77,7 +83,11 @@ CARD = Card(
         (reward units). Fires when the early-window mean (first 20 % of the logged points) exceeds
         `min_early` and the late-window mean (last 20 %) is below `death_ratio` × the early mean. Onset:
         the first of `sustain` consecutive points below `death_ratio` × the early mean. A spread that was
-        ~0 from the start is not a death; DEAD_FROM_START reports it.
+        ~0 from the start is not a death; DEAD_FROM_START reports it. Nor is the spread of an episode
+        return (a reward read from a key naming `ep_rew`, `episode` or `return`) that died at the
+        return's ceiling: every episode succeeds, the environment is solved, and REWARD_SATURATION
+        reports that outcome as info (h83-torchac-ppo-doorkey-irl-shaped-reward-learns: the reshaped
+        return's range falls from 2.7 to 0.24 as every DoorKey episode reaches 1.42).
     """,
     related="""
         The whole-batch view upstream of ADV_COLLAPSE; DEGENERATE_GROUPS is the within-group view. All

@@ -9,7 +9,7 @@ import polars as pl
 
 from advcore.ingest._aliases import AliasTable, reward_by_name
 from advcore.ingest._trainers import trainer_of
-from advcore.model import STEP_COUNTER, STRICT_COUNTER, IngestError, RawLog, Run
+from advcore.model import STEP_COUNTER, STRICT_COUNTER, IngestError, RawLog, Run, counted_nonfinite
 
 __all__ = ["canonicalize"]
 
@@ -102,18 +102,19 @@ def _with_steps(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, object]]:
 
 def _nonfinite_unmapped(raw: pl.DataFrame, unmapped: list[str], step_col: str | None) -> list[dict[str, object]]:
     """The first NaN or +-inf of every numeric key without a canonical name: ``{"key", "step", "value",
-    "count"}`` (``step`` as logged, else the row's position from 1)."""
+    "count"}`` (``step`` as logged, else the row's position from 1). Placeholders before a key's first
+    finite value are not counted (:func:`advcore.model.counted_nonfinite`)."""
     out: list[dict[str, object]] = []
     numeric = [k for k in unmapped if raw[k].dtype == pl.Float64]
     if not numeric:
         return out
     # one pass says which columns hold a non-finite value; only those are searched, on their own
     # columns (a line of 16,000 keys must not cost 16,000 copies of a 16,000-column frame)
-    flags = raw.select([(pl.col(k).is_not_null() & ~pl.col(k).is_finite()).any().alias(k) for k in numeric]).row(0)
+    flags = raw.select([counted_nonfinite(k).any().alias(k) for k in numeric]).row(0)
     keep = [step_col] if step_col is not None and step_col in raw.columns else []
     for key in (k for k, flagged in zip(numeric, flags, strict=True) if flagged):
         rows = raw.select([*keep, key]).with_row_index("__row", offset=1)
-        bad = rows.filter(pl.col(key).is_not_null() & ~pl.col(key).is_finite())
+        bad = rows.filter(counted_nonfinite(key))
         v = float(bad[key][0])
         step = bad[step_col][0] if step_col is not None else bad["__row"][0]
         out.append({"key": key, "step": None if step is None else int(step),

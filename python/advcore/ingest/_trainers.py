@@ -26,11 +26,14 @@ _SB3_KEYS = frozenset({"time/total_timesteps", "rollout/ep_rew_mean"})
 #: what PyMARL's episode runner logs every ``runner_log_interval`` (src/runners/episode_runner.py,
 #: ``_log``): the episodes' return and length, and the exploration rate
 _PYMARL_KEYS = frozenset({"return_mean", "return_std", "ep_length_mean", "epsilon"})
+#: torch-ac's training script (lcswillems/rl-starter-files, scripts/train.py): the reshaped return
+#: ``rreturn_*`` and the episode length ``num_frames_*`` of the episodes finished in the update
+_TORCH_AC_KEYS = frozenset({"rreturn_mean", "num_frames_mean"})
 
 
 def trainer_of(keys: Iterable[str]) -> str | None:
     """The trainer whose keys these are (``trl``, ``verl``, ``sb3``, ``baselines``, ``rllab``,
-    ``spinup``, ``pymarl``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
+    ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
     if bare & _TRL_MARKERS or any(k.startswith(_TRL_PREFIXES) for k in bare):
@@ -47,4 +50,6 @@ def trainer_of(keys: Iterable[str]) -> str | None:
         return "spinup"
     if _PYMARL_KEYS <= keys:
         return "pymarl"
+    if _TORCH_AC_KEYS <= keys:
+        return "torch_ac"
     return None
