@@ -147,7 +147,10 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
             reports = run_scan(files, options, jobs=jobs, progress=lambda k: bar.advance(task, k))
     else:
         reports = run_scan(files, options, jobs=jobs)
-    reports = [r for r in reports if not is_quiet_miss(r, explicit)] + unlistable
+    # notes and notebooks found in a folder leave the report when nothing is read from them, unless
+    # nothing at all was read: then each says why (a console log of a format we do not know)
+    kept = [r for r in reports if not is_quiet_miss(r, explicit)]
+    reports = (kept or reports) + unlistable
     if fmt == "json":
         click.echo(render_json(reports))
     elif fmt == "markdown":

@@ -29,6 +29,9 @@ CASES = {
                        "Avg episode reward: [" + ", ".join(f"({i}, '1.5')" for i in range(200)) + "]",
                        ["Fps is (10 sec: 0.0). Total num frames: 4096. Throughput: 0: 1.0.",
                         "Avg episode reward: [(0, '2.5')]"], [0, 4096]),
+    "halos_console": (["train stats after 64 examples: {'loss/policykl': '0.5', 'counters/updates': 4}"],
+                      f"train stats after 128 examples: {{'loss/policykl': '0.{LONG}', 'counters/updates': 8}}",
+                      ["train stats after 192 examples: {'loss/policykl': '0.7', 'counters/updates': 12}"], [64, 192]),
     "printed": ([f"Episode {e}, Avg reward: {e}.5" for e in range(1, 4)], f"Episode 4, Avg reward: 0.{LONG}",
                 ["Episode 5, Avg reward: 5.5"], [1, 2, 3, 5]),
 }

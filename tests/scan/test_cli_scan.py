@@ -235,6 +235,16 @@ def test_a_folder_scan_reads_a_training_notebook_and_leaves_an_analysis_notebook
     assert set(paths) == {"train.ipynb"} and paths["train.ipynb"]["steps"] == 10
 
 
+def test_a_folder_where_nothing_is_read_says_why_for_each_file(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # a console of a format advcore does not know, alone in its folder: not an empty report
+    (tmp_path / "train_log.txt").write_text("".join(f"it {i}: the policy did something\n" for i in range(20)))
+    (tmp_path / "notes.md").write_text("# what I tried\n")
+    code, doc = scan_json(capsys, str(tmp_path))
+    by_path = {Path(r["path"]).name: r["verdict"]["status"] for r in doc["runs"]}
+    assert by_path == {"train_log.txt": "unreadable", "notes.md": "unreadable"} and code == 0
+
+
 def test_a_missing_input_is_an_unreadable_run_in_the_document(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     good = tmp_path / "run.jsonl"
