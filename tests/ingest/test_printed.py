@@ -299,3 +299,31 @@ def test_real_joyrl_and_doudizhu_and_trl04_logs() -> None:
     run = load(nb)
     assert len(heads) == 127 and run.frame["reward_mean"].to_list() == [
         float(ln.split("(")[1].split(")")[0]) for ln in heads]
+
+
+def test_a_run_resumed_with_its_counters_restarted_is_still_printed_progress(tmp_path: Path) -> None:
+    # danielnbarbosa/angela's episode lines, a resumed run after the first: both segments are read, as phases
+    line = "Episode {e:5d}   Avg: {r:8.2f}   BestAvg: {b:8}   σ: {s:8.2f}   |   Steps: {t:8d}  Secs: {e:6d}"
+    first = [line.format(e=e, r=-5 + e / 1000, b="-inf" if e == 100 else "-4.00", s=0.5, t=50 * e)
+             for e in (100, 200, 300, 400)]
+    second = [line.format(e=e, r=e / 100, b="1.00", s=2.0, t=60 * e) for e in (100, 200, 300)]
+    p = _log(tmp_path, "#### PG\n```\n" + "\n".join(first) + "\nLoaded: best.pth\n" + "\n".join(second) + "\n```\n",
+             "flappybird.md")
+    assert detect(p) is printed
+    run = load(p)
+    assert run.frame["step"].to_list() == [100, 200, 300, 400, 100, 200, 300]
+    assert run.frame["phase"].to_list() == [0, 0, 0, 0, 1, 1, 1]
+    assert run.frame["reward_mean"].to_list() == pytest.approx([-4.9, -4.8, -4.7, -4.6, 1.0, 2.0, 3.0])
+    assert run.frame["return_std"].to_list() == [0.5] * 4 + [2.0] * 3
+    # a step that goes back but not to the start is no restart: not printed progress
+    q = _log(tmp_path, "\n".join(line.format(e=e, r=1.0, b="1.00", s=1.0, t=e) for e in (100, 300, 200, 400)) + "\n")
+    assert not printed.sniff(q, q.read_text())
+
+
+def test_real_angela_flappybird_results_file() -> None:
+    path = corpus("h82-angela-reinforce-flappybird-learns/flappybird.md")
+    avgs = [float(line.split("Avg:")[1].split()[0]) for line in path.read_text().splitlines()
+            if line.startswith("Episode ")]
+    run = load(path)
+    assert run.format == "printed" and len(avgs) == 273  # the corpus entry's count: 123 + 150 lines
+    assert run.frame["reward_mean"].to_list() == avgs

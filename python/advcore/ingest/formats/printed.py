@@ -51,7 +51,8 @@ line) is read when at least :data:`MIN_UNCOUNTED_LINES` (6) lines made of pairs 
 names; those lines are the steps, numbered in order.
 
 Detection: at least :data:`MIN_STEP_LINES` (3) step lines with the same step word in the file's
-head, their steps never decreasing (or the 6 lines above). This reader comes after every named format, so a log any of
+head, their steps never decreasing except to start again from the first step or below (a resumed run;
+or the 6 lines above). This reader comes after every named format, so a log any of
 them knows is read by it.
 """
 
@@ -299,8 +300,12 @@ def sniff(path: Path, head: str | None) -> bool:
     if layout.word is None:
         return sum(_is_step_line(pairs, layout) for pairs, _ in parsed) >= MIN_UNCOUNTED_LINES
     steps = [number(pairs[0][1]) for pairs, only in parsed if _is_step_line(pairs, layout, only)]
-    return len(steps) >= MIN_STEP_LINES and all(a is not None and b is not None and b >= a
-                                                for a, b in zip(steps, steps[1:], strict=False))
+    if len(steps) < MIN_STEP_LINES or any(v is None for v in steps):
+        return False
+    # steps never go back, except to start again from the first step or below (a run resumed from a
+    # checkpoint, its counters restarted: danielnbarbosa/angela results/ple/flappybird.md)
+    first = steps[0]
+    return all(b >= a or b <= first for a, b in zip(steps, steps[1:], strict=False))  # type: ignore[operator]
 
 
 def read_text(text: str, path: Path) -> RawLog:
