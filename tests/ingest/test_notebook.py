@@ -88,6 +88,23 @@ def test_console_dicts_in_stream_outputs(tmp_path: Path) -> None:
     assert len(run.errors) == 1 and run.errors[0].message.startswith("notebook cell 3, output line 4: TRL console")
 
 
+def test_a_loss_only_table_gives_way_to_a_callback_that_prints_every_key(tmp_path: Path) -> None:
+    # TRL's table shows Step | Training Loss; the user's callback printed the whole log dict per step
+    lines = "".join(f"[Step {s}] loss=0.0000 grad_norm=0.0010 completions/clipped_ratio=1.0000 reward={r:.4f} "
+                    f"reward_std=0.0000 kl=0.0010\n" for s, r in ((1, 0.3), (2, 0.3), (3, 0.225)))
+    table = _table(["Step", "Training Loss"], [[str(s), "0.000000"] for s in (1, 2, 3)])
+    p = _notebook(tmp_path, [[_stream("Saving model checkpoint\n" + lines), _html_output(table)]])
+    run = load(p)
+    assert run.trainer == "trl" and run.metadata["source"] == "printed_progress"
+    assert run.metadata["progress_table"] == "cell 2, the loss only"
+    assert run.frame["reward_mean"].to_list() == [0.3, 0.3, 0.225]
+    assert run.frame["truncated_frac"].to_list() == [1.0, 1.0, 1.0]
+    # a table with more than the loss stays the source
+    table = _table(["Step", "Training Loss", "reward"], [[str(s), "0.000000", "0.5"] for s in (1, 2, 3)])
+    q = _notebook(tmp_path, [[_stream(lines), _html_output(table)]], "other.ipynb")
+    assert load(q).metadata["source"] == "progress_table"
+
+
 def test_a_notebook_without_a_training_log(tmp_path: Path) -> None:
     p = _notebook(tmp_path, [[_stream("hello\n")]])
     assert detect(p) is notebook

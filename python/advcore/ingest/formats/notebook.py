@@ -18,7 +18,9 @@ Two kinds of output hold one:
   progress table: ``disable_tqdm``, a ``PrinterCallback``), read by
   :func:`advcore.ingest.formats.trl_console.read_text` from the concatenated text of one cell's
   stdout (or stderr) outputs, the last such cell when several have dict lines. A progress table,
-  where there is one, is read instead: it has the step numbers.
+  where there is one, is read instead: it has the step numbers; except a table of losses only
+  (``Step | Training Loss``) beside a console that holds more keys: then the console is read
+  (``metadata["progress_table"]`` names the table left aside).
 * **A hand-written loop's printed progress** (``Episode 10, Avg reward: 29.60``), read by
   :mod:`advcore.ingest.formats.printed`, or a **printed table** (ElegantRL's evaluator: ``ID Step maxR
   | avgR ...`` over rows of numbers), read by :mod:`advcore.ingest.formats.text_table`, from the
@@ -120,6 +122,12 @@ def _training_tables(cells: list[Any]) -> list[tuple[int, list[list[str]]]]:
     return found
 
 
+def _loss_only(header: list[str]) -> bool:
+    """A progress table whose columns besides the step are losses only (``Training Loss``,
+    ``Validation Loss``): TRL's GRPO table when its other keys are not shown."""
+    return all("loss" in name.lower() for name in header[1:])
+
+
 def _from_table(path: Path, cell: int, table: list[list[str]], n_tables: int) -> RawLog:
     header, body = table[0], table[1:]
     rows: list[dict[str, Any]] = []
@@ -188,10 +196,15 @@ def read(path: Path) -> RawLog:
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
             str(path), "notebook: expected a JSON object with a 'cells' list (nbformat 4)"),))
     tables = _training_tables(cells)
+    console = _from_streams(path, cells)
     if tables:
         cell, table = tables[-1]
-        return _from_table(path, cell, table, len(tables))
-    console = _from_streams(path, cells)
+        from_table = _from_table(path, cell, table, len(tables))
+        if console is None or not _loss_only(table[0]) or console.frame.width <= from_table.frame.width:
+            return from_table
+        # the table shows the loss alone and the cell printed every logged key (a callback of the user's)
+        return RawLog(NAME, console.frame, trainer=console.trainer, errors=console.errors,
+                      metadata={**console.metadata, "progress_table": f"cell {cell}, the loss only"})
     if console is not None:
         return console
     return RawLog(NAME, pl.DataFrame(), errors=(IngestError(

@@ -41,7 +41,8 @@ inner updates (``[Update 1/4] PolicyLoss=0.886 ... KL=0.0074`` four times under 
 ##########``, a Dou Dizhu PPO log): their values are averaged and their counter dropped. A name over
 pairs in parentheses qualifies them (``Adv(mean=-0.36, std=0.59)`` reads as ``adv_mean``, ``adv_std``). Names are read in lower case with blanks as ``_``
 (``Avg Reward`` -> ``avg_reward``), so the alias table meets each spelling once; trainer
-``printed``. Steps printed twice are averaged (a row is a step). Lines longer than
+``printed``, or the trainer whose keys the lines print (a callback printing TRL's log dict as
+``[Step 3] loss=0.0 reward=0.3 completions/clipped_ratio=1.0``: ``trl``). Steps printed twice are averaged (a row is a step). Lines longer than
 :data:`MAX_LINE` characters are not read (no loop prints one; a pathological line costs itself),
 and those longer than the console readers' limit (:func:`advcore.ingest._text.readable_lines`)
 are reported too.
@@ -68,6 +69,7 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import readable_lines
+from advcore.ingest._trainers import trainer_of
 from advcore.ingest._text import read_text as read_file
 from advcore.ingest.formats.plain import by_step, number, steps_frame
 from advcore.ingest.formats.verl_console import clean
@@ -366,7 +368,10 @@ def read_text(text: str, path: Path) -> RawLog:
     meta: dict[str, Any] = {"step_word": word, "step_lines": len(records)}
     if word is None:
         meta["step_inferred"] = True
-    return RawLog(NAME, frame, trainer=NAME, metadata=meta, errors=tuple(errors))
+    # a callback that prints a trainer's own keys (``[Step 3] loss=0.0 ... completions/clipped_ratio=1.0
+    # reward=0.3 reward_std=0.0``, TRL's log dict) is read with that trainer's aliases
+    trainer = trainer_of(frame.columns) or NAME
+    return RawLog(NAME, frame, trainer=trainer, metadata=meta, errors=tuple(errors))
 
 
 def read(path: Path) -> RawLog:
