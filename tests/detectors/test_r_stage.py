@@ -456,6 +456,11 @@ def test_floor_from_a_success_rate_that_never_rises() -> None:
     climbing = list(np.linspace(3.7, 6.5, n) + rng.normal(0, 0.1, n))
     assert one(make_run({"reward_mean": climbing, "success_rate": [0.0] * n}), "REWARD_FLOOR") is None
     assert isinstance(one(make_run({"success_rate": [0.0] * n}), "REWARD_FLOOR"), Finding)
+    # a return that rises by less than a tenth of its magnitude (-40 -> -37: a shaping term under a
+    # constant penalty) is no progress towards success
+    shaped = list(np.linspace(-40.0, -37.0, n) + rng.normal(0, 0.1, n))
+    f = one(make_run({"reward_mean": shaped, "success_rate": [0.0] * n}), "REWARD_FLOOR")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "never_succeeds"
 
 
 def test_real_sac_her_pick_and_place_that_never_succeeds() -> None:
@@ -466,6 +471,17 @@ def test_real_sac_her_pick_and_place_that_never_succeeds() -> None:
     f = fired_by(load(path))
     assert f["REWARD_FLOOR"].onset_step == 200 and f["REWARD_FLOOR"].evidence["success_level_max"] < 0.083
 
+
+
+def test_real_push_task_whose_return_creeps_while_nothing_succeeds() -> None:
+    """checked: final_success_rate exactly 0 in 198 of 200 rows (1/256 twice); mean_episode_reward -40.24 over
+    iterations 1-20, -36.95 over 181-200."""
+    path = corpus("h76-handwritten-reinforce-2d-push-never-contacts-success-zero/training_log.csv")
+    rows = list(csv.DictReader(path.read_text().splitlines()))
+    success = [float(r["final_success_rate"]) for r in rows]
+    assert sum(v == 0.0 for v in success) == 198
+    f = fired_by(load(path))["REWARD_FLOOR"]
+    assert f.evidence["rule"] == "never_succeeds" and f.onset_step == int(rows[0]["iteration"])
 
 
 def test_real_smac_corridor_without_a_win_whose_return_climbs_is_no_floor() -> None:

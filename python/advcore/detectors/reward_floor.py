@@ -36,6 +36,11 @@ from advcore.model import Run
 __all__ = ["SPEC", "detect"]
 
 ID = "REWARD_FLOOR"
+#: A return that rose by at least this share of its magnitude (the larger of its early and late
+#: medians) while nothing succeeded is learning towards the first successes (SMAC corridor: medians
+#: 5.11 -> 6.28, +19 %); less is a shaping term at work (a 2-D push: -40.1 -> -37.0, +8 %, the object
+#: never moved).
+MIN_RELATIVE_GAIN = 0.1
 #: A success-rate level that never rises above this share of episodes: the task is never solved.
 SUCCESS_BELOW = 0.1
 
@@ -80,11 +85,16 @@ def _never_succeeds(run: Run, below: float) -> Finding | None:
     0.083, while the episode return wanders between -50 and -45.8). A return that rose and kept its
     gain (:func:`~advcore.detectors._reward.improving_reward`) is learning towards the first successes,
     and outranks them (h70-pymarl-lica-corridor-zero-wins-but-learning: no SMAC battle won in 204
-    logs while the shaped return climbs 3.7 -> 6.5)."""
+    logs while the shaped return climbs 3.7 -> 6.5), when the gain is at least ``MIN_RELATIVE_GAIN`` of
+    the return's magnitude: a shaping term that improves a return dominated by a constant penalty is
+    no progress towards success (h76-handwritten-reinforce-2d-push-never-contacts-success-zero: -40.1
+    -> -37.0, 8 %, while the object never moves)."""
     success = metric(run, "success_rate")
     if success is None or not success.judgeable or any(not 0.0 <= v <= 1.0 for v in success.values):
         return None
-    if improving_reward(run) is not None:
+    rise = improving_reward(run)
+    if rise is not None and rise["late_median"] - rise["early_median"] >= MIN_RELATIVE_GAIN * max(
+            abs(rise["early_median"]), abs(rise["late_median"])):
         return None
     level = rolling_level(success, "success level", max(5, len(success) // 10)).values
     late = success.late_mean()
@@ -155,7 +165,9 @@ CARD = Card(
         with a late mean at most half of it is a task that is never solved (onset: the first logged
         point), unless the return rose and held its gain: learning towards the first success
         (h70-pymarl-lica-corridor-zero-wins-but-learning: no SMAC battle won in 204 logs while the shaped
-        return climbs from 3.7 to 6.5). A run too short
+        return climbs from 3.7 to 6.5) by at least a tenth of its magnitude (a 2-D push whose return
+        moves from -40.1 to -37.0 while the object never moves is a shaping term at work, not progress:
+        h76-handwritten-reinforce-2d-push-never-contacts-success-zero). A run too short
         for windows (fewer than six logged reward means) is still judged on the point fact: a reward mean
         of exactly 0 at every one of at least two logged steps fires, with onset at the first. Not
         evaluable without `reward_mean` or `success_rate`.
