@@ -309,3 +309,13 @@ def test_spinup_vanilla_actor_critic_frozen_at_the_uniform_policy() -> None:
     findings, _ = run_detectors(load(path))
     f = next(f for f in findings if f.id == "DEAD_FROM_START")
     assert f.stage == "U" and f.onset_step == 0 and f.evidence["policy_frozen"] is True
+
+
+def test_groups_tied_over_nearly_the_whole_run_fire_though_the_last_steps_untie() -> None:
+    # steps 1-46 of 50 tied (reward_std exactly 0), the last four not: 92 % over the run, 60 % late
+    std = [0.0] * 46 + [0.5, 1.44, 1.44, 0.58]
+    f = one(make_run({"reward_std": std, "reward_mean": [1.5, 3.0] * 25}), "DEGENERATE_GROUPS")
+    assert isinstance(f, Finding) and f.onset_step == 1
+    assert f.evidence["run_mean"] == pytest.approx(46 / 50) and f.evidence["late_mean"] == pytest.approx(6 / 10)
+    # 80 % tied over the run with the last fifth untied: not nearly every step, quiet
+    assert one(make_run({"reward_std": [0.0] * 40 + [0.5] * 10, "reward_mean": [1.0] * 50}), "DEGENERATE_GROUPS") is None

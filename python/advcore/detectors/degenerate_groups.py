@@ -3,7 +3,8 @@
 Rule: the tied-group share (``zero_variance_group_frac``, 0..1, or the proxy
 ``1[reward_std(_within) <= 1e-6]`` or ``1[adv_max - adv_min <= 1e-6]`` per step, named in
 ``evidence["proxy"]``; :func:`advcore.detectors._windows.tied_share`) has a late-window
-mean >= ``tied_above`` (0.75) and an onset exists; the onset is the first of
+mean >= ``tied_above`` (0.75), or a mean over the whole run >= ``RUN_TIED`` (0.9: nearly every
+step without a gradient, though the last ones untie), and an onset exists; the onset is the first of
 ``sustain`` (5) consecutive logged points whose tied share is >= ``tied_above``, or, when single
 steps alternate, the first point from which the running share over the rest of the run stays at or
 above ``tied_above``. A share near 0.5 is normal for 0/1 rewards at moderate success rates and
@@ -27,6 +28,11 @@ from advcore.model import Run
 __all__ = ["SPEC", "detect"]
 
 ID = "DEGENERATE_GROUPS"
+
+#: A tied-group share at or above this over the whole run fires even when the last steps untie: the
+#: run spent nearly all of its steps without a gradient (h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups:
+#: steps 1-46 of 50 tied, the last four not).
+RUN_TIED = 0.9
 
 WHAT_TO_TRY = (
     "Tell saturation from floor: if `reward_mean` is at its ceiling the prompts are too easy; at its floor, too "
@@ -65,7 +71,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return None
     above, sustain = float(knobs["tied_above"]), int(knobs["sustain"])
     late, overall = s.late_mean(), s.mean()
-    if not late >= above:
+    if not (late >= above or overall >= RUN_TIED):
         return None
     idx = onset_index(s.values, lambda v: v >= above, sustain)
     tail = _tail_onset(s.values, above)
@@ -85,12 +91,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if s.proxy:
         evidence["proxy"] = s.name
     pct = 100 * overall if math.isfinite(overall) else float("nan")
-    return Finding(
-        ID, "warn", "R", s.step_at(idx), dict(evidence),
-        f"{100 * late:.0f}% of GRPO groups ({plain(s.name)}) are tied late in the run ({pct:.0f}% overall): "
-        "those groups give zero advantage and no gradient.",
-        WHAT_TO_TRY,
-    )
+    share = (f"{100 * late:.0f}% of GRPO groups ({plain(s.name)}) are tied late in the run ({pct:.0f}% overall)"
+             if late >= above else
+             f"{pct:.0f}% of GRPO groups ({plain(s.name)}) are tied over the run ({100 * late:.0f}% late)")
+    return Finding(ID, "warn", "R", s.step_at(idx), dict(evidence),
+                   f"{share}: those groups give zero advantage and no gradient.", WHAT_TO_TRY)
 
 
 CARD = Card(
@@ -117,8 +122,10 @@ CARD = Card(
         `Accuracy distribution:` lines count success; simplevla-dense-reward-libero trains on a dense
         shaped score, with success tied in 88 % of the groups but advantages all 0 on only 28 % of the
         steps (simplevla-terminal-reward-libero, trained on success: 84 %). Fires
-        when the late-window mean (last 20 % of the logged points) reaches `tied_above` and the share has
-        settled there (an onset exists). Onset: the first of `sustain` consecutive points at or above
+        when the late-window mean (last 20 % of the logged points) reaches `tied_above`, or the mean over
+        the whole run reaches 0.9 (nearly every step spent without a gradient, though the last ones
+        untie: h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, steps 1-46 of 50 tied), and the
+        share has settled there (an onset exists). Onset: the first of `sustain` consecutive points at or above
         `tied_above`, or the
         first tied point from which the share of every remaining stretch stays at or above `tied_above`,
         whichever is earlier. DAPO-style dynamic sampling drops tied groups before metrics are computed,
