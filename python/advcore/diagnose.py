@@ -133,9 +133,6 @@ def _blowup_leads(findings: Sequence[Finding], tolerance: float) -> bool:
     return not others or blowup.onset_step <= min(others) + tolerance
 
 
-_SEVERITY_RANK = {"error": 0, "warn": 1, "info": 2}
-
-
 def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
     tolerance = _tolerance(run)
     first_step = int(run.frame["step"].min()) if "step" in run.frame.columns and run.frame.height else None  # type: ignore[arg-type]
@@ -144,7 +141,7 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
     onsets = [f.onset_step for f in findings if f.id != "NONFINITE" and f.onset_step is not None]
     first_onset = min(onsets) if onsets else None
 
-    def key(f: Finding) -> tuple[float, int, float, int]:
+    def key(f: Finding) -> tuple[float, int, float]:
         rank: float = _RANK.get(f.stage, 5)
         if f.id == "NONFINITE":
             # a NaN leads what followed it; what began before it (a reward at its floor from the first
@@ -156,9 +153,7 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
         if blowup_first and f.id == "UPDATE_UNSTABLE":
             rank = 0.4
         onset = float(f.onset_step) if f.onset_step is not None else math.inf
-        # at one stage and onset an error leads a warning (a reward exactly 0 at every step, REWARD_FLOOR,
-        # says more than the ties it implies: h83-torchac-ppo-minigrid-playground-no-reward)
-        return (rank, 0 if f.id == "DEAD_FROM_START" else 1, onset, _SEVERITY_RANK[f.severity])
+        return (rank, 0 if f.id == "DEAD_FROM_START" else 1, onset)
 
     return sorted(findings, key=key)
 

@@ -12,8 +12,8 @@ stays quiet. Windows: first and last 20 % of the logged points.
 
 Not applicable (None, not "not evaluable") to a run that is evidently not group-based: it logs a
 critic (``vf_explained_var`` or ``value_mean``) and no group statistic (``zero_variance_group_frac``,
-``reward_std_within``) nor any reward or advantage spread to build the proxy from, as SB3 runs do
-(:func:`advcore.detectors._windows.run_kind`).
+``reward_std_within``), as SB3 and torch-ac runs do (:func:`advcore.detectors._windows.run_kind`):
+its advantages come from the value baseline, so episodes of equal return are not tied.
 """
 
 from __future__ import annotations
@@ -62,10 +62,10 @@ def _tail_onset(values: tuple[float, ...], above: float) -> int | None:
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate DEGENERATE_GROUPS on ``run`` with resolved ``knobs``."""
+    if run_kind(run) == "critic":
+        return None  # a value baseline: tied returns still get advantages
     s = tied_share(run)
     if s is None:
-        if run_kind(run) == "critic":
-            return None
         return NotEvaluable(ID, ("zero_variance_group_frac (or reward_std_within or reward_std)",))
     if not s.judgeable:
         return None
@@ -133,9 +133,11 @@ CARD = Card(
 
         Not applicable to runs that are evidently not group-based: when the run logs a critic
         (`vf_explained_var` or `value_mean`) and no group statistic (`zero_variance_group_frac`,
-        `reward_std_within`) nor a reward or advantage spread to build a proxy from (SB3 runs), the
-        detector reports nothing instead of "not evaluable". A run that logs neither kind is still
-        "not evaluable".
+        `reward_std_within`) (SB3 and torch-ac runs: their advantages come from the value baseline, so
+        episodes of equal return are not tied; h83-torchac-ppo-minigrid-playground-no-reward, whose
+        return is 0 on every episode, is a floor, not tied groups), the detector reports nothing
+        instead of "not evaluable". A run without a spread to build the proxy from is still "not
+        evaluable".
     """,
     related="""
         The within-group view upstream of ADV_COLLAPSE; REWARD_STD_DEATH is the whole-batch view. When
