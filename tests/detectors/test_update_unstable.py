@@ -393,10 +393,11 @@ def test_a_kl_that_starts_high_runs_away_only_when_it_leaves_its_start() -> None
     # an SFT'd adapter against the base model: 2.8 nats from step 1, flat (h77's shape) is no runaway
     flat = [2.8 + 0.01 * (i % 3) for i in range(50)]
     assert one(make_run({"kl": flat}), "UPDATE_UNSTABLE") is None
-    # from the same start, a KL that doubles ran away (2 x the median of its first 5 points is the bar)
+    # from the same start, a KL that doubles ran away (2 x its value at the first step is the bar)
     rising = flat[:30] + [2.8 + 0.4 * i for i in range(1, 21)]
     f = one(make_run({"kl": rising}), "UPDATE_UNSTABLE")
-    first = next(i for i in range(4, 50) if statistics.median(rising[i - 4:i + 1]) >= 2 * statistics.median(rising[:5]))
+    first = next(i for i in range(4, 50) if statistics.median(rising[i - 4:i + 1]) >= 2 * rising[0])
     assert isinstance(f, Finding) and f.evidence["metric"] == "kl" and f.onset_step == first + 1
-    # a KL that starts near 0 keeps the 2-nat bar
+    # a KL that starts near 0 keeps the 2-nat bar, and so does one first logged after some updates
     assert one(make_run({"kl": [0.01] * 30 + [2.5] * 20}), "UPDATE_UNSTABLE") is not None
+    assert one(make_run({"kl": flat}, steps=list(range(5, 255, 5))), "UPDATE_UNSTABLE") is not None

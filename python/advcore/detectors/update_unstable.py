@@ -10,9 +10,9 @@ A logged point is *unstable* when any of these holds there:
   kept at least 3/4 of the gain to the end): aggressive clipped updates that keep raising the
   return are large, not unstable;
 * the level of ``kl`` to the reference policy (trailing median of 5 points, so one spike is no
-  level) at or above ``kl_ref_above`` (2 nats per token); when the median of its first 5 points is
-  already there (a policy that never was its reference: an SFT'd adapter against the base model), at
-  or above ``KL_START_FACTOR`` (2) x that start level;
+  level) at or above ``kl_ref_above`` (2 nats per token); when it is already there at the run's first
+  step (0 or 1), before any update (a policy that never was its reference: an SFT'd adapter against
+  the base model), at or above ``KL_START_FACTOR`` (2) x that first value;
 * the level of ``entropy`` at or above ``entropy_rise`` (10) x its start level (the early window's
   median, or its first half's when lower: a blow-up inside the early window lifts the median; judged
   when that is positive): the policy blew up into noise; the same factor for ``action_std``, the standard
@@ -238,10 +238,9 @@ def late_jump(s: Series, factor: float, min_points: int) -> tuple[Series, float,
     return tail, middle, before
 
 
-#: A KL to the reference whose first points (their median) are at or above ``kl_ref_above`` runs away at
-#: this many times that start level.
+#: A KL to the reference at or above ``kl_ref_above`` at the run's first step runs away at this many
+#: times that value.
 KL_START_FACTOR = 2.0
-KL_START_POINTS = 5
 
 
 def _start_level(s: Series) -> float:
@@ -270,14 +269,16 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
                           "most of the batch leaves the clip range in one update"))
     kl = metric(run, "kl")
     if kl is not None:
-        # a KL that starts past the bar measures a policy that never was its reference (a GRPO run on an
-        # SFT'd adapter against the base model: h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, 2.8
-        # at step 1, unchanged for 46 steps): it runs away when it leaves that start, at twice it
+        # a KL already past the bar at the run's first step, before any update moved the policy, measures
+        # a policy that never was its reference (a GRPO run on an SFT'd adapter against the base model:
+        # h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, 2.8 at step 1, unchanged for 46 steps):
+        # it runs away when it leaves that start, at twice it. A first point logged after some updates
+        # may be the blow-up itself (mbpp-qwen3-4b-grpo-run1-flat: 12.1 at step 5)
         cut_kl = float(knobs["kl_ref_above"])
-        start = statistics.median(kl.values[:KL_START_POINTS])
+        start = kl.values[0]
         offset = ""
-        if start >= cut_kl:
-            cut_kl, offset = KL_START_FACTOR * start, f" (twice its start level {start:.3g})"
+        if kl.steps[0] <= 1 and start >= cut_kl:
+            cut_kl, offset = KL_START_FACTOR * start, f" (twice its value {start:.3g} at the first step)"
         out.append(_Check("kl", rolling_level(kl, "kl level"), lambda v: v >= cut_kl,
                           f"the KL to the reference (median of 5 points) >= {cut_kl:.3g}{offset}",
                           "the policy ran away from its reference"))
@@ -447,8 +448,8 @@ CARD = Card(
     decides="""
         A logged point is *unstable* when `kl_step` ≥ `kl_step_above`, or `clip_frac` ≥ `clip_above`, or
         the level of `kl` to the reference (trailing median of 5 points, so one spike is no level) ≥
-        `kl_ref_above` (or, when the median of its first 5 points is already there, ≥ twice that start
-        level: a policy that never was its reference, an SFT'd adapter against the base model whose KL is 2.8 from step 1 and stays there,
+        `kl_ref_above` (or, when it is already there at the run's first step, before any update, ≥ twice
+        that first value: a policy that never was its reference, an SFT'd adapter against the base model whose KL is 2.8 from step 1 and stays there,
         h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups), or the level of `entropy` ≥ `entropy_rise` × its start level (the early
         window's median, or its first half's when lower: h49-rasbt-grpo-kl-qwen3-06b-math-entropy-blowup
         blows up at step 52 of 500, inside the early window; judged when that level is
