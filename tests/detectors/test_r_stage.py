@@ -435,6 +435,9 @@ def test_a_quiet_verdict_says_whether_the_reward_rose() -> None:
     assert f"{early:.4g} early, {late:.4g} late" in summary
     rose = diagnose(rising, [], []).summary
     assert "the reward rose from a median of" in rose and "did not rise" not in rose
+    assert "too few to tell" not in summary  # 60 steps
+    short = make_run({"reward_mean": [0.57, 0.8, 0.6, 0.7, 0.9, 0.65, 0.85, 0.7, 0.8, 0.83], "reward_std": [0.2] * 10})
+    assert "no learning shows in these 10 steps (too few to tell whether it learns)" in diagnose(short, [], []).summary
 
 
 def test_floor_from_a_success_rate_that_never_rises() -> None:
