@@ -327,3 +327,14 @@ def test_real_angela_flappybird_results_file() -> None:
     run = load(path)
     assert run.format == "printed" and len(avgs) == 273  # the corpus entry's count: 123 + 150 lines
     assert run.frame["reward_mean"].to_list() == avgs
+
+
+def test_a_label_before_an_arrow_qualifies_its_pairs(tmp_path: Path) -> None:
+    # Madrona's PPO console: several 'Avg' per update, told apart by their label
+    block = ("Update: {u}\n    Loss: 0.24, A: -0.00002, V: 0.5, E: -1.44\n"
+             "    Rewards          => Avg: {r}, Min: -5.001e-03, Max:  4.996e-02\n"
+             "    Returns          => Avg: 0.0002, σ: 0.99\n")
+    p = _log(tmp_path, "".join(block.format(u=u, r=-0.001 * u) for u in (1, 10, 20, 30)))
+    raw = printed.read(p)
+    assert raw.frame["rewards_avg"].to_list() == pytest.approx([-0.001, -0.01, -0.02, -0.03])
+    assert raw.frame["returns_avg"].to_list() == [0.0002] * 4 and "avg" not in raw.frame.columns

@@ -39,7 +39,8 @@ prints: another rank's loss-scale lines between DeepSpeed-Chat's step line and i
 twice in one step keeps its first value, except under a header line, where the lines are the step's
 inner updates (``[Update 1/4] PolicyLoss=0.886 ... KL=0.0074`` four times under ``##########  epoch: 0
 ##########``, a Dou Dizhu PPO log): their values are averaged and their counter dropped. A name over
-pairs in parentheses qualifies them (``Adv(mean=-0.36, std=0.59)`` reads as ``adv_mean``, ``adv_std``). Names are read in lower case with blanks as ``_``
+pairs in parentheses qualifies them (``Adv(mean=-0.36, std=0.59)`` reads as ``adv_mean``, ``adv_std``), as does
+a label before ``=>`` (``Rewards => Avg: -7.7e-04, Min: -5.0e-03`` reads as ``rewards_avg``, ``rewards_min``). Names are read in lower case with blanks as ``_``
 (``Avg Reward`` -> ``avg_reward``), so the alias table meets each spelling once; trainer
 ``printed``, or the trainer whose keys the lines print (a callback printing TRL's log dict as
 ``[Step 3] loss=0.0 reward=0.3 completions/clipped_ratio=1.0``: ``trl``). Steps printed twice are averaged (a row is a step). Lines longer than
@@ -113,6 +114,11 @@ _GROUPED = re.compile(r"(?<![\w.])(?P<name>[^\W\d]\w{0,40}+)\((?P<inner>[^()=:]{
 _INNER = re.compile(r"(?P<key>[^\W\d]\w{0,40}+)[ \t]*+(?=[=:])")
 
 
+#: A label over a line of pairs: ``Rewards          => Avg: -7.7e-04, Min: -5.0e-03`` (Madrona's PPO
+#: console) reads as ``Rewards_Avg``, ``Rewards_Min``, so that one step's several ``Avg`` stay apart.
+_LABELLED = re.compile(r"^\s*+(?P<label>[^\W\d]\w{0,40}+(?: \w{1,40}+){0,3}+)\s*+=>\s*+(?P<inner>.{1,2000})$")
+
+
 #: A value in parentheses: ``mean_reward: (-0.28)`` (TRL 0.4's gpt2-sentiment notebook adapted).
 _PAREN_VALUE = re.compile(rf"([:=])[ \t]*+\(({_NUM})\)", re.IGNORECASE)
 
@@ -133,6 +139,9 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
     text = clean(line).translate(_FULL_WIDTH)
     if "(" in text:
         text = _GROUPED.sub(_ungroup, _PAREN_VALUE.sub(r"\1 \2", text))
+    if "=>" in text and (m := _LABELLED.match(text)) is not None:
+        label = re.sub(r"\s+", "_", m.group("label"))
+        text = _INNER.sub(lambda k: f"{label}_{k.group('key')}", m.group("inner"))
     if (m := _EPOCH_OF.match(text)) is not None and STEP_NAME.match(m.group("word").lower()):
         step = (int(m.group("e")) - 1) * int(m.group("n")) + int(m.group("i"))
         text = f"step: {step}, {m.group('word')}: {m.group('e')}, " + text[m.end():]
