@@ -196,13 +196,14 @@ def read(path: Path) -> RawLog:
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
             str(path), "notebook: expected a JSON object with a 'cells' list (nbformat 4)"),))
     tables = _training_tables(cells)
-    console = _from_streams(path, cells)
+    # the streams are read when there is no table, or one of the loss alone (a callback of the user's
+    # may have printed every logged key)
+    console = _from_streams(path, cells) if not tables or _loss_only(tables[-1][1][0]) else None
     if tables:
         cell, table = tables[-1]
         from_table = _from_table(path, cell, table, len(tables))
-        if console is None or not _loss_only(table[0]) or console.frame.width <= from_table.frame.width:
+        if console is None or console.frame.width <= from_table.frame.width:
             return from_table
-        # the table shows the loss alone and the cell printed every logged key (a callback of the user's)
         return RawLog(NAME, console.frame, trainer=console.trainer, errors=console.errors,
                       metadata={**console.metadata, "progress_table": f"cell {cell}, the loss only"})
     if console is not None:
