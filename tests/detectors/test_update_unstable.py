@@ -4,6 +4,7 @@ small hand-made runs; one spike that recovers, and a Gaussian policy's negative 
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 
 import numpy as np
@@ -14,7 +15,7 @@ from advcore.detectors import REGISTRY, Finding, run_detectors
 from advcore.diagnose import diagnose
 from advcore.ingest import Run, load
 from tests._real import corpus, events, real
-from tests.detectors._fixtures import make_run, one
+from tests.detectors._fixtures import fired, make_run, one
 
 SPEC = REGISTRY["UPDATE_UNSTABLE"]
 
@@ -401,3 +402,54 @@ def test_a_kl_that_starts_high_runs_away_only_when_it_leaves_its_start() -> None
     # a KL that starts near 0 keeps the 2-nat bar, and so does one first logged after some updates
     assert one(make_run({"kl": [0.01] * 30 + [2.5] * 20}), "UPDATE_UNSTABLE") is not None
     assert one(make_run({"kl": flat}, steps=list(range(5, 255, 5))), "UPDATE_UNSTABLE") is not None
+
+
+def _hold_then_fall(late: float) -> dict[str, list[float]]:
+    """A return that holds 12 +- 0.25 (no success: it never rises), then falls to ``late`` over the
+    last 40 of 100 points; the gradient norm grows ten-fold over the fall."""
+    rng = np.random.default_rng(7)
+    held = list(12.0 + rng.normal(0, 0.25, 60))
+    fall = [late + 0.25 * float(v) for v in rng.normal(0, 1, 40)]
+    return {"reward_mean": held + fall, "grad_norm": [0.3] * 60 + [3.0] * 40}
+
+
+def test_a_collapse_below_the_start_without_a_success() -> None:
+    # a return that held its first level and then fell far below it (a TD-loss blow-up, h93 DCG on SMAC:
+    # 11.8 early, 4.4 late): a collapse though it never succeeded, corroborated by the gradient norm
+    f = one(make_run(_hold_then_fall(4.4)), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse below the start"
+    assert f.evidence["succeeded"] is False and "far below where it started" in f.message
+    assert f.evidence["update_moved"] == {"grad_norm": pytest.approx(10.0)}
+    assert 55 <= f.onset_step <= 66  # where the fall begins
+    # a fall of a few noises is drift, not a collapse; a fall the gradients did not move with is not the updates'
+    assert one(make_run(_hold_then_fall(11.0)), "UPDATE_UNSTABLE") is None
+    still = _hold_then_fall(4.4)
+    still["grad_norm"] = [0.3] * 100
+    assert one(make_run(still), "UPDATE_UNSTABLE") is None
+
+
+def test_a_fall_to_the_floor_is_the_floors_to_report() -> None:
+    # a return that falls to a constant floor and stays (h63 JoyRL pendulum, -1632 at every late point):
+    # REWARD_FLOOR says it, not a collapse of the updates
+    cols = {"reward_mean": [-1200.0 + 30.0 * ((i * 7) % 5 - 2) for i in range(60)] + [-1632.0] * 40}
+    assert not isinstance(one(make_run(cols), "UPDATE_UNSTABLE"), Finding)
+    assert "REWARD_FLOOR" in fired(make_run(cols))
+
+
+def test_real_dcg_smac_run_whose_return_collapsed_without_a_win() -> None:
+    # PyMARL DCG on SMAC 3s5z (sacred info.json): return_mean deciles 10.4 ... 12.3, 11.7, 8.5, 4.8 ... 4.6,
+    # battle_won_mean at most 0.10 and 0 late, grad_norm 0.28 -> 9.17: the updates destroyed what it could do
+    path = corpus("h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse/info.json")
+    info = json.loads(path.read_text())
+    returns = info["return_mean"]
+    run = load(path)
+    found = fired(run)
+    assert "REWARD_FLOOR" not in found  # never won, but the shaped return answers the policy
+    f = found["UPDATE_UNSTABLE"]
+    assert f.evidence["condition"] == "collapse below the start"
+    early = statistics.median(returns[: len(returns) // 5])
+    late = statistics.median(returns[-(len(returns) // 5):])
+    # the reader aligns the returns to the learner's steps: the medians agree with the raw list's to 0.5
+    assert f.evidence["early_median"] == pytest.approx(early, abs=0.5) and early > 10
+    assert f.evidence["late_median"] == pytest.approx(late, abs=0.5) and late < 5
+    assert "grad_norm" in f.evidence["update_moved"]

@@ -125,6 +125,10 @@ def test_real_verl_csv_export_reads_as_verl() -> None:
     (["ep_rew", "loss"], "ep_rew"),
     (["reward_format", "reward_std", "eval/reward", "max_reward", "discounted_return"], None),
     (["loss", "entropy"], None),
+    # an average since the start lags: the episode's own return first (h96 W&B Space Invaders DQN)
+    (["cumulative_avg_reward", "episodic_reward"], "episodic_reward"),
+    (["cumulative_avg_reward", "loss"], "cumulative_avg_reward"),
+    (["cumulative_reward", "loss"], "cumulative_reward"),
 ])
 def test_a_reward_found_by_its_words(keys: list[str], expected: str | None) -> None:
     from advcore.ingest._aliases import reward_by_name

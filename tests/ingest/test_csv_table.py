@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,50 @@ def test_tensorboard_csv_download_named_by_its_tag(tmp_path: Path) -> None:
     q = tmp_path / "export.csv"
     q.write_text(p.read_text())
     assert "reward_mean" not in load(q).frame.columns
+    # renamed by hand after its metric (h97 traffic-light: reward.csv, length.csv): the stem names it
+    r = tmp_path / "reward.csv"
+    r.write_text(p.read_text())
+    renamed = load(r)
+    assert renamed.metadata["tensorboard_tag"] == "reward" and "tensorboard_run" not in renamed.metadata
+    assert renamed.frame["reward_mean"].to_list() == [-0.79, -0.78]
+
+
+def test_real_tensorboard_csv_exports_renamed_by_hand() -> None:
+    path = corpus("h97-sb3-ppo-traffic-light-final-learns-tb-csv/reward.csv")
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    run = load(path)
+    assert run.frame["step"].to_list() == [int(r["Step"]) for r in rows]
+    assert run.frame["reward_mean"].to_list() == [float(r["Value"]) for r in rows]
+
+
+def test_pfrl_scores_txt(tmp_path: Path) -> None:
+    # the columns of PFRL's evaluator (pfrl/experiments/evaluator.py) and SAC's statistics
+    # (pfrl/agents/soft_actor_critic.py, get_statistics); the first row is before any update
+    header = ("steps\tepisodes\telapsed\tmean\tmedian\tstdev\tmax\tmin\taverage_q1\taverage_q2\t"
+              "average_q_func1_loss\taverage_q_func2_loss\tn_updates\taverage_entropy\ttemperature")
+    rows = ["5000\t24\t1.7\t-1463.8\t-1477.8\t47.2\t-1398.6\t-1537.0\tnan\tnan\tnan\tnan\t0\tnan\t1.0",
+            "10000\t48\t3.8\t-1426.9\t-1453.8\t84.1\t-1258.1\t-1516.3\t0.30\t-0.10\t26.7\t24.1\t1\t0.53\t0.9997"]
+    p = tmp_path / "scores.txt"
+    p.write_text(header + "\n" + "\n".join(rows) + "\n")
+    run = load(p)
+    assert run.trainer == "pfrl"
+    assert run.frame["step"].to_list() == [5000, 10000]
+    assert run.frame["reward_mean"].to_list() == [-1463.8, -1426.9]
+    assert run.frame["return_std"].to_list() == [47.2, 84.1]
+    assert run.frame["reward_max"].to_list() == [-1398.6, -1258.1]
+    assert run.frame["value_mean"].to_list()[1] == 0.30 and run.frame["entropy"].to_list()[1] == 0.53
+
+
+def test_real_pfrl_sac_scores_txt() -> None:
+    path = corpus("h95-pfrl-sac-pendulum-solves-early/scores.txt")
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    run = load(path)
+    assert run.trainer == "pfrl" and run.frame.height == len(rows) == 200
+    assert run.frame["reward_mean"].to_list() == [float(r["mean"]) for r in rows]
+    entropy = run.frame["entropy"].to_list()
+    assert math.isnan(entropy[0]) and entropy[1:] == [float(r["average_entropy"]) for r in rows[1:]]
 
 
 def test_real_tensorboard_csv_download() -> None:

@@ -101,3 +101,30 @@ def test_a_table_of_one_pair_per_line(tmp_path: Path, prefix: str) -> None:
     assert run.frame["step"].to_list() == [10, 11, 12]
     assert run.frame["reward_mean"].to_list() == [-605.739, -598.495, 410.5]
     assert run.frame["value_loss"].to_list() == [0.0783, 0.0332, 0.1]
+
+
+def _log_metrics(logger: object, it: int, reward: float, kl: float) -> None:
+    logger.info(f"iter={it:04d} reward={reward:.4f} kl_approx={kl:.4f} clip_fraction=0.1")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("colorize", [False, True])
+def test_loguru_default_format(tmp_path: Path, colorize: bool) -> None:
+    # lines written by loguru itself (its default format: time | level | name:function:line - message),
+    # as a TorchRL PPO notebook logs its iterations (h99-torchrl-hppo-satellite-mac-*)
+    loguru = pytest.importorskip("loguru", reason="loguru is a test dependency (pip install -e '.[test]')")
+    p = tmp_path / "train.log"
+    logger = loguru.logger
+    sink = logger.add(p, colorize=colorize)
+    try:
+        logger.info("Starting notebook PPO run")
+        for it, (reward, kl) in enumerate([(-12.8771, 531.875), (-9.5, 2.25), (3.25, 0.0125), (7.5, 0.01)]):
+            _log_metrics(logger, it, reward, kl)
+    finally:
+        logger.remove(sink)
+    text = p.read_text()
+    assert ("\x1b[" in text) == colorize and ":_log_metrics:" in text.replace("\x1b[0m", "").replace("\x1b[36m", "")
+    run = load(p)
+    assert run.format == "printed" and run.errors == ()
+    assert run.frame["step"].to_list() == [0, 1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [-12.8771, -9.5, 3.25, 7.5]
+    assert run.frame["kl_step"].to_list() == [531.875, 2.25, 0.0125, 0.01]

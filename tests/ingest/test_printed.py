@@ -4,6 +4,7 @@ real notebooks (h15/h16 corpus runs) and the real notebooks themselves."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -375,3 +376,37 @@ def test_a_label_before_an_arrow_qualifies_its_pairs(tmp_path: Path) -> None:
     raw = printed.read(p)
     assert raw.frame["rewards_avg"].to_list() == pytest.approx([-0.001, -0.01, -0.02, -0.03])
     assert raw.frame["returns_avg"].to_list() == [0.0002] * 4 and "avg" not in raw.frame.columns
+
+
+def test_a_value_named_for_its_step_and_a_hyphenated_counter(tmp_path: Path) -> None:
+    # a TF1 TRPO loop: 'Global-step N --Accept update with ...' per accepted update and 'Total reward in
+    # global step N: R' now and then; one counter, global_step
+    p = tmp_path / "train.log"
+    p.write_text(" [*] Building policy function...\n"
+                 "Global-step 0 --Accept update with alpha=1.0, kl=2.0e-07, old=-3.82, new=-3.83\n"
+                 "Global-step 3 --Accept update with alpha=1.0, kl=8.0e-08, old=-1.48, new=-1.49\n"
+                 "Global-step 3 --Accept update with alpha=1.0, kl=6.0e-09, old=-1.48, new=-1.50\n"
+                 "Global-step 5 --Accept update with alpha=0.5, kl=1.0e-07, old=0.78, new=0.77\n"
+                 "Total reward in global step 5: 1.25\n"
+                 "Global-step 6 --Accept update with alpha=1.0, kl=4.0e-10, old=0.66, new=0.65\n")
+    run = load(p)
+    assert run.format == "printed" and run.errors == ()
+    assert run.frame["step"].to_list() == [0, 3, 5, 6]
+    assert run.frame["kl"].to_list() == pytest.approx([2.0e-07, (8.0e-08 + 6.0e-09) / 2, 1.0e-07, 4.0e-10])
+    assert run.frame["reward_mean"].to_list() == [None, None, 1.25, None]
+    # a count inside a name is no step ('of the last 10 episodes'), nor a word that is not a counter
+    assert printed._parse("Average reward of the last 10 episodes: 5.5")[0] == [
+        ("average_reward_of_the_last_10_episodes", "5.5")]
+    assert printed._parse("Reward in phase 2: 5.5")[0] == []
+
+
+def test_real_tf1_trpo_console() -> None:
+    path = corpus("h98-handwritten-tf1-trpo-pendulum-kl-1e-10-policy-frozen/train.log")
+    text = path.read_text()
+    accepted = re.findall(r"^Global-step (\d+) --Accept update with alpha=\S+, kl=(\S+),", text, re.M)
+    rewards = re.findall(r"^Total reward in global step (\d+): (\S+)$", text, re.M)
+    run = load(path)
+    steps = {int(s) for s, _ in accepted} | {int(s) for s, _ in rewards}
+    assert run.frame["step"].to_list() == sorted(steps)
+    got = dict(zip(run.frame["step"].to_list(), run.frame["reward_mean"].to_list(), strict=True))
+    assert [got[int(s)] for s, _ in rewards] == [float(v) for _, v in rewards]

@@ -41,7 +41,7 @@ from advcore.detectors._windows import (Series, aligned, fmean, last_onset_index
                                        window_len)
 from advcore.model import Run
 
-__all__ = ["HELD_SHARE", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardCourse",
+__all__ = ["FALL_NOISE", "HELD_SHARE", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardCourse",
            "RewardLevel", "episodic_reward", "improving_reward", "reward_course", "reward_level"]
 
 Regime = Literal["saturation", "floor", "tied_groups"]
@@ -200,6 +200,13 @@ def reward_level(run: Run, *, rel_tol: float = REL_TOL, spread_gone: float = SPR
 
 #: A rise of the reward's level is a success when it exceeds this many times its step-to-step noise.
 SUCCESS_NOISE = 3.0
+#: A reward whose late median lies this many times its step-to-step noise below its early median, and
+#: at least half its level's range below it, collapsed from where it held, success or not: the corpus's
+#: healthy runs never fall 3 noises below their start; the failing runs that drift down without a
+#: collapse fall 3.0 (h7-madrona-escape-room-ppo-button-never-pressed) and 5.1 (h97-sb3-ppo-traffic-
+#: light-89m-never-learns); the TD-loss blow-ups 12.3 (h73-cs285f22-dqn-lunarlander-lr3e-2-td-loss-
+#: blowup) and 27.7 (h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse).
+FALL_NOISE = 10.0
 #: A reward that gave back at most this share of its gain by the end is still improving.
 HELD_SHARE = 0.25
 
@@ -228,6 +235,24 @@ class RewardCourse:
         """The level rose by more than ``SUCCESS_NOISE`` x the noise and held above half-way for ``w`` points."""
         held = sum(1 for v in self.level[self.w - 1:] if v >= self.early + self.gain / 2)
         return self.gain > SUCCESS_NOISE * self.noise and self.gain > 0 and held >= self.w
+
+    @property
+    def rose_first(self) -> bool:
+        """The first two logged rewards lie below the early median by more than ``SUCCESS_NOISE`` x the
+        noise and the late median kept that level: the rise happened within the early window, before
+        the level could show it (h95-pfrl-sac-pendulum-solves-early: -1464 and -1427 at the first two
+        evaluations, -147 from the third on). One low first episode is not a rise
+        (h96-wandb-history-spaceinvaders-dqn-stuck-285: 180, then 285 on 87 of 97 episodes)."""
+        margin = SUCCESS_NOISE * self.noise
+        return all(self.early - v > margin for v in self.series.values[:2]) and self.late >= self.early - margin
+
+    @property
+    def fell_below_start(self) -> bool:
+        """The late median lies ``FALL_NOISE`` x the noise, and at least half the level's range, below the
+        early median: the reward collapsed from where it held, success or not."""
+        held = self.level[self.w - 1:]
+        drop = self.early - self.late
+        return self.noise > 0 and drop > FALL_NOISE * self.noise and drop >= 0.5 * (max(held) - min(held))
 
     def gave_back(self) -> float:
         """The share of the gain lost by the late window."""

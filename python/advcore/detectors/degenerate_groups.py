@@ -10,6 +10,12 @@ steps alternate, the first point from which the running share over the rest of t
 above ``tied_above``. A share near 0.5 is normal for 0/1 rewards at moderate success rates and
 stays quiet. Windows: first and last 20 % of the logged points.
 
+Groups tied at the top, in a run still learning, are solved prompts (:func:`_solved`): when at least
+``SOLVED_SHARE`` (2/3) of the late steps whose every group is tied score the reward's ceiling, the
+reward rises over the run (Spearman's rho against the step times sqrt(n - 1) >= ``RISE_Z``, 2.5) and
+is neither pinned at that ceiling nor held at its floor (:func:`advcore.detectors._reward.reward_level`),
+the finding is ``info``.
+
 Not applicable (None, not "not evaluable") to a run that is evidently not group-based: it logs a
 critic (``vf_explained_var`` or ``value_mean``) and no group statistic (``zero_variance_group_frac``,
 ``reward_std_within``), as SB3 and torch-ac runs do (:func:`advcore.detectors._windows.run_kind`):
@@ -22,8 +28,10 @@ import math
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import onset_index, plain, run_kind, tied_share
+from advcore.detectors._reward import reward_level
+from advcore.detectors._windows import Series, aligned, metric, onset_index, plain, run_kind, tied_share, window_len
 from advcore.model import Run
+from advcore.stats import spearman
 
 __all__ = ["SPEC", "detect"]
 
@@ -33,6 +41,15 @@ ID = "DEGENERATE_GROUPS"
 #: run spent nearly all of its steps without a gradient (h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups:
 #: steps 1-46 of 50 tied, the last four not).
 RUN_TIED = 0.9
+
+#: Share of the late all-tied steps at the reward's ceiling from which the ties are solved prompts, when
+#: the reward also rises: h92-unsloth-trl-gspo-qwen25vl7b-meme-classifier-learns-groups-tie-at-ceiling
+#: (0.77, accuracy 72 % -> 83 %). The stuck runs tied at their ceiling do not rise (simplevla-terminal-
+#: reward-libero 0.94, legaloom-grpo-final 1.0, tsc-qwen05b-grpo-tied 1.0: rise z -0.3 to 0.7).
+SOLVED_SHARE = 2 / 3
+#: Spearman's rho of the reward mean against the step, times sqrt(n - 1), from which the reward rises
+#: (h92 meme classifier: 3.0 over 125 steps).
+RISE_Z = 2.5
 
 WHAT_TO_TRY = (
     "Tell saturation from floor: if `reward_mean` is at its ceiling the prompts are too easy; at its floor, too "
@@ -58,6 +75,26 @@ def _tail_onset(values: tuple[float, ...], above: float) -> int | None:
         else:
             break
     return best
+
+
+def _solved(run: Run, s: Series) -> dict[str, float] | None:
+    """The evidence that the late ties are solved prompts in a run still learning (see the module
+    docstring), else None: the share of the late all-tied steps whose reward mean is within the
+    reward's tolerance of its ceiling, and the rise's Spearman z."""
+    level = reward_level(run)
+    mean = metric(run, "reward_mean")
+    if level is None or mean is None or level.regime in ("floor", "saturation"):
+        return None
+    rewards, tied, _ = aligned(mean, s)
+    late_from = len(rewards) - window_len(len(rewards))
+    at_tie = [r for i, (r, t) in enumerate(zip(rewards, tied, strict=True)) if i >= late_from and t >= 1.0 - 1e-9]
+    if len(rewards) < 10 or not at_tie or min(rewards) == max(rewards):
+        return None
+    solved = sum(1 for r in at_tie if abs(r - level.ceiling) <= level.tol) / len(at_tie)
+    rise = float(spearman(list(range(len(rewards))), list(rewards))) * (len(rewards) - 1) ** 0.5
+    if not (solved >= SOLVED_SHARE and math.isfinite(rise) and rise >= RISE_Z):
+        return None
+    return {"late_tied_at_ceiling": solved, "ceiling": level.ceiling, "rise_z": rise}
 
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
@@ -94,6 +131,14 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     share = (f"{100 * late:.0f}% of GRPO groups ({plain(s.name)}) are tied late in the run ({pct:.0f}% overall)"
              if late >= above else
              f"{pct:.0f}% of GRPO groups ({plain(s.name)}) are tied over the run ({100 * late:.0f}% late)")
+    solved = _solved(run, s)
+    if solved is not None:
+        evidence.update(solved)
+        return Finding(ID, "info", "R", s.step_at(idx), dict(evidence),
+                       f"{share}, but {100 * solved['late_tied_at_ceiling']:.0f}% of the late fully tied steps score the "
+                       f"reward's ceiling ({solved['ceiling']:.4g}) while the reward keeps rising: the policy solves "
+                       "those prompts and the untied rest still trains. Add harder prompts before they run out.",
+                       WHAT_TO_TRY)
     return Finding(ID, "warn", "R", s.step_at(idx), dict(evidence),
                    f"{share}: those groups give zero advantage and no gradient.", WHAT_TO_TRY)
 
@@ -125,7 +170,13 @@ CARD = Card(
         when the late-window mean (last 20 % of the logged points) reaches `tied_above`, or the mean over
         the whole run reaches 0.9 (nearly every step spent without a gradient, though the last ones
         untie: h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, steps 1-46 of 50 tied), and the
-        share has settled there (an onset exists). Onset: the first of `sustain` consecutive points at or above
+        share has settled there (an onset exists). Ties at the top of a run that still learns are
+        solved prompts, reported as info: when at least 2/3 of the late steps whose every group is tied
+        score the reward's ceiling, the reward mean rises over the run (Spearman's rho against the step
+        times sqrt(n - 1) at least 2.5) and is neither pinned at the ceiling (REWARD_SATURATION) nor held
+        at its floor (h92-unsloth-trl-gspo-qwen25vl7b-meme-classifier-learns-groups-tie-at-ceiling:
+        0.77 at the ceiling, rise 3.0, accuracy 72 % -> 83 %; the stuck runs tied at their ceiling do
+        not rise: simplevla-terminal-reward-libero, legaloom-grpo-final, tsc-qwen05b-grpo-tied). Onset: the first of `sustain` consecutive points at or above
         `tied_above`, or the
         first tied point from which the share of every remaining stretch stays at or above `tied_above`,
         whichever is earlier. DAPO-style dynamic sampling drops tied groups before metrics are computed,

@@ -31,7 +31,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import REL_TOL, SPREAD_GONE, ZERO_SHARE, RewardLevel, improving_reward, reward_level
+from advcore.detectors._reward import (
+    REL_TOL,
+    SPREAD_GONE,
+    ZERO_SHARE,
+    RewardLevel,
+    improving_reward,
+    reward_course,
+    reward_level,
+)
 from advcore.detectors._windows import POINT_FACT_MIN, Series, metric, rolling_level
 from advcore.model import Run
 
@@ -90,13 +98,19 @@ def _never_succeeds(run: Run, below: float) -> Finding | None:
     logs while the shaped return climbs 3.7 -> 6.5), when the gain is at least ``MIN_RELATIVE_GAIN`` of
     the return's magnitude: a shaping term that improves a return dominated by a constant penalty is
     no progress towards success (h76-handwritten-reinforce-2d-push-never-contacts-success-zero: -40.1
-    -> -37.0, 8 %, while the object never moves)."""
+    -> -37.0, 8 %, while the object never moves). A return that fell far below where it started
+    (:attr:`~advcore.detectors._reward.RewardCourse.fell_below_start`) answers the policy too: that is a
+    collapse, UPDATE_UNSTABLE's to report (h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse: no
+    battle won, the shaped return 11.8 early, 4.4 late)."""
     success = metric(run, "success_rate")
     if success is None or not success.judgeable or any(not 0.0 <= v <= 1.0 for v in success.values):
         return None
     rise = improving_reward(run)
     if rise is not None and rise["late_median"] - rise["early_median"] >= MIN_RELATIVE_GAIN * max(
             abs(rise["early_median"]), abs(rise["late_median"])):
+        return None
+    course = reward_course(run)
+    if course is not None and course.fell_below_start:  # the return answers the policy: a collapse, not a floor
         return None
     level = rolling_level(success, "success level", max(5, len(success) // 10)).values
     late = success.late_mean()

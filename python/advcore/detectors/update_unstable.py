@@ -42,12 +42,17 @@ the end; runs with curriculum phases are not judged (a harder phase lowers the r
 sb3-acrobot-collapse-after-success: -7514 early, a level of -5261 at step 291,840, -7946 late (every
 episode at the time limit). A fall of the reward alone does not say the updates caused it (a reward
 that stops being paid falls the same way): when the log has an update metric, the collapse counts only
-when one moved with it, ``kl_step``, ``clip_frac`` or ``kl`` (median over the fall at least ``MOVED``
+when one moved with it, ``kl_step``, ``clip_frac``, ``kl`` or ``grad_norm`` (median over the fall at least ``MOVED``
 (2) times its median over the success before the peak) or ``entropy`` (that factor either way), named
 in ``evidence["update_moved"]`` (the acrobot run: clip fraction 4.7 times). A log with none of them
 (classic-control loggers write the return and the losses) is judged on the reward alone, and the
 finding says that nothing confirmed it (h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse: a return
-of about 270 at iteration 210, -131 at 240, never recovered).
+of about 270 at iteration 210, -131 at 240, never recovered). A reward that never succeeded
+collapses the same way when its late median lies ``FALL_NOISE`` (10) times its noise, and at least
+half its level's range, below its early median (:attr:`~advcore.detectors._reward.RewardCourse.fell_below_start`),
+and does not end held at its floor (REWARD_FLOOR's to report):
+h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse, a return of 11.8 early and 4.4 late, grad
+norm 20 times higher over the fall.
 
 Fires when a check has at least ``min_points`` (3) unstable points, and for the single-update checks
 (``kl_step``, ``clip_frac``) on at least ``MIN_POINT_SHARE`` (1 %) of the run too: a spike that
@@ -73,7 +78,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, first_of_checks
-from advcore.detectors._reward import SUCCESS_NOISE, improving_reward, reward_course
+from advcore.detectors._reward import SUCCESS_NOISE, RewardCourse, improving_reward, reward_course, reward_level
 from advcore.detectors._windows import MIN_WINDOW, Series, change_point, metric, rolling_level
 from advcore.model import Run
 
@@ -134,11 +139,22 @@ class _Check:
 MIN_POINT_SHARE = 0.01
 
 
+def _fell_above_floor(run: Run, c: RewardCourse) -> bool:
+    """The reward fell far below where it started (:attr:`RewardCourse.fell_below_start`) and does not
+    end held at its floor, which REWARD_FLOOR reports (h63-joyrl-book-ppo-pendulum-wrong-sign-entropy-
+    never-learns-freezes falls to the pendulum's floor and stays)."""
+    if not c.fell_below_start:
+        return False
+    level = reward_level(run)
+    return level is None or level.regime != "floor"
+
+
 def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str, object]] | None:
-    """The reward's points from where it collapsed after a success to the end, and the evidence; None
-    when the reward did not succeed and then give back ``giveback`` of its gain (module docstring)."""
+    """The reward's points from where it collapsed to the end, and the evidence; None when the reward
+    neither succeeded and then gave back ``giveback`` of its gain nor fell far below where it started
+    and does not end at its floor (:func:`_fell_above_floor`; module docstring)."""
     c = reward_course(run)
-    if c is None or not c.succeeded or c.gave_back() < giveback:
+    if c is None or not ((c.succeeded and c.gave_back() >= giveback) or _fell_above_floor(run, c)):
         return None
     s, w, peak = c.series, c.w, c.peak
     start = max(0, peak - w // 2)
@@ -150,14 +166,15 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
         return None
     tail = Series("reward_mean", s.steps[first:], s.phases[first:] if s.phases else None, s.values[first:])
     evidence: dict[str, object] = {"update_moved": moved if logged else "no update metric logged",
-                                   "early_median": c.early, "peak_level": c.level[peak],
-                                   "peak_step": s.steps[peak], "late_median": c.late, "gave_back": c.gave_back(),
+                                   "early_median": c.early, "peak_level": c.level[peak], "succeeded": c.succeeded,
+                                   "peak_step": s.steps[peak], "late_median": c.late,
+                                   **({"gave_back": c.gave_back()} if c.succeeded else {}),
                                    "noise": c.noise, "level_points": w}
     return tail, evidence
 
 
-#: The update metrics that can corroborate a collapse after success.
-_MOVERS = ("kl_step", "clip_frac", "kl", "entropy")
+#: The update metrics that can corroborate a collapse.
+_MOVERS = ("kl_step", "clip_frac", "kl", "entropy", "grad_norm")
 #: An update metric corroborates a collapse when its median over the fall is this many times (or, for
 #: the entropy, this fraction of) its median over the success before it.
 MOVED = 2.0
@@ -165,8 +182,8 @@ MOVED = 2.0
 
 def _update_moved(run: Run, success_from: int, success_to: int, fall_from: int) -> dict[str, float]:
     """The update metrics whose level moved between the success (steps ``success_from`` to
-    ``success_to``) and the fall (from ``fall_from``): ``kl_step``, ``clip_frac`` or ``kl`` grown at
-    least ``MOVED`` times, or ``entropy`` changed by that factor either way; name -> ratio."""
+    ``success_to``) and the fall (from ``fall_from``): ``kl_step``, ``clip_frac``, ``kl`` or ``grad_norm``
+    grown at least ``MOVED`` times, or ``entropy`` changed by that factor either way; name -> ratio."""
     out: dict[str, float] = {}
     for name in _MOVERS:
         s = metric(run, name)
@@ -372,11 +389,13 @@ def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | N
         return None
     tail, ev = found
     onset = tail.steps[0]
+    what = "collapse after success" if ev["succeeded"] else "collapse below the start"
     evidence: dict[str, object] = {"metric": "reward_mean", "source": run.sources.get("reward_mean"),
-                                   "condition": "collapse after success", **ev, **tail.where(0)}
-    message = (f"The reward collapsed after success: its level peaked at {ev['peak_level']:.4g} at step "
-               f"{ev['peak_step']}, then fell from step {onset} to {ev['late_median']:.4g} by the end (its early "
-               f"median was {ev['early_median']:.4g}): the updates destroyed what the policy had learned"
+                                   "condition": what, **ev, **tail.where(0)}
+    message = (f"The reward collapsed {'after success' if ev['succeeded'] else 'far below where it started'}: its "
+               f"level peaked at {ev['peak_level']:.4g} at step {ev['peak_step']}, then fell from step {onset} to "
+               f"{ev['late_median']:.4g} by the end (its early median was {ev['early_median']:.4g}): the updates "
+               f"destroyed what the policy {'had learned' if ev['succeeded'] else 'could do'}"
                + (" (no update metric was logged to confirm it: log the KL, clip fraction or entropy)."
                   if isinstance(ev["update_moved"], str) else "."))
     return Finding(ID, "error", "U", onset, evidence, message, WHAT_TO_TRY)
@@ -491,14 +510,20 @@ CARD = Card(
         noise, and the late window's median gave back at least `giveback` of the gain. A falling reward
         alone does not say the updates caused it (a reward that stops being paid falls the same way: the
         lab's `floor` fault), so when the log has an update metric, it counts only when one moved with
-        it: `kl_step`, `clip_frac` or `kl` at least 2 times higher over the fall than over the success,
+        it: `kl_step`, `clip_frac`, `kl` or `grad_norm` at least 2 times higher over the fall than over the success,
         or `entropy` changed by that factor either way (`evidence["update_moved"]`). A log without any
         (classic-control loggers write the return and the losses only) is judged on the reward alone,
         and the finding says nothing confirmed it: h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse
         reaches a return of about 270 by iteration 210 and falls to -131 at 240 for good. Onset: the change point of the
         reward's level after the peak. sb3-acrobot-collapse-after-success: -7514 early, a level of -5261
         at step 291,840, -7946 late with every episode at the time limit, clip fraction 4.7 times higher;
-        onset 391,168. Runs with curriculum phases are not judged this way.
+        onset 391,168. A reward that never succeeded collapsed too when its late median lies 10 times
+        its noise, and at least half its level's range, below its early median, and does not end held at
+        its floor (REWARD_FLOOR's to report): no healthy run of the
+        corpus falls even 3 noises below its start, runs that never learn drift 3 to 5 below, while
+        h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse falls 28 (11.8 to 4.4, grad norm 20
+        times higher) and h73-cs285f22-dqn-lunarlander-lr3e-2-td-loss-blowup 12. Runs with curriculum
+        phases are not judged this way.
     """,
     related="""
         The opposite of UPDATE_SUPPRESSED (the update is ~0). A clip fraction pinned near 1 with a KL

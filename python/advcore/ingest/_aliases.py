@@ -154,6 +154,8 @@ _REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns", "rew"})
 #: evaluation): an average over the step's or the last episodes, from training
 _MEAN_WORDS = frozenset({"mean", "avg", "average", "ave"})
 _EPISODE_WORDS = frozenset({"ep", "eps", "episode", "episodes", "episodic"})
+#: with a mean word: an average since the start of the run
+_SINCE_START = frozenset({"cumulative", "cum"})
 _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     "total", "cumulative", "cum", "sum", "train", "training", "rollout", "rollouts", "batch", "per", "info", "t",
     "step", "iter", "iteration", "undiscounted", "raw", "env", "of", "the", "last", "recent", "running", "smoothed"})
@@ -170,12 +172,17 @@ def reward_by_name(keys: list[str]) -> str | None:
     averaging, episodes or training (``Average Episodic Reward/info``, ``avgReturn``, ``Reward/(t)``),
     never a spread, an extreme, an evaluation or a component (``reward_std``, ``eval/reward``,
     ``reward_format``). Among several, those that say *mean* and *episode* first, then the first in
-    ``keys``' order; None when no key qualifies."""
+    ``keys``' order; a cumulative average (``cumulative_avg_reward``, the mean over every episode since
+    the start, which hides a change more with each episode) only when nothing else qualifies
+    (h96-wandb-history-spaceinvaders-dqn-stuck-285 logs it beside ``episodic_reward``); None when no
+    key qualifies."""
     best: tuple[int, int, str] | None = None
     for i, key in enumerate(keys):
         words = _words(key)
         if not words or not set(words) & _REWARD_WORDS or not set(words) <= _REWARD_WORDS | _QUALIFIERS:
             continue
-        rank = (-(2 * bool(set(words) & _MEAN_WORDS) + bool(set(words) & _EPISODE_WORDS)), i, key)
+        # an average over every episode since the start lags more with each one: the last choice
+        running = bool(set(words) & _SINCE_START and set(words) & _MEAN_WORDS)
+        rank = (running * 4 - (2 * bool(set(words) & _MEAN_WORDS) + bool(set(words) & _EPISODE_WORDS)), i, key)
         best = rank if best is None or rank < best else best
     return best[2] if best is not None else None

@@ -29,10 +29,13 @@ _PYMARL_KEYS = frozenset({"return_mean", "return_std", "ep_length_mean", "epsilo
 #: torch-ac's training script (lcswillems/rl-starter-files, scripts/train.py): the reshaped return
 #: ``rreturn_*`` and the episode length ``num_frames_*`` of the episodes finished in the update
 _TORCH_AC_KEYS = frozenset({"rreturn_mean", "num_frames_mean"})
+#: the evaluation columns of PFRL's scores.txt (pfrl/experiments/evaluator.py, ``_basic_columns``), which
+#: the agent's statistics follow (``get_statistics``: average_q1 for SAC, average_value for PPO ...)
+_PFRL_KEYS = frozenset({"steps", "episodes", "elapsed", "mean", "median", "stdev"})
 
 
 def trainer_of(keys: Iterable[str]) -> str | None:
-    """The trainer whose keys these are (``trl``, ``verl``, ``sb3``, ``baselines``, ``rllab``,
+    """The trainer whose keys these are (``trl``, ``verl``, ``sb3``, ``pfrl``, ``baselines``, ``rllab``,
     ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
@@ -42,6 +45,8 @@ def trainer_of(keys: Iterable[str]) -> str | None:
         return "verl"
     if keys & _SB3_KEYS:
         return "sb3"
+    if _PFRL_KEYS <= keys:  # before baselines: PFRL's agents also log n_updates
+        return "pfrl"
     if keys & BASELINES_KEYS:
         return "baselines"
     if {"AverageReturn", "Iteration"} <= keys:  # rllab's progress.csv (TRPO, VPG)

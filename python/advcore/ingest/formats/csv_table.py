@@ -13,6 +13,7 @@ its name is a word and every row a number (a loop that writes one reward per lin
 TensorBoard's "Download CSV" of one scalar (``Wall time,Step,Value``) names its metric only in the
 file name, ``run-<run>-tag-<tag>.csv`` with the tag's ``/`` written as ``_``
 (``run-.-tag-rollout_ep_rew_mean.csv``): ``Value`` is read under that tag, the wall time is left out.
+A download renamed by hand (``reward.csv``) names its metric by the file's stem.
 
 stable-baselines3's ``Monitor`` files (``stable_baselines3/common/monitor.py``: a first line ``#``
 followed by a JSON object with ``t_start`` and ``env_id``, then the columns ``r,l,t``: each finished
@@ -166,10 +167,13 @@ def read(path: Path) -> RawLog:
     if "" in header:  # pandas' row index: rows without a step counter are numbered anyway
         rows = [{k: v for k, v in row.items() if k} for row in rows]
     meta: dict[str, Any] = {}
-    if header == _TENSORBOARD_HEADER and (named := _TENSORBOARD_NAME.match(path.name)) is not None:
-        tag = named.group("tag")
+    if header == _TENSORBOARD_HEADER:
+        named = _TENSORBOARD_NAME.match(path.name)
+        tag = named.group("tag") if named is not None else path.stem
         rows = [{"Step": row["Step"], tag: row["Value"]} for row in rows]
-        meta.update(layout="tensorboard_csv", tensorboard_run=named.group("run"), tensorboard_tag=tag)
+        meta.update(layout="tensorboard_csv", tensorboard_tag=tag)
+        if named is not None:
+            meta["tensorboard_run"] = named.group("run")
     frame, dropped = records_frame(rows)
     if dropped:
         meta["non_numeric"] = dropped

@@ -134,6 +134,27 @@ _HASH_COUNTER = re.compile(r"(?<=[^\W\d]) ?#(?=\d)")
 _WINDOW = re.compile(r"(?<![\w.])(last|past|over|previous|recent|first)[ \t](\d{1,9}+)[ \t](?=[^\W\d])", re.IGNORECASE)
 
 
+#: A value named for the step it belongs to: ``Total reward in global step 33: 1.368`` (a TF1 TRPO
+#: loop), read as ``global step 33, Total reward: 1.368`` when the words before the number name a
+#: step counter.
+_AT_STEP = re.compile(rf"^\s*+(?P<name>[^\W\d][\w ]{{0,60}}?)[ \t]+(?:in|at|of|for)[ \t]+"
+                      rf"(?P<word>[^\W\d][\w\- ]{{0,24}}?)[ \t]+(?P<n>\d{{1,12}}+)[ \t]*+[:=][ \t]*+(?P<value>{_NUM})",
+                      re.IGNORECASE)
+
+
+def _at_step(m: re.Match[str]) -> str:
+    word = re.sub(r"[\s-]+", "_", m.group("word").strip().lower())
+    if not STEP_NAME.match(word):
+        return m.group(0)
+    return f"{word} {m.group('n')}, {m.group('name')}: {m.group('value')}"
+
+
+def _step_key(key: str) -> str:
+    """A hyphenated counter's name as a step word (``Global-step 0``: ``global_step``); other names as
+    they are."""
+    return key.replace("-", "_") if "-" in key and STEP_NAME.match(key.replace("-", "_")) else key
+
+
 def _ungroup(m: re.Match[str]) -> str:
     """``Adv(mean=-0.36, std=0.59)`` as ``Adv_mean=-0.36, Adv_std=0.59, `` (the names qualified by the
     group's, so ``ValuePred(mean=...)`` and ``Adv(mean=...)`` stay apart)."""
@@ -153,6 +174,8 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
     if "#" in text:
         text = _HASH_COUNTER.sub(" ", text)
     text = _WINDOW.sub(r"\1_\2_", text)
+    if " in " in text or " at " in text or " of " in text or " for " in text:
+        text = _AT_STEP.sub(_at_step, text, count=1)
     if "=>" in text and (m := _LABELLED.match(text)) is not None:
         label = re.sub(r"\s+", "_", m.group("label"))
         text = _INNER.sub(lambda k: f"{label}_{k.group('key')}", m.group("inner"))
@@ -165,7 +188,7 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
                                        [text[:matches[0].start()], *gaps, text[matches[-1].end():]])
     out = []
     for i, m in enumerate(matches):
-        key = re.sub(r"\s+", "_", m.group("key").strip().lower())
+        key = _step_key(re.sub(r"\s+", "_", m.group("key").strip().lower()))
         if m.group("sep") or only_pairs or (i == 0 and STEP_NAME.match(key)):
             out.append((key, m.group("value")))
     return out, only_pairs

@@ -46,7 +46,9 @@ _LEVEL = r"(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)"
 #: A logger's line prefix, any number of times: a timestamp (``2017-06-30 17:30:11.098692 EDT``,
 #: ``[2023-04-18 08:53:39,548]``, ``2026-05-27T11:57:00Z``), a level (``[INFO]``, ``INFO:root:``,
 #: ``INFO -``; logging's default ``LEVEL:name:`` has one name; a logger name before `` - LEVEL - ``, as
-#: in ``%(asctime)s - %(name)s - %(levelname)s - %(message)s``), a rank (``[rank0]:``); each ends in
+#: in ``%(asctime)s - %(name)s - %(levelname)s - %(message)s``), a rank (``[rank0]:``), loguru's
+#: ``name:function:line`` before `` - `` (its default format: ``2025-11-18 21:24:34.384 | INFO     |
+#: __main__:_log_metrics:20 - iter=0000 reward=-12.88``); each ends in
 #: ``:`` or ``]`` or is followed by spaces and at most one ``|`` or ``-`` (a tab after a timestamp
 #: is a field separator: SimpleVLA-RL's file logger writes ``time<TAB>step<TAB>JSON``).
 #: Anchored and possessive: linear on any line.
@@ -54,7 +56,8 @@ _LOG_PREFIX = re.compile(
     r"^(?:[ \t]*+(?:\[?+\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d++)?+)?+"
     r"(?: ?+(?:[A-Z]{3,4}+|Z|[+-]\d\d:?+\d\d))?+\]?+"
     rf"|\[{_LEVEL}\]|{_LEVEL}(?:(?::[A-Za-z_][\w.]*+)?+:|(?=[ \t]))|\[rank\d++\]:?+"
-    rf"|[A-Za-z_][\w.]*+(?= - {_LEVEL} ))"
+    rf"|[A-Za-z_][\w.]*+(?= - {_LEVEL} )"
+    r"|[A-Za-z_<][\w.<>]*+:[\w<>]++:\d++(?= - ))"
     r"(?:[ ]++(?:[|-][ ]++)?+|(?<=[:\]])))++")
 #: Where a console record begins, after whatever prefix the logger put before it; not inside a key
 #: (``global_step:3``, ``timing/step:1.2``). Shared with the SimpleVLA-RL and OpenRLHF readers.
