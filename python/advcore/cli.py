@@ -239,7 +239,8 @@ def _check_options(options: Any) -> None:
 
 @cli.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--step", "at_step", type=int, default=None, help="The step whose stage table is shown (default: the last).")
+@click.option("--step", "at_step", type=int, default=None,
+              help="The step whose stage table is shown (the human format; default: the last).")
 @click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human", show_default=True,
               help="The stage table and verdict for people, or the scan document for machines.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -285,3 +285,18 @@ def test_configuration_files_in_a_run_folder_are_skipped(tmp_path: Path, capsys:
     code, doc = scan_json(capsys, str(tmp_path / "rnu.jsonl"))
     (err,) = doc["runs"][0]["errors"]
     assert "no such file or folder" in err and "did you mean" in err and "run.jsonl" in err
+
+
+@pytest.mark.parametrize("fmt", ["human", "markdown"])
+def test_the_header_names_each_metrics_key_and_the_columns_not_read(tmp_path: Path, fmt: str,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A newcomer could not tell which of their columns were read: the header gives the log's key of each
+    canonical metric where it differs, and lists the columns no alias names."""
+    p = tmp_path / "metrics.csv"
+    p.write_text("update,truncation_rate,reward_mean,canonical_pass_rate,notes\n"
+                 + "".join(f"{i},0.1,0.5,0.25,ok\n" for i in range(1, 9)))
+    assert main(["scan", "--format", fmt, str(p)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "truncated_frac (truncation_rate)" in out and "reward_mean (" not in out
+    assert "canonical_pass_rate, notes" in out.replace("Not read", "not read")
+    assert "not read: canonical_pass_rate" in out.replace("Not read", "not read")

@@ -141,6 +141,26 @@ def _levels(r: RunReport) -> str:
     return "  |  ".join(level.describe() for level in r.verdict.signal)
 
 
+#: Unread column names a report lists before "and N more".
+_UNREAD_SHOWN = 8
+
+
+def _metrics(run: Run) -> str:
+    """The canonical metrics, each with the key it was read from where that differs
+    (``truncated_frac (truncation_rate)``)."""
+    return ", ".join(m if run.sources.get(m) in (None, m) else f"{m} ({run.sources[m]})" for m in run.metrics) or "none"
+
+
+def _unread(run: Run) -> str:
+    """The columns of the run's files that were not read (no alias names them, or they hold text), as
+    ``a, b and 3 more``, or ''."""
+    parts = run.metadata.get("parts") or [run.metadata]
+    used = set(run.sources.values())
+    names = sorted({str(c) for p in parts for c in [*p.get("unmapped", ()), *p.get("non_numeric", ())]} - used)
+    more = f" and {len(names) - _UNREAD_SHOWN} more" if len(names) > _UNREAD_SHOWN else ""
+    return ", ".join(names[:_UNREAD_SHOWN]) + more
+
+
 def _by_name(run: Run, escape: Callable[[str], str]) -> str:
     """The note on a reward read by its key's words (no alias named it), or '', the key escaped for
     the report's markup."""
@@ -162,8 +182,11 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         console.print(_indented(
             f"{_safe(run.format)} | trainer {_safe(run.trainer or 'unknown')} | "
             f"{_steps(run)} | "
-            f"metrics: {_safe(', '.join(run.metrics) or 'none')}{_by_name(run, _safe)}", 0, "dim", width=console.width),
+            f"metrics: {_safe(_metrics(run))}{_by_name(run, _safe)}", 0, "dim", width=console.width),
             highlight=False)
+        if unread := _unread(run):
+            console.print(_indented(f"not read: {_safe(unread)} (no alias names them: map them with --metric-map)",
+                                    0, "dim", hang=2, width=console.width), highlight=False)
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
         elif r.verdict.status != "lost":
@@ -262,7 +285,10 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         if run.errors and run.steps == 0:
             lines += [f"- could not read: {e}" for e in listed] + [""]
             continue
-        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {_steps(run)}{_by_name(run, _md)}.")
+        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {_steps(run)}{_by_name(run, _md)}; "
+                     f"metrics: {_md(_metrics(run))}.")
+        if unread := _unread(run):
+            lines.append(f"Not read: {_md(unread)} (no alias names them: map them with `--metric-map`).")
         lines.append("")
         head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")

@@ -250,6 +250,19 @@ pub fn quantile<T: Select>(values: &[T], q: &[f64], method: Method, nan_policy: 
     Ok(positions.iter().zip(keys.chunks_exact(2)).map(|(p, k)| p.combine(value(k[0]), value(k[1]))).collect())
 }
 
+/// The quantiles `q` (each in `[0, 1]`) of `n >= 1` values already in ascending order without
+/// NaN, `value(i)` the one of rank `i`: what [`quantile`] gives for them, without selecting.
+#[must_use]
+pub fn sorted_quantiles(value: &dyn Fn(usize) -> f64, n: usize, q: &[f64], method: Method) -> Vec<f64> {
+    q.iter()
+        .map(|&p| {
+            let position = method.position(n, p);
+            let [lo, hi] = position.ranks();
+            position.combine(value(lo), value(hi))
+        })
+        .collect()
+}
+
 /// The key of a sample with every NaN mapped to the largest key, above `+inf`.
 // Always inlined: it must be compiled into the AVX2 clone of the hot loops that call it.
 #[allow(clippy::inline_always)]

@@ -113,6 +113,9 @@ pub trait RankSample: crate::sample::Sample {
     fn rank_key(self) -> Self::Key;
     /// True when `key` is the key of a finite value.
     fn key_is_finite(key: Self::Key) -> bool;
+    /// The value whose key `key` is, widened to `f64` (`-0.0` reads as `+0.0`, as in the
+    /// selection kernels).
+    fn key_value(key: Self::Key) -> f64;
 }
 
 impl RankSample for f32 {
@@ -125,6 +128,10 @@ impl RankSample for f32 {
     fn key_is_finite(key: u32) -> bool {
         f32::from_key(key).is_finite()
     }
+    #[inline]
+    fn key_value(key: u32) -> f64 {
+        f64::from(f32::from_key(key))
+    }
 }
 
 impl RankSample for f64 {
@@ -136,6 +143,10 @@ impl RankSample for f64 {
     #[inline]
     fn key_is_finite(key: u64) -> bool {
         f64::from_key(key).is_finite()
+    }
+    #[inline]
+    fn key_value(key: u64) -> f64 {
+        f64::from_key(key)
     }
 }
 
@@ -900,11 +911,25 @@ impl RankedReference {
     /// # Errors
     /// `x` of another length than the reference.
     pub fn spearman_and_distinct<A: RankSample>(&self, x: &[A]) -> Result<Option<(Spearman, u64)>> {
+        Ok(self.spearman_distinct_and(x, |_| ())?.map(|(s, d, ())| (s, d)))
+    }
+
+    /// [`RankedReference::spearman_and_distinct`], and `order` applied to `x` in ascending order
+    /// while it is sorted: `order` is given the value of rank `i` (0-based, as `f64`), for the
+    /// order statistics of `x` (quantiles, the median) without sorting it again.
+    ///
+    /// # Errors
+    /// `x` of another length than the reference.
+    pub fn spearman_distinct_and<A: RankSample, R>(
+        &self,
+        x: &[A],
+        order: impl FnOnce(&dyn Fn(usize) -> f64) -> R,
+    ) -> Result<Option<(Spearman, u64, R)>> {
         check_same_len("y", self.ranks.len(), "x", x.len())?;
         if crate::sample::first_nan(x).is_some() {
             return Ok(None);
         }
-        let (sums, distinct) = with_buffers(x.len(), |pairs: &mut [Pair<IndexPair<A>>], scratch| {
+        let (sums, distinct, ordered) = with_buffers(x.len(), |pairs: &mut [Pair<IndexPair<A>>], scratch| {
             for ((p, &a), &r) in pairs.iter_mut().zip(x).zip(&self.ranks) {
                 *p = [IndexPair::<A>::from_rank(i64::from(r)), IndexPair::<A>::from_u64(a.rank_key().to_u64())];
             }
@@ -925,11 +950,13 @@ impl RankedReference {
                     distinct += u64::from(A::key_is_finite(A::Key::from_u64(p[1].to_u64())));
                 }
             }
-            (RankSums { sxy, sxx, syy: self.sum_sq }, distinct)
+            let sorted: &[Pair<IndexPair<A>>] = sorted;
+            let ordered = order(&|i| A::key_value(A::Key::from_u64(sorted[i][1].to_u64())));
+            (RankSums { sxy, sxx, syy: self.sum_sq }, distinct, ordered)
         });
         let rho = sums.rho();
         let s = Spearman { rho: rho.unwrap_or(f64::NAN), n_pairs: x.len(), undefined: rho.is_none() };
-        Ok(Some((s, distinct)))
+        Ok(Some((s, distinct, ordered)))
     }
 }
 

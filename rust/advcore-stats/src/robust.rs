@@ -52,6 +52,53 @@ pub fn median_abs_deviation<T: Select>(values: &[T], scale: f64, nan_policy: Nan
     Ok(median(&deviations_sel, f64::from_key) / scale)
 }
 
+/// [`median_abs_deviation`] with `scale` 1 of `n >= 1` values already in ascending order without
+/// NaN, `value(i)` the one of rank `i`; `None` when their median is not finite (the deviations
+/// then hold NaN or infinities that [`median_abs_deviation`] resolves by selection).
+///
+/// The deviations `|x - m|` fall from the first value to the median and rise after it (rounding is
+/// monotone), so their middle order statistics come from merging the two runs outward from the
+/// median: `n / 2 + 1` steps, no selection.
+#[must_use]
+pub fn sorted_median_abs_deviation(value: &dyn Fn(usize) -> f64, n: usize) -> Option<f64> {
+    if n == 0 {
+        return None;
+    }
+    #[allow(clippy::manual_midpoint)] // numpy's mean of the two middle values, as `median` takes it
+    let center = if n % 2 == 1 { value(n / 2) } else { (value(n / 2 - 1) + value(n / 2)) / 2.0 };
+    if !center.is_finite() {
+        return None;
+    }
+    let deviation = |i: usize| (value(i) - center).abs();
+    // first rank at or right of the centre
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if value(mid) < center { lo = mid + 1 } else { hi = mid }
+    }
+    let (mut left, mut right) = (lo, lo); // next candidates: rank left - 1 and rank right
+    let (rank_lo, rank_hi) = if n % 2 == 1 { (n / 2, n / 2) } else { (n / 2 - 1, n / 2) };
+    let mut at_lo = f64::NAN;
+    for k in 0..=rank_hi {
+        let take_left = right >= n || (left > 0 && deviation(left - 1) <= deviation(right));
+        let d = if take_left {
+            left -= 1;
+            deviation(left)
+        } else {
+            right += 1;
+            deviation(right - 1)
+        };
+        if k == rank_lo {
+            at_lo = d;
+        }
+        if k == rank_hi {
+            #[allow(clippy::manual_midpoint)]
+            return Some(if rank_lo == rank_hi { d } else { (at_lo + d) / 2.0 });
+        }
+    }
+    None
+}
+
 /// The median of `|x - center|` over the non-NaN `x`, from the values' top-level histogram and
 /// one more pass, or `None` when that pass would have to keep too many deviations (a huge
 /// common offset puts every value in a few buckets; the caller then selects on deviations).
@@ -318,6 +365,30 @@ mod tests {
             let xf: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
             let xfd: Vec<f64> = xf.iter().map(|&v| f64::from(v)).collect();
             prop_assert_eq!(median_abs_deviation(&xf, 1.0, NanPolicy::Propagate).unwrap(), mad_by_sorting(&xfd));
+        }
+
+        #[test]
+        fn sorted_mad_and_quantiles_equal_the_kernels(
+            xs in prop::collection::vec(prop_oneof![
+                -1e3f64..1e3, (0u8..3).prop_map(f64::from), Just(-0.0), Just(f64::INFINITY), Just(f64::NEG_INFINITY)
+            ], 1..300),
+        ) {
+            // the trace's path: order statistics read off the sort its Spearman makes
+            // decoded from the keys, as the sort gives them (-0.0 and +0.0 share a key)
+            let mut sorted: Vec<f64> = xs.iter().map(|x| f64::from_key(x.sort_key())).collect();
+            sorted.sort_by(f64::total_cmp);
+            let value = |i: usize| sorted[i];
+            let q = [0.0, 0.01, 0.25, 0.5, 0.75, 0.99, 1.0];
+            let got = crate::quantile::sorted_quantiles(&value, xs.len(), &q, Method::Linear);
+            let want = quantile(&xs, &q, Method::Linear, NanPolicy::Propagate).unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                prop_assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{g} != {w}");
+            }
+            let kernel = median_abs_deviation(&xs, 1.0, NanPolicy::Propagate).unwrap();
+            match sorted_median_abs_deviation(&value, xs.len()) {
+                Some(mad) => prop_assert_eq!(mad.to_bits(), kernel.to_bits()),
+                None => prop_assert!(!value(xs.len() / 2).is_finite() || !value((xs.len() - 1) / 2).is_finite()),
+            }
         }
     }
 }

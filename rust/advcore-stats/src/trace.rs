@@ -20,9 +20,9 @@ use crate::error::{Result, StatsError, check_non_empty, check_same_len};
 use crate::grouped::{GroupStat, Plan, Sink, Tolerance};
 use crate::groups::Groups;
 use crate::moments::Moments;
-use crate::quantile::{Method, Select, quantile};
-use crate::rank::{GroupedReference, RankSample, RankedReference, spearman, within_group_spearman};
-use crate::robust::median_abs_deviation;
+use crate::quantile::{Method, Select, quantile, sorted_quantiles};
+use crate::rank::{GroupedReference, RankSample, RankedReference, Spearman, spearman, within_group_spearman};
+use crate::robust::{median_abs_deviation, sorted_median_abs_deviation};
 use crate::sample::NanPolicy;
 
 /// The quantile probabilities of the trace (numpy's `"linear"` method).
@@ -360,6 +360,48 @@ struct Reward<'a, T> {
     is_stage: bool,
 }
 
+/// The quantiles ([`QUANTILES`]) and, when their median is finite, the MAD of a sorted sample.
+type Ordered = (Vec<f64>, Option<f64>);
+
+/// Spearman's rho of `x` with the ranked reward and the distinct count of `x`, and the order
+/// statistics of `x` read off the same sort; `(None, None)` without a ranked reward or when `x`
+/// holds NaN (the kernels then sort or select on their own).
+fn ranked_and_ordered<T: RankSample>(
+    x: &[T],
+    ranks: Option<&RankedReference>,
+) -> (Option<(Spearman, u64)>, Option<Ordered>) {
+    let n = x.len();
+    let found = ranks.and_then(|r| {
+        r.spearman_distinct_and(x, |value| {
+            (sorted_quantiles(value, n, &QUANTILES, Method::Linear), sorted_median_abs_deviation(value, n))
+        })
+        .ok()
+        .flatten()
+    });
+    match found {
+        Some((s, distinct, ordered)) => (Some((s, distinct)), Some(ordered)),
+        None => (None, None),
+    }
+}
+
+/// Write the quantiles, the IQR and the MAD of `x` into `out`: from `ordered` where the Spearman's
+/// sort gave them, else from the selection kernels.
+fn order_stats<T: Select>(x: &[T], ordered: Option<Ordered>, out: &mut [f64]) {
+    let (q, mad) = match ordered {
+        Some((q, mad)) => (Some(q), mad),
+        None => (quantile(x, &QUANTILES, Method::Linear, NanPolicy::Omit).ok(), None),
+    };
+    if let Some(q) = q {
+        for (name, v) in ["q01", "q05", "q25", "q50", "q75", "q95", "q99"].into_iter().zip(&q) {
+            out[idx(name)] = *v;
+        }
+        out[idx("iqr")] = q[4] - q[2];
+    }
+    if let Some(mad) = mad.or_else(|| median_abs_deviation(x, 1.0, NanPolicy::Omit).ok()) {
+        out[idx("mad")] = mad;
+    }
+}
+
 /// Fill one cell (`out`, [`N_STATS`] long, NaN on entry).
 fn cell<T: RankSample + Select>(
     x: &[T],
@@ -378,8 +420,7 @@ fn cell<T: RankSample + Select>(
     // a bug, and leaves the statistics it would have given NaN.
     // The distinct count needs a sort of `x`; the Spearman against the ranked reward sorts `x`
     // anyway and counts it on the way (x without NaN), else the census kernel sorts.
-    let ranked =
-        if reward.is_stage { None } else { reward.ranks.and_then(|r| r.spearman_and_distinct(x).ok().flatten()) };
+    let (ranked, ordered) = if reward.is_stage { (None, None) } else { ranked_and_ordered(x, reward.ranks) };
     let c = ValueCounts::from_slice(x, opts.near_zero_atol);
     let n_unique = match ranked {
         Some((_, distinct)) => distinct,
@@ -424,15 +465,7 @@ fn cell<T: RankSample + Select>(
             out[idx("within_var_frac")] = if m.m2 > 0.0 { (pool.within_m2 / m.m2).min(1.0) } else { f64::NAN };
         }
     }
-    if let Ok(q) = quantile(x, &QUANTILES, Method::Linear, NanPolicy::Omit) {
-        for (name, v) in ["q01", "q05", "q25", "q50", "q75", "q95", "q99"].into_iter().zip(&q) {
-            out[idx(name)] = *v;
-        }
-        out[idx("iqr")] = q[4] - q[2];
-    }
-    if let Ok(mad) = median_abs_deviation(x, 1.0, NanPolicy::Omit) {
-        out[idx("mad")] = mad;
-    }
+    order_stats(x, ordered, out);
     if reward.is_stage {
         // Identical rankings: rho is 1 wherever the values vary (at least two distinct non-NaN
         // values), undefined elsewhere; a group varies unless its spread is exactly zero.
