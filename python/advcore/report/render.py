@@ -185,7 +185,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             f"metrics: {_safe(_metrics(run))}{_by_name(run, _safe)}", 0, "dim", width=console.width),
             highlight=False)
         if unread := _unread(run):
-            console.print(_indented(f"not read: {_safe(unread)} (no alias names them: map them with --metric-map)",
+            console.print(_indented(f"not read: {_safe(unread)} (no alias names them, or they hold text: --metric-map maps a key)",
                                     0, "dim", hang=2, width=console.width), highlight=False)
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
@@ -288,7 +288,7 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {_steps(run)}{_by_name(run, _md)}; "
                      f"metrics: {_md(_metrics(run))}.")
         if unread := _unread(run):
-            lines.append(f"Not read: {_md(unread)} (no alias names them: map them with `--metric-map`).")
+            lines.append(f"Not read: {_md(unread)} (no alias names them, or they hold text: `--metric-map` maps a key).")
         lines.append("")
         head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")

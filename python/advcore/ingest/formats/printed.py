@@ -16,6 +16,9 @@ per update or episode in a form of their own. The forms seen in real notebooks:
   (``==> Total Loss: 42.79, Actor Loss: 3.07, Critic Loss: 19.86, Avg Entropy: 0.69``);
 * MiniMind's ``Epoch:[1/1](500/9751), Reward: -1.4843, KL_ref: 0.0023, Adv Std: 0.9257`` (step 500 of
   epoch 1's 9,751: the step is ``(epoch - 1) x 9751 + 500``);
+* a hyphenated counter and a value named for its step: ``Global-step 3 --Accept update with
+  alpha=1.0, kl=8.1e-08`` and ``Total reward in global step 33: 1.37`` (a TF1 TRPO loop; read as
+  ``global_step 33, Total reward: 1.37``);
 * several counters first: ``epoch: 0|step: 33|ppo_ep: 1|act_loss: 0.019|cri_loss: 0.036`` then
   ``average reward score: 0.43`` (DeepSpeed-Chat step 3, RLHF with PPO); the counter that takes the
   most values without going back counts the steps.
