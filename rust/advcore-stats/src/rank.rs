@@ -867,11 +867,18 @@ impl RankedReference {
     /// Rank `y`; `None` when `y` is empty, holds NaN or is longer than `i32::MAX`.
     #[must_use]
     pub fn new<B: RankSample>(y: &[B]) -> Option<Self> {
+        Self::new_and(y, |_| ()).map(|(r, ())| r)
+    }
+
+    /// [`RankedReference::new`], and `order` applied to `y` in ascending order while it is sorted:
+    /// `order` is given the value of rank `i` (0-based, as `f64`, `-0.0` read as `+0.0`), for the
+    /// order statistics of `y` without sorting it again.
+    pub fn new_and<B: RankSample, R>(y: &[B], order: impl FnOnce(&dyn Fn(usize) -> f64) -> R) -> Option<(Self, R)> {
         if y.is_empty() || y.len() > MAX_LEN || crate::sample::first_nan(y).is_some() {
             return None;
         }
         let mut ranks = vec![0i32; y.len()];
-        let sum_sq = with_buffers(y.len(), |pairs: &mut [Pair<IndexPair<B>>], scratch| {
+        let (sum_sq, ordered) = with_buffers(y.len(), |pairs: &mut [Pair<IndexPair<B>>], scratch| {
             for (i, (p, &b)) in pairs.iter_mut().zip(y).enumerate() {
                 *p = pair(b.rank_key(), i as u32);
             }
@@ -879,9 +886,11 @@ impl RankedReference {
             for p in sorted.iter() {
                 ranks[p[1].to_u64() as usize] = p[0].to_rank() as i32;
             }
-            sum_sq
+            let sorted: &[Pair<IndexPair<B>>] = sorted;
+            let ordered = order(&|i| B::key_value(y[sorted[i][1].to_u64() as usize].rank_key()));
+            (sum_sq, ordered)
         });
-        Some(Self { ranks, sum_sq })
+        Some((Self { ranks, sum_sq }, ordered))
     }
 
     /// Number of samples.

@@ -171,37 +171,8 @@ pub fn trace<T: RankSample + Select>(
     slices: &[SliceCodes<'_>],
     opts: &TraceOptions,
 ) -> Result<TraceTable> {
-    check_non_empty("reward", reward.len())?;
-    if stages.is_empty() {
-        return Err(StatsError::Empty { arg: "stages" });
-    }
+    check_inputs(stages, reward, groups, slices, opts)?;
     let n = reward.len();
-    for (k, s) in stages.iter().enumerate() {
-        if s.len() != n {
-            return Err(StatsError::invalid(
-                "stages",
-                format!(
-                    "stage {k} has length {} but `reward` has length {n}; they must be paired element by element",
-                    s.len()
-                ),
-            ));
-        }
-    }
-    if let Some(g) = groups {
-        g.check("reward", n)?;
-    }
-    opts.group_tol.check()?;
-    for (name, v) in [("near_zero_atol", opts.near_zero_atol), ("change_atol", opts.change_atol)] {
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(StatsError::invalid(name, format!("must be a finite non-negative number, got {v}")));
-        }
-    }
-    for s in slices {
-        check_same_len("reward", n, "slice_ids", s.codes.len())?;
-        if let Some(&bad) = s.codes.iter().find(|&&c| c as usize >= s.n) {
-            return Err(StatsError::invalid("slice_ids", format!("code {bad} is not below n_slices = {}", s.n)));
-        }
-    }
     // The views: the whole batch, then every slice as gathered copies.
     let mut views: Vec<View<'_, T>> = vec![View::whole(stages, reward, groups)];
     for s in slices {
@@ -211,10 +182,18 @@ pub fn trace<T: RankSample + Select>(
     let k = stages.len();
     let mut values = vec![f64::NAN; k * n_slices * N_STATS];
     // One task per (slice, stage): the slice's reward ranks are shared by its stages.
-    let refs: Vec<Option<RankedReference>> = views.iter().map(|v| RankedReference::new(v.reward())).collect();
-    let tasks: Vec<(usize, usize)> = (0..n_slices).flat_map(|s| (0..k).map(move |j| (s, j))).collect();
-    // A stage that is the reward array itself correlates perfectly with it wherever it varies.
+    // A stage that is the reward array itself correlates perfectly with it wherever it varies; its
+    // order statistics come from the ranking's sort.
     let is_reward: Vec<bool> = stages.iter().map(|s| std::ptr::eq(s.as_ptr(), reward.as_ptr())).collect();
+    let reward_is_stage = is_reward.contains(&true);
+    let refs: Vec<Option<(RankedReference, Option<Ordered>)>> = views
+        .iter()
+        .map(|v| {
+            let r = v.reward();
+            RankedReference::new_and(r, |value| reward_is_stage.then(|| order_of(value, r.len())))
+        })
+        .collect();
+    let tasks: Vec<(usize, usize)> = (0..n_slices).flat_map(|s| (0..k).map(move |j| (s, j))).collect();
     // The reward ranked within its groups, when some other stage will be correlated with it.
     let grouped: Vec<Option<GroupedReference>> = views
         .iter()
@@ -228,7 +207,8 @@ pub fn trace<T: RankSample + Select>(
         let prev = if j == 0 { None } else { Some(v.stage(j - 1)) };
         let reward = Reward {
             values: v.reward(),
-            ranks: refs[s].as_ref(),
+            ranks: refs[s].as_ref().map(|(r, _)| r),
+            ordered: refs[s].as_ref().and_then(|(_, o)| o.as_ref()),
             grouped: grouped[s].as_ref(),
             is_stage: is_reward[j],
         };
@@ -354,6 +334,8 @@ struct Reward<'a, T> {
     values: &'a [T],
     /// Its ranks, when it holds no NaN.
     ranks: Option<&'a RankedReference>,
+    /// Its order statistics, read off the ranking's sort, when it holds no NaN and is a stage.
+    ordered: Option<&'a Ordered>,
     /// Its ranks within groups, when it holds no NaN and there are groups.
     grouped: Option<&'a GroupedReference>,
     /// True when the stage being traced is this very array.
@@ -363,6 +345,53 @@ struct Reward<'a, T> {
 /// The quantiles ([`QUANTILES`]) and, when their median is finite, the MAD of a sorted sample.
 type Ordered = (Vec<f64>, Option<f64>);
 
+/// The argument checks of [`trace`].
+fn check_inputs<T>(
+    stages: &[&[T]],
+    reward: &[T],
+    groups: Option<Groups<'_>>,
+    slices: &[SliceCodes<'_>],
+    opts: &TraceOptions,
+) -> Result<()> {
+    check_non_empty("reward", reward.len())?;
+    if stages.is_empty() {
+        return Err(StatsError::Empty { arg: "stages" });
+    }
+    let n = reward.len();
+    for (k, s) in stages.iter().enumerate() {
+        if s.len() != n {
+            return Err(StatsError::invalid(
+                "stages",
+                format!(
+                    "stage {k} has length {} but `reward` has length {n}; they must be paired element by element",
+                    s.len()
+                ),
+            ));
+        }
+    }
+    if let Some(g) = groups {
+        g.check("reward", n)?;
+    }
+    opts.group_tol.check()?;
+    for (name, v) in [("near_zero_atol", opts.near_zero_atol), ("change_atol", opts.change_atol)] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(StatsError::invalid(name, format!("must be a finite non-negative number, got {v}")));
+        }
+    }
+    for s in slices {
+        check_same_len("reward", n, "slice_ids", s.codes.len())?;
+        if let Some(&bad) = s.codes.iter().find(|&&c| c as usize >= s.n) {
+            return Err(StatsError::invalid("slice_ids", format!("code {bad} is not below n_slices = {}", s.n)));
+        }
+    }
+    Ok(())
+}
+
+/// The order statistics of `n` sorted values, `value(i)` the one of rank `i`.
+fn order_of(value: &dyn Fn(usize) -> f64, n: usize) -> Ordered {
+    (sorted_quantiles(value, n, &QUANTILES, Method::Linear), sorted_median_abs_deviation(value, n))
+}
+
 /// Spearman's rho of `x` with the ranked reward and the distinct count of `x`, and the order
 /// statistics of `x` read off the same sort; `(None, None)` without a ranked reward or when `x`
 /// holds NaN (the kernels then sort or select on their own).
@@ -370,14 +399,7 @@ fn ranked_and_ordered<T: RankSample>(
     x: &[T],
     ranks: Option<&RankedReference>,
 ) -> (Option<(Spearman, u64)>, Option<Ordered>) {
-    let n = x.len();
-    let found = ranks.and_then(|r| {
-        r.spearman_distinct_and(x, |value| {
-            (sorted_quantiles(value, n, &QUANTILES, Method::Linear), sorted_median_abs_deviation(value, n))
-        })
-        .ok()
-        .flatten()
-    });
+    let found = ranks.and_then(|r| r.spearman_distinct_and(x, |value| order_of(value, x.len())).ok().flatten());
     match found {
         Some((s, distinct, ordered)) => (Some((s, distinct)), Some(ordered)),
         None => (None, None),
@@ -420,7 +442,8 @@ fn cell<T: RankSample + Select>(
     // a bug, and leaves the statistics it would have given NaN.
     // The distinct count needs a sort of `x`; the Spearman against the ranked reward sorts `x`
     // anyway and counts it on the way (x without NaN), else the census kernel sorts.
-    let (ranked, ordered) = if reward.is_stage { (None, None) } else { ranked_and_ordered(x, reward.ranks) };
+    let (ranked, ordered) =
+        if reward.is_stage { (None, reward.ordered.cloned()) } else { ranked_and_ordered(x, reward.ranks) };
     let c = ValueCounts::from_slice(x, opts.near_zero_atol);
     let n_unique = match ranked {
         Some((_, distinct)) => distinct,
