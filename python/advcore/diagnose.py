@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advcore.detectors._base import Finding, NotEvaluable
-from advcore.detectors._reward import REL_TOL, Regime, reward_course, reward_level
+from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, reward_course, reward_level
 from advcore.detectors._windows import REWARD_PROXIES
 from advcore.model import Run
 from advcore.stages import StageLevel, had_contrast, stage_signal
@@ -32,6 +32,11 @@ Status = Literal["lost", "quiet", "not_judged", "unreadable"]
 
 _RANK = {"any": 0, "R": 1, "A": 2, "T": 3, "U": 4}
 _SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH")
+
+
+def _finite(v: float) -> float | None:
+    """``v``, or None where JSON has no number for it (NaN, an infinity)."""
+    return v if math.isfinite(v) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,8 @@ class Verdict:
     signal: tuple[StageLevel, ...] = ()
     #: nothing could be read (the run has read errors and no step)
     unreadable: bool = False
+    #: the course of ``reward_mean`` (early and late medians, noise; None under 10 logged points)
+    course: RewardCourse | None = None
 
     @property
     def status(self) -> Status:
@@ -70,8 +77,14 @@ class Verdict:
         return self.findings[0].id if self.findings else None
 
     def to_json(self) -> dict[str, object]:
-        return {"status": self.status, "stage": self.stage, "headline": self.headline, "onset_step": self.onset,
-                "summary": self.summary}
+        out: dict[str, object] = {"status": self.status, "stage": self.stage, "headline": self.headline,
+                                  "onset_step": self.onset, "summary": self.summary,
+                                  "what_to_try": list(self.what_to_try)}
+        if self.course is not None:
+            c = self.course
+            out["reward"] = {"early_median": _finite(c.early), "late_median": _finite(c.late), "noise": _finite(c.noise),
+                             "rose": bool(c.improved() or (not c.succeeded and c.rose_first))}
+        return out
 
 
 #: R-stage findings a policy that stopped exploring produces by construction: a deterministic policy
@@ -252,10 +265,11 @@ def diagnose(
     # an info finding (an outcome such as a solved task) never leads a warning or an error
     ordered = [f for f in ordered if f.severity != "info"] + [f for f in ordered if f.severity == "info"]
     not_checked = tuple(f"{n.id}: needs {', '.join(n.needs)}" for n in not_evaluable)
+    course = reward_course(run)
     if ordered and all(f.severity == "info" for f in ordered) and run.steps >= MIN_STEPS:
         notes = "; ".join(f.message.rstrip(".") for f in ordered)
         return Verdict(None, f"no sign that the learning signal was lost; {notes}", None, tuple(ordered), None, (),
-                       not_checked, signal=stage_signal(run))
+                       not_checked, signal=stage_signal(run), course=course)
     if not ordered:
         if run.steps == 0:
             summary = "nothing to judge: no steps were read"
@@ -275,7 +289,6 @@ def diagnose(
                 summary += ")"
             elif not_checked:
                 summary += f" ({len(not_checked)} detectors could not check this log)"
-            course = reward_course(run)
             if course is not None and course.improved():
                 summary += (f"; the reward rose from a median of {course.early:.4g} early to "
                             f"{course.late:.4g} late")
@@ -289,7 +302,7 @@ def diagnose(
                 summary += (f"; but the reward did not rise beyond its step-to-step noise (a median of "
                             f"{course.early:.4g} early, {course.late:.4g} late): no learning shows in these "
                             f"{shown} steps" + (" (too few to tell whether it learns)" if shown < FEW_STEPS else ""))
-            return Verdict(None, summary, None, (), None, (), not_checked, signal=stage_signal(run))
+            return Verdict(None, summary, None, (), None, (), not_checked, signal=stage_signal(run), course=course)
         return Verdict(None, summary, None, (), None, (), not_checked, judged=False,
                        unreadable=run.steps == 0 and bool(run.errors))
     ids = {f.id for f in ordered}
@@ -337,4 +350,5 @@ def diagnose(
     for t in [*first.what_to_try[:2], *firsts, *(t for f in ordered for t in f.what_to_try)]:
         if t not in tries:
             tries.append(t)
-    return Verdict(stage, summary, onset, tuple(ordered), regime, tuple(tries), not_checked, signal=signal)
+    return Verdict(stage, summary, onset, tuple(ordered), regime, tuple(tries), not_checked, signal=signal,
+                   course=course)

@@ -89,7 +89,7 @@ class RunReport:
 
 
 #: Version of the ``--format json`` document; described by ``advcore/schema/scan.schema.json``.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def document(reports: Sequence[RunReport]) -> dict[str, Any]:

@@ -300,3 +300,24 @@ def test_the_header_names_each_metrics_key_and_the_columns_not_read(tmp_path: Pa
     assert "truncated_frac (truncation_rate)" in out and "reward_mean (" not in out
     assert "canonical_pass_rate, notes" in out.replace("Not read", "not read")
     assert "not read: canonical_pass_rate" in out.replace("Not read", "not read")
+
+
+def test_the_verdict_carries_its_tips_and_the_reward_course(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CI can gate on a run that does not learn: the JSON verdict says whether the reward rose, with
+    the early and late medians (first and last 20 % of the steps) it was judged on."""
+    flat, rising = tmp_path / "flat", tmp_path / "rising"
+    flat.mkdir()
+    rising.mkdir()
+    (flat / "m.jsonl").write_text("".join(f'{{"step": {i}, "reward": {0.3 + 0.01 * (i % 3)}, "reward_std": 0.2}}\n'
+                                          for i in range(1, 51)))
+    (rising / "m.jsonl").write_text("".join(f'{{"step": {i}, "reward": {i / 50}, "reward_std": 0.2}}\n'
+                                            for i in range(1, 51)))
+    _, doc = scan_json(capsys, str(flat), str(rising), str(DEMO_RUN))
+    jsonschema.validate(doc, SCHEMA)
+    by_name = {Path(r["files"][0]).parent.name: r["verdict"] for r in doc["runs"]}
+    assert by_name["flat"]["reward"]["rose"] is False and by_name["rising"]["reward"]["rose"] is True
+    assert by_name["rising"]["reward"]["early_median"] == pytest.approx(5.5 / 50)  # steps 1..10 of 50
+    assert by_name["rising"]["reward"]["late_median"] == pytest.approx(45.5 / 50)  # steps 41..50
+    demo = by_name[DEMO_RUN.parent.name]
+    assert demo["what_to_try"] and demo["what_to_try"][0] in next(
+        r for r in doc["runs"] if r["path"] == str(DEMO_RUN))["findings"][0]["what_to_try"]
