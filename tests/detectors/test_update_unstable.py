@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import statistics
 
 import numpy as np
@@ -453,3 +454,27 @@ def test_real_dcg_smac_run_whose_return_collapsed_without_a_win() -> None:
     assert f.evidence["early_median"] == pytest.approx(early, abs=0.5) and early > 10
     assert f.evidence["late_median"] == pytest.approx(late, abs=0.5) and late < 5
     assert "grad_norm" in f.evidence["update_moved"]
+
+
+def test_a_kl_excursion_the_run_recovers_from_while_learning() -> None:
+    # token-level Q-learning on a nanoGPT (h106): KL to the reference 2.2 to 2.9 over the first 1,000
+    # iterations, 0.85 at the end, success 0.6 -> 0.93: no runaway; the same KL still high at the end is one
+    rng = np.random.default_rng(11)
+    n = 130
+    reward = list(np.concatenate([np.linspace(0.8, 1.5, 40), 1.5 + rng.normal(0, 0.02, n - 40)]))
+    kl = [2.5] * 20 + [0.86] * (n - 20)
+    steps = list(range(50, 50 * (n + 1), 50))  # logged every 50 iterations: the first point follows updates
+    assert one(make_run({"reward_mean": reward, "kl": kl}, steps=steps), "UPDATE_UNSTABLE") is None
+    f = one(make_run({"reward_mean": reward, "kl": [2.5] * n}, steps=steps), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl"
+    # back under the bar without the reward rising: still judged
+    flat = list(0.8 + rng.normal(0, 0.02, n))
+    f = one(make_run({"reward_mean": flat, "kl": kl}, steps=steps), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl"
+
+
+def test_real_nanogpt_qlearning_kl_dip_that_recovers() -> None:
+    path = corpus("h106-nanogpt-qlearning-graph-kl-dip-recovers/train_qlearning.log")
+    kls = [float(m) for m in re.findall(r"Iter +\d+ \|.*?\| kl=([0-9.]+) \|", path.read_text(), re.M)]
+    assert max(kls[:20]) > 2.0 and statistics.median(kls[-26:]) < 1.0  # the log's own excursion and recovery
+    assert "UPDATE_UNSTABLE" not in fired(load(path))

@@ -9,6 +9,7 @@ from advcore.ingest import detect, load
 from advcore.ingest.formats import columnar_json
 
 from tests._real import corpus, real
+from tests.detectors._fixtures import fired
 
 
 def test_dict_of_arrays(tmp_path: Path) -> None:
@@ -97,3 +98,17 @@ def test_real_rho_grpo_group_stats() -> None:
     assert (run.frame["zero_variance_group_frac"] * 8).sum() == pytest.approx(1290)
     csd = load(real("grpo-dynamics-gate2-rho1-seed42/csd_logs.json"))
     assert csd.steps == 200 and csd.frame["step"][0] == 1
+
+
+def test_real_hand_written_a2c_lists_of_plural_names() -> None:
+    # one list per metric, plural: rewards, entropies, advantages, critic_losses (h104 A2C on a cellular
+    # automaton); the reward is 2000.0 at every episode, which the floor's message says as such
+    path = corpus("h104-handwritten-a2c-ca-pattern-reward-pinned-2000/training_metrics.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    assert run.frame["entropy"].to_list() == doc["entropies"]
+    assert run.frame["adv_mean"].to_list() == doc["advantages"]
+    assert run.frame["value_loss"].to_list() == doc["critic_losses"]
+    assert set(doc["rewards"]) == {2000.0}
+    floor = fired(run)["REWARD_FLOOR"]
+    assert f"The reward is 2000 at every one of the {len(doc['rewards'])} logged steps" in floor.message

@@ -199,3 +199,40 @@ def test_real_sb3_callback_arm_drawing() -> None:
     # -4.27 at the first update: minus the entropy of a 3-D unit-std Gaussian, 3 x 0.5 ln(2 pi e)
     assert run.frame["entropy"][0] == pytest.approx(4.2728, abs=1e-3)
     assert not any(m.startswith("eval") for m in run.metrics)
+
+
+def test_episode_counters_are_step_arrays(tmp_path: Path) -> None:
+    # a hand-written DQN's summary: per-episode arrays on `episodes`, Q estimates every 10th episode
+    # on `q_eval_episodes` (h104 Double DQN on LunarLander), plus scalars
+    doc = {"seed": 42, "episodes": list(range(1, 31)), "episode_rewards": [float(e) for e in range(1, 31)],
+           "q_eval_episodes": [10, 20, 30], "average_q_values": [0.5, 1.5, 2.5]}
+    p = _write(tmp_path, doc)
+    run = load(p)
+    assert run.format == json_records.NAME and run.errors == ()
+    assert run.frame["step"].to_list() == [10, 20, 30]  # the coarsest group's steps
+    # the episodes since the previous point, averaged: 1..10, 11..20, 21..30
+    assert run.frame["reward_mean"].to_list() == [5.5, 15.5, 25.5]
+
+
+def test_real_double_dqn_summary_with_two_episode_axes() -> None:
+    path = corpus("h104-handwritten-double-dqn-lunarlander-solves/training_metrics.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    assert run.errors == ()
+    assert run.frame["step"].to_list() == doc["q_eval_episodes"]
+    # each point: the mean reward of the episodes since the previous one
+    edges = [0, *doc["q_eval_episodes"]]
+    want = [sum(r for e, r in zip(doc["episodes"], doc["episode_rewards"], strict=True) if lo < e <= hi)
+            / sum(1 for e in doc["episodes"] if lo < e <= hi) for lo, hi in zip(edges, edges[1:], strict=False)]
+    assert run.frame["reward_mean"].to_list() == pytest.approx(want, rel=1e-12)
+
+
+def test_real_pymarl_q_learner_td_loss_is_the_critics_loss() -> None:
+    # PyMARL's q_learner logs the TD loss as `loss` on `loss_T` (h101 VDN on mobility-on-demand)
+    path = corpus("h101-pymarl-vdn-amod-driver-td-loss-blowup-return-collapse/info.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    loss = run.frame.select("step", "value_loss").drop_nulls()
+    assert run.sources["value_loss"] == "loss"
+    assert loss["step"].to_list() == doc["loss_T"]
+    assert loss["value_loss"].to_list() == [v if isinstance(v, float) else v["value"] for v in doc["loss"]]

@@ -134,6 +134,12 @@ def _finding(mean: Series, idx: int | None, evidence: dict[str, object], level: 
         message = (f"The reward mean is exactly 0 on {zeros} of {len(mean)} logged steps and near it on the rest "
                    f"({level.late_mean:.4g} late): the run sits at 0, where everything fails or the reward is not "
                    "wired, with excursions rather than a trend.")
+    elif min(mean.values) == max(mean.values):
+        # one value from the first step: no floor and no ceiling to tell apart (h104-handwritten-a2c-ca-pattern-
+        # reward-pinned-2000: 2000.0 at all 26 episodes)
+        message = (f"The reward is {level.late_mean:.4g} at every one of the {len(mean)} logged steps, with no "
+                   "spread: whatever the policy does scores the same, so there is nothing to learn; the reward does "
+                   "not depend on the actions, or is not wired.")
     else:
         message = (f"The reward sits constant at its floor ({level.late_mean:.4g} late, floor {level.floor:.4g} from "
                    f"{level.floor_from}) with no spread left: everything fails, or the reward is not wired.")

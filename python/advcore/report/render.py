@@ -148,7 +148,9 @@ _UNREAD_SHOWN = 8
 def _metrics(run: Run) -> str:
     """The canonical metrics, each with the key it was read from where that differs
     (``truncated_frac (truncation_rate)``)."""
-    return ", ".join(m if run.sources.get(m) in (None, m) else f"{m} ({run.sources[m]})" for m in run.metrics) or "none"
+    by_name = run.metadata.get("reward_by_name")  # said on its own (:func:`_by_name`)
+    return ", ".join(m if run.sources.get(m) in (None, m, by_name) else f"{m} ({run.sources[m]})"
+                     for m in run.metrics) or "none"
 
 
 def _unread(run: Run) -> str:
