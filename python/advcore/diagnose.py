@@ -83,7 +83,7 @@ class Verdict:
         if self.course is not None:
             c = self.course
             out["reward"] = {"early_median": _finite(c.early), "late_median": _finite(c.late), "noise": _finite(c.noise),
-                             "rose": bool(c.improved() or (not c.succeeded and c.rose_first))}
+                             "rose": c.rose}
         return out
 
 

@@ -247,6 +247,11 @@ class RewardCourse:
         return all(self.early - v > margin for v in self.series.values[:2]) and self.late >= self.early - margin
 
     @property
+    def rose(self) -> bool:
+        """The reward rose: :meth:`improved`, or a rise inside the early window (:attr:`rose_first`)."""
+        return self.improved() or (not self.succeeded and self.rose_first)
+
+    @property
     def fell_below_start(self) -> bool:
         """The late median lies ``FALL_NOISE`` x the noise, and at least half the level's range, below the
         early median: the reward collapsed from where it held, success or not."""

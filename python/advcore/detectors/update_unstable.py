@@ -302,7 +302,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         # iterations, 0.85 at the end, success 0.6 -> 0.93)
         recovered = kl.judgeable and statistics.median(kl.late()) < cut_kl and improving_reward(run) is not None
         if not recovered:
-                out.append(_Check("kl", rolling_level(kl, "kl level"), lambda v: v >= cut_kl,
+            out.append(_Check("kl", rolling_level(kl, "kl level"), lambda v: v >= cut_kl,
                               f"the KL to the reference (median of 5 points) >= {cut_kl:.3g}{offset}",
                               "the policy ran away from its reference"))
     for name, knob, what in (("entropy", "entropy_rise", "the policy blew up into noise"),
