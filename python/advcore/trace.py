@@ -296,8 +296,10 @@ def _trace(
     step: int, rewards: Any, group_ids: Any = None, group_size: int | None = None, baseline: Any = None,
     returns: Any = None, adv_raw: Any = None, adv: Any = None, adv_clipped: Any = None, token_adv: Any = None,
     response_mask: Any = None, token_sample_index: Any = None, slices: Mapping[str, Any] | None = None,
+    *, threads: int = 0,
 ) -> tuple[pl.DataFrame, Cells]:
-    """:func:`trace_step` and the ``slice == "all"`` values by ``(stage, statistic)`` (no frame lookup)."""
+    """:func:`trace_step` and the ``slice == "all"`` values by ``(stage, statistic)`` (no frame lookup);
+    ``threads`` for the Rust core (0: up to 2)."""
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
         raise AdvcoreError(f"`step` must be an integer, got {step!r}")
     if rewards is None:
@@ -338,7 +340,7 @@ def _trace(
         counts.append(len(labels))
         slice_names.extend(f"{label}={v}" for v in labels)
     names, table = _core.trace(stage_arrays, stage_arrays[0], size, ids, codes, counts,
-                               NEAR_ZERO_ATOL, GROUP_ATOL, GROUP_RTOL, 0.0)
+                               NEAR_ZERO_ATOL, GROUP_ATOL, GROUP_RTOL, 0.0, threads)
     frame = _long(int(step), stage_names, slice_names, names, table)
     whole = np.asarray(table).reshape(len(stage_names), len(slice_names), len(names))[:, 0, :]
     cell = {(st, name): float(v) for st, row in zip(stage_names, whole.tolist(), strict=True)
@@ -441,10 +443,10 @@ def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
     REWARD_MISSING. Undefined values are left out. This is what :class:`Recording` and the
     per-sample ingest record for every step.
 
-    With groups, the checks run on a worker thread while the trace runs on the calling thread
-    (the Rust core releases the GIL): 1.2-1.6 ms in all for 16,384 samples on 2 cores, where the
-    two in turn took 1.9-2.5 ms (bench/README.md). Errors are those of :func:`trace_step` first,
-    as when run in turn.
+    With groups, the checks run on a worker thread while the trace runs on the calling thread, on
+    one thread of its own (the Rust core releases the GIL): 0.70-0.82 ms median in all for 16,384
+    samples on 2 cores (AMD EPYC, bench/README.md), where the two in turn took 1.9-2.5 ms. Errors are
+    those of :func:`trace_step` first, as when run in turn.
     """
     from advcore.reference import step_checks
 
@@ -466,7 +468,9 @@ def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
         frame, cell = _trace(step, **arrays)
         return frame, {**{k: v for k, v in checks().items() if not math.isnan(v)}, **_canonical(cell)}
     try:
-        frame, cell = _trace(step, **arrays)
+        # one thread: the checks hold the other core (trace and checks 0.64 ms for 16,384 samples on 2
+        # cores, where a two-thread trace beside them took 0.69-0.84 ms: bench/README.md)
+        frame, cell = _trace(step, **arrays, threads=1)
     except Exception:
         checked.exception()  # let the checks finish; the trace's error is the one raised, as when run in turn
         raise

@@ -437,3 +437,17 @@ def test_a_recording_path_set_after_construction_keeps_every_step(tmp_path: Path
         mon.observe(step, metrics={"grad_norm": float(step)})
     mon.close()
     assert load(tmp_path / "rec.parquet").frame["step"].to_list() == list(range(1, n + 1))
+
+
+def test_the_core_gives_the_same_table_on_one_thread_or_two() -> None:
+    # step_row traces on one thread while the reference checks run beside it; the table must not depend on it
+    from advcore import _core
+
+    rng = np.random.default_rng(4)
+    reward = (rng.random(1 << 15) < 0.4).astype(np.float32)
+    adv = rng.standard_normal(1 << 15).astype(np.float32)
+    args = ([reward, adv], reward, 16, None, [], [], 1e-8, 1e-8, 1e-5, 0.0)
+    names_1, one = _core.trace(*args, 1)
+    names_2, two = _core.trace(*args, 2)
+    assert names_1 == names_2
+    np.testing.assert_array_equal(np.asarray(one), np.asarray(two))
