@@ -321,28 +321,37 @@ def test_groups_tied_over_nearly_the_whole_run_fire_though_the_last_steps_untie(
     assert one(make_run({"reward_std": [0.0] * 40 + [0.5] * 10, "reward_mean": [1.0] * 50}), "DEGENERATE_GROUPS") is None
 
 
-def _binary_grpo_steps(p_correct: list[float], seed: int) -> tuple[dict[str, list[float]], np.ndarray]:
-    """Per step, 8 completions (2 groups of 4) scored 2.0 when correct else 0.0 with the step's
-    probability: TRL's reward (mean) and reward_std (std over the step's completions), and the samples."""
+def _binary_grpo_steps(solved: list[float], seed: int) -> tuple[dict[str, list[float]], np.ndarray]:
+    """Per step, 2 prompts of 4 completions scored 2.0 when correct else 0.0: a prompt is solved
+    (always right) with the step's probability, else unsolved (always wrong) or uncertain (right half
+    the time) alike. TRL's reward (the mean) and reward_std (the mean of the groups' stds), and the
+    samples, shape (steps, 2, 4)."""
     rng = np.random.default_rng(seed)
-    samples = np.stack([2.0 * (rng.random(8) < p) for p in p_correct])
-    return {"reward_mean": list(samples.mean(axis=1)), "reward_std": list(samples.std(axis=1, ddof=1))}, samples
+    p = np.array([[1.0 if u < s else (0.0 if u < s + (1 - s) / 2 else 0.5) for u in rng.random(2)] for s in solved])
+    samples = 2.0 * (rng.random((len(solved), 2, 4)) < p[:, :, None])
+    return {"reward_mean": list(samples.mean(axis=(1, 2))),
+            "reward_std": list(samples.std(axis=2, ddof=1).mean(axis=1))}, samples
 
 
 def test_degenerate_groups_ties_at_the_ceiling_of_a_learning_run_are_info() -> None:
     # a classifier learning its labels (h92 meme classifier: accuracy 72 % -> 83 %): most late steps tie
-    # because every completion is right; reported as info, the verdict stays quiet
+    # because both prompts are solved; reported as info, the verdict stays quiet
     n = 125
-    cols, samples = _binary_grpo_steps(list(np.linspace(0.8, 0.995, n)), seed=5)
+    cols, samples = _binary_grpo_steps(list(np.linspace(0.3, 0.9, n)), seed=5)
     late = samples[-(n // 5):]
-    tied = late[(late == late[:, :1]).all(axis=1)]
-    assert (tied[:, 0] == 2.0).mean() >= 2 / 3  # the ground truth: ties at the ceiling
+    tied = late[(late == late[:, :, :1]).all(axis=(1, 2))]  # every group of the step tied: reward_std 0
+    at_ceiling = (tied == 2.0).all(axis=(1, 2))
+    assert at_ceiling.mean() >= 2 / 3  # the ground truth: the late ties are mostly solved prompts
     run = make_run(cols)
     f = one(run, "DEGENERATE_GROUPS")
     assert isinstance(f, Finding) and f.severity == "info"
-    assert f.evidence["late_tied_at_ceiling"] == pytest.approx((tied[:, 0] == 2.0).mean())
-    assert f.evidence["ceiling"] == 2.0 and f.evidence["rise_z"] >= 2.5
+    assert f.evidence["late_tied_at_ceiling"] == pytest.approx(at_ceiling.mean())
+    assert f.evidence["ceiling"] == 2.0 and f.evidence["rise_z"] >= 2.5 and f.evidence["room_left"] >= 0.1
     assert diagnose(run, *run_detectors(run)).status == "quiet"
+    # the same ties with the prompts nearly all solved late (the lab's saturation: 96 % at the ceiling)
+    cols, _ = _binary_grpo_steps(list(np.linspace(0.3, 0.99, n)), seed=5)
+    f = one(make_run(cols), "DEGENERATE_GROUPS")
+    assert isinstance(f, Finding) and f.severity == "warn"
 
 
 def test_degenerate_groups_ties_at_the_ceiling_without_a_rise_warn() -> None:

@@ -12,8 +12,9 @@ A logged point is *unstable* when any of these holds there:
 * the level of ``kl`` to the reference policy (trailing median of 5 points, so one spike is no
   level) at or above ``kl_ref_above`` (2 nats per token); when it is already there at the run's first
   step (0 or 1), before any update (a policy that never was its reference: an SFT'd adapter against
-  the base model), at or above ``KL_START_FACTOR`` (2) x that first value; not judged when the late
-  window's median is back under that bar while the reward rose and held (an early excursion);
+  the base model), at or above ``KL_START_FACTOR`` (2) x that first value; not judged when it was
+  past that bar from the early window and the late window's median is back under it while the
+  reward rose and held (an early excursion);
 * the level of ``entropy`` at or above ``entropy_rise`` (10) x its start level (the early window's
   median, or its first half's when lower: a blow-up inside the early window lifts the median; judged
   when that is positive): the policy blew up into noise; the same factor for ``action_std``, the standard
@@ -80,7 +81,7 @@ from dataclasses import dataclass
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, first_of_checks
 from advcore.detectors._reward import SUCCESS_NOISE, RewardCourse, improving_reward, reward_course, reward_level
-from advcore.detectors._windows import MIN_WINDOW, Series, change_point, metric, rolling_level
+from advcore.detectors._windows import MIN_WINDOW, Series, change_point, metric, rolling_level, window_len
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -297,12 +298,16 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         offset = ""
         if kl.steps[0] <= 1 and start >= cut_kl:
             cut_kl, offset = KL_START_FACTOR * start, f" (twice its value {start:.3g} at the first step)"
-        # back under the bar by the end while the reward rose and held: an early excursion the run
-        # recovered from (h106-nanogpt-qlearning-graph-kl-dip-recovers: 2.2 to 2.9 over its first 1,000
-        # iterations, 0.85 at the end, success 0.6 -> 0.93)
-        recovered = kl.judgeable and statistics.median(kl.late()) < cut_kl and improving_reward(run) is not None
+        # past the bar from the early window, back under it by the end, while the reward rose and held: an
+        # early excursion the run recovered from (h106-nanogpt-qlearning-graph-kl-dip-recovers: 2.2 to 2.9
+        # over its first 1,000 of 6,500 iterations, 0.85 at the end, success 0.6 -> 0.93); a runaway later in
+        # the run stays one even when it comes back down (the lab's entropy_collapse: past 2 at step 73 of 100)
+        level = rolling_level(kl, "kl level")
+        past = [i for i, v in enumerate(level.values) if v >= cut_kl]
+        recovered = (kl.judgeable and bool(past) and past[0] < window_len(len(kl))
+                     and statistics.median(kl.late()) < cut_kl and improving_reward(run) is not None)
         if not recovered:
-            out.append(_Check("kl", rolling_level(kl, "kl level"), lambda v: v >= cut_kl,
+            out.append(_Check("kl", level, lambda v: v >= cut_kl,
                               f"the KL to the reference (median of 5 points) >= {cut_kl:.3g}{offset}",
                               "the policy ran away from its reference"))
     for name, knob, what in (("entropy", "entropy_rise", "the policy blew up into noise"),
@@ -475,8 +480,9 @@ CARD = Card(
         the level of `kl` to the reference (trailing median of 5 points, so one spike is no level) ≥
         `kl_ref_above` (or, when it is already there at the run's first step, before any update, ≥ twice
         that first value: a policy that never was its reference, an SFT'd adapter against the base model whose KL is 2.8 from step 1 and stays there,
-        h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups; not when the late window's median is
-        back under that bar while the reward rose and held: h106-nanogpt-qlearning-graph-kl-dip-recovers,
+        h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups; not when it was past that bar from the
+        early window and the late window's median is back under it while the reward rose and held:
+        h106-nanogpt-qlearning-graph-kl-dip-recovers,
         2.2 to 2.9 over its first 1,000 iterations, 0.85 at the end, success 0.6 to 0.93), or the level of `entropy` ≥ `entropy_rise` × its start level (the early
         window's median, or its first half's when lower: h49-rasbt-grpo-kl-qwen3-06b-math-entropy-blowup
         blows up at step 52 of 500, inside the early window; judged when that level is
