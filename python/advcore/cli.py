@@ -81,8 +81,8 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 @click.option("--per-file", is_flag=True,
               help="Judge every file on its own (default: the files of one run in one folder are judged together).")
 @click.option("--set", "settings", multiple=True, metavar="ID.KNOB=VALUE", help="Re-tune a detector knob.")
-@click.option("--only", multiple=True, metavar="ID", help="Run only these detectors.")
-@click.option("--skip", multiple=True, metavar="ID", help="Do not run these detectors.")
+@click.option("--only", multiple=True, metavar="ID", help="Run only these detectors (repeat, or comma-separated).")
+@click.option("--skip", multiple=True, metavar="ID", help="Do not run these detectors (repeat, or comma-separated).")
 @click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="CSV of extra aliases (trainer,key,canonical,versions,note); its rows win.")
 @click.option("--log-format", default=None, help="Force a log format instead of detecting it.")
@@ -125,7 +125,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
     from advcore.scan import scan as run_scan
 
     try:
-        options = ScanOptions(tuple(only), tuple(skip), parse_settings(settings), metric_map, log_format, rollout_n,
+        options = ScanOptions(_ids(only), _ids(skip), parse_settings(settings), metric_map, log_format, rollout_n,
                               per_file, max_line)
         _check_options(options)
     except AdvcoreError as e:
@@ -201,6 +201,12 @@ def _nothing_at(target: str) -> str:
                                          else [], n=1)
         return "no such file or folder" + (f" (did you mean {str(path.parent / near[0])!r}?)" if near else "")
     return "no training log found in this folder (code, configuration and notes are skipped)"
+
+
+def _ids(given: tuple[str, ...]) -> tuple[str, ...]:
+    """Detector IDs given as repeated options or comma-separated (``--only A,B``), upper-cased as
+    ``advcore explain`` takes them."""
+    return tuple(i.strip().upper() for g in given for i in g.split(",") if i.strip())
 
 
 def _check_options(options: Any) -> None:

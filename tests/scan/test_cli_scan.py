@@ -298,8 +298,17 @@ def test_the_header_names_each_metrics_key_and_the_columns_not_read(tmp_path: Pa
     assert main(["scan", "--format", fmt, str(p)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "truncated_frac (truncation_rate)" in out and "reward_mean (" not in out
-    assert "canonical_pass_rate, notes" in out.replace("Not read", "not read")
-    assert "not read: canonical_pass_rate" in out.replace("Not read", "not read")
+    said = out.replace("Not read", "not read")
+    assert "not read: canonical_pass_rate (no alias names them" in said and "; notes (text)" in said
+
+
+def test_only_takes_a_comma_separated_list_and_a_lost_verdict_shows_the_reward_course(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scan", "--only", "degenerate_groups,REWARD_STD_DEATH", str(DEMO_RUN)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "signal lost at stage R" in out and "reward (median, early -> late):" in out
+    _, doc = scan_json(capsys, "--only", "DEGENERATE_GROUPS,REWARD_STD_DEATH", str(DEMO_RUN))
+    assert {f["id"] for f in doc["runs"][0]["findings"]} <= {"DEGENERATE_GROUPS", "REWARD_STD_DEATH"}
 
 
 def test_the_verdict_carries_its_tips_and_the_reward_course(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -154,13 +154,26 @@ def _metrics(run: Run) -> str:
 
 
 def _unread(run: Run) -> str:
-    """The columns of the run's files that were not read (no alias names them, or they hold text), as
-    ``a, b and 3 more``, or ''."""
+    """The columns of the run's files that were not read, as ``a, b and 3 more (no alias names them);
+    c (text)``, or ''."""
     parts = run.metadata.get("parts") or [run.metadata]
     used = set(run.sources.values())
-    names = sorted({str(c) for p in parts for c in [*p.get("unmapped", ()), *p.get("non_numeric", ())]} - used)
-    more = f" and {len(names) - _UNREAD_SHOWN} more" if len(names) > _UNREAD_SHOWN else ""
-    return ", ".join(names[:_UNREAD_SHOWN]) + more
+    out = []
+    for key, why in (("unmapped", "no alias names them: --metric-map maps a key"), ("non_numeric", "text")):
+        names = sorted({str(c) for p in parts for c in p.get(key, ())} - used)
+        if names:
+            more = f" and {len(names) - _UNREAD_SHOWN} more" if len(names) > _UNREAD_SHOWN else ""
+            out.append(", ".join(names[:_UNREAD_SHOWN]) + more + f" ({why})")
+        used |= set(names)
+    return "; ".join(out)
+
+
+def _reward_line(r: RunReport) -> str:
+    """The reward's course (``reward (median, early -> late): -8.93 -> -7.68, rose``), or ''."""
+    c = r.verdict.course
+    if c is None:
+        return ""
+    return f"reward (median, early -> late): {c.early:.4g} -> {c.late:.4g}, {'rose' if c.rose else 'did not rise'}"
 
 
 def _by_name(run: Run, escape: Callable[[str], str]) -> str:
@@ -187,8 +200,8 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             f"metrics: {_safe(_metrics(run))}{_by_name(run, _safe)}", 0, "dim", width=console.width),
             highlight=False)
         if unread := _unread(run):
-            console.print(_indented(f"not read: {_safe(unread)} (no alias names them, or they hold text: --metric-map maps a key)",
-                                    0, "dim", hang=2, width=console.width), highlight=False)
+            console.print(_indented(f"not read: {_safe(unread)}", 0, "dim", hang=2, width=console.width),
+                          highlight=False)
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
         elif r.verdict.status != "lost":
@@ -200,6 +213,8 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         if r.verdict.signal:
             console.print(_indented(f"signal by stage (early -> late): {_safe(_levels(r))}", 0, "dim", hang=2,
                                     width=console.width), highlight=False)
+        if r.verdict.status == "lost" and (trend := _reward_line(r)):
+            console.print(_indented(_safe(trend), 0, "dim", hang=2, width=console.width), highlight=False)
         console.print()
         for f in r.findings:
             since = "" if f.onset_step is None else f"  since step {f.onset_step}"
@@ -290,13 +305,15 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {_steps(run)}{_by_name(run, _md)}; "
                      f"metrics: {_md(_metrics(run))}.")
         if unread := _unread(run):
-            lines.append(f"Not read: {_md(unread)} (no alias names them, or they hold text: `--metric-map` maps a key).")
+            lines.append(f"Not read: {_md(unread)}.")
         lines.append("")
         head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
         lines.append("")
         if r.verdict.signal:
             lines += [f"Signal by stage (early -> late): {_md(_levels(r))}", ""]
+        if r.verdict.status == "lost" and (trend := _reward_line(r)):
+            lines += [_md(trend[0].upper() + trend[1:]), ""]
         if r.findings:
             lines += ["| detector | severity | stage | onset | evidence | message |", "| --- | --- | --- | ---: | --- | --- |"]
             for f in r.findings:
