@@ -330,3 +330,13 @@ def test_the_verdict_carries_its_tips_and_the_reward_course(tmp_path: Path, caps
     demo = by_name[DEMO_RUN.parent.name]
     assert demo["what_to_try"] and demo["what_to_try"][0] in next(
         r for r in doc["runs"] if r["path"] == str(DEMO_RUN))["findings"][0]["what_to_try"]
+
+
+def test_the_header_says_when_a_key_is_read_negated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # stable-baselines3 logs the entropy loss, minus the entropy (its logger's train/entropy_loss)
+    p = tmp_path / "progress.csv"
+    p.write_text("time/total_timesteps,rollout/ep_rew_mean,train/entropy_loss\n"
+                 + "".join(f"{2048 * i},{i / 10},{-1.3 + i / 100}\n" for i in range(1, 13)))
+    assert main(["scan", str(p)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "entropy (-1 x train/entropy_loss)" in out and "reward_mean (rollout/ep_rew_mean)" in out

@@ -147,10 +147,22 @@ _UNREAD_SHOWN = 8
 
 def _metrics(run: Run) -> str:
     """The canonical metrics, each with the key it was read from where that differs
-    (``truncated_frac (truncation_rate)``)."""
+    (``truncated_frac (truncation_rate)``), and the built-in table's scale where it has one
+    (``entropy (-1 x train/entropy_loss)``: SB3 logs minus the entropy)."""
+    from advcore.ingest import load_aliases
+
+    table = load_aliases()
     by_name = run.metadata.get("reward_by_name")  # said on its own (:func:`_by_name`)
-    return ", ".join(m if run.sources.get(m) in (None, m, by_name) else f"{m} ({run.sources[m]})"
-                     for m in run.metrics) or "none"
+
+    def shown(m: str) -> str:
+        src = run.sources.get(m)
+        if src in (None, m, by_name):
+            return m
+        found = table.canonical(str(src), run.trainer)
+        scale = f"{found[1].scale:g} x " if found is not None and found[0] == m and found[1].scale != 1.0 else ""
+        return f"{m} ({scale}{src})"
+
+    return ", ".join(shown(m) for m in run.metrics) or "none"
 
 
 def _unread(run: Run) -> str:
