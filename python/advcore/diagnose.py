@@ -292,7 +292,7 @@ def diagnose(
             if course is not None and course.improved():
                 summary += (f"; the reward rose from a median of {course.early:.4g} early to "
                             f"{course.late:.4g} late")
-            elif course is not None and not course.succeeded and course.rose_first:
+            elif course is not None and course.rose:  # not improved(): the rise inside the early window
                 summary += (f"; the reward rose from {course.series.values[0]:.4g} at the first logged step to a "
                             f"median of {course.early:.4g} early, and held it ({course.late:.4g} late)")
             elif course is not None and not course.succeeded:

@@ -36,7 +36,6 @@ from advcore.detectors._reward import (
     SPREAD_GONE,
     ZERO_SHARE,
     RewardLevel,
-    improving_reward,
     reward_course,
     reward_level,
 )
@@ -93,7 +92,7 @@ def _never_succeeds(run: Run, below: float) -> Finding | None:
     at most half of it: the task is (almost) never solved, whatever the noisy return around its floor
     says (h39-sb3-sac-her-fetchpickplace-reward-floor: success 0.023 to 0.035 by quarter, never above
     0.083, while the episode return wanders between -50 and -45.8). A return that rose and kept its
-    gain (:func:`~advcore.detectors._reward.improving_reward`) is learning towards the first successes,
+    gain (:meth:`~advcore.detectors._reward.RewardCourse.improved`) is learning towards the first successes,
     and outranks them (h70-pymarl-lica-corridor-zero-wins-but-learning: no SMAC battle won in 204
     logs while the shaped return climbs 3.7 -> 6.5), when the gain is at least ``MIN_RELATIVE_GAIN`` of
     the return's magnitude: a shaping term that improves a return dominated by a constant penalty is
@@ -105,12 +104,10 @@ def _never_succeeds(run: Run, below: float) -> Finding | None:
     success = metric(run, "success_rate")
     if success is None or not success.judgeable or any(not 0.0 <= v <= 1.0 for v in success.values):
         return None
-    rise = improving_reward(run)
-    if rise is not None and rise["late_median"] - rise["early_median"] >= MIN_RELATIVE_GAIN * max(
-            abs(rise["early_median"]), abs(rise["late_median"])):
+    c = reward_course(run)
+    if c is not None and c.improved() and c.late - c.early >= MIN_RELATIVE_GAIN * max(abs(c.early), abs(c.late)):
         return None
-    course = reward_course(run)
-    if course is not None and course.fell_below_start:  # the return answers the policy: a collapse, not a floor
+    if c is not None and c.fell_below_start:  # the return answers the policy: a collapse, not a floor
         return None
     level = rolling_level(success, "success level", max(5, len(success) // 10)).values
     late = success.late_mean()

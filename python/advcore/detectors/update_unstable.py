@@ -281,8 +281,9 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         cut = float(knobs["kl_step_above"])
         out.append(_Check("kl_step", kl_step, lambda v: v >= cut, f"kl_step >= {cut:g}",
                           "single updates move the policy far outside the trust region"))
+    improving = improving_reward(run) is not None
     clip = metric(run, "clip_frac")
-    if clip is not None and improving_reward(run) is None:  # a high clip fraction while the return keeps rising
+    if clip is not None and not improving:  # a high clip fraction while the return keeps rising
         cut_clip = float(knobs["clip_above"])
         out.append(_Check("clip_frac", clip, lambda v: v >= cut_clip, f"clip_frac >= {cut_clip:g}",
                           "most of the batch leaves the clip range in one update"))
@@ -305,7 +306,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         level = rolling_level(kl, "kl level")
         past = [i for i, v in enumerate(level.values) if v >= cut_kl]
         recovered = (kl.judgeable and bool(past) and past[0] < window_len(len(kl))
-                     and statistics.median(kl.late()) < cut_kl and improving_reward(run) is not None)
+                     and statistics.median(kl.late()) < cut_kl and improving)
         if not recovered:
             out.append(_Check("kl", level, lambda v: v >= cut_kl,
                               f"the KL to the reference (median of 5 points) >= {cut_kl:.3g}{offset}",
