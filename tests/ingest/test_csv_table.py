@@ -273,3 +273,13 @@ def test_real_hand_written_sac_pandas_csv() -> None:
     run = load(path)
     assert run.frame.height == len(rows) == 100
     assert run.frame["reward_mean"].to_list() == [float(r["Reward"]) for r in rows]
+
+
+def test_real_cs294_dqn_logz_table() -> None:
+    """CS294-112 HW3 DQN's logz table: environment steps in Timestep, the mean of the last 100 episodes."""
+    path = corpus("h109-cs294-dqn-breakout-learns/log.txt")
+    with path.open() as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    run = load(path)
+    assert run.frame["step"].to_list() == [int(r["Timestep"]) for r in rows]
+    assert run.frame["reward_mean"].to_list() == [float(r["MeanReward100Episodes"]) for r in rows]

@@ -140,12 +140,11 @@ def test_sacred_info_arrays_lie_on_their_own_time_steps(tmp_path: Path) -> None:
     p = _write(tmp_path, doc, "info.json")
     run = load(p)
     assert run.trainer == "pymarl" and not run.errors
-    # the returns set the rows (fewest steps); the losses go to the first row at or after their step,
-    # the last one to a row of its own
-    assert run.frame["step"].to_list() == [100, 200, 210]
-    assert run.frame["reward_mean"].to_list() == [1.0, 2.0, None]
-    assert run.frame["return_std"].to_list() == [0.5, 0.4, None]
-    assert run.frame["value_loss"].to_list() == [0.5, 0.4, 0.3]
+    # every metric stays on its own time steps (none is averaged into another's): the rows are their union
+    assert run.frame["step"].to_list() == [10, 100, 110, 200, 210]
+    assert run.frame.select("step", "reward_mean").drop_nulls().rows() == [(100, 1.0), (200, 2.0)]
+    assert run.frame.select("step", "return_std").drop_nulls().rows() == [(100, 0.5), (200, 0.4)]
+    assert run.frame.select("step", "value_loss").drop_nulls().rows() == [(10, 0.5), (110, 0.4), (210, 0.3)]
     raw = json_records.read(p)  # the test episodes stay an evaluation on their own steps
     assert raw.frame.select("step", "eval/return_mean").drop_nulls().rows() == [(10, 0.1), (110, 1.5), (210, 2.5)]
 

@@ -136,3 +136,32 @@ def test_a_gradient_norm_and_kl_of_zero_are_facts_not_placeholders(tmp_path: Pat
     run = load(p)
     assert run.frame["grad_norm"].null_count() == 0 and run.frame["grad_norm"].to_list().count(0.0) == 10
     assert "update_placeholder_rows" not in run.metadata
+
+
+def test_lists_of_rewards_and_advantages_give_their_statistics(tmp_path: Path) -> None:
+    """A loop that logs each step's per-sample rewards as a list (anjaustin/autoresearch grpo_log.jsonl)."""
+    import numpy as np
+
+    rewards = [[1.0, 1.0], [0.6, 1.0], [0.0, 0.25, 0.5, 1.0], [1.0, "oops"], []]
+    p = tmp_path / "grpo_log.jsonl"
+    p.write_text("\n".join(json.dumps({"step": i + 1, "rewards": r, "mean_reward": 0.5})
+                           for i, r in enumerate(rewards)))
+    run = load(p)
+    good = [np.array(r, dtype=float) for r in rewards[:3]]
+    assert run.frame["reward_std"].to_list()[:3] == [float(np.std(r)) for r in good]
+    assert run.frame["reward_min"].to_list()[:3] == [float(r.min()) for r in good]
+    assert run.frame["reward_max"].to_list()[:3] == [float(r.max()) for r in good]
+    # a list with a value that is no number, or an empty one, costs its row's statistics only
+    assert run.frame["reward_std"].to_list()[3:] == [None, None]
+    assert run.frame["reward_mean"].to_list() == [0.5] * 5
+
+
+def test_real_grpo_log_with_reward_lists() -> None:
+    import numpy as np
+
+    path = corpus("h113-bitnet-grpo-g2-gsm8k-tied-groups/grpo_log.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    main = records[-201:]  # the 201-step run after three aborted starts
+    assert [r["step"] for r in main] == list(range(1, 202))
+    run = load(path)
+    assert run.frame["reward_std"].to_list()[-201:] == [float(np.std(r["rewards"])) for r in main]

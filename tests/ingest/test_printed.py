@@ -410,3 +410,26 @@ def test_real_tf1_trpo_console() -> None:
     assert run.frame["step"].to_list() == sorted(steps)
     got = dict(zip(run.frame["step"].to_list(), run.frame["reward_mean"].to_list(), strict=True))
     assert [got[int(s)] for s, _ in rewards] == [float(v) for _, v in rewards]
+
+
+def test_bare_progress_counter_after_a_tag(tmp_path: Path) -> None:
+    # the line form of arvindcr4/tinker-rl-lab's GRPO logs: a run tag, 'N/TOTAL |', then pairs
+    lines = ["[synth100] Run: 386273f4:train:0"]
+    lines += [f"[synth100] {i:3d}/100 | loss={-i / 3:.4f} | reward={i / 8:.3f}" for i in range(1, 9)]
+    lines += ["[synth100]   -> ckpt s8", "", "[synth100] DONE | last10=0.500 | run=386273f4:train:0"]
+    p = _log(tmp_path, "\n".join(lines) + "\n")
+    assert detect(p) is printed
+    run = load(p)
+    assert run.frame["step"].to_list() == list(range(1, 9))
+    assert run.frame["reward_mean"].to_list() == pytest.approx([round(i / 8, 3) for i in range(1, 9)])
+    # a fraction after a name is that name's value, not a step counter
+    assert printed._parse("accuracy 3/4 | reward=0.5")[0][0] == ("accuracy", "3")
+
+
+def test_real_tinker_grpo_log() -> None:
+    path = corpus("h111-tinker-grpo-qwen3-8b-xlam-tools-reward-floor/grpo_100_xlam.log")
+    rows = re.findall(r"^\[xlam100\]\s+(\d+)/100 \| loss=\S+ \| reward=(\S+)$", path.read_text(), re.M)
+    run = load(path)
+    assert run.format == "printed" and len(rows) == 100
+    assert run.frame["step"].to_list() == [int(s) for s, _ in rows]
+    assert run.frame["reward_mean"].to_list() == [float(r) for _, r in rows]

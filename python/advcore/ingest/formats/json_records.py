@@ -31,8 +31,12 @@ Two layouts of hand-written training loops:
   file above, the logger snapshots: one row per update), and every other training group is averaged
   per bin: an entry at step ``t`` goes to the first row step ``>= t`` (an episode goes to the update
   logged after it ended); entries after the last row step make one more row, at the last of their
-  steps. Within one group, entries at the same step are averaged. A record of a list that repeats
-  the previous record in everything but its step is the same snapshot sampled again (the callback
+  steps. A sacred ``<name>_T`` array is the exact step of each value, logged when it was computed:
+  those stay on their own steps, and the rows are the union of the steps (h111-pymarl-feudal-qmix-sc2-3m:
+  a TD loss of 196 at its first update and 1.8e6 at its second, 1,194 losses against 15 returns, would
+  be averaged into one value per return). Within one group, entries at the same step are averaged. A
+  record of a list that repeats the previous record in everything but its step is the same snapshot
+  sampled again (the callback
   above copies SB3's logger every ~500 calls, the update runs every 2048): the first is kept
   (``metadata["repeated_records"]``). Groups named ``eval...``/``val...``/``test...`` are
   evaluations: their keys become ``eval/<key>`` (``eval_rewards`` -> ``eval/rewards``), they stay on
@@ -235,11 +239,15 @@ def read_groups(path: Path, doc: dict[str, Any], placement: Placement | None = N
     meta["layout"] = "groups"
     groups, no_step, repeated = _list_groups(doc)
     placed, unaligned = placement if placement is not None else _groups(doc)
+    own_steps: set[str] = set()  # groups whose entries keep their own steps (sacred's <name>_T arrays)
     for step_array, members in placed.items():
-        prefix = (_step_prefix(step_array) or _paired_base(step_array, doc) or "").rstrip("_/")
+        paired = _paired_base(step_array, doc)
+        prefix = (_step_prefix(step_array) or paired or "").rstrip("_/")
         name = prefix or step_array
         if all(_EVAL.match(k) for k in members):
             name = prefix if _EVAL.match(prefix) else "eval"
+        if paired is not None:
+            own_steps.add(name)
         steps = [int(number(s) or 0) for s in doc[step_array]]  # a step array holds integers only
         groups.append((name, [(s, {k: number(doc[k][i]) for k in members}) for i, s in enumerate(steps)]))
     groups = [(name, entries) for name, entries in groups if entries]
@@ -252,8 +260,9 @@ def read_groups(path: Path, doc: dict[str, Any], placement: Placement | None = N
     for name, entries in groups:
         for key in {k for _, e in entries for k in e}:
             owners.setdefault(_key(key, name in evaluation), set()).add(name)
-    # The training group with the fewest distinct steps sets the rows; the others are binned onto them.
-    training = [i for i, (name, _) in enumerate(groups) if name not in evaluation]
+    # The training group with the fewest distinct steps sets the rows; the others are binned onto them,
+    # except a metric logged with its own time steps (sacred's <name>_T), which stays on them.
+    training = [i for i, (name, _) in enumerate(groups) if name not in evaluation and name not in own_steps]
     base = min(training, key=lambda i: len({s for s, _ in groups[i][1]}), default=None)
     bins = sorted({s for s, _ in groups[base][1]}) if base is not None else []
     rows: dict[int, dict[str, float | None]] = {}

@@ -110,12 +110,43 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+#: What a list of numbers logged under one key at one step is summarised as (``<key>_<statistic>``).
+LIST_STATISTICS = ("mean", "std", "min", "max")
+
+
+def _list_statistics(key: str, values: list[Any]) -> list[pl.Series] | None:
+    """``<key>_mean``, ``_std`` (ddof 0), ``_min``, ``_max`` per row when every logged value of ``key``
+    is a list of numbers and one has at least two: the rewards (or advantages) of the step's samples
+    that a hand-written loop logs beside their mean (anjaustin/autoresearch ``grpo_log.jsonl``:
+    ``"rewards": [1.0, 1.0], "mean_reward": 1.0`` per step of a GRPO run with 2 samples per prompt).
+    A list with a value that is not a number, or an empty one, is null on its row; None when the key
+    does not hold such lists."""
+    logged = [v for v in values if not is_missing(v)]
+    if not logged or not all(isinstance(v, list) for v in logged) or max(len(v) for v in logged) < 2:
+        return None
+    stats: dict[str, list[float | None]] = {name: [] for name in LIST_STATISTICS}
+    for v in values:
+        nums = [number(x) for x in v] if isinstance(v, list) and v else []
+        finite = [x for x in nums if x is not None and math.isfinite(x)]
+        if not nums or len(finite) != len(nums):
+            for name in LIST_STATISTICS:
+                stats[name].append(None)
+            continue
+        mean = math.fsum(finite) / len(finite)
+        row = {"mean": mean, "std": math.sqrt(math.fsum((x - mean) ** 2 for x in finite) / len(finite)),
+               "min": min(finite), "max": max(finite)}
+        for name in LIST_STATISTICS:
+            stats[name].append(row[name])
+    return [pl.Series(f"{key}_{name}", stats[name], dtype=pl.Float64) for name in LIST_STATISTICS]
+
+
 def records_frame(
     rows: list[dict[str, Any]], parse: Callable[[Any], float | None] | None = None
 ) -> tuple[pl.DataFrame, list[str]]:
     """One Float64 column per key (in first-seen order) and the keys dropped as non-numeric.
 
-    A key is kept when at least one of its values is a number; other values become null.
+    A key is kept when at least one of its values is a number; other values become null. A key whose
+    values are lists of numbers gives their statistics instead (:func:`_list_statistics`).
     A ``step`` key becomes an Int64 ``step`` column (Float64 when a value is no whole number within
     Int64, so that the canonical frame can say which rows it leaves out). ``parse`` turns a value into a float
     (default :func:`number`, which keeps NaN and +-inf).
@@ -127,6 +158,10 @@ def records_frame(
     columns: dict[str, pl.Series] = {}
     dropped: list[str] = []
     for k in keys:
+        listed = _list_statistics(k, [r.get(k) for r in rows])
+        if listed is not None:
+            columns.update({s.name: s for s in listed})
+            continue
         values = [parse(r.get(k)) for r in rows]
         if all(v is None for v in values) and any(not is_missing(r.get(k)) for r in rows):
             dropped.append(k)

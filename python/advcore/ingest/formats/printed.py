@@ -19,6 +19,8 @@ per update or episode in a form of their own. The forms seen in real notebooks:
 * a hyphenated counter and a value named for its step: ``Global-step 3 --Accept update with
   alpha=1.0, kl=8.1e-08`` and ``Total reward in global step 33: 1.37`` (a TF1 TRPO loop; read as
   ``global_step 33, Total reward: 1.37``);
+* a bare progress counter after a tag: ``[synth100]  12/100 | loss=0.0000 | reward=0.000`` (a Tinker
+  GRPO loop), read as ``step 12``;
 * several counters first: ``epoch: 0|step: 33|ppo_ep: 1|act_loss: 0.019|cri_loss: 0.036`` then
   ``average reward score: 0.43`` (DeepSpeed-Chat step 3, RLHF with PPO); the counter that takes the
   most values without going back counts the steps.
@@ -107,6 +109,12 @@ _EPOCH_OF = re.compile(r"^(?P<word>[^\W\d]\w{0,20}+)\s*+:?\s*+\[(?P<e>\d{1,9}+)/
                        r"\((?P<i>\d{1,12}+)/(?P<n>\d{1,12}+)\)[\s,]*+")
 
 
+#: A bare progress counter that begins a line, after a bracketed tag at most, and a ``|`` after it:
+#: ``[synth100]   1/100 | loss=-9.3115 | reward=0.375`` (a Tinker GRPO loop, arvindcr4/tinker-rl-lab),
+#: read as ``step 1 | ...`` (the total is the plan, not a value).
+_BARE_PROGRESS = re.compile(r"^\s*+(?P<tag>\[[^\]\n]{1,40}+\]\s*+)?(?P<n>\d{1,12}+)/\d{1,12}+\s*+\|")
+
+
 #: Full-width punctuation that Chinese and Japanese loops print (``回合：10/5000，奖励：-1378.73``),
 #: read as its ASCII form.
 _FULL_WIDTH = str.maketrans("：，＝（）［］；", ":,=()[];")
@@ -177,6 +185,8 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
     if "#" in text:
         text = _HASH_COUNTER.sub(" ", text)
     text = _WINDOW.sub(r"\1_\2_", text)
+    if "|" in text:
+        text = _BARE_PROGRESS.sub(r"step \g<n> |", text, count=1)
     if " in " in text or " at " in text or " of " in text or " for " in text:
         text = _AT_STEP.sub(_at_step, text, count=1)
     if "=>" in text and (m := _LABELLED.match(text)) is not None:
