@@ -470,6 +470,42 @@ def test_the_floor_onset_is_where_the_reward_settled_there_for_good() -> None:
     assert isinstance(f, Finding) and f.onset_step == 71
 
 
+def test_a_floor_with_one_lucky_stretch_is_a_floor_from_the_start() -> None:
+    """h109-cs294-dqn-montezuma-reward-floor's shape: a mean over the last 100 episodes of 0, then 1.0 at 5
+    points while one rewarded episode stays in that window, then 0 again: no success that collapsed, a
+    floor since the first log."""
+    reward = [0.0] * 9 + [1.0] * 5 + [0.0] * 48
+    found = fired_by(make_run({"reward_mean": reward}, steps=[60_000 + 10_000 * i for i in range(62)]))
+    assert "UPDATE_UNSTABLE" not in found
+    assert found["REWARD_FLOOR"].onset_step == 60_000
+
+
+def test_real_success_held_a_few_points_above_a_nonzero_floor_is_a_collapse() -> None:
+    """h105-cs294-ac-invpendulum-collapse-after-solve: 1000 (the episode cap) at 8 of 100 iterations, a
+    return of 7-150 after: a success that collapsed, whose highs are no excursions from a floor at 0."""
+    path = corpus("h105-cs294-ac-invpendulum-collapse-after-solve/log.txt")
+    with path.open() as f:
+        returns = [float(r["AverageReturn"]) for r in csv.DictReader(f, delimiter="\t")]
+    assert returns.count(1000.0) == 8 and 0.0 not in returns
+    f = one(load(path), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse after success"
+
+
+def test_aborted_starts_are_not_judged_as_phases() -> None:
+    """h113-bitnet-grpo-g2: restarts of 2 and 3 steps at reward 0 before the run itself; a phase that
+    short has no early and late window and is no phase to judge alone."""
+    rng = np.random.default_rng(5)
+    main = list(0.8 + rng.normal(0.0, 0.05, 60))
+    reward = [0.0, 0.0, 0.0, 0.0, 0.0, *main]
+    run = make_run({"reward_mean": reward, "reward_std": [0.0] * 5 + [0.2] * 60},
+                   steps=[1, 2, 1, 2, 3, *range(1, 61)], phase=[0, 0, 1, 1, 1, *[2] * 60])
+    assert "REWARD_FLOOR" not in fired_by(run)
+    # a phase long enough to judge still is (the same 2 + 3 restarts, 6 steps each)
+    long_zero = make_run({"reward_mean": [0.0] * 6 + main, "reward_std": [0.0] * 6 + [0.2] * 60},
+                         steps=[*range(1, 7), *range(1, 61)], phase=[0] * 6 + [1] * 60)
+    assert fired_by(long_zero)["REWARD_FLOOR"].evidence["phases_flagged"] == [0]
+
+
 def test_a_quiet_verdict_says_whether_the_reward_rose() -> None:
     """Alive is not learning: a quiet run whose reward stays within its noise says so; one that rose says that."""
     from advcore.diagnose import diagnose

@@ -5,6 +5,8 @@ collapse, and the aliases of the update mechanics."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,8 @@ from advcore.detectors import Finding, NotEvaluable
 from advcore.detectors._base import Finding as BaseFinding
 from advcore.detectors._windows import Series, change_point, last_onset_index, running_peak_ratio
 from advcore.diagnose import _order
-from advcore.ingest import load_aliases
+from advcore.ingest import load, load_aliases
+from tests._real import corpus
 from tests.detectors._fixtures import make_run, one
 
 N = 40
@@ -108,6 +111,22 @@ def test_kl_pinned_to_a_resynced_reference() -> None:
     assert one(sb3, "UPDATE_SUPPRESSED") is None
     # a KL that never reached kl_pin_peak (0.01) has nothing to be pinned below
     assert one(make_run(_healthy(kl=[0.005] * 20 + [1e-5] * 20)), "UPDATE_SUPPRESSED") is None
+    # swings around 0 after a climb far above their own noise are pinned
+    noisy = list(np.random.default_rng(1).uniform(-0.05, 0.05, 20))
+    climbed = list(np.linspace(0.0, 6.0, 20)) + noisy
+    f = one(make_run(_healthy(kl=climbed)), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_pinned"
+
+
+def test_real_signed_kl_estimate_swinging_around_zero_is_not_pinned() -> None:
+    """h113-bitnet-grpo-g2-gsm8k-tied-groups: a KL coefficient of 0.01, the per-batch estimate -0.47 to 0.54
+    over its 38 updates (checked below): no peak above its own noise, so nothing is pinned below one."""
+    path = corpus("h113-bitnet-grpo-g2-gsm8k-tied-groups/grpo_log.jsonl")
+    kls = [r["kl"] for line in path.read_text().splitlines() if "kl" in (r := json.loads(line))]
+    assert len(kls) >= 38 and min(kls) < -0.4 and max(kls) > 0.5
+    run = load(path)
+    assert run.has("adv_std")  # the advantages carry signal: the check is evaluable
+    assert one(run, "UPDATE_SUPPRESSED") is None
 
 
 def test_signal_in_reward_units_counts_against_its_own_level() -> None:

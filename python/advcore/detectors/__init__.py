@@ -8,6 +8,7 @@ from typing import Any
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable
 from advcore.detectors._evidence import PER_SAMPLE
+from advcore.detectors._windows import MIN_WINDOW
 from advcore.errors import AdvcoreError
 from advcore.model import Run
 
@@ -43,13 +44,18 @@ def _check_ids(ids: Iterable[str], what: str) -> None:
             raise AdvcoreError(f"`{what}`: unknown detector {i!r} (known: {', '.join(REGISTRY)})")
 
 
-def phases(run: Run) -> list[Run]:
+def phases(run: Run) -> list[tuple[int, Run]]:
     """The run split at its curriculum phases (steps restarting: a ``phase`` column with more than
-    one value), each part a run of its own; ``[]`` for a run without phases."""
+    one value), each part a run of its own with its phase number (from 0); ``[]`` for a run without
+    phases. A part of fewer than
+    ``2 x MIN_WINDOW`` steps (no early and late window apart) is an aborted start, not a phase, and is
+    not judged alone (h113-bitnet-grpo-g2-gsm8k-tied-groups: restarts of 2 and 3 steps, reward 0, before
+    the 201-step run); it is still part of the whole run."""
     frame = run.frame
     if "phase" not in frame.columns or frame["phase"].drop_nulls().n_unique() < 2:
         return []
-    return [replace(run, frame=part) for part in frame.partition_by("phase", maintain_order=True)]
+    return [(i, replace(run, frame=part)) for i, part in enumerate(frame.partition_by("phase", maintain_order=True))
+            if part.height >= 2 * MIN_WINDOW]
 
 
 def run_detectors(
@@ -82,7 +88,7 @@ def run_detectors(
         if isinstance(outcome, NotEvaluable):
             missing.append(outcome)
             continue
-        flagged = [(i, f) for i, part in enumerate(parts) if isinstance(f := spec.fn(part, knobs), Finding)]
+        flagged = [(i, f) for i, part in parts if isinstance(f := spec.fn(part, knobs), Finding)]
         if outcome is None and flagged:
             outcome = flagged[0][1]
         if isinstance(outcome, Finding):

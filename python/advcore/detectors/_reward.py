@@ -37,8 +37,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Literal
 
-from advcore.detectors._windows import (Series, aligned, fmean, last_onset_index, metric, reward_spread, rolling_level,
-                                       window_len)
+from advcore.detectors._windows import (Series, aligned, fmean, last_onset_index, metric, onset_index, reward_spread,
+                                       rolling_level, step_noise, window_len)
 from advcore.model import Run
 
 __all__ = ["FALL_NOISE", "HELD_SHARE", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardCourse",
@@ -105,12 +105,15 @@ class RewardLevel:
     #: share of the logged reward means that are exactly 0
     zero_share: float = 0.0
 
-    def pinned_onset(self, level: float, sustain: int) -> int | None:
+    def pinned_onset(self, level: float, sustain: int, *, settled: bool = True) -> int | None:
         """Index of the first of ``sustain`` consecutive reward means within ``tol`` of ``level``,
-        counted from after the last stretch of ``sustain`` means away from it: where the reward
-        settled at the level it ends at, not an earlier visit it left again
-        (sb3-acrobot-collapse-after-success starts near its floor, learns, and falls back to it)."""
-        return last_onset_index(self.mean.values, lambda v: abs(v - level) <= self.tol, sustain)
+        counted from after the last stretch of ``sustain`` means away from it (``settled``): where
+        the reward settled at the level it ends at, not an earlier visit it left again
+        (sb3-acrobot-collapse-after-success starts near its floor, learns, and falls back to it);
+        without ``settled``, from the first such stretch (a run that never succeeded was at its level
+        before a lucky stretch too)."""
+        near = lambda v: abs(v - level) <= self.tol  # noqa: E731
+        return (last_onset_index if settled else onset_index)(self.mean.values, near, sustain)
 
     def evidence(self) -> dict[str, object]:
         """The numbers the regime was decided on."""
@@ -232,9 +235,16 @@ class RewardCourse:
 
     @property
     def succeeded(self) -> bool:
-        """The level rose by more than ``SUCCESS_NOISE`` x the noise and held above half-way for ``w`` points."""
-        held = sum(1 for v in self.level[self.w - 1:] if v >= self.early + self.gain / 2)
-        return self.gain > SUCCESS_NOISE * self.noise and self.gain > 0 and held >= self.w
+        """The level rose by more than ``SUCCESS_NOISE`` x the noise and held above half-way for ``w``
+        points; not a reward that is exactly 0 on at least ``ZERO_SHARE`` of its logged points, whose
+        highs are excursions from its floor (REWARD_FLOOR's rule; h109-cs294-dqn-montezuma-reward-floor:
+        a mean over the last 100 episodes of 1.0 at 5 of 62 logged points while one rewarded episode
+        stayed in that window, 0 at the other 57)."""
+        half = self.early + self.gain / 2
+        held = sum(1 for v in self.level[self.w - 1:] if v >= half)
+        zeros = sum(1 for v in self.series.values if v == 0.0)
+        return (self.gain > SUCCESS_NOISE * self.noise and self.gain > 0 and held >= self.w
+                and zeros < ZERO_SHARE * len(self.series))
 
     @property
     def rose_first(self) -> bool:
@@ -285,10 +295,8 @@ def reward_course(run: Run) -> RewardCourse | None:
     if n - k <= w - 1:
         return None
     peak = max(range(w - 1, n - k), key=lambda i: level[i])
-    diffs = [b - a for a, b in zip(s.values, s.values[1:], strict=False)]
-    mid = statistics.median(diffs)
-    noise = 1.4826 * statistics.median(abs(d - mid) for d in diffs) / 2 ** 0.5
-    return RewardCourse(s, level, w, peak, statistics.median(s.early()), statistics.median(s.late()), noise)
+    return RewardCourse(s, level, w, peak, statistics.median(s.early()), statistics.median(s.late()),
+                        step_noise(s.values))
 
 
 def improving_reward(run: Run) -> dict[str, float] | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,6 +52,7 @@ __all__ = [
     "last_onset_index",
     "rolling_level",
     "running_peak_ratio",
+    "step_noise",
     "metric",
     "onset_index",
     "plain",
@@ -239,6 +240,17 @@ def rolling_level(s: Series, name: str, smooth: int = 5) -> Series:
     which one spike is no rise and one low point no fall."""
     level = [statistics.median(s.values[max(0, i + 1 - smooth): i + 1]) for i in range(len(s))]
     return Series(name, s.steps, s.phases, tuple(level), True)
+
+
+def step_noise(values: Sequence[float]) -> float:
+    """The step-to-step noise of a series: 1.4826 x the median absolute deviation of its first
+    differences, over sqrt 2 (the standard deviation of white noise around a level, robust to the
+    level's own moves and to spikes); 0 for fewer than two values."""
+    diffs = [b - a for a, b in zip(values, values[1:], strict=False)]
+    if not diffs:
+        return 0.0
+    mid = statistics.median(diffs)
+    return 1.4826 * statistics.median(abs(d - mid) for d in diffs) / 2 ** 0.5
 
 
 def running_peak_ratio(s: Series, name: str, smooth: int = 5, min_peak: float = 0.0) -> Series:

@@ -9,8 +9,10 @@ by at most that much; in both cases the reward spread is gone (late spread <= ``
 (0.1) x ``ceiling - floor``; or >= 80 % tied groups; or, with no spread logged, a bit-identical
 late mean). Onset: the first of ``sustain`` (5) consecutive logged reward means within the
 tolerance of the floor, counted from after the last stretch away from it (where the reward settled
-at its floor for good). Without a logged spread, a late mean that holds within the tolerance at the
-run's floor counts as no spread (an SB3 episode return at -100000 with rare -99998.99 is not
+at its floor for good) when the reward had succeeded
+(:attr:`~advcore.detectors._reward.RewardCourse.succeeded`), else from the first such stretch (a lucky
+stretch of a run that never succeeded is no new start). Without a logged spread, a late mean that
+holds within the tolerance at the run's floor counts as no spread (an SB3 episode return at -100000 with rare -99998.99 is not
 bit-identical). A reward mean of exactly 0 on at least 3/4 of the logged steps and of the
 late window (within a one-sided 95 % binomial bound of 3/4), with excursions near it, is at its
 floor too, when the spread is gone or is gone at the late steps whose mean is 0 (the level over
@@ -82,7 +84,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return None
     all_zero = level.zero_share == 1.0
     at_zero = level.zero_share >= ZERO_SHARE  # at 0 with excursions: the onset is where it settled at 0
-    idx = level.pinned_onset(0.0 if at_zero else level.floor, int(knobs["sustain"]))
+    # a reward that never succeeded was at its floor before any lucky stretch away from it too
+    # (h109-cs294-dqn-montezuma-reward-floor: 0 from the first log, 1.0 for 5 points, 0 again)
+    course = reward_course(run)
+    settled = course is None or course.succeeded
+    idx = level.pinned_onset(0.0 if at_zero else level.floor, int(knobs["sustain"]), settled=settled)
     return _finding(level.mean, idx, {**level.evidence(), "all_zero": all_zero}, None if all_zero else level)
 
 
@@ -173,7 +179,10 @@ CARD = Card(
         bit-identical at its floor, sb3-chess-dead-nsteps10). Onset: the first of `sustain` consecutive
         logged reward means within the tolerance of the floor, counted from after the last stretch of
         `sustain` means away from it (where the reward settled at its floor for good:
-        sb3-acrobot-collapse-after-success starts near its floor, learns, and falls back).
+        sb3-acrobot-collapse-after-success starts near its floor, learns, and falls back), when the
+        reward had succeeded; else from the first such stretch (h109-cs294-dqn-montezuma-reward-floor:
+        a mean over 100 episodes of 0, of 1.0 at 5 points while one rewarded episode stays in that
+        window, then 0 again, is at its floor from the first log).
 
         The level over the run, not constancy, names the regime: a reward mean of exactly 0 on at least
         3/4 of the logged steps and of the late window, with excursions near it, sits at its floor too,

@@ -43,6 +43,7 @@ from advcore.detectors._base import (
     Severity,
     first_of_checks,
 )
+from advcore.detectors._reward import SUCCESS_NOISE
 from advcore.detectors._windows import (
     ADV_NEEDS,
     MIN_WINDOW,
@@ -53,6 +54,7 @@ from advcore.detectors._windows import (
     metric,
     onset_index,
     running_peak_ratio,
+    step_noise,
     window_len,
 )
 from advcore.model import Run
@@ -138,7 +140,10 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     if kl is not None and to_reference and grad is None:
         out.append(_Check("kl", kl, lambda v: abs(v) <= kl_below, f"|kl| <= {kl_below:g}"))
     if kl is not None and not any(k in source for k in UPDATE_KL_KEYS):
-        peak_min = float(knobs["kl_pin_peak"])
+        # a peak within the estimate's own noise is none: a signed per-batch KL estimate of a policy that
+        # barely moved swings around 0 (h113-bitnet-grpo-g2-gsm8k-tied-groups: -0.47 to 0.54 on its 38
+        # updates with a KL coefficient of 0.01), and its level's highs are that noise
+        peak_min = max(float(knobs["kl_pin_peak"]), SUCCESS_NOISE * step_noise(kl.values))
         ratio = running_peak_ratio(kl, "kl / earlier peak", min_peak=peak_min)
         out.append(_Check("kl_pinned", ratio, lambda v: abs(v) <= pin,
                           f"|kl to the reference| <= {pin:g} x its earlier peak (peak >= {peak_min:g})"))
@@ -298,7 +303,10 @@ CARD = Card(
            `actor/ppo_kl`, now `kl_step` — never counts); or
         4. the policy is pinned to its reference: `kl` (to the reference; not SB3's `approx_kl` or an
            update KL), judged on its level — the trailing rolling median of 5 points — at or below
-           `kl_pin_frac` x the highest earlier level, which must have reached `kl_pin_peak`. On levels,
+           `kl_pin_frac` x the highest earlier level, which must have reached `kl_pin_peak` and 3 times
+           the KL's step-to-step noise (a signed per-batch estimate of a policy that barely moved
+           swings around 0, and its level's highs are that noise: h113-bitnet-grpo-g2-gsm8k-tied-groups,
+           -0.47 to 0.54 over 38 updates with a KL coefficient of 0.01). On levels,
            not points: unsloth-llama32-3b logs one KL of 1.71 among values of 0.01 to 0.15 (a spike is no
            peak), and unsloth-gptoss-20b (one group of 2 per step) alternates between ~0.001 and 0.05-0.2
            in its second half (single low points are no fall); judged point by point, it was flagged. A KL

@@ -37,7 +37,8 @@ A collapse after success is the same failure seen at the reward: the level of ``
 (trailing median over a tenth of the run, at least 5 points) rose from the early window's median
 ``E`` to a peak ``P`` before the late window and stayed above ``E + (P - E) / 2`` for at least
 that many points (a success held, not a lucky stretch), by more than ``SUCCESS_NOISE`` (3) times the reward's
-step-to-step noise (1.4826 x the median absolute deviation of its first differences, over sqrt 2),
+step-to-step noise (1.4826 x the median absolute deviation of its first differences, over sqrt 2), on a
+reward not exactly 0 at 3/4 of its points (whose highs are excursions from its floor: REWARD_FLOOR's),
 and the late window's median gave back at least ``giveback`` (0.75) of that gain. Its points are
 those from the change point of the level after the peak (:func:`change_point`, least squares) to
 the end; runs with curriculum phases are not judged (a harder phase lowers the reward by design).
@@ -522,7 +523,9 @@ CARD = Card(
         *Collapse after success.* The level of `reward_mean` (trailing median over a tenth of the run,
         at least 5 points) rose from the early window's median to a peak before the late window, stayed
         above half-way for at least that many points, by more than 3 times the reward's step-to-step
-        noise, and the late window's median gave back at least `giveback` of the gain. A falling reward
+        noise, and the late window's median gave back at least `giveback` of the gain; a reward exactly
+        0 at 3/4 of its points has excursions from its floor, not successes
+        (h109-cs294-dqn-montezuma-reward-floor: a mean over 100 episodes of 1.0 at 5 of 62 points). A falling reward
         alone does not say the updates caused it (a reward that stops being paid falls the same way: the
         lab's `floor` fault), so when the log has an update metric, it counts only when one moved with
         it: `kl_step`, `clip_frac`, `kl` or `grad_norm` at least 2 times higher over the fall than over the success,
