@@ -36,6 +36,23 @@ def test_change_point_matches_brute_force(seed: int) -> None:
     assert change_point((1.0,)) is None
 
 
+def _oracle_fall_point(x: np.ndarray) -> int | None:
+    """Brute force over the splits whose second segment's mean is lower."""
+    costs = [(((x[:k] - x[:k].mean()) ** 2).sum() + ((x[k:] - x[k:].mean()) ** 2).sum(), k)
+             for k in range(1, len(x)) if x[:k].mean() > x[k:].mean()]
+    return min(costs)[1] if costs else None
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_change_down_is_the_best_split_among_falls(seed: int) -> None:
+    # a fall, then a partial recovery larger than the fall's own split (h108 SAC-REINFORCE Ant's shape)
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.normal(400, 30, 30), rng.normal(-2700, 100, 140), rng.normal(-400, 100, 200)])
+    assert change_point(tuple(x.tolist()), fall=True) == _oracle_fall_point(x)
+    assert change_point(tuple(x.tolist())) != change_point(tuple(x.tolist()), fall=True)
+    assert change_point((1.0, 2.0, 3.0), fall=True) is None
+
+
 def test_running_peak_ratio_judges_the_level_not_single_points() -> None:
     values = (0.0, 0.1, 0.2, 5.0, 0.2, 0.2, 0.001, 0.2, 0.02, 0.02)
     s = running_peak_ratio(Series("kl", tuple(range(1, 11)), None, values), "r", smooth=3)

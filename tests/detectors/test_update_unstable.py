@@ -478,3 +478,20 @@ def test_real_nanogpt_qlearning_kl_dip_that_recovers() -> None:
     kls = [float(m) for m in re.findall(r"Iter +\d+ \|.*?\| kl=([0-9.]+) \|", path.read_text(), re.M)]
     assert max(kls[:20]) > 2.0 and statistics.median(kls[-26:]) < 1.0  # the log's own excursion and recovery
     assert "UPDATE_UNSTABLE" not in fired(load(path))
+
+
+def test_a_collapse_is_dated_where_the_fall_began() -> None:
+    """A gradual decline has its change point half-way down; the onset is where the level left its peak
+    (h73 CS285 DQN LunarLander: a level at its peak until about 150,000 steps, the change point at 360,001),
+    and a fall that recovers partly is dated at the fall, not at the recovery (h108 SAC-REINFORCE Ant)."""
+    rng = np.random.default_rng(0)
+    rise, held = np.linspace(0.0, 200.0, 20), np.full(30, 200.0)
+    decline = np.linspace(200.0, -150.0, 100)
+    reward = np.concatenate([rise, held, decline, np.full(50, -150.0)]) + rng.normal(0.0, 3.0, 200)
+    f = one(make_run({"reward_mean": list(reward)}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and str(f.evidence["condition"]).startswith("collapse")
+    assert 45 <= f.onset_step <= 60  # the decline starts at step 51
+    for path, lo, hi in (("h108-cs294-hw5b-sac-reinforce-ant-collapse-to-control-cost-floor/log.txt", 135, 165),
+                         ("h105-cs294-ac-invpendulum-collapse-after-solve/log.txt", 26, 34)):
+        f = one(load(corpus(path)), "UPDATE_UNSTABLE")
+        assert isinstance(f, Finding) and lo <= f.onset_step <= hi

@@ -208,11 +208,14 @@ def last_onset_index(values: tuple[float, ...], pred: Callable[[float], bool], s
     return None if idx is None else start + idx
 
 
-def change_point(values: tuple[float, ...], end: int | None = None) -> int | None:
+def change_point(values: tuple[float, ...], end: int | None = None, *, fall: bool = False) -> int | None:
     """Index of the single change in level of ``values[:end]`` (least squares): the ``k`` in
     ``1..end-1`` minimising the squared deviations of ``values[:k]`` and ``values[k:end]`` from
     their own means, i.e. maximising ``k (end - k) / end * (mean_before - mean_after)^2`` (the
-    classical one-change-point statistic, Hinkley 1970). None for fewer than 2 points.
+    classical one-change-point statistic, Hinkley 1970). None for fewer than 2 points. With
+    ``fall``, only a change down counts (``mean_before > mean_after``): a fall followed by a partial
+    recovery has its largest change at the recovery (h108-cs294-hw5b-sac-reinforce-ant: a return of
+    about 400 until iteration 140, -2,700 over 160-300, -400 at the end); None when there is none.
 
     A threshold crossing (:func:`onset_index`) dates a fall by when it has gone far enough; the
     change point dates when it began, which is what an onset should report for a drop that takes
@@ -230,7 +233,7 @@ def change_point(values: tuple[float, ...], end: int | None = None) -> int | Non
         head += xs[k - 1]
         diff = head / k - (total - head) / (n - k)
         stat = k * (n - k) / n * diff * diff
-        if stat > best:
+        if stat > best and (diff > 0 or not fall):
             best, best_k = stat, k
     return best_k
 

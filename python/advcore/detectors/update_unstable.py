@@ -40,8 +40,12 @@ that many points (a success held, not a lucky stretch), by more than ``SUCCESS_N
 step-to-step noise (1.4826 x the median absolute deviation of its first differences, over sqrt 2), on a
 reward not exactly 0 at 3/4 of its points (whose highs are excursions from its floor: REWARD_FLOOR's),
 and the late window's median gave back at least ``giveback`` (0.75) of that gain. Its points are
-those from the change point of the level after the peak (:func:`change_point`, least squares) to
-the end; runs with curriculum phases are not judged (a harder phase lowers the reward by design).
+those from where the fall began to the end: the change down of the reward after the peak
+(:func:`change_point`, least squares, ``fall``), moved back to the top of the level's descent into
+it (walking up the descent across dips smaller than ``SUCCESS_NOISE`` noises, to the peak's height or
+to a rise before it), since a gradual decline has its change point half-way down
+(h73-cs285f22-dqn-lunarlander-lr3e-2-td-loss-blowup: a level at its peak until about 150,000 steps,
+the change point at 360,001); runs with curriculum phases are not judged (a harder phase lowers the reward by design).
 sb3-acrobot-collapse-after-success: -7514 early, a level of -5261 at step 291,840, -7946 late (every
 episode at the time limit). A fall of the reward alone does not say the updates caused it (a reward
 that stops being paid falls the same way): when the log has an update metric, the collapse counts only
@@ -161,8 +165,19 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
         return None
     s, w, peak = c.series, c.w, c.peak
     start = max(0, peak - w // 2)
-    cut = change_point(s.values[start:])
+    cut = change_point(s.values[start:], fall=True)
     first = start + (cut or 0)
+    # a gradual decline has its change point half-way down: it began at the top of the level's descent into
+    # it. Walking back from the change point (a trailing median over w points falls (w - 1) // 2 points
+    # after the values it covers), up the descent, across dips smaller than the noise, to the peak's height
+    # or to a rise before the descent (h57 rl_games peg-in-hole: a dip and a recovery between the peak and
+    # the final fall)
+    tol = SUCCESS_NOISE * c.noise
+    lag = (w - 1) // 2
+    top = min(len(s) - 1, first + lag)
+    while top > peak and c.level[top - 1] > c.level[top] - tol and c.level[top] < c.level[peak] - tol:
+        top -= 1
+    first = min(first, max(start, top + 1 - lag))
     moved = _update_moved(run, s.steps[max(0, peak - w)], s.steps[peak], s.steps[first])
     logged = [name for name in _MOVERS if run.has(name)]
     if not moved and logged:  # the update metrics were there and stayed put: not the updates
@@ -532,8 +547,13 @@ CARD = Card(
         or `entropy` changed by that factor either way (`evidence["update_moved"]`). A log without any
         (classic-control loggers write the return and the losses only) is judged on the reward alone,
         and the finding says nothing confirmed it: h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse
-        reaches a return of about 270 by iteration 210 and falls to -131 at 240 for good. Onset: the change point of the
-        reward's level after the peak. sb3-acrobot-collapse-after-success: -7514 early, a level of -5261
+        reaches a return of about 270 by iteration 210 and falls to -131 at 240 for good. Onset: where the fall began: the
+        change down of the reward after the peak (least squares), moved back to the top of the level's
+        descent into it (across dips smaller than 3 noises, up to the peak's height or a rise before
+        the descent: h57-rlgames-isaacgym-peginhole dips and recovers between its peak and its final
+        fall), since a gradual decline has its change point half-way down; only a change down counts
+        (h108-cs294-hw5b-sac-reinforce-ant falls from about 400 at iteration 140 to -2,700, then
+        recovers partly to -400: its largest change is the recovery). sb3-acrobot-collapse-after-success: -7514 early, a level of -5261
         at step 291,840, -7946 late with every episode at the time limit, clip fraction 4.7 times higher;
         onset 391,168. A reward that never succeeded collapsed too when its late median lies 10 times
         its noise, and at least half its level's range, below its early median, and does not end held at
