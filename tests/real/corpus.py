@@ -90,7 +90,7 @@ class RealRun:
 
 
 #: the batches whose runs are calibration (see the module)
-CALIBRATION_BATCHES = frozenset(range(1, 24))
+CALIBRATION_BATCHES = frozenset(range(1, 25))
 
 
 def split_of(repository: str, batch: int, calibration_repositories: Iterable[str]) -> Split:
