@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric, reward_spread
 from advcore.model import Run
 
-__all__ = ["StageLevel", "had_contrast", "stage_signal"]
+__all__ = ["StageLevel", "had_contrast", "stage_last", "stage_signal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +89,19 @@ def stage_signal(run: Run) -> tuple[StageLevel, ...]:
     for stage, s in _candidates(run):
         if s is not None and s.judgeable:
             out.append(StageLevel(stage, s.name, s.early_median(), statistics.median(s.late())))
+    return tuple(out)
+
+
+def stage_last(run: Run) -> tuple[str, ...]:
+    """Per observed stage (R -> A -> T -> U), its signal at the last logged step, and the reward mean
+    there: ``("reward mean -6.58", "R reward std 7.2")``; for a run too short for early and late
+    windows, where :func:`stage_signal` has nothing to compare."""
+    mean = metric(run, "reward_mean")
+    out = [f"reward mean {mean.values[-1]:.4g}"] if mean is not None else []
+    for stage, s in _candidates(run):
+        if s is not None:
+            label, percent = _LABELS.get(s.name, (s.name, False))
+            out.append(f"{stage} {label} {_percent(s.values[-1]) if percent else format(s.values[-1], '.3g')}")
     return tuple(out)
 
 

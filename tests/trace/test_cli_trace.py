@@ -99,3 +99,27 @@ def test_a_dump_without_recoverable_groups_says_so(tmp_path: Path, capsys: pytes
     assert main(["trace", "--format", "json", str(path), "--rollout-n", "4"]) == 0
     needs = {n["id"]: n["needs"] for n in json.loads(capsys.readouterr().out)["runs"][0]["not_evaluable"]}
     assert "no advantage column" in needs["NOISE_AMPLIFICATION"][0]  # not "use advcore trace"
+
+
+def test_scan_of_a_dump_without_groups_says_how_to_form_them(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """From a newcomer trial: `advcore scan` (not only `trace`) says why a dump has no group statistics,
+    and an N that does not divide a step's samples is said too, not dropped silently."""
+    rows = [{"input": "describe the image", "output": f"o{i}", "score": float(i % 3), "step": 1} for i in range(8)]
+    path = tmp_path / "1.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert main(["scan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "no groups: every input of a step is identical" in out and "--rollout-n N" in out
+    assert main(["scan", str(path), "--rollout-n", "3"]) == 0
+    assert "rollout_n=3 does not divide the 8 samples of step 1" in capsys.readouterr().out
+    assert main(["scan", str(path), "--rollout-n", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "no groups" not in out
+    # one step is too short to judge: its stages at that step are shown instead of nothing
+    mean = float(np.mean([r["score"] for r in rows]))
+    assert f"at the last logged step: reward mean {mean:.4g}" in out
+    # the reward's rank agreement with itself (1 by definition) is not shown as evidence
+    assert main(["trace", str(path), "--rollout-n", "4"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "rho(reward)" in ln)
+    assert line.split("│")[2].strip() == "-"

@@ -42,7 +42,8 @@ def has_critic(run: Run) -> bool:
 def needs(*names: str, run: Run | None = None) -> tuple[str, ...]:
     """The ``needs`` of a NotEvaluable: the metric names and where they come from (for a run read
     from per-sample data, what that data lacks)."""
-    where = _DUMP_WITHOUT if run is not None and run.trace is not None else PER_SAMPLE
+    per_sample = run is not None and (run.trace is not None or run.has("n_samples"))  # the trace's sample count
+    where = _DUMP_WITHOUT if per_sample else PER_SAMPLE
     return (f"{' or '.join(names)}: {where}",)
 
 

@@ -39,7 +39,7 @@ CAP_TOL = 0.01
 PINNED_POINTS = 3
 #: The late truncated share at or above which the evidence names the step from which every completion was cut.
 ALL_CUT_LATE = 0.95
-NEEDS = ("truncated_frac (or response_length_mean with response_length_max, or the knob max_length)",)
+NEEDS = ("truncated_frac (or response_length_mean, with response_length_max or the knob max_length)",)
 
 WHAT_TO_TRY = (
     "Raise `max_completion_length` / `max_response_length` so that completions can finish, or ask for less "

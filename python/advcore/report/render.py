@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from advcore._escape import printable
 from advcore.detectors import PER_SAMPLE, NotEvaluable
+from advcore.stages import stage_last
 
 if TYPE_CHECKING:
     import polars as pl
@@ -180,6 +181,16 @@ def _unread(run: Run) -> str:
     return "; ".join(out)
 
 
+def _ungrouped(run: Run) -> str:
+    """Why a per-sample run has no group statistics (the reader's ``metadata["groups"]`` when it names a
+    missing grouping: identical prompts without ``--rollout-n``, an ``N`` that does not divide a step),
+    or ''."""
+    notes = {str(g) for p in (run.metadata.get("parts") or [run.metadata])
+             if (g := p.get("groups")) and ("rollout_n" in str(g) and "blocks of rollout_n" not in str(g)
+                                           or "group ids missing" in str(g))}
+    return "; ".join(sorted(notes))
+
+
 def _reward_line(r: RunReport) -> str:
     """The reward's course (``reward (median, early -> late): -8.93 -> -7.68, rose``), or ''."""
     c = r.verdict.course
@@ -214,6 +225,9 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         if unread := _unread(run):
             console.print(_indented(f"not read: {_safe(unread)}", 0, "dim", hang=2, width=console.width),
                           highlight=False)
+        if ungrouped := _ungrouped(run):
+            console.print(_indented(f"no groups: {_safe(ungrouped)}", 0, "yellow", hang=2, width=console.width),
+                          highlight=False)
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
         elif r.verdict.status != "lost":
@@ -224,6 +238,9 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         console.print(_headed(head, _safe(r.verdict.summary), console.width), highlight=False)
         if r.verdict.signal:
             console.print(_indented(f"signal by stage (early -> late): {_safe(_levels(r))}", 0, "dim", hang=2,
+                                    width=console.width), highlight=False)
+        elif not r.verdict.judged and (last := stage_last(run)):
+            console.print(_indented(f"at the last logged step: {_safe('  |  '.join(last))}", 0, "dim", hang=2,
                                     width=console.width), highlight=False)
         if r.verdict.status == "lost" and (trend := _reward_line(r)):
             console.print(_indented(_safe(trend), 0, "dim", hang=2, width=console.width), highlight=False)
@@ -370,13 +387,15 @@ def render_trace(trace: pl.DataFrame, step: int, console: Console) -> None:
     keys = list(dict.fromkeys((st, sl) for st, sl, _ in cells))
     n_steps = trace["step"].n_unique()
     stages = [(st, sl) for st, sl in keys if st != "adv_token"]
-    console.print(f"[bold]stage trace at step {step} ({n_steps} steps traced)[/bold]")
+    console.print(f"[bold]stage trace at step {step} ({n_steps} {'step' if n_steps == 1 else 'steps'} traced)[/bold]")
     table = Table()
     table.add_column("statistic")
     for st, sl in stages:
         table.add_column(_safe(st if sl == "all" else f"{st} [{sl}]"), justify="right")
     for header, stat, pct in _TRACE_COLUMNS:
-        table.add_row(header, *(_cell(cells.get((st, sl, stat)), pct) for st, sl in stages))
+        # the reward's rank agreement with itself is 1 by definition: no evidence, not shown
+        table.add_row(header, *(_cell(None if st == "reward" and stat.startswith("spearman_reward") else
+                                      cells.get((st, sl, stat)), pct) for st, sl in stages))
     console.print(table)
     token = {name: v for (st, sl, name), v in cells.items() if st == "adv_token" and sl == "all"}
     if token:

@@ -177,7 +177,12 @@ def reduce(frame: pl.DataFrame, *, layout: str, reward_col: str, group_col: str 
         row: dict[str, Any] = {"step": step, **metrics}
         if "zero_variance_group_frac" not in row:
             if layout == "verl_rollout_dump" and part["input"].n_unique() == 1:
-                group_notes.add("every input of a step is identical; pass rollout_n to group consecutive blocks")
+                if rollout_n and part.height % rollout_n:
+                    group_notes.add(f"rollout_n={rollout_n} does not divide the {part.height} samples of step {step}: "
+                                    "no groups formed there")
+                else:
+                    group_notes.add("every input of a step is identical; pass rollout_n (advcore scan --rollout-n N) "
+                                    "to group consecutive blocks of N samples")
             else:
                 group_notes.add("group ids missing")
         rows.append(row)
