@@ -85,12 +85,19 @@ def test_slice_columns_of_the_long_format_slice_the_trace(tmp_path: Path, capsys
     assert stat("all", "n") == n and stat("task=math", "n") == 32
 
 
-def test_a_dump_without_recoverable_groups_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # a verl rollout dump whose prompt text is identical for every sample (a VLM: the image is not in
-    # the text): groups cannot be rebuilt from `input`, and the trace says how to give them
-    rows = [{"input": "describe the image", "output": f"o{i}", "score": float(i % 3), "step": 1} for i in range(8)]
+def _identical_prompt_dump(tmp_path: Path) -> tuple[Path, list[dict[str, object]]]:
+    """A verl rollout dump of one step whose prompt text is identical for every sample (a VLM: the
+    image is not in the text): groups cannot be rebuilt from `input`."""
+    rows: list[dict[str, object]] = [{"input": "describe the image", "output": f"o{i}", "score": float(i % 3),
+                                      "step": 1} for i in range(8)]
     path = tmp_path / "1.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path, rows
+
+
+def test_a_dump_without_recoverable_groups_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the trace says how to give the groups
+    path, _ = _identical_prompt_dump(tmp_path)
     assert main(["trace", str(path)]) == 0
     out = capsys.readouterr().out
     assert "no groups" in out and "--rollout-n" in out
@@ -105,9 +112,7 @@ def test_scan_of_a_dump_without_groups_says_how_to_form_them(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """From a newcomer trial: `advcore scan` (not only `trace`) says why a dump has no group statistics,
     and an N that does not divide a step's samples is said too, not dropped silently."""
-    rows = [{"input": "describe the image", "output": f"o{i}", "score": float(i % 3), "step": 1} for i in range(8)]
-    path = tmp_path / "1.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    path, rows = _identical_prompt_dump(tmp_path)
     assert main(["scan", str(path)]) == 0
     out = capsys.readouterr().out
     assert "no groups: every input of a step is identical" in out and "--rollout-n N" in out
@@ -117,7 +122,7 @@ def test_scan_of_a_dump_without_groups_says_how_to_form_them(tmp_path: Path,
     out = capsys.readouterr().out
     assert "no groups" not in out
     # one step is too short to judge: its stages at that step are shown instead of nothing
-    mean = float(np.mean([r["score"] for r in rows]))
+    mean = float(np.mean([float(str(r["score"])) for r in rows]))
     assert f"at the last logged step: reward mean {mean:.4g}" in out
     # the reward's rank agreement with itself (1 by definition) is not shown as evidence
     assert main(["trace", str(path), "--rollout-n", "4"]) == 0

@@ -112,7 +112,9 @@ class RewardLevel:
         (sb3-acrobot-collapse-after-success starts near its floor, learns, and falls back to it);
         without ``settled``, from the first such stretch (a run that never succeeded was at its level
         before a lucky stretch too)."""
-        near = lambda v: abs(v - level) <= self.tol  # noqa: E731
+        def near(v: float) -> bool:
+            return abs(v - level) <= self.tol
+
         return (last_onset_index if settled else onset_index)(self.mean.values, near, sustain)
 
     def evidence(self) -> dict[str, object]:

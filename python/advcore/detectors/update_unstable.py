@@ -547,13 +547,14 @@ CARD = Card(
         or `entropy` changed by that factor either way (`evidence["update_moved"]`). A log without any
         (classic-control loggers write the return and the losses only) is judged on the reward alone,
         and the finding says nothing confirmed it: h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse
-        reaches a return of about 270 by iteration 210 and falls to -131 at 240 for good. Onset: where the fall began: the
-        change down of the reward after the peak (least squares), moved back to the top of the level's
+        reaches a return of about 270 by iteration 210 and falls to -131 at 240 for good. Onset: where
+        the fall began: the change down of the reward after the peak (least squares), moved back to the top of the level's
         descent into it (across dips smaller than 3 noises, up to the peak's height or a rise before
         the descent: h57-rlgames-isaacgym-peginhole dips and recovers between its peak and its final
         fall), since a gradual decline has its change point half-way down; only a change down counts
         (h108-cs294-hw5b-sac-reinforce-ant falls from about 400 at iteration 140 to -2,700, then
-        recovers partly to -400: its largest change is the recovery). sb3-acrobot-collapse-after-success: -7514 early, a level of -5261
+        recovers partly to -400: its largest change is the recovery).
+        sb3-acrobot-collapse-after-success: -7514 early, a level of -5261
         at step 291,840, -7946 late with every episode at the time limit, clip fraction 4.7 times higher;
         onset 391,168. A reward that never succeeded collapsed too when its late median lies 10 times
         its noise, and at least half its level's range, below its early median, and does not end held at

@@ -182,12 +182,9 @@ def _unread(run: Run) -> str:
 
 
 def _ungrouped(run: Run) -> str:
-    """Why a per-sample run has no group statistics (the reader's ``metadata["groups"]`` when it names a
-    missing grouping: identical prompts without ``--rollout-n``, an ``N`` that does not divide a step),
-    or ''."""
-    notes = {str(g) for p in (run.metadata.get("parts") or [run.metadata])
-             if (g := p.get("groups")) and ("rollout_n" in str(g) and "blocks of rollout_n" not in str(g)
-                                           or "group ids missing" in str(g))}
+    """Why a per-sample run has no group statistics (the reader's ``metadata["ungrouped"]``: identical
+    prompts without ``--rollout-n``, an ``N`` that does not divide a step, no group ids), or ''."""
+    notes = {str(g) for p in (run.metadata.get("parts") or [run.metadata]) if (g := p.get("ungrouped"))}
     return "; ".join(sorted(notes))
 
 

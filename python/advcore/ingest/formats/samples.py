@@ -10,7 +10,8 @@ Two layouts are read:
   (a VLM whose image is not in the text), the prompt says nothing and the groups are taken as
   consecutive blocks of the rollout ``n`` (verl repeats each prompt ``n`` times, interleaved);
   ``n`` must then be given (``read(path, rollout_n=64)``), otherwise the group statistics are
-  left null and ``metadata["groups"]`` says why.
+  left null and ``metadata["groups"]`` says why (so does ``metadata["ungrouped"]``, which the scan
+  report shows).
 
 Per step: ``reward_mean``, ``reward_std`` (whole batch, ddof 0), ``reward_min``, ``reward_max``,
 ``reward_std_within`` (mean of the per-group std, ddof 1 as TRL's ``reward_std`` up to 0.26;
@@ -193,8 +194,8 @@ def reduce(frame: pl.DataFrame, *, layout: str, reward_col: str, group_col: str 
         blocks = frame["input"].n_unique() == 1 and frame.height > 1
         meta["groups"] = f"consecutive blocks of rollout_n={rollout_n}" if blocks else "identical input text"
         meta["reward_components"] = extra
-    if group_notes:
-        meta["groups"] = "; ".join(sorted(group_notes))
+    if group_notes:  # why a step has no group statistics (the scan report shows it)
+        meta["groups"] = meta["ungrouped"] = "; ".join(sorted(group_notes))
     if null_steps:
         meta["samples_without_step"] = null_steps
     meta.update(metadata or {})
