@@ -22,7 +22,9 @@ round (``batch``) in which a run was collected:
   expectations written before any scan, never tuned on (:func:`split_of`).
 
 Thresholds are tuned on calibration runs only; the validation score is the one reported. When a
-validation batch has been studied, it moves to calibration and a new batch is collected.
+validation batch has been studied, it moves to calibration and a new batch is collected
+(``COLLECTING.md`` beside this file: the helpers' brief, and ``examined.txt``, the repositories
+already looked at and not used).
 """
 
 from __future__ import annotations
