@@ -92,12 +92,20 @@ def stage_signal(run: Run) -> tuple[StageLevel, ...]:
     return tuple(out)
 
 
+#: Reward components :func:`stage_last` shows at most.
+_COMPONENTS_SHOWN = 6
+
+
 def stage_last(run: Run) -> tuple[str, ...]:
     """Per observed stage (R -> A -> T -> U), its signal at the last logged step, and the reward mean
-    there: ``("reward mean -6.58", "R reward std 7.2")``; for a run too short for early and late
+    and its components there: ``("reward mean -6.58", "reward/length -6.1", "R reward std 7.2")``; for a run too short for early and late
     windows, where :func:`stage_signal` has nothing to compare."""
     mean = metric(run, "reward_mean")
     out = [f"reward mean {mean.values[-1]:.4g}"] if mean is not None else []
+    # the reward's components beside it: which term dominates (a length penalty, a format bonus)
+    for name in sorted(c for c in run.frame.columns if c.startswith("reward/"))[:_COMPONENTS_SHOWN]:
+        if (part := metric(run, name)) is not None:
+            out.append(f"{name} {part.values[-1]:.4g}")
     for stage, s in _candidates(run):
         if s is not None:
             label, percent = _LABELS.get(s.name, (s.name, False))

@@ -89,7 +89,7 @@ def _identical_prompt_dump(tmp_path: Path) -> tuple[Path, list[dict[str, object]
     """A verl rollout dump of one step whose prompt text is identical for every sample (a VLM: the
     image is not in the text): groups cannot be rebuilt from `input`."""
     rows: list[dict[str, object]] = [{"input": "describe the image", "output": f"o{i}", "score": float(i % 3),
-                                      "step": 1} for i in range(8)]
+                                      "acc": float(i % 2), "step": 1} for i in range(8)]
     path = tmp_path / "1.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return path, rows
@@ -123,7 +123,7 @@ def test_scan_of_a_dump_without_groups_says_how_to_form_them(tmp_path: Path,
     assert "no groups" not in out
     # one step is too short to judge: its stages at that step are shown instead of nothing
     mean = float(np.mean([float(str(r["score"])) for r in rows]))
-    assert f"at the last logged step: reward mean {mean:.4g}" in out
+    assert f"at the last logged step: reward mean {mean:.4g}  |  reward/acc 0.5" in out  # and its component
     # the reward's rank agreement with itself (1 by definition) is not shown as evidence
     assert main(["trace", str(path), "--rollout-n", "4"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if "rho(reward)" in ln)
