@@ -118,6 +118,8 @@ def test_scan_of_a_dump_without_groups_says_how_to_form_them(tmp_path: Path,
     assert "no groups: every input of a step is identical" in out and "--rollout-n N" in out
     assert main(["scan", str(path), "--rollout-n", "3"]) == 0
     assert "rollout_n=3 does not divide the 8 samples of step 1" in capsys.readouterr().out
+    assert main(["scan", "--format", "markdown", str(path)]) == 0  # the markdown report says the same
+    assert "No groups: every input of a step is identical" in capsys.readouterr().out
     assert main(["scan", str(path), "--rollout-n", "4"]) == 0
     out = capsys.readouterr().out
     assert "no groups" not in out

@@ -287,7 +287,12 @@ class RewardCourse:
 def reward_course(run: Run) -> RewardCourse | None:
     """The course of ``reward_mean`` over the run (:class:`RewardCourse`): its trailing-median level over
     a tenth of the run (at least 5 points), the early and late medians, the peak before the late
-    window, the step-to-step noise; None with fewer than 10 points or with curriculum phases."""
+    window, the step-to-step noise; None with fewer than 10 points or with curriculum phases. Computed
+    once per run: the verdict and three detectors read it."""
+    return run.cached(("reward_course",), lambda: _course(run))
+
+
+def _course(run: Run) -> RewardCourse | None:
     s = metric(run, "reward_mean")
     if s is None or len(s) < 10 or len(set(s.phases or ())) > 1:
         return None

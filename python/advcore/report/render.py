@@ -332,12 +332,16 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
                      f"metrics: {_md(_metrics(run))}.")
         if unread := _unread(run):
             lines.append(f"Not read: {_md(unread)}.")
+        if ungrouped := _ungrouped(run):
+            lines.append(f"No groups: {_md(ungrouped)}.")
         lines.append("")
         head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
         lines.append("")
         if r.verdict.signal:
             lines += [f"Signal by stage (early -> late): {_md(_levels(r))}", ""]
+        elif not r.verdict.judged and (last := stage_last(run)):
+            lines += [f"At the last logged step: {_md('  |  '.join(last))}", ""]
         if r.verdict.status == "lost" and (trend := _reward_line(r)):
             lines += [_md(trend[0].upper() + trend[1:]), ""]
         if r.findings:
