@@ -23,12 +23,13 @@ test-python:  ## pytest against numpy/scipy oracles, and the stub check
 	$(PYTHON) -m mypy.stubtest advcore._core
 
 # The versions tests/fixtures/trl_grpo_cpu was made with. PyPI's torch wheel for Linux is the CUDA build
-# (about 4 GB with its nvidia-* wheels); it runs on the CPU.
-INTEGRATION_PINS := torch==2.13.0 trl==1.16.0 transformers==5.24.0 accelerate==1.15.0 datasets==5.2.0
+# (about 4 GB with its nvidia-* wheels); it runs on the CPU. The tracking libraries whose stores are read.
+INTEGRATION_PINS := torch==2.13.0 trl==1.16.0 transformers==5.24.0 accelerate==1.15.0 datasets==5.2.0 \
+	mlflow==3.17.2 trackio==0.43.0
 # Outside the clone, so that a machine that ran it once does not download torch again (about 4 min cold).
 INTEGRATION_VENV ?= $(HOME)/.cache/advcore/venv-integration
 
-test-integration:  ## slow real-client tests (TRL GRPOTrainer on the CPU + advcore callback); pinned trainers in a venv, after make install
+test-integration:  ## slow real-client tests (TRL GRPOTrainer on the CPU + advcore callback; MLflow and Trackio stores); pinned trainers in a venv, after make install
 	test -x $(INTEGRATION_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(INTEGRATION_VENV)
 	$(INTEGRATION_VENV)/bin/python -m pip install --quiet $(INTEGRATION_PINS)
 	$(INTEGRATION_VENV)/bin/python -m pytest -q -m "slow or not slow" -p no:cacheprovider tests/integrations

@@ -12,6 +12,7 @@ import click
 
 from advcore._core import __version__
 from advcore.errors import AdvcoreError
+from advcore.ingest.formats import BY_NAME as FORMATS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -85,7 +86,8 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 @click.option("--skip", multiple=True, metavar="ID", help="Do not run these detectors (repeat, or comma-separated).")
 @click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="CSV of extra aliases (trainer,key,canonical,versions,note); its rows win.")
-@click.option("--log-format", default=None, help="Force a log format instead of detecting it.")
+@click.option("--log-format", type=click.Choice(sorted(FORMATS)), default=None, metavar="NAME",
+              help=f"Force a log format instead of detecting it: {', '.join(sorted(FORMATS))}.")
 @click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
               help="Samples per prompt, for per-sample dumps whose prompts are all identical (groups are then "
                    "consecutive blocks of N).")

@@ -10,6 +10,7 @@ says when), unless ``ScanOptions.per_file``.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -23,8 +24,8 @@ from advcore._paths import Walk, expand_glob, glob_root, walk_files
 from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
 from advcore.errors import AdvcoreError
-from advcore.ingest import IngestError, Run, join_runs, load
-from advcore.ingest.formats import trl_completions
+from advcore.ingest import IngestError, Run, join_runs, load, load_runs
+from advcore.ingest.formats import mlflow_store, trl_completions
 
 __all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
 
@@ -37,10 +38,11 @@ _SKIP_NAMES = {"SOURCE.md", "README.md", "tokenizer.json", "special_tokens_map.j
 
 def _skipped(path: Path) -> bool:
     """Found in a folder, a file that is never a training log: code, images, weights, configuration
-    (``*.yaml``, ``config.json``, ``adapter_config.json``, tokenizer files), notes."""
+    (``*.yaml``, ``config.json``, ``adapter_config.json``, tokenizer files), notes, an SQLite
+    database's journal and shared-memory files (``mlruns.db-wal``)."""
     name = path.name
     return (name in _SKIP_NAMES or path.suffix.lower() in _SKIP_SUFFIXES
-            or name.endswith("config.json"))
+            or name.endswith(("config.json", "-wal", "-shm", "-journal")))
 #: Found in a folder, files with these suffixes are tried (console logs get pasted into markdown,
 #: training runs print into notebooks) but left out of the report when nothing is read from them:
 #: they are usually notes or analysis notebooks.
@@ -97,13 +99,17 @@ def document(reports: Sequence[RunReport]) -> dict[str, Any]:
     return {"advcore": __version__, "schema_version": SCHEMA_VERSION, "runs": [r.to_json() for r in reports]}
 
 
-def _fold_step_tables(found: list[Path]) -> list[Path]:
-    """Replace TRL's per-step ``completions_<step>.parquet`` files by their folder, once, where the
-    first of them was: the folder is read as one run (:mod:`advcore.ingest.formats.trl_completions`)."""
+def _fold_run_folders(found: list[Path]) -> list[Path]:
+    """Replace the files of a folder that is read as one run by the folder, once, where the first of
+    them was: TRL's per-step ``completions_<step>.parquet`` files
+    (:mod:`advcore.ingest.formats.trl_completions`), an MLflow folder-store run's ``metrics/``,
+    ``params/`` and ``tags/`` (:mod:`advcore.ingest.formats.mlflow_store`)."""
     out: list[Path] = []
     for q in found:
         if trl_completions.is_step_file(q):
             q = q.parent
+        else:
+            q = mlflow_store.run_folder_of(q) or q
         out.append(q)
     return list(dict.fromkeys(out))
 
@@ -154,7 +160,7 @@ def collect_paths(targets: Iterable[str], *, follow_links: bool = False) -> Coll
         if not found and not any(folder == p for folder, _ in walk.unlistable):
             unmatched.append(target)
         if not p.is_file():
-            found = _fold_step_tables(found)
+            found = _fold_run_folders(found)
         for q in found:
             explicit = q == p
             if explicit:
@@ -190,13 +196,14 @@ def judge(run: Run, options: ScanOptions) -> RunReport:
     return RunReport(run, tuple(verdict.findings), tuple(missing), verdict)
 
 
-def _load_one(args: tuple[Path, ScanOptions]) -> Run:
-    """One file of a scan, without its per-sample trace (``advcore trace`` shows that; a scan of many
-    dumps need not carry every step's trace between processes)."""
+def _load_one(args: tuple[Path, ScanOptions]) -> list[Run]:
+    """The runs of one file of a scan (several for a tracking store), without their per-sample trace
+    (``advcore trace`` shows that; a scan of many dumps need not carry every step's trace between
+    processes)."""
     path, options = args
-    run = load(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n,
-               max_line=options.max_line)
-    return replace(run, trace=None) if run.trace is not None else run
+    runs = load_runs(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n,
+                     max_line=options.max_line)
+    return [replace(run, trace=None) if run.trace is not None else run for run in runs]
 
 
 def _judge_one(args: tuple[Run, ScanOptions]) -> RunReport:
@@ -216,10 +223,11 @@ def scan(
     options: ScanOptions | None = None,
     *,
     jobs: int | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> list[RunReport]:
     """Scan ``paths``; reports come back in the order of ``paths`` (a joined run where its first file
-    was). ``progress(k)`` is called as the ``k`` files of a run are judged."""
+    was; a tracking store's runs in its place). ``progress(k)`` is called as the ``k`` files of a run
+    are judged (``1/n`` for each of a store's ``n`` runs)."""
     options = options or ScanOptions()
     jobs = jobs or os.cpu_count() or 1
 
@@ -228,16 +236,23 @@ def scan(
         for report in results:
             out.append(report)
             if progress:
-                progress(len(report.run.files))
+                files = report.run.files
+                progress(len(files) / runs_of_store[files[0]] if files[0] in runs_of_store else len(files))
         return out
 
+    def stores(runs: list[Run]) -> Counter[str]:
+        return Counter(r.files[0] for r in runs if "run_name" in r.metadata)
+
     if len(paths) < PARALLEL_FROM or jobs == 1:
-        runs = [_load_one((p, options)) for p in paths]
+        runs = [run for p in paths for run in _load_one((p, options))]
         runs = runs if options.per_file else join_runs(runs)
+        runs_of_store = stores(runs)
         return judged(judge(run, options) for run in runs)
     # spawn, not fork: Polars' thread pool does not survive a fork.
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
         chunk = max(1, len(paths) // (jobs * 8))
-        runs = list(pool.map(_load_one, [(p, options) for p in paths], chunksize=chunk))
+        runs = [run for runs_of_file in pool.map(_load_one, [(p, options) for p in paths], chunksize=chunk)
+                for run in runs_of_file]
         runs = runs if options.per_file else join_runs(runs)
+        runs_of_store = stores(runs)
         return judged(pool.map(_judge_one, [(run, options) for run in runs], chunksize=chunk))

@@ -75,3 +75,10 @@ def test_relative_and_absolute_paths_in_one_call(tmp_path: Path, capsys: pytest.
         out, err = capsys.readouterr()
         assert code == 0 and "Traceback" not in out + err
         assert "a/m.jsonl" in out and str(tmp_path / "b" / "m.jsonl") in out
+
+
+def test_an_unknown_log_format_names_the_known_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from advcore.ingest.formats import BY_NAME
+
+    err = _usage_error(capsys, "scan", str(_jsonl(tmp_path / "m.jsonl")), "--log-format", "mlflowx")
+    assert "'mlflowx' is not one of" in err and all(f"'{name}'" in err for name in BY_NAME)

@@ -8,6 +8,8 @@ table. It never raises for a file it cannot read: the returned :class:`Run` carr
 
 from __future__ import annotations
 
+import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -17,9 +19,10 @@ from advcore.ingest._aliases import AliasTable, load_aliases
 from advcore.ingest._canonical import canonicalize
 from advcore.model import IngestError, RawLog, Run
 from advcore.ingest._runs import join_runs
+from advcore.ingest._sqlite import is_sqlite, tables
 from advcore.ingest._text import SNIFF_BYTES, decode_head, line_limit, read_head
 
-__all__ = ["IngestError", "RawLog", "Run", "detect", "join_runs", "load", "load_aliases"]
+__all__ = ["IngestError", "RawLog", "Run", "detect", "join_runs", "load", "load_aliases", "load_runs"]
 
 #: Bytes read to detect a format (characters: twice or four times as many bytes in UTF-16 or UTF-32).
 HEAD_BYTES = 1 << 16
@@ -53,35 +56,71 @@ def detect(path: Path) -> ModuleType | None:
 
 def load(path: Path | str, *, format: str | None = None, metric_map: Path | None = None,
          rollout_n: int | None = None, max_line: int | None = None) -> Run:
-    """Read one log file (or a folder of TRL ``completions_*.parquet``) into a :class:`Run` (never
-    raises for bad content: see ``Run.errors``).
+    """Read one log file (or a folder of TRL ``completions_*.parquet``, or an MLflow run folder) into
+    a :class:`Run` (never raises for bad content: see ``Run.errors``).
 
     ``rollout_n`` (samples per prompt) groups per-sample dumps whose prompt text cannot tell the
     groups apart (every prompt of a step identical, e.g. a VLM whose image is not in the text)
     into consecutive blocks of that size; other formats ignore it. Console readers parse lines of up
     to ``max_line`` characters (default :data:`advcore.ingest._text.MAX_LINE`); a longer
-    line is an error of the run naming its number, and is skipped.
+    line is an error of the run naming its number, and is skipped. A store of several runs (an
+    MLflow or Trackio database) is a run with an error saying so: :func:`load_runs` reads each.
     """
+    runs = load_runs(path, format=format, metric_map=metric_map, rollout_n=rollout_n, max_line=max_line)
+    if len(runs) == 1:
+        return runs[0]
+    names = ", ".join(r.path for r in runs[:3])
+    return Run.failed(path, f"a store of {len(runs)} runs ({names}{', ...' if len(runs) > 3 else ''}): "
+                            "load_runs reads each, as advcore scan does")
+
+
+def load_runs(path: Path | str, *, format: str | None = None, metric_map: Path | None = None,
+              rollout_n: int | None = None, max_line: int | None = None) -> list[Run]:
+    """Every run in ``path``: one for a log file, one per stored run for a tracking store (an MLflow
+    SQLite store, a Trackio project database), each with ``path`` ``<file>#<experiment>/<run name>``
+    and ``files`` the store. Arguments as for :func:`load`; never raises for bad content."""
     path = Path(path)
     aliases: AliasTable = load_aliases(metric_map)
     try:
         if path.is_dir():
             module = formats.BY_NAME.get(format) if format else detect(path)
             if module is None or not getattr(module, "READS_FOLDERS", False):
-                return Run.failed(path, "a folder, and not one advcore reads as one run (TRL completions/)")
+                return [Run.failed(path, "a folder, and not one advcore reads as one run (TRL completions/, an MLflow run)")]
         elif not path.is_file():
-            return Run.failed(path, "not a file")
+            return [Run.failed(path, "not a file")]
         elif path.stat().st_size == 0:
-            return Run.failed(path, "the file is empty")
+            return [Run.failed(path, "the file is empty")]
         else:
             module = formats.BY_NAME.get(format) if format else detect(path)
         if module is None:
-            return Run.failed(path, "not a training log advcore can read (no known format matched its content)")
-        takes_n = getattr(module, "TAKES_ROLLOUT_N", False)
+            return [Run.failed(path, _unknown(path))]
         with line_limit(max_line):
+            if getattr(module, "MANY_RUNS", False):
+                return [_stored(canonicalize(raw, path, aliases), path) for raw in module.read_runs(path)] or [
+                    Run.failed(path, f"a {module.NAME} store that holds no run")]
+            takes_n = getattr(module, "TAKES_ROLLOUT_N", False)
             raw: RawLog = module.read(path, rollout_n=rollout_n) if takes_n else module.read(path)
-        return canonicalize(raw, path, aliases)
+        return [canonicalize(raw, path, aliases)]
     except OSError as e:
-        return Run.failed(path, f"could not be read: {e.strerror or described(e)}")
+        return [Run.failed(path, f"could not be read: {e.strerror or described(e)}")]
+    except sqlite3.Error as e:
+        return [Run.failed(path, f"an SQLite database that could not be read ({described(e)})")]
     except Exception as e:  # a reader bug must not end a scan of many files
-        return Run.failed(path, f"could not be parsed ({described(e)})")
+        return [Run.failed(path, f"could not be parsed ({described(e)})")]
+
+
+def _unknown(path: Path) -> str:
+    """Why ``path``, a file no format took, is not read."""
+    if not is_sqlite(path):
+        return "not a training log advcore can read (no known format matched its content)"
+    names = tables(path)
+    shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+    return (f"an SQLite database advcore does not read (tables: {shown or 'none'}): not an MLflow tracking store "
+            "(tables runs, and metrics with key, value, step, run_uuid, timestamp) nor a Trackio project "
+            "(table metrics with run_name, step, metrics)")
+
+
+def _stored(run: Run, store: Path) -> Run:
+    """A run of a tracking store, named ``<store>#<run name>``; its file is the store."""
+    name = run.metadata.get("run_name")
+    return replace(run, path=f"{store}#{name}", joined=(str(store),)) if name else run

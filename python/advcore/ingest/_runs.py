@@ -8,7 +8,7 @@ a JSON of per-micro-batch group counts. Judged file by file they get contradicto
 The rule (:func:`join_runs`): two files read from the **same folder** are of one run when
 
 1. both were read (at least one step) and neither restarts its step counter (no ``phase``
-   column) nor repeats a step;
+   column) nor repeats a step, nor is a run of a tracking store (its runs are named, never joined);
 2. their step ranges overlap (``max(first) <= min(last)``), or one file resumes the other: the same
    format, at least half of the smaller set of metrics in common, and the later file's first step
    at most ``RESUME_GAP`` (2) median step intervals after the earlier one's last (Sample Factory
@@ -61,7 +61,8 @@ _ATOL, _RTOL = 1e-6, 1e-3
 
 def _joinable(run: Run) -> bool:
     frame = run.frame
-    return (run.steps > 0 and "phase" not in frame.columns and frame["step"].null_count() == 0
+    return (run.steps > 0 and "phase" not in frame.columns and "run_name" not in run.metadata
+            and frame["step"].null_count() == 0
             and frame["step"].n_unique() == frame.height)
 
 
