@@ -25,7 +25,7 @@ from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
 from advcore.errors import AdvcoreError
 from advcore.ingest import IngestError, Run, join_runs, load, load_runs
-from advcore.ingest.formats import mlflow_store, trl_completions
+from advcore.ingest.formats import mlflow_store, trl_completions, wandb
 
 __all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
 
@@ -33,16 +33,18 @@ __all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "sc
 PARALLEL_FROM = 8
 _SKIP_SUFFIXES = {".py", ".pyc", ".pyi", ".so", ".rs", ".c", ".h", ".cpp", ".js", ".css", ".whl", ".png", ".jpg", ".gz",
                   ".zip", ".pt", ".bin", ".safetensors", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".sh", ".lock"}
+_WANDB_CLIENT_LOGS = {"debug.log", "debug-internal.log", "debug-core.log", "wandb-metadata.json"}
 _SKIP_NAMES = {"SOURCE.md", "README.md", "tokenizer.json", "special_tokens_map.json", "vocab.json", "truth.json"}
 
 
 def _skipped(path: Path) -> bool:
     """Found in a folder, a file that is never a training log: code, images, weights, configuration
     (``*.yaml``, ``config.json``, ``adapter_config.json``, tokenizer files), notes, an SQLite
-    database's journal and shared-memory files (``mlruns.db-wal``)."""
+    database's journal and shared-memory files (``mlruns.db-wal``), the W&B client's own logs."""
     name = path.name
     return (name in _SKIP_NAMES or path.suffix.lower() in _SKIP_SUFFIXES
-            or name.endswith(("config.json", "-wal", "-shm", "-journal")))
+            or name.endswith(("config.json", "-wal", "-shm", "-journal"))
+            or (name in _WANDB_CLIENT_LOGS and "wandb" in path.parts))
 #: Found in a folder, files with these suffixes are tried (console logs get pasted into markdown,
 #: training runs print into notebooks) but left out of the report when nothing is read from them:
 #: they are usually notes or analysis notebooks.
@@ -100,16 +102,17 @@ def document(reports: Sequence[RunReport]) -> dict[str, Any]:
 
 
 def _fold_run_folders(found: list[Path]) -> list[Path]:
-    """Replace the files of a folder that is read as one run by the folder, once, where the first of
-    them was: TRL's per-step ``completions_<step>.parquet`` files
+    """Replace the files of a folder that holds one run by what the run is read from, once, where
+    the first of them was: TRL's per-step ``completions_<step>.parquet`` files by their folder
     (:mod:`advcore.ingest.formats.trl_completions`), an MLflow folder-store run's ``metrics/``,
-    ``params/`` and ``tags/`` (:mod:`advcore.ingest.formats.mlflow_store`)."""
+    ``params/`` and ``tags/`` by the run folder (:mod:`advcore.ingest.formats.mlflow_store`), the
+    files of a W&B run folder by its record file or console (:func:`advcore.ingest.formats.wandb.run_file_of`)."""
     out: list[Path] = []
     for q in found:
         if trl_completions.is_step_file(q):
             q = q.parent
         else:
-            q = mlflow_store.run_folder_of(q) or q
+            q = mlflow_store.run_folder_of(q) or wandb.run_file_of(q) or q
         out.append(q)
     return list(dict.fromkeys(out))
 
@@ -167,7 +170,9 @@ def collect_paths(targets: Iterable[str], *, follow_links: bool = False) -> Coll
                 explicit_files.add(q)
             if explicit or not _skipped(q):
                 files.append(q)
-    return Collected(list(dict.fromkeys(files)), unmatched, explicit_files, walk.links_skipped, walk.unlistable)
+    # a link that would not be read anyway is not worth a notice (W&B links its client's logs out of the run)
+    links = [(link, to) for link, to in walk.links_skipped if not _skipped(link) and not wandb.run_file_of(link)]
+    return Collected(list(dict.fromkeys(files)), unmatched, explicit_files, links, walk.unlistable)
 
 
 def scan_file(path: Path, options: ScanOptions) -> RunReport:

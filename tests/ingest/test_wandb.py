@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import polars as pl
@@ -81,3 +82,80 @@ def test_real_wandb_summary() -> None:
     assert run.steps == 1 and run.frame["step"][0] == 960
     assert run.frame["reward_mean"][0] == pytest.approx(0.48890626430511475)
     assert run.frame["zero_variance_group_frac"][0] == 0.0
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _history(step: int, values: dict[str, object]) -> bytes:
+    """A protobuf Record with a history record (wandb_internal.proto: Record.history = 2,
+    HistoryRecord.item = 1, HistoryItem.key = 1, value_json = 16)."""
+    items = b"".join(_field(1, _field(1, k.encode()) + _field(16, json.dumps(v).encode()))
+                     for k, v in {"_step": step, **values}.items())
+    return _field(2, items + _field(2, _varint(1 << 3) + _varint(step)))
+
+
+def _leveldb_log(records: list[bytes]) -> bytes:
+    """W&B's LevelDB log: the 7-byte file header, then records cut into chunks at 32 KiB block ends."""
+    out = bytearray(b":W&B\xe1\xbe\x00")
+    for rec in records:
+        first = True
+        while True:
+            left = 32768 - len(out) % 32768
+            if left < 7:
+                out += b"\0" * left
+                continue
+            part, rec = rec[:left - 7], rec[left - 7:]
+            kind = (1 if first else 4) if not rec else (2 if first else 3)
+            out += b"\0\0\0\0" + len(part).to_bytes(2, "little") + bytes([kind]) + part
+            first = False
+            if not rec:
+                break
+    return bytes(out)
+
+
+def test_wandb_record_file(tmp_path: Path) -> None:
+    run_meta = _field(17, _field(3, b"grpo") + _field(8, b"qwen-run"))
+    big = "x" * 40000  # one record longer than a block: first, middle and last chunks
+    records = [run_meta] + [_history(s, {"train/reward": 0.1 * s, "train/kl": "NaN" if s == 2 else 0.01,
+                                         "caption": big if s == 1 else "t"}) for s in range(6)]
+    p = tmp_path / "run-abc.wandb"
+    p.write_bytes(_leveldb_log(records))
+    assert detect(p) is wandb
+    run = load(p)
+    assert not run.errors
+    assert run.frame["step"].to_list() == list(range(6))
+    assert run.frame["reward_mean"].to_list() == [0.1 * s for s in range(6)]
+    assert math.isnan(run.frame["kl"][2])
+    assert run.metadata["wandb_run"] == "qwen-run" and run.metadata["wandb_project"] == "grpo"
+    cut = tmp_path / "cut" / "run-abc.wandb"
+    cut.parent.mkdir()
+    cut.write_bytes(p.read_bytes()[:-30])  # a run still writing: the last record is incomplete
+    partial = load(cut)
+    assert partial.frame["step"].to_list() == list(range(5)) and "cut short" in partial.errors[0].message
+
+
+def test_wandb_run_folder_is_read_from_its_record_file(tmp_path: Path) -> None:
+    from advcore.scan import collect_paths
+
+    folder = tmp_path / "wandb" / "offline-run-20261201_101010-abc123"
+    (folder / "files").mkdir(parents=True)
+    (folder / "logs").mkdir()
+    (folder / "run-abc123.wandb").write_bytes(_leveldb_log([_history(s, {"train/reward": 0.1 * s}) for s in range(5)]))
+    (folder / "files" / "output.log").write_text("step:1 - critic/score/mean:0.5\n")
+    (folder / "files" / "wandb-summary.json").write_text('{"train/reward": 0.4, "_step": 4}')
+    (folder / "files" / "requirements.txt").write_text("torch\n")
+    (folder / "logs" / "debug.log").write_text("2026-12-01 INFO start\n")
+    assert collect_paths([str(tmp_path)]).files == [folder / "run-abc123.wandb"]
+    (folder / "run-abc123.wandb").unlink()
+    assert collect_paths([str(tmp_path)]).files == [folder / "files" / "output.log"]

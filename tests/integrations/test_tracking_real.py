@@ -1,7 +1,8 @@
-"""Tracking stores written by the real libraries (mlflow 3.17.2, trackio 0.43.0; pinned in the
-Makefile's integration venv): a short synthetic GRPO run, one healthy and one whose groups all tie
-from step 20, logged through each library's public API into one folder (an MLflow SQLite store, an
-MLflow folder store, a Trackio project), then read back by one ``advcore scan``. The oracle is the
+"""Tracking stores written by the real libraries (mlflow 3.17.2, trackio 0.43.0, wandb 0.31.0; pinned
+in the Makefile's integration venv): a short synthetic GRPO run, one healthy and one whose groups all
+tie from step 20, logged through each library's public API into one folder (an MLflow SQLite store,
+an MLflow folder store, a Trackio project, W&B offline run folders), then read back by one
+``advcore scan``. The oracle is the
 values logged: every step and value must come back exactly. Run with ``make test-integration``.
 """
 
@@ -21,6 +22,7 @@ pytestmark = [pytest.mark.slow]
 
 pytest.importorskip("mlflow")
 pytest.importorskip("trackio")
+pytest.importorskip("wandb")
 
 STEPS = 40
 #: verl's keys (its MLflow logger) and TRL's (its Trackio reporting), as the trainers name them.
@@ -51,6 +53,13 @@ if plan["library"] == "mlflow":
         with mlflow.start_run(run_name=name):
             for step, row in enumerate(rows):
                 mlflow.log_metrics(row, step=step)
+elif plan["library"] == "wandb":
+    import wandb
+    for name, rows in plan["runs"].items():
+        run = wandb.init(project="grpo", name=name, dir=plan["uri"], mode="offline")
+        for step, row in enumerate(rows):
+            run.log(row, step=step)
+        run.finish()
 else:
     import trackio
     for name, rows in plan["runs"].items():
@@ -77,28 +86,36 @@ def test_one_scan_reads_every_store_exactly(tmp_path: Path) -> None:
         "mlruns.db": log_with("mlflow", f"sqlite:///{folder / 'mlruns.db'}", VERL, tmp_path, {}),
         "mlruns": log_with("mlflow", (folder / "mlruns").as_uri(), VERL, tmp_path, {"MLFLOW_ALLOW_FILE_STORE": "true"}),
         "grpo.db": log_with("trackio", "", TRL, tmp_path, {"TRACKIO_DIR": str(folder / "trackio")}),
+        "wandb": log_with("wandb", str(folder), TRL, tmp_path, {"WANDB_SILENT": "true"}),
     }
     out = subprocess.run([sys.executable, "-m", "advcore", "scan", str(folder), "--format", "json"],
                          capture_output=True, text=True, check=False)
     runs = {r["path"]: r for r in json.loads(out.stdout)["runs"]}
-    assert len(runs) == 6, sorted(runs)  # 3 stores x 2 runs, nothing else (no sidecar or record file read as a run)
+    assert len(runs) == 8, sorted(runs)  # 4 stores x 2 runs, nothing else (no sidecar or client log read as a run)
     for path, run in runs.items():
-        assert path.split("#")[1] in ("grpo/healthy", "grpo/dies"), path  # named <experiment or project>/<run name>
         assert run["steps"] == STEPS and not run["errors"], path
+        if "#" in path:
+            assert path.split("#")[1] in ("grpo/healthy", "grpo/dies"), path  # named <experiment or project>/<run name>
+        else:
+            assert path.endswith(".wandb"), path
 
     from advcore.ingest import load_runs
 
     for store, by_name in logged.items():
         target = folder / "trackio" / store if store.endswith("grpo.db") else folder / store
-        read = ([r for run_dir in sorted((folder / "mlruns").glob("*/*")) if run_dir.is_dir()
-                 for r in load_runs(run_dir)] if store == "mlruns" else load_runs(target))
+        if store == "mlruns":
+            read = [r for run_dir in sorted((folder / "mlruns").glob("*/*")) if run_dir.is_dir() for r in load_runs(run_dir)]
+        elif store == "wandb":
+            read = [r for f in sorted((folder / "wandb").glob("offline-run-*/run-*.wandb")) for r in load_runs(f)]
+        else:
+            read = load_runs(target)
         assert len(read) == 2
         for run in read:
-            rows = by_name[run.path.rsplit("/", 1)[1]]
+            rows = by_name[run.metadata["wandb_run"] if store == "wandb" else run.path.rsplit("/", 1)[1]]
             assert run.frame["step"].to_list() == list(range(STEPS))
             for canonical, kind in (("reward_mean", "reward"), ("reward_max", "max"), ("reward_min", "min"),
                                     ("grad_norm", "grad")):
-                key = (TRL if run.format == "trackio" else VERL)[kind]
+                key = (VERL if run.format == "mlflow" else TRL)[kind]
                 assert run.frame[canonical].to_list() == [row[key] for row in rows], (store, run.path, canonical)
 
 

@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-__all__ = ["MAGIC", "columns", "is_sqlite", "read_only", "tables"]
+from advcore.ingest._text import SQLITE_MAGIC
 
-#: The first 16 bytes of every SQLite 3 database file.
-MAGIC = b"SQLite format 3\0"
+__all__ = ["columns", "is_sqlite", "read_only", "tables"]
+
 #: Seconds to wait for a lock a writer holds before reading without locks.
 BUSY_TIMEOUT = 1.0
 
@@ -23,7 +23,7 @@ def is_sqlite(path: Path) -> bool:
     """Whether ``path`` is a file that starts with SQLite's header."""
     try:
         with path.open("rb") as f:
-            return f.read(len(MAGIC)) == MAGIC
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False
 

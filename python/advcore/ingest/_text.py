@@ -84,7 +84,10 @@ _BOMS = (
 #: Encodings recognised without a mark: (codec, code unit size, offset of the ASCII byte in a unit).
 _UNITS = (("utf-32-le", 4, 0), ("utf-32-be", 4, 3), ("utf-16-le", 2, 0), ("utf-16-be", 2, 1))
 
-_BINARY_MAGIC = (b"PAR1", b"SQLite format 3\0", b"\x1f\x8b", b"PK\x03\x04")
+#: The first bytes of an SQLite 3 database, and of a W&B record file (``:W&B``, 0xBEE1, version 0).
+SQLITE_MAGIC = b"SQLite format 3\0"
+WANDB_RECORDS_MAGIC = b":W&B\xe1\xbe\x00"
+_BINARY_MAGIC = (b"PAR1", SQLITE_MAGIC, WANDB_RECORDS_MAGIC, b"\x1f\x8b", b"PK\x03\x04")
 
 #: Control characters that text logs do hold (whitespace, backspace of progress bars, ESC of colours).
 _TEXT_CONTROLS = frozenset("\t\n\r\x0b\x0c\x08\x1b")

@@ -7,6 +7,15 @@
   step with W&B's ``_step``, ``_runtime``, ``_timestamp``; columns in any order, blank cells
   where a key was not logged.
 * ``wandb-summary.json``: a single snapshot (one row) of the last logged values.
+* The binary record file of a run folder (``wandb/offline-run-*/run-<id>.wandb``, also kept beside a
+  synced ``wandb/run-*/``): its history records, one row per ``wandb.log`` step. The file is a
+  LevelDB log (a 7-byte header ``:W&B``, 0xBEE1, version 0; then 32 KiB blocks of chunks with a
+  7-byte header: CRC-32, length, type full/first/middle/last) of protobuf ``Record`` messages,
+  read here without W&B's client (wandb 0.31 has no Python reader): ``Record.history`` (field 2)
+  holds ``HistoryItem``s (``key`` 1, ``nested_key`` 2, ``value_json`` 16), ``Record.run`` (field 17)
+  the run's ``display_name`` (8) and ``project`` (3); field numbers of ``wandb/proto/
+  wandb_internal.proto`` in wandb 0.31.0. A file cut short (a run still writing, a crash) keeps the
+  records before the cut.
 
 The step is the trainer's own step when the export has one (``train/global_step``), else
 ``_step``. A W&B *runs table* export (one row per run, no time series) is an error naming the
@@ -16,6 +25,7 @@ file. The trainer hint comes from the keys (TRL, verl, SB3), else ``wandb``.
 from __future__ import annotations
 
 import csv
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -25,7 +35,7 @@ import polars as pl
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest import _trainers as trainers
-from advcore.ingest._text import open_text
+from advcore.ingest._text import WANDB_RECORDS_MAGIC, open_text
 from advcore.ingest.formats.csv_table import csv_records
 from advcore.ingest.formats.plain import (
     first_json_line,
@@ -65,6 +75,8 @@ def _is_chart(header: list[str]) -> bool:
 
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
+        if _is_records(path):
+            return True
         if not is_parquet(path):
             return False
         try:
@@ -172,7 +184,162 @@ def _read_csv(path: Path) -> RawLog:
     return _raw(frame, path, "chart", dropped, errors, extra={"wandb_run": first, "x_axis": x})
 
 
+_BLOCK = 32768
+_CHUNK_HEADER = 7
+
+
+#: A W&B run folder: ``wandb/run-<date>_<time>-<id>`` or ``wandb/offline-run-...``.
+_RUN_FOLDER = re.compile(r"(?:offline-)?run-\d{8}_\d{6}-\w+")
+
+
+def run_file_of(path: Path) -> Path | None:
+    """For a file found in a W&B run folder, the one file that run is read from: its record file
+    ``run-<id>.wandb`` (the whole history), else ``files/wandb-history.jsonl`` (W&B before 0.10),
+    else the console ``files/output.log``; None when ``path`` is in no run folder, or the folder has
+    none of these (its files are then read as they are). The run's other files (the summary, the
+    client's own ``logs/debug*.log``, ``requirements.txt``) are not logs of their own."""
+    folder = next((f for f in path.parents if _RUN_FOLDER.fullmatch(f.name)), None)
+    if folder is None:
+        return None
+    records = sorted(folder.glob("run-*.wandb"))
+    for candidate in (*records, folder / "files" / "wandb-history.jsonl", folder / "files" / "output.log"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _is_records(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(len(WANDB_RECORDS_MAGIC)) == WANDB_RECORDS_MAGIC
+    except OSError:
+        return False
+
+
+def _records(data: bytes) -> tuple[list[bytes], str | None]:
+    """The payloads of a W&B LevelDB log, and why it ended early (None when whole)."""
+    out: list[bytes] = []
+    pending: list[bytes] = []
+    pos = len(WANDB_RECORDS_MAGIC)
+    while pos < len(data):
+        left = _BLOCK - pos % _BLOCK
+        if left < _CHUNK_HEADER:  # the block's tail is padding
+            pos += left
+            continue
+        if pos + _CHUNK_HEADER > len(data):
+            return out, f"cut short at byte {pos}"
+        length = int.from_bytes(data[pos + 4:pos + 6], "little")
+        kind = data[pos + 6]
+        start, end = pos + _CHUNK_HEADER, pos + _CHUNK_HEADER + length
+        if kind == 0 and length == 0:  # zero padding to the block's end
+            pos += left
+            continue
+        if end > len(data):
+            return out, f"cut short at byte {len(data)} (a run still writing, or a crash)"
+        if end - (pos - pos % _BLOCK) > _BLOCK or kind not in (1, 2, 3, 4):
+            return out, f"a damaged chunk at byte {pos}"
+        if kind == 1:
+            out.append(data[start:end])
+        elif kind == 2:
+            pending = [data[start:end]]
+        else:
+            pending.append(data[start:end])
+            if kind == 4:
+                out.append(b"".join(pending))
+                pending = []
+        pos = end
+    return out, ("cut short inside a record" if pending else None)
+
+
+def _fields(message: bytes) -> list[tuple[int, int | bytes]]:
+    """The (field number, value) pairs of a protobuf message: varints as int, length-delimited as bytes
+    (fixed-width values are skipped). Raises ValueError on a malformed message."""
+    out: list[tuple[int, int | bytes]] = []
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        value, shift = 0, 0
+        while True:
+            if pos >= len(message) or shift > 63:
+                raise ValueError("truncated varint")
+            b = message[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return value
+
+    while pos < len(message):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            out.append((number, varint()))
+        elif wire == 2:
+            n = varint()
+            if pos + n > len(message):
+                raise ValueError("truncated field")
+            out.append((number, message[pos:pos + n]))
+            pos += n
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            raise ValueError(f"wire type {wire}")
+    return out
+
+
+def _history_row(history: bytes) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for number, item in _fields(history):
+        if number != 1 or not isinstance(item, bytes):
+            continue
+        key, nested, value = "", [], None
+        for n, v in _fields(item):
+            if isinstance(v, bytes):
+                if n == 1:
+                    key = v.decode("utf-8", "replace")
+                elif n == 2:
+                    nested.append(v.decode("utf-8", "replace"))
+                elif n == 16:
+                    value = v.decode("utf-8", "replace")
+        name = "/".join(nested) if nested else key
+        if name and value is not None:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            row.update(flatten(parsed, name + "/") if isinstance(parsed, dict) else {name: parsed})
+    return row
+
+
+def _read_records(path: Path) -> RawLog:
+    chunks, cut = _records(path.read_bytes())
+    rows: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {}
+    errors: list[IngestError] = []
+    for i, chunk in enumerate(chunks):
+        try:
+            for number, body in _fields(chunk):
+                if number == 2 and isinstance(body, bytes):
+                    rows.append(_history_row(body))
+                elif number == 17 and isinstance(body, bytes):
+                    for n, v in _fields(body):
+                        if n in (3, 8) and isinstance(v, bytes) and v:
+                            extra["wandb_project" if n == 3 else "wandb_run"] = v.decode("utf-8", "replace")
+        except ValueError as e:
+            errors.append(IngestError(str(path), f"W&B record {i + 1} could not be decoded ({e}); skipped"))
+    if cut:
+        errors.append(IngestError(str(path), f"W&B records: {cut}; the records before it are read"))
+    if not rows:
+        errors.append(IngestError(str(path), "W&B records: no history record (nothing was logged with wandb.log)"))
+        return RawLog(NAME, pl.DataFrame(), metadata=extra, errors=tuple(errors))
+    frame, dropped = records_frame(rows)
+    return _raw(frame, path, "records", dropped, errors, extra=extra)
+
+
 def read(path: Path) -> RawLog:
+    if _is_records(path):
+        return _read_records(path)
     if is_parquet(path):
         frame, dropped = numeric_frame(pl.read_parquet(path))
         return _raw(frame, path, "history", dropped)
