@@ -25,7 +25,7 @@ from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
 from advcore.errors import AdvcoreError
 from advcore.ingest import IngestError, Run, join_runs, load, load_runs
-from advcore.ingest.formats import mlflow_store, trl_completions, wandb
+from advcore.ingest.formats import mlflow_store, nemo_rl, trl_completions, wandb
 
 __all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
 
@@ -103,13 +103,14 @@ def document(reports: Sequence[RunReport]) -> dict[str, Any]:
 
 def _fold_run_folders(found: list[Path]) -> list[Path]:
     """Replace the files of a folder that holds one run by what the run is read from, once, where
-    the first of them was: TRL's per-step ``completions_<step>.parquet`` files by their folder
-    (:mod:`advcore.ingest.formats.trl_completions`), an MLflow folder-store run's ``metrics/``,
+    the first of them was: TRL's per-step ``completions_<step>.parquet`` files and NeMo-RL's
+    ``train_data_step<N>.jsonl`` by their folder (:mod:`advcore.ingest.formats.trl_completions`,
+    :mod:`advcore.ingest.formats.nemo_rl`), an MLflow folder-store run's ``metrics/``,
     ``params/`` and ``tags/`` by the run folder (:mod:`advcore.ingest.formats.mlflow_store`), the
     files of a W&B run folder by its record file or console (:func:`advcore.ingest.formats.wandb.run_file_of`)."""
     out: list[Path] = []
     for q in found:
-        if trl_completions.is_step_file(q):
+        if trl_completions.is_step_file(q) or nemo_rl.is_step_file(q):
             q = q.parent
         else:
             q = mlflow_store.run_folder_of(q) or wandb.run_file_of(q) or q

@@ -129,6 +129,9 @@ def test_real_verl_csv_export_reads_as_verl() -> None:
     (["cumulative_avg_reward", "episodic_reward"], "episodic_reward"),
     (["cumulative_avg_reward", "loss"], "cumulative_avg_reward"),
     (["cumulative_reward", "loss"], "cumulative_reward"),
+    # a Gym environment id names the env, not the measure (h125, Lizhi-sjtu/DRL-code-pytorch)
+    (["step_rewards_LunarLander-v2"], "step_rewards_LunarLander-v2"),
+    (["eval/reward_ALE/Pong-v5", "reward_std_Hopper-v4"], None),
 ])
 def test_a_reward_found_by_its_words(keys: list[str], expected: str | None) -> None:
     from advcore.ingest._aliases import reward_by_name

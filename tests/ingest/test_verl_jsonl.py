@@ -34,6 +34,17 @@ def test_nulls_strings_key_order_and_truncated_line(tmp_path: Path) -> None:
     assert load(p).frame["reward_mean"].to_list() == [0.5, 0.75]
 
 
+@pytest.mark.parametrize("line", ['{"step": 1, "elapsed_seconds": 12.5, "data": {"critic/score/mean": 0.5}}',
+                                  '{"elapsed_seconds": 12.5, "data": {"critic/score/mean": 0.5}, "step": 1}'])
+def test_records_with_other_top_level_keys(tmp_path: Path, line: str) -> None:
+    p = tmp_path / "exp.jsonl"
+    p.write_text(line + "\n" + line.replace('"step": 1', '"step": 2').replace("0.5", "0.75") + "\n")
+    assert detect(p) is verl_jsonl
+    run = load(p)
+    assert run.frame["step"].to_list() == [1, 2] and run.frame["reward_mean"].to_list() == [0.5, 0.75]
+    assert "elapsed_seconds" not in run.metadata.get("unmapped", [])
+
+
 def test_empty_file(tmp_path: Path) -> None:
     p = tmp_path / "e.jsonl"
     p.write_text("", encoding="utf-8")

@@ -2,7 +2,8 @@
 
 Rule: either (signal) the advantage std or its proxy (as ADV_COLLAPSE; advantage units) has an
 early-window mean below ``dead_below`` (0.1) and a late-window mean below ``dead_below`` too (the
-run never found a signal), or (update) ``grad_norm`` is at or below ``no_update_below`` (1e-8)
+run never found a signal) while the reward did not rise and hold (a run that learned had a signal,
+whatever its advantages' scale), or (update) ``grad_norm`` is at or below ``no_update_below`` (1e-8)
 at every point from one in the early window to the end (the first update or two may still move:
 h70-dreamerv3-cartpole-actor-frozen logs an actor gradient norm of 6e-4 and 2e-3, then 0 and
 1e-10 at its 99 other points; the onset is the first of those). A run too short for windows (2 to 5 logged
@@ -112,7 +113,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         constant = one_advantage_per_step(run) if sig.name == "adv_std" else None
         if constant is not None:  # every sample of a step got one non-zero advantage: a signal, not formed in groups
             evidence["one_advantage_per_step"] = len(constant)
-        elif early < dead_below and late < dead_below:
+        elif early < dead_below and late < dead_below and improving_reward(run) is None:
+            # a reward that rose and held had a signal to learn from, whatever the advantages' scale
+            # (h124-dreamerv3-crafter-wood-bonus-eps1: advantages of std 0.06 under DreamerV3's return
+            # normalization, a per-step reward rising 0.011 -> 0.041)
             signal_dead = True
             reasons.append(f"{plain(sig.name)} was {early:.3g} early and {late:.3g} late" if sig.judgeable
                            else f"{plain(sig.name)} was at most {early:.3g} at all {len(sig)} logged steps")
@@ -173,7 +177,9 @@ CARD = Card(
         Either (signal) the advantage std or its proxy (as ADV_COLLAPSE: `adv_max - adv_min`,
         `sqrt(1 - zero_variance_group_frac)`, `1[reward_std > 1e-6]`, named in `evidence["proxy"]`) has an
         early-window mean **and** a late-window mean below `dead_below` (it never found a signal; a slow
-        start that recovers is not dead), or (update) `grad_norm` is at or below `no_update_below` at every
+        start that recovers is not dead), unless the reward rose and held: a run that learned had a
+        signal, whatever its advantages' scale (h124-dreamerv3-crafter-wood-bonus-eps1: an advantage std
+        of 0.06 under DreamerV3's return normalization, the per-step reward rising 0.011 -> 0.041), or (update) `grad_norm` is at or below `no_update_below` at every
         point from one in the early window to the end (h70-dreamerv3-cartpole-actor-frozen: an actor
         gradient norm of 6e-4 and 2e-3 at its first two points, then 0 or 1e-10 at the other 99). A run
         too short for windows (2 to 5 logged points) is judged on every point instead: `grad_norm` exactly

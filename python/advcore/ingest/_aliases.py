@@ -161,8 +161,13 @@ _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     "step", "iter", "iteration", "undiscounted", "raw", "env", "of", "the", "last", "recent", "running", "smoothed"})
 
 
+#: A Gym/Gymnasium environment id (``LunarLander-v2``, ``ALE/Pong-v5``): the env a key is logged for
+#: (``step_rewards_LunarLander-v2``, Lizhi-sjtu/DRL-code-pytorch), not a word of what it measures.
+_ENV_ID = re.compile(r"(?:[A-Za-z]+/)?[A-Z][A-Za-z0-9]*(?:-[A-Za-z][A-Za-z0-9]*)*-v\d+")
+
+
 def _words(key: str) -> list[str]:
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key)  # camelCase -> camel Case
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", _ENV_ID.sub(" ", key))  # camelCase -> camel Case
     return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w and not w.isdigit()]
 
 

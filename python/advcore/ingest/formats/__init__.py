@@ -15,7 +15,7 @@ from advcore.ingest.formats import columnar_json, csv_table, plain, trl_console,
 from advcore.ingest.formats import cleanrl_console, halos_console, json_records, notebook, printed, sample_factory
 from advcore.ingest.formats import rl4lms, sb3_console
 from advcore.ingest.formats import text_table
-from advcore.ingest.formats import mlflow_store, trackio_db
+from advcore.ingest.formats import mlflow_store, nemo_rl, trackio_db
 
 #: Detection order: the first module whose ``sniff`` accepts a file reads it (specific formats first:
 #: the SQLite tracking stores, which only binary files can be; a notebook before everything, as its outputs may hold any console text; columnar JSON takes any
@@ -26,7 +26,7 @@ from advcore.ingest.formats import mlflow_store, trackio_db
 #: progress after every named console and before CSV, whose sniffer would take a tab-separated line; a
 #: blank-aligned text table after CSV, so that a tab-separated file stays CSV's).
 ORDER: list[ModuleType] = [
-    mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, wandb, json_records, columnar_json, simplevla, openrlhf,
+    mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, wandb, json_records, columnar_json, simplevla, openrlhf,
     sb3_console, cleanrl_console, sample_factory, halos_console, rl4lms, trl_console, trainer_state, verl_jsonl, trace, samples, verl_console,
     tensorboard, printed, csv_table, text_table, plain,
 ]

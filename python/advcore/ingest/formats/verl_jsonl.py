@@ -1,4 +1,5 @@
-"""verl's JSONL file logger: one ``{"step": N, "data": {...}}`` object per line.
+"""verl's JSONL file logger: one ``{"step": N, "data": {...}}`` object per line (other top-level
+keys beside them, such as a wall-clock ``elapsed_seconds``, are not metrics and are not read).
 
 verl's file logger serialises NaN and inf as ``null`` (``json.dumps`` of orjson, which has no NaN):
 a ``null`` in a key that holds a number on another line of the file is read as NaN there (the
@@ -21,7 +22,7 @@ import polars as pl
 
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
-from advcore.ingest.formats.plain import read_jsonl, records_frame, value
+from advcore.ingest.formats.plain import first_json_line, read_jsonl, records_frame, value
 
 NAME = "verl_jsonl"
 
@@ -33,7 +34,11 @@ def sniff(path: Path, head: str | None) -> bool:
         return False
     for line in head.splitlines():
         if line.strip():
-            return _HEAD.match(line) is not None
+            if _HEAD.match(line) is not None:
+                return True
+            first = first_json_line(line)
+            return (first is not None and isinstance(first[1], dict) and isinstance(first[1].get("data"), dict)
+                    and value(first[1].get("step")) is not None)
     return False
 
 
