@@ -433,3 +433,25 @@ def test_real_tinker_grpo_log() -> None:
     assert run.format == "printed" and len(rows) == 100
     assert run.frame["step"].to_list() == [int(s) for s, _ in rows]
     assert run.frame["reward_mean"].to_list() == [float(r) for _, r in rows]
+
+
+def test_prime_rl_orchestrator_and_trainer_logs_are_one_run(tmp_path: Path) -> None:
+    """prime-rl's step lines (loguru ``SUCCESS``): the orchestrator's ``Step N | Time: .. | Reward: ..``
+    and the trainer's ``Step N | ... | Entropy: .. | Grad. Norm: .. | LR: ..`` (the f-strings of
+    prime-rl's orchestrator and trainer loops, 2025-2026), read from one folder as one run."""
+    from advcore.scan import ScanOptions, collect_paths, scan
+
+    rewards = [round(0.2 + 0.01 * s, 4) for s in range(1, 31)]
+    (tmp_path / "orchestrator.log").write_text("".join(
+        f"12:00:{s:02d} SUCCESS Step {s} | Time: 10.00s | Reward: {r:.4f} | Seq. Length: 512.0 tokens/sample "
+        f"| Max. Off-Policy Level: 1\n" for s, r in enumerate(rewards, 1)))
+    (tmp_path / "trainer.log").write_text("".join(
+        f"12:00:{s:02d} SUCCESS Step {s} | Time: 5.00s | Loss: 0.0120 | Entropy: {0.9 - 0.005 * s:.4f} | Mismatch KL: "
+        f"0.0010 | Grad. Norm: {0.3 + s / 1000:.4f} | LR: 1.00e-06 | Throughput: 1200 tokens/s | MFU: 12.5% | "
+        "Peak Mem.: 40.1 GiB\n" for s in range(1, 31)))
+    (report,) = scan(collect_paths([str(tmp_path)]).files, ScanOptions(), jobs=1)
+    frame = report.run.frame
+    assert frame["step"].to_list() == list(range(1, 31))
+    assert frame["reward_mean"].to_list() == rewards
+    assert frame["grad_norm"].to_list() == pytest.approx([0.3 + s / 1000 for s in range(1, 31)])
+    assert frame["entropy"][0] == pytest.approx(0.895)

@@ -201,7 +201,8 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
                                        [text[:matches[0].start()], *gaps, text[matches[-1].end():]])
     out = []
     for i, m in enumerate(matches):
-        key = _step_key(re.sub(r"\s+", "_", m.group("key").strip().lower()))
+        # an abbreviation's dot is no part of the name (prime-rl: ``Grad. Norm: 0.31`` is grad_norm)
+        key = _step_key(re.sub(r"\s+", "_", re.sub(r"\.(?=\s|$)", "", m.group("key").strip().lower())))
         if m.group("sep") or only_pairs or (i == 0 and STEP_NAME.match(key)):
             out.append((key, m.group("value")))
     return out, only_pairs
