@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from advcore.ingest import load
-from advcore.ingest.formats import plain
+from advcore.ingest import _parse
 
 
 def _col(path: Path, name: str) -> list[float | None]:
@@ -34,20 +34,20 @@ def _is_nan(v: float | None) -> bool:
     ],
 )
 def test_the_one_scalar_parser(text: str, expected: float | None) -> None:
-    got = plain.number(text)
+    got = _parse.number(text)
     if expected is None:
         assert got is None
     elif math.isnan(expected):
         assert got is not None and math.isnan(got)
     else:
         assert got == expected
-    assert plain.value is plain.number
+    assert _parse.value is _parse.number
 
 
 def test_python_floats_pass_through() -> None:
-    assert _is_nan(plain.number(float("nan")))
-    assert plain.number(float("-inf")) == -math.inf
-    assert plain.number(None) is None
+    assert _is_nan(_parse.number(float("nan")))
+    assert _parse.number(float("-inf")) == -math.inf
+    assert _parse.number(None) is None
 
 
 def test_plain_jsonl(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ class UpdateProbe:
     def collect(self) -> dict[str, float]:
         """The mean of each measurement over the steps measured since the last call ({} if none);
         a NaN among them stays NaN."""
-        from advcore.ingest.formats.plain import mean_record
+        from advcore.ingest._parse import mean_record
 
         rows, self._rows = self._rows, []
         # every key has a value in at least one row, so none of the means is None

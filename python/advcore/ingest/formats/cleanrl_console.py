@@ -39,8 +39,8 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text, readable_lines
-from advcore.ingest.formats.plain import by_step, number, steps_frame
-from advcore.ingest.formats.verl_console import clean
+from advcore.ingest._parse import by_step, number, steps_frame
+from advcore.ingest._parse import clean
 
 NAME = "cleanrl_console"
 

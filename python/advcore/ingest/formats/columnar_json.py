@@ -38,7 +38,7 @@ import polars as pl
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest.formats import json_records
-from advcore.ingest.formats.plain import is_json_lines, number, read_json, records_frame
+from advcore.ingest._parse import is_json_lines, number, read_json, records_frame
 
 NAME = "columnar_json"
 

@@ -36,7 +36,7 @@ import polars as pl
 from advcore.model import IngestError, RawLog
 from advcore.ingest import _trainers as trainers
 from advcore.ingest._text import read_text
-from advcore.ingest.formats.plain import number, records_frame
+from advcore.ingest._parse import number, records_frame
 
 NAME = "csv_table"
 

@@ -49,7 +49,7 @@ Two layouts of hand-written training loops:
   ``train/entropy_loss`` under that name (at the first update it is -4.27 = -3 x 0.5 ln(2 pi e),
   the entropy of the initial 3-D Gaussian policy with unit std, negated).
 
-Values are read by :func:`advcore.ingest.formats.plain.number`; a value that is not a number costs
+Values are read by :func:`advcore.ingest._parse.number`; a value that is not a number costs
 that value (null), an entry whose step is not a number costs that entry (counted in
 ``metadata["entries_without_step"]``). Nested objects in records are flattened with ``/``.
 """
@@ -65,7 +65,7 @@ from typing import Any
 import polars as pl
 
 from advcore.model import IngestError, RawLog
-from advcore.ingest.formats.plain import (EVAL_WORDS, evaluation_apart, flatten, mean_record, number, read_json,
+from advcore.ingest._parse import (EVAL_WORDS, evaluation_apart, flatten, mean_record, number, read_json,
                                           records_frame)
 
 NAME = "json_records"

@@ -39,7 +39,7 @@ import polars as pl
 from advcore.errors import AdvcoreError
 from advcore.ingest._text import open_text
 from advcore.ingest.formats import samples
-from advcore.ingest.formats.plain import number
+from advcore.ingest._parse import number
 from advcore.model import IngestError, RawLog
 
 NAME = "nemo_rl"

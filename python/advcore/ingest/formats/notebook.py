@@ -43,7 +43,7 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest.formats import csv_table, printed, sb3_console, text_table, trl_console
-from advcore.ingest.formats.plain import read_json, records_frame
+from advcore.ingest._parse import read_json, records_frame
 
 NAME = "notebook"
 

@@ -77,8 +77,8 @@ from advcore.model import IngestError, RawLog
 from advcore.ingest._text import readable_lines
 from advcore.ingest._trainers import trainer_of
 from advcore.ingest._text import read_text as read_file
-from advcore.ingest.formats.plain import by_step, number, steps_frame
-from advcore.ingest.formats.verl_console import clean
+from advcore.ingest._parse import by_step, number, steps_frame
+from advcore.ingest._parse import clean
 
 NAME = "printed"
 

@@ -25,7 +25,7 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text, readable_lines
-from advcore.ingest.formats.plain import by_step, dict_literal_numbers, steps_frame
+from advcore.ingest._parse import by_step, dict_literal_numbers, steps_frame
 
 NAME = "rl4lms"
 

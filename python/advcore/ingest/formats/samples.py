@@ -27,7 +27,6 @@ stage trace and the reference checks (:func:`advcore.trace.step_row`), the same 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from advcore.trace import rows_frame, step_row
-from advcore.ingest.formats.plain import is_parquet, loads, read_jsonl
+from advcore.ingest._parse import is_parquet, loads, read_jsonl
 from advcore.model import IngestError, RawLog
 
 #: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).

@@ -53,7 +53,7 @@ a plain verl console.
 
 Reading rules:
 
-* Lines are cleaned as :func:`verl_console.clean` does (ANSI codes, Ray ``(pid=...)`` prefixes).
+* Lines are cleaned as :func:`advcore.ingest._parse.clean` does (ANSI codes, Ray ``(pid=...)`` prefixes).
 * Records of one step are merged (the trainer logs validation metrics, then all metrics with the
   validation keys repeated, at the same step); a record repeating a key with another value starts
   a new row (a run resumed from a checkpoint re-logging the step).
@@ -66,7 +66,6 @@ Reading rules:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -80,8 +79,8 @@ from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text, read_text, readable_lines
 from advcore.ingest.formats import verl_console
-from advcore.ingest.formats.plain import flatten, loads, number, records_frame
-from advcore.ingest.formats.verl_console import clean
+from advcore.ingest._parse import flatten, loads, number, records_frame
+from advcore.ingest._parse import clean
 
 NAME = "simplevla"
 

@@ -35,7 +35,7 @@ import polars as pl
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text as read_file
 from advcore.ingest._text import readable_lines
-from advcore.ingest.formats.plain import by_step, number, steps_frame
+from advcore.ingest._parse import by_step, number, steps_frame
 from advcore.ingest.formats.printed import STEP_NAME
 
 __all__ = ["NAME", "read", "read_text", "sniff"]

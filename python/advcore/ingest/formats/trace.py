@@ -15,7 +15,7 @@ import polars as pl
 from advcore._escape import described
 from advcore.errors import AdvcoreError
 from advcore.model import IngestError, RawLog
-from advcore.ingest.formats.plain import is_parquet
+from advcore.ingest._parse import is_parquet
 
 NAME = "trace"
 

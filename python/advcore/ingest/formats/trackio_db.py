@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._sqlite import columns, is_sqlite, read_only
-from advcore.ingest.formats.plain import flatten, number, records_frame
+from advcore.ingest._parse import flatten, number, records_frame
 from advcore.model import IngestError, RawLog
 
 NAME = "trackio"

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from advcore.model import IngestError, RawLog
-from advcore.ingest.formats.plain import number, read_json
+from advcore.ingest._parse import number, read_json
 
 NAME = "trainer_state"
 

@@ -46,7 +46,7 @@ import polars as pl
 
 from advcore.errors import AdvcoreError
 from advcore.model import IngestError, RawLog
-from advcore.ingest.formats.plain import read_json
+from advcore.ingest._parse import read_json
 from advcore.ingest.formats import samples
 
 #: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).

@@ -24,7 +24,7 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest import _text
-from advcore.ingest.formats.plain import number, quote_nonfinite, records_frame
+from advcore.ingest._parse import number, quote_nonfinite, records_frame
 
 NAME = "trl_console"
 

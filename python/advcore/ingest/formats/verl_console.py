@@ -11,7 +11,7 @@ What real consoles add around those lines, and how it is handled:
   drops a leading timestamp, level or rank (``2017-06-30 17:30:11.098692 EDT | ``, ``[INFO]``,
   ``INFO:root:``, ``[rank0]:``) before reading a line.
 * Values may be wrapped (``np.float64(0.5)``, ``np.int64(3)``, ``tensor(0.5)``); ``nan``/``inf``
-  are read as NaN/inf (by the shared :func:`advcore.ingest.formats.plain.number`), text values
+  are read as NaN/inf (by the shared :func:`advcore.ingest._parse.number`), text values
   are skipped.
 * One step split over several lines (a second ``step:N - ...`` line with other keys, or a
   wrapped continuation line of bare ``key:value`` pairs) is merged into one row. A ``step:N``
@@ -33,35 +33,10 @@ import polars as pl
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text, read_text, readable_lines
-# ``value`` is re-exported for readers that import the scalar parser from here (simplevla).
-from advcore.ingest.formats.plain import number
-from advcore.ingest.formats.plain import value as value
+from advcore.ingest._parse import ANSI, clean, number
 
 NAME = "verl_console"
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-_PREFIX = re.compile(r"^\s*(?:\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\w.:-]+)?\)\s*)+")
-_REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
-_LEVEL = r"(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)"
-#: A logger's line prefix, any number of times: a timestamp (``2017-06-30 17:30:11.098692 EDT``,
-#: ``[2023-04-18 08:53:39,548]``, ``2026-05-27T11:57:00Z``), a level (``[INFO]``, ``INFO:root:``,
-#: ``INFO -``; logging's default ``LEVEL:name:`` has one name; a logger name before `` - LEVEL - ``, as
-#: in ``%(asctime)s - %(name)s - %(levelname)s - %(message)s``), a rank (``[rank0]:``), loguru's
-#: ``name:function:line`` before `` - `` (its default format: ``2025-11-18 21:24:34.384 | INFO     |
-#: __main__:_log_metrics:20 - iter=0000 reward=-12.88``); each ends in
-#: ``:`` or ``]`` or is followed by spaces and at most one ``|`` or ``-`` (a tab after a timestamp
-#: is a field separator: SimpleVLA-RL's file logger writes ``time<TAB>step<TAB>JSON``).
-#: Anchored and possessive: linear on any line.
-_LOG_PREFIX = re.compile(
-    r"^(?:[ \t]*+(?:\[?+\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d++)?+)?+"
-    r"(?: ?+(?:[A-Z]{3,4}+|Z|[+-]\d\d:?+\d\d))?+\]?+"
-    rf"|\[{_LEVEL}\]|{_LEVEL}(?:(?::[A-Za-z_][\w.]*+)?+:|(?=[ \t]))|\[rank\d++\]:?+"
-    rf"|[A-Za-z_][\w.]*+(?= - {_LEVEL} )"
-    r"|[A-Za-z_<][\w.<>]*+:[\w<>]++:\d++(?= - ))"
-    r"(?:[ ]++(?:[|-][ ]++)?+|(?<=[:\]])))++")
-#: Where a console record begins, after whatever prefix the logger put before it; not inside a key
-#: (``global_step:3``, ``timing/step:1.2``). Shared with the SimpleVLA-RL and OpenRLHF readers.
-_MARKER = re.compile(r"(?<![\w/.-])(?:step:\d|Global step \d|Accuracy distribution:)")
 _STEP = re.compile(r"^\s*step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
 # Keys may hold parentheses: PRIME/SimpleVLA-RL log ``actor/lr(1e-4)`` (the lr times 1e4).
 # `` - `` between pairs; a split starts only at the first space of a run (the lookbehind), so a long
@@ -77,23 +52,6 @@ _RESUME = re.compile(r"(?:Load(?:ing)? from checkpoint folder|resum\w*)[^\n]*?gl
 _DEEP_SNIFF_BYTES = 32 << 20
 #: file name endings of console captures (``python train.py > output.log``), sniffed past the head
 _CONSOLE_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
-
-
-def clean(line: str) -> str:
-    """A console line without ANSI codes, carriage-return overwrites, Ray prefixes and any logger
-    prefix before a record marker."""
-    line = _ANSI.sub("", line)
-    if "\r" in line:
-        # A progress bar overwritten in place: keep the prefix and the text after the last \r.
-        prefix = _PREFIX.match(line)
-        tail = line.rsplit("\r", 1)[1]
-        line = (prefix.group(0) if prefix else "") + tail
-    line = _LOG_PREFIX.sub("", _PREFIX.sub("", line))
-    marker = _MARKER.search(line)
-    if marker is not None and marker.start() > 0:
-        line = line[marker.start():]
-    repeated = _REPEATED.search(line)
-    return (line[:repeated.start()] if repeated else line).rstrip()
 
 
 def _is_step_line(line: str) -> bool:
@@ -175,7 +133,7 @@ def read(path: Path) -> RawLog:
 
     for lineno, physical in readable_lines(enumerate(text.splitlines(), start=1), path, errors):
         if resumed_from is None and "global_step_" in physical:
-            m = _RESUME.search(_ANSI.sub("", physical))
+            m = _RESUME.search(ANSI.sub("", physical))
             if m:
                 resumed_from = int(m.group(1))
         line = clean(physical)

@@ -22,7 +22,7 @@ import polars as pl
 
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
-from advcore.ingest.formats.plain import first_json_line, read_jsonl, records_frame, value
+from advcore.ingest._parse import first_json_line, read_jsonl, records_frame, value
 
 NAME = "verl_jsonl"
 

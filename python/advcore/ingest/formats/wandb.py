@@ -37,7 +37,7 @@ from advcore.model import IngestError, RawLog
 from advcore.ingest import _trainers as trainers
 from advcore.ingest._text import WANDB_RECORDS_MAGIC, open_text
 from advcore.ingest.formats.csv_table import csv_records
-from advcore.ingest.formats.plain import (
+from advcore.ingest._parse import (
     first_json_line,
     flatten,
     is_parquet,
