@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from advcore.ingest import detect, load
-from advcore.ingest.formats import samples
+from advcore.ingest.formats import samples, verl_rollouts
 
 from tests._real import real
 
@@ -63,14 +63,14 @@ def test_verl_dump_groups_by_prompt(tmp_path: Path) -> None:
 
 def test_real_verl_rollout_dump() -> None:
     path = real("verl-vlm-svg-grpo-rollout-dump/1.jsonl")
-    assert detect(path) is samples
+    assert detect(path) is verl_rollouts
     run = load(path)  # every input is identical: no groups without rollout_n
     assert run.frame["step"].to_list() == [1]
     assert run.frame["reward_min"][0] == pytest.approx(-84.04, abs=0.01)
     assert run.frame["reward_max"][0] == pytest.approx(0.526, abs=0.001)
     assert run.frame["reward/format"][0] == pytest.approx(968 / 1024)
     assert "zero_variance_group_frac" not in run.metrics and "rollout_n" in run.metadata["groups"]
-    raw = samples.read(path, rollout_n=64)
+    raw = verl_rollouts.read(path, rollout_n=64)
     f = raw.frame
     assert f["n_groups"][0] == 16 and f["zero_variance_group_frac"][0] == 0.0
     assert 4.5 < f["reward_std_within"][0] < 13

@@ -55,7 +55,7 @@ AGREE_SHARE = 0.9
 #: A file resumes another when it begins at most this many median step intervals after the other ends.
 RESUME_GAP = 2
 #: Formats of per-sample data: their per-step values are computed from one step's samples.
-PER_SAMPLE_FORMATS = frozenset({"samples", "trace", "trl_completions", "trl_rollouts_md"})
+PER_SAMPLE_FORMATS = frozenset({"samples", "trace", "trl_completions", "trl_rollouts_md", "verl_rollouts", "nemo_rl"})
 _ATOL, _RTOL = 1e-6, 1e-3
 
 

@@ -11,6 +11,7 @@ from types import ModuleType
 
 from advcore.ingest.formats import trainer_state, trl_completions, trl_rollouts_md
 from advcore.ingest.formats import openrlhf, samples, simplevla, tensorboard, trace, verl_console, verl_jsonl
+from advcore.ingest.formats import verl_rollouts
 from advcore.ingest.formats import columnar_json, csv_table, plain, trl_console, wandb
 from advcore.ingest.formats import cleanrl_console, halos_console, json_records, notebook, printed, sample_factory
 from advcore.ingest.formats import rl4lms, sb3_console
@@ -27,7 +28,7 @@ from advcore.ingest.formats import mlflow_store, nemo_rl, trackio_db
 #: blank-aligned text table after CSV, so that a tab-separated file stays CSV's).
 ORDER: list[ModuleType] = [
     mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, wandb, json_records, columnar_json, simplevla, openrlhf,
-    sb3_console, cleanrl_console, sample_factory, halos_console, rl4lms, trl_console, trainer_state, verl_jsonl, trace, samples, verl_console,
+    sb3_console, cleanrl_console, sample_factory, halos_console, rl4lms, trl_console, trainer_state, verl_jsonl, trace, samples, verl_rollouts, verl_console,
     tensorboard, printed, csv_table, text_table, plain,
 ]
 BY_NAME: dict[str, ModuleType] = {m.NAME: m for m in ORDER}

@@ -10,7 +10,7 @@ the sample's ``idx``. ``N`` is the step (1-based). With dynamic sampling, ``rewa
 sample's total reward and ``filtered_rewards`` what the advantage saw.
 
 ``read(path)`` takes one such file or a folder of them (read in step order as one run) and reduces
-the samples per step with :func:`advcore.ingest.formats.samples.reduce`:
+the samples per step with :func:`advcore.ingest._reduce.reduce`:
 
 * ``reward``: ``rewards``;
 * ``adv``: the mean of ``advantages`` over the tokens ``token_loss_mask`` trains (GRPO's advantage is
@@ -38,7 +38,7 @@ import polars as pl
 
 from advcore.errors import AdvcoreError
 from advcore.ingest._text import open_text
-from advcore.ingest.formats import samples
+from advcore.ingest._reduce import reduce
 from advcore.ingest._parse import number
 from advcore.model import IngestError, RawLog
 
@@ -183,5 +183,5 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
             "adv": [r[1] for r in rows],
         }, schema={"step": pl.Int64, "group": pl.Int64, "reward": pl.Float64, "adv": pl.Float64}))
     meta: dict[str, Any] = {"files": len(_files(path)), "groups": grouping, **({} if size else {"ungrouped": grouping})}
-    return samples.reduce(pl.concat(frames), layout=NAME, reward_col="reward", group_col="group", extra=[],
-                          trainer="nemo_rl", errors=errors, format=NAME, metadata=meta)
+    return reduce(pl.concat(frames), layout=NAME, reward_col="reward", group_col="group", extra=[],
+                  trainer="nemo_rl", errors=errors, format=NAME, metadata=meta)

@@ -8,7 +8,7 @@ the columns ``step`` (the optimizer step, as ``trainer_state.json``'s ``log_hist
 
 ``read(path)`` takes one such file or a folder of them (the ``completions/`` folder; its
 ``completions_*.parquet`` files are read in step order as one run) and builds the long
-per-sample frame of SPEC section 4, reduced per step by :func:`advcore.ingest.formats.samples.reduce`:
+per-sample frame of SPEC section 4, reduced per step by :func:`advcore.ingest._reduce.reduce`:
 
 * ``reward``: the sum of the reward-function columns, as TRL's ``reward`` with its default
   ``reward_weights`` (all 1; other weights are not recorded in the table, so a run that set them
@@ -47,7 +47,7 @@ import polars as pl
 from advcore.errors import AdvcoreError
 from advcore.model import IngestError, RawLog
 from advcore.ingest._parse import read_json
-from advcore.ingest.formats import samples
+from advcore.ingest._reduce import reduce
 
 #: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).
 TAKES_ROLLOUT_N = True
@@ -169,7 +169,7 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
 
     ``rollout_n`` (``num_generations``, a positive int) groups rows in consecutive blocks of that
     size. Returns per-step canonical metrics (``reward_mean``, ``zero_variance_group_frac``,
-    ``adv_std``, ``reward/<function>``, ...) from :func:`samples.reduce`; metadata records the
+    ``adv_std``, ``reward/<function>``, ...) from :func:`advcore.ingest._reduce.reduce`; metadata records the
     files read, the reward functions summed, the grouping and the dropped duplicate batches.
     Unreadable files, missing columns and batches ``rollout_n`` does not divide are reported in
     ``RawLog.errors``. Raises :class:`AdvcoreError` for a ``rollout_n`` that is not a positive int.
@@ -240,5 +240,5 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
         "duplicate_batches": len(duplicates),
         "duplicate_steps": duplicates,
     }
-    return samples.reduce(long, layout="trl_completions", reward_col="reward", group_col="group", extra=components,
-                          trainer="trl", errors=errors, format=NAME, metadata=meta)
+    return reduce(long, layout="trl_completions", reward_col="reward", group_col="group", extra=components,
+                  trainer="trl", errors=errors, format=NAME, metadata=meta)

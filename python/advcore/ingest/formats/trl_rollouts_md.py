@@ -20,7 +20,7 @@ section number. The samples become the canonical long frame of SPEC section 4: `
 prompt text within the section (TRL repeats each prompt ``num_generations`` times), ``reward`` is
 ``total`` and the other ``name=value`` pairs of the Rewards line are per-sample components
 (reported as ``reward/<name>`` means). The frame is then reduced per step by
-:func:`advcore.ingest.formats.samples.reduce`, the same code as every per-sample dump.
+:func:`advcore.ingest._reduce.reduce`, the same code as every per-sample dump.
 
 The file is read line by line (linear in its size); only the prompt text and the reward numbers
 of each sample are kept. A section with a sample whose Rewards line is missing or does not parse
@@ -42,7 +42,7 @@ import polars as pl
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text
-from advcore.ingest.formats import samples
+from advcore.ingest._reduce import reduce
 
 NAME = "trl_rollouts_md"
 
@@ -210,5 +210,5 @@ def read(path: Path) -> RawLog:
                             "groups": "identical prompt text within a rollout step"}
     if planned is not None:
         meta["planned_steps"] = planned
-    return samples.reduce(frame, layout="trl_rollouts_md", reward_col="reward", group_col="group", extra=extra,
-                          trainer="trl", errors=errors, format=NAME, metadata=meta)
+    return reduce(frame, layout="trl_rollouts_md", reward_col="reward", group_col="group", extra=extra,
+                  trainer="trl", errors=errors, format=NAME, metadata=meta)

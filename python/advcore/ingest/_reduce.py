@@ -1,0 +1,117 @@
+"""Per-sample data reduced per step by the statistics core: the one path every per-sample format
+(the canonical long format, verl rollout dumps, TRL completion tables, NeMo-RL dumps, DAPO-VLM
+Markdown dumps) takes, and the same code as :class:`advcore.Monitor` (:func:`advcore.trace.step_row`).
+
+Per step: ``reward_mean``, ``reward_std`` (whole batch, ddof 0), ``reward_min``, ``reward_max``,
+``reward_std_within`` (mean of the per-group std, ddof 1 as TRL's ``reward_std`` up to 0.26;
+singleton groups skipped), ``zero_variance_group_frac`` (groups tied up to float rounding, as
+TRL's ``frac_reward_zero_std``), ``reward_within_var_frac`` (within-group share of the reward
+variance), ``adv_mean``/``adv_std``/``adv_min``/``adv_max``/``adv_zero_frac`` when ``adv`` is
+present, ``spearman_adv_reward`` (global and ``_within`` groups), ``reward_null_frac``, and
+``reward/<name>`` means of other numeric per-sample columns. Missing rewards are null and left out
+of the statistics (counted in ``metadata["null_rewards"]``), never 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from advcore.model import IngestError, RawLog
+from advcore.trace import rows_frame, step_row
+
+__all__ = ["reduce"]
+
+
+def _numeric(frame: pl.DataFrame, col: str) -> np.ndarray[Any, np.dtype[np.float64]]:
+    return frame[col].cast(pl.Float64, strict=False).to_numpy().astype(np.float64, copy=False)
+
+
+def _group_codes(part: pl.DataFrame, group_col: str | None, rollout_n: int | None,
+                 prompt_key: bool) -> np.ndarray[Any, Any] | None:
+    if group_col is not None:
+        g = part[group_col].cast(pl.String)
+        if g.null_count():
+            return None
+        if prompt_key and g.n_unique() == 1 and part.height > 1:  # one prompt text for the step: blocks of rollout_n
+            if rollout_n and part.height % rollout_n == 0:
+                return np.arange(part.height, dtype=np.int64) // rollout_n
+            return None
+        return (g.rank("dense").cast(pl.Int64) - 1).to_numpy()
+    return None
+
+
+#: Per-sample columns of the long format traced as stages, and the keyword of each.
+_STAGE_COLS = {"value": "baseline", "return": "returns", "adv_raw": "adv_raw", "adv": "adv",
+               "adv_clipped": "adv_clipped"}
+
+
+def _step_metrics(part: pl.DataFrame, reward_col: str, group_col: str | None, rollout_n: int | None,
+                  extra: list[str], prompt_key: bool) -> tuple[dict[str, float | None], pl.DataFrame]:
+    """The canonical metrics of one step (:func:`advcore.trace.step_row`: the stage trace of its
+    samples and the reference checks) plus the means of the reward components, and the trace.
+    Columns named ``slice`` or ``slice_<label>`` slice the trace."""
+    step = int(part["step"][0])
+    stages: dict[str, Any] = {kw: _numeric(part, col) for col, kw in _STAGE_COLS.items() if col in part.columns}
+    slices = {c.removeprefix("slice_"): part[c] for c in part.columns if c == "slice" or c.startswith("slice_")}
+    codes = _group_codes(part, group_col, rollout_n, prompt_key)
+    trace, row = step_row(step, rewards=_numeric(part, reward_col), group_ids=codes, slices=slices or None, **stages)
+    out: dict[str, float | None] = dict(row)
+    for col in extra:
+        x = _numeric(part, col)
+        x = x[~np.isnan(x)]
+        out[f"reward/{col}"] = float(x.mean()) if x.size else None
+    return out, trace
+
+
+def reduce(frame: pl.DataFrame, *, format: str, reward_col: str, group_col: str | None, extra: list[str],
+           trainer: str | None, layout: str | None = None, rollout_n: int | None = None, prompt_key: bool = False,
+           errors: list[IngestError] | None = None, metadata: dict[str, Any] | None = None) -> RawLog:
+    """Reduce a long per-sample frame to the per-step metrics listed in the module docstring.
+
+    ``frame`` has one row per sample: an integer-like ``step`` column (rows without one are
+    dropped and counted in ``metadata["samples_without_step"]``), the numeric ``reward_col``
+    (null = missing, left out of the statistics), the prompt/group key ``group_col`` (None: no
+    group statistics) and the numeric ``extra`` columns (reduced to ``reward/<name>`` means). With
+    ``prompt_key`` the group key is the prompt text: when every sample of a step has the same one (a
+    VLM whose image is not in the text), it cannot tell the groups apart, and the groups are
+    consecutive blocks of ``rollout_n``, or there are none and ``metadata["ungrouped"]`` says why. ``layout`` (default ``format``) is
+    recorded in ``metadata["layout"]``; ``errors`` (the reader's) and ``metadata`` (merged over the
+    computed one, except where a step has no groups: then ``groups`` says why) are passed through; ``format`` names the result. Returns a :class:`RawLog` with
+    one row per step, in order of first appearance, and the stage trace of every step.
+    """
+    errors = list(errors or [])
+    frame = frame.with_columns(pl.col("step").cast(pl.Int64, strict=False))
+    null_steps = frame["step"].null_count()
+    frame = frame.filter(pl.col("step").is_not_null())
+    rows: list[dict[str, Any]] = []
+    traces: list[pl.DataFrame] = []
+    group_notes: set[str] = set()
+    for part in frame.partition_by("step", maintain_order=True):
+        step = int(part["step"][0])
+        metrics, trace = _step_metrics(part, reward_col, group_col, rollout_n, extra, prompt_key)
+        traces.append(trace)
+        row: dict[str, Any] = {"step": step, **metrics}
+        if "zero_variance_group_frac" not in row:
+            if prompt_key and group_col is not None and part.height > 1 and part[group_col].n_unique() == 1:
+                if rollout_n and part.height % rollout_n:
+                    group_notes.add(f"rollout_n={rollout_n} does not divide the {part.height} samples of step {step}: "
+                                    "no groups formed there")
+                else:
+                    group_notes.add(f"every {group_col} of a step is identical; pass rollout_n (advcore scan --rollout-n N) "
+                                    "to group consecutive blocks of N samples")
+            else:
+                group_notes.add("group ids missing")
+        rows.append(row)
+    out = rows_frame(rows)
+    meta: dict[str, Any] = {"layout": layout or format, "samples": frame.height,
+                            "null_rewards": int(frame[reward_col].cast(pl.Float64, strict=False).is_null().sum())}
+    meta.update(metadata or {})
+    if group_notes:  # why a step has no group statistics (the scan report shows it)
+        meta["groups"] = meta["ungrouped"] = "; ".join(sorted(group_notes))
+    if null_steps:
+        meta["samples_without_step"] = null_steps
+    return RawLog(format, out, trainer=trainer, metadata=meta, errors=tuple(errors),
+                  trace=pl.concat(traces) if traces else None)
