@@ -30,7 +30,7 @@ def _write(tmp_path: Path, text: str, name: str = "output.log") -> Path:
 
 def test_one_row_per_step_episodes_of_a_step_averaged(tmp_path: Path) -> None:
     p = _write(tmp_path, SYNTH)
-    assert detect(p) is cleanrl_console
+    assert detect(p) is cleanrl_console.FORMAT
     run = load(p)
     assert run.format == "cleanrl_console" and run.trainer == "cleanrl" and not run.errors
     assert run.frame["step"].to_list() == [16, 40, 96, 128]
@@ -45,7 +45,7 @@ def test_purejaxrl_spelling_with_spaces(tmp_path: Path) -> None:
             "global step=2000, episodic return=-400.0, episode length=400\n"
             "global step=2852, episodic return=-212.0, episode length=212\n")
     p = _write(tmp_path, text)
-    assert detect(p) is cleanrl_console
+    assert detect(p) is cleanrl_console.FORMAT
     raw = cleanrl_console.read(p)
     assert raw.frame["episode_length"].to_list() == [450.0, 212.0]
     assert load(p).frame["reward_mean"].to_list() == [-450.0, -212.0]
@@ -69,7 +69,7 @@ def test_a_truncated_line_costs_that_line_a_bad_value_that_value(tmp_path: Path)
 def test_crlf_and_logger_prefixes(tmp_path: Path) -> None:
     p = tmp_path / "output.log"
     p.write_bytes(b"INFO: global_step=8, episodic_return=[1.]\r\n[rank0]: global_step=16, episodic_return=[2.]\r\n")
-    assert detect(p) is cleanrl_console
+    assert detect(p) is cleanrl_console.FORMAT
     run = load(p)
     assert not run.errors and run.frame["reward_mean"].to_list() == [1.0, 2.0]
 

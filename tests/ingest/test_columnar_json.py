@@ -15,7 +15,7 @@ from tests.detectors._fixtures import fired
 def test_dict_of_arrays(tmp_path: Path) -> None:
     p = tmp_path / "m.json"
     p.write_text(json.dumps({"rewards_avg": [0.1, "0.2", None], "kl_avg": [0, 0.01, 0.02], "seed": 3}))
-    assert detect(p) is columnar_json
+    assert detect(p) is columnar_json.FORMAT
     run = load(p)
     assert run.frame["step"].to_list() == [1, 2, 3]
     assert run.frame["reward_mean"].to_list() == [0.1, 0.2, None]
@@ -26,13 +26,13 @@ def test_scalars_before_the_arrays(tmp_path: Path) -> None:
     p = tmp_path / "ppo_metrics.json"
     p.write_text(json.dumps({"beta": 0.05, "seed": 42, "tag": "run a", "done": True, "note": None,
                              "rewards_curve": [1.0, 2.0], "kl_curve": [0.0, 3.0]}, indent=2))
-    assert detect(p) is columnar_json
+    assert detect(p) is columnar_json.FORMAT
     run = load(p)
     assert run.frame["reward_mean"].to_list() == [1.0, 2.0] and run.metadata["beta"] == 0.05
     # a trainer_state.json opens with scalars too: its log_history stays trainer_state's
     q = tmp_path / "trainer_state.json"
     q.write_text(json.dumps({"best_metric": None, "epoch": 1.0, "log_history": [{"step": 1, "reward": 0.5}]}))
-    assert detect(q) is not columnar_json
+    assert detect(q) is not columnar_json.FORMAT
 
 
 def test_real_ppo_summary_with_reward_curve() -> None:
@@ -79,7 +79,7 @@ def test_group_stat_records_per_micro_batch(tmp_path: Path) -> None:
     ]
     p = tmp_path / "g.json"
     p.write_text(json.dumps(rows, indent=2))
-    assert detect(p) is columnar_json
+    assert detect(p) is columnar_json.FORMAT
     run = load(p)
     assert run.frame["step"].to_list() == [1, 2]  # the trainer's global_step during the step, + 1
     assert run.frame["zero_variance_group_frac"].to_list() == [0.75, 0.0]

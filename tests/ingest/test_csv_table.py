@@ -22,7 +22,7 @@ TABLE = (
 def test_notebook_table_with_display_names_and_crlf(tmp_path: Path) -> None:
     p = tmp_path / "table.csv"
     p.write_bytes(TABLE.encode())
-    assert detect(p) is csv_table
+    assert detect(p) is csv_table.FORMAT
     run = load(p)
     assert run.trainer == "trl" and not run.errors
     assert run.frame["step"].to_list() == [1, 2]
@@ -184,7 +184,7 @@ def test_real_spinning_up_progress_txt_is_tab_separated() -> None:
     path = corpus("h10-spinup-ppo-hopper-learns/progress.txt")
     with path.open() as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
-    assert detect(path) is csv_table
+    assert detect(path) is csv_table.FORMAT
     run = load(path)
     assert run.trainer == "spinup" and run.frame["step"].to_list() == [int(r["Epoch"]) for r in rows]
     assert run.frame["reward_mean"].to_list() == pytest.approx([float(r["AverageEpRet"]) for r in rows])
@@ -256,14 +256,14 @@ def test_pandas_row_index_column_is_dropped_and_rows_numbered(tmp_path: Path) ->
     # what DataFrame.to_csv writes by default: an unnamed index column first
     p = tmp_path / "metrics_SAC.csv"
     p.write_text(",Reward,Actor Loss\n0,-3.0,0.0\n1,-1.5,0.2\n2,4.0,0.1\n")
-    assert detect(p) is csv_table
+    assert detect(p) is csv_table.FORMAT
     run = load(p)
     assert run.frame["step"].to_list() == [1, 2, 3] and run.frame["reward_mean"].to_list() == [-3.0, -1.5, 4.0]
     # an empty header cell elsewhere, or over other numbers, is not pandas' index: no table
     p.write_text("Reward,,Actor Loss\n-3.0,0,0.0\n-1.5,1,0.2\n4.0,2,0.1\n")
-    assert detect(p) is not csv_table
+    assert detect(p) is not csv_table.FORMAT
     p.write_text(",Reward\n5,-3.0\n6,-1.5\n7,4.0\n")
-    assert detect(p) is not csv_table
+    assert detect(p) is not csv_table.FORMAT
 
 
 def test_real_hand_written_sac_pandas_csv() -> None:

@@ -176,7 +176,7 @@ def test_json_lines_whose_first_value_is_a_list_are_records(tmp_path: Path) -> N
     # a columnar document on one line (no second line) is still columnar
     doc = tmp_path / "columns.json"
     doc.write_text(json.dumps({"rewards_avg": [0.5] * N, "kl_avg": [0.01] * N}))
-    assert detect(doc) is columnar_json
+    assert detect(doc) is columnar_json.FORMAT
 
 
 def test_a_csv_with_a_short_row_near_the_top_is_a_csv(tmp_path: Path) -> None:

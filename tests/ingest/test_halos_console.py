@@ -22,7 +22,7 @@ def test_stats_lines_are_steps_and_the_rest_is_skipped(tmp_path: Path) -> None:
         "train stats after 128 examples: {'loss/entropy': '0.89342', 'loss/policykl': 'nan', 'grad_norm': '2.2541', "
         "'counters/examples': 128, 'counters/updates': 8}\n"
         "train stats after 192 examples: {'loss/entropy': '0.9', 'loss/poli\n")
-    assert detect(p) is halos_console
+    assert detect(p) is halos_console.FORMAT
     run = load(p)
     assert run.trainer == "halos" and run.frame["step"].to_list() == [64, 128]
     assert run.frame["entropy"].to_list() == [1.0193, 0.89342]

@@ -25,7 +25,7 @@ def test_list_of_records_takes_its_step_from_epoch(tmp_path: Path) -> None:
             {"epoch": 2, "avg_reward": "bad", "success_rate": 0.9, "timestamp": "2026-04-18T21:47:32"},
             {"epoch": 3, "avg_reward": 0.7, "success_rate": 1.0, "timestamp": "2026-04-18T21:51:47"}]
     p = _write(tmp_path, rows)
-    assert detect(p) is json_records
+    assert detect(p) is json_records.FORMAT
     run = load(p)
     assert run.format == "json_records" and not run.errors
     assert run.sources["step"] == "epoch" and run.metadata["non_numeric"] == ["timestamp"]
@@ -47,12 +47,12 @@ def test_list_without_an_integer_step_key_counts_records(tmp_path: Path) -> None
 
 
 def test_lists_with_a_step_stay_log_history_and_group_stats_stay_columnar(tmp_path: Path) -> None:
-    assert detect(_write(tmp_path, [{"loss": 0.1, "step": 1}], "a.json")) is trainer_state
+    assert detect(_write(tmp_path, [{"loss": 0.1, "step": 1}], "a.json")) is trainer_state.FORMAT
     stats = [{"step": 0, "n_positive": 1, "n_negative": 1, "n_degenerate": 2}]
-    assert detect(_write(tmp_path, stats, "b.json")) is columnar_json
-    assert detect(_write(tmp_path, {"a": [1, 2], "b": [3, 4]}, "c.json")) is columnar_json
+    assert detect(_write(tmp_path, stats, "b.json")) is columnar_json.FORMAT
+    assert detect(_write(tmp_path, {"a": [1, 2], "b": [3, 4]}, "c.json")) is columnar_json.FORMAT
     unequal = _write(tmp_path, {"a": [1, 2], "b": [1]}, "d.json")  # no step array: nothing to join on
-    assert detect(unequal) is columnar_json and "equal-length" in load(unequal).errors[0].message
+    assert detect(unequal) is columnar_json.FORMAT and "equal-length" in load(unequal).errors[0].message
 
 
 def test_not_a_list_of_objects(tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def _groups_doc() -> dict[str, object]:
 def test_groups_joined_on_the_update_steps(tmp_path: Path) -> None:
     p = _write(tmp_path, _groups_doc())
     # an object starts like a columnar one: columnar_json reads it once and hands the groups over
-    assert detect(p) is columnar_json and load(p).format == json_records.NAME
+    assert detect(p) is columnar_json.FORMAT and load(p).format == json_records.NAME
     raw = json_records.read(p)
     assert raw.trainer == "sb3_callback" and not raw.errors
     f = raw.frame
@@ -110,7 +110,7 @@ def test_groups_without_records_join_arrays_on_the_coarsest_steps(tmp_path: Path
     doc = {"rewards": [1.0, 2.0, 3.0, 4.0], "timesteps": [1, 2, 2, 9],
            "kl": [0.1, 0.2], "update_steps": [2, 4]}
     p = _write(tmp_path, doc)
-    assert detect(p) is columnar_json and load(p).format == json_records.NAME
+    assert detect(p) is columnar_json.FORMAT and load(p).format == json_records.NAME
     raw = json_records.read(p)
     assert raw.trainer is None and raw.metadata["rows_from"] == "update"
     assert raw.frame["step"].to_list() == [2, 4, 9]

@@ -47,7 +47,7 @@ def test_a_folder_of_step_dumps_is_one_run(tmp_path: Path) -> None:
         written[step] = (rewards, write_step(tmp_path, step, rewards))
     (tmp_path / "config.yaml").write_text("grpo: {}\n")
     assert collect_paths([str(tmp_path)]).files == [tmp_path]
-    assert detect(tmp_path) is nemo_rl and detect(tmp_path / "train_data_step1.jsonl") is nemo_rl
+    assert detect(tmp_path) is nemo_rl.FORMAT and detect(tmp_path / "train_data_step1.jsonl") is nemo_rl.FORMAT
     run = load(tmp_path)
     assert run.format == "nemo_rl" and run.frame["step"].to_list() == [1, 2, 3]
     for i, (rewards, adv) in enumerate(written.values()):

@@ -59,7 +59,7 @@ def test_the_last_progress_table_is_read(tmp_path: Path) -> None:
               "</tr></thead><tbody><tr><th>0</th><td>9</td></tr></tbody></table>")
     p = _notebook(tmp_path, [[_html_output(first)], [_stream("{'loss': 0.1, 'reward': 9.0}\n"), _html_output(last)],
                              [_html_output(pandas)]])
-    assert detect(p) is notebook
+    assert detect(p) is notebook.FORMAT
     run = load(p)
     assert run.format == "notebook" and run.trainer == "trl"
     assert run.frame["step"].to_list() == [1, 2, 4]
@@ -107,7 +107,7 @@ def test_a_loss_only_table_gives_way_to_a_callback_that_prints_every_key(tmp_pat
 
 def test_a_notebook_without_a_training_log(tmp_path: Path) -> None:
     p = _notebook(tmp_path, [[_stream("hello\n")]])
-    assert detect(p) is notebook
+    assert detect(p) is notebook.FORMAT
     run = load(p)
     assert run.steps == 0 and "no training progress table" in run.errors[0].message
 
@@ -118,7 +118,7 @@ def test_colab_layout_and_broken_json(tmp_path: Path) -> None:
                _html_output(_table(HEADER, [["1", "0.1", "0.5", "0.0", "1.0"]]))]}]}
     p = tmp_path / "colab.ipynb"
     p.write_text(json.dumps(doc, separators=(",", ":")))
-    assert detect(p) is notebook and load(p).frame["reward_mean"].to_list() == [0.5]
+    assert detect(p) is notebook.FORMAT and load(p).frame["reward_mean"].to_list() == [0.5]
     cut = tmp_path / "cut.ipynb"
     cut.write_text(p.read_text()[:200])
     e = notebook.read(cut).errors[0]

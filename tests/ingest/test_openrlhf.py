@@ -20,7 +20,7 @@ def test_global_step_lines(tmp_path: Path) -> None:
         "Global step 3: {'policy_loss': -0.1, 're\n",
         encoding="utf-8",
     )
-    assert detect(p) is openrlhf
+    assert detect(p) is openrlhf.FORMAT
     raw = openrlhf.read(p)
     assert raw.frame["step"].to_list() == [1, 2]
     assert raw.frame["policy_loss"].to_list() == [0.12, -0.1]

@@ -15,7 +15,7 @@ def test_jsonl_records(tmp_path: Path) -> None:
     p = tmp_path / "m.jsonl"
     p.write_text('{"step": 1, "reward_mean": 0.5, "actor": {"entropy": 1.0}, "note": "x"}\n\n'
                  '{"step": 2, "reward_mean": "0.75", "kl": NaN}\n')
-    assert detect(p) is plain
+    assert detect(p) is plain.FORMAT
     run = load(p)
     assert run.frame["step"].to_list() == [1, 2]
     assert run.frame["reward_mean"].to_list() == [0.5, 0.75]
@@ -32,7 +32,7 @@ def test_jsonl_truncated_line(tmp_path: Path) -> None:
 def test_parquet(tmp_path: Path) -> None:
     p = tmp_path / "m.parquet"
     pl.DataFrame({"step": [1, 2], "reward_mean": [0.1, None], "entropy": [1.0, 0.5]}).write_parquet(p)
-    assert detect(p) is plain
+    assert detect(p) is plain.FORMAT
     run = load(p)
     assert run.frame["reward_mean"].to_list() == [0.1, None]
     assert run.frame["entropy"].to_list() == [1.0, 0.5]

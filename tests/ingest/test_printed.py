@@ -25,7 +25,7 @@ def test_pipe_separated_updates(tmp_path: Path) -> None:
     lines = [f"Update {10 * i:4d} | MeanEpReturn: {i + 0.5:.3f} | MaxEpReturn: {2 * i:.3f} | CriticLoss: 0.8970 | "
              f"Entropy: {1 / i:.4f}" for i in range(1, 6)]
     p = _log(tmp_path, "Using device: cuda\n" + "\n".join(lines) + "\n")
-    assert detect(p) is printed
+    assert detect(p) is printed.FORMAT
     run = load(p)
     assert run.trainer == "printed" and run.frame["step"].to_list() == [10, 20, 30, 40, 50]
     assert run.frame["reward_mean"].to_list() == [1.5, 2.5, 3.5, 4.5, 5.5]
@@ -72,7 +72,7 @@ def test_chinese_counter_and_prose_are_told_apart(tmp_path: Path) -> None:
     assert run.frame["reward_mean"].to_list() == [0.0, 10.0, 20.0, 30.0]
     # prose with numbers is no progress line: "Step 1: generating 2 candidates for prompt 1/1"
     prose = "".join(f"  Step {i}: generating 2 candidates for prompt 1/1...\n" for i in range(1, 6))
-    assert detect(_log(tmp_path, prose, "prose.log")) is not printed
+    assert detect(_log(tmp_path, prose, "prose.log")) is not printed.FORMAT
 
 
 def test_bad_counter_costs_its_line_and_long_lines_are_skipped(tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_lines_without_a_counter_are_numbered_in_order(tmp_path: Path) -> None:
     assert run.frame["reward_mean"].to_list() == rewards
     # a CSV whose rows hold a "beta=0.0" in a text field is no printed log
     csv = "".join(f"{i},0.5,GRPO beta=0.0; no reference KL\n" for i in range(1, 10))
-    assert detect(_log(tmp_path, "update,reward_mean,note\n" + csv, "m.csv")) is not printed
+    assert detect(_log(tmp_path, "update,reward_mean,note\n" + csv, "m.csv")) is not printed.FORMAT
 
 
 def test_a_header_per_iteration_and_one_pair_per_line(tmp_path: Path) -> None:
@@ -175,7 +175,7 @@ def test_steps_that_begin_after_a_long_launch_preamble_are_found(tmp_path: Path)
     preamble = warning * (2 * HEAD_BYTES // len(warning))
     block = "epoch: 0|step: {s}|ppo_ep: 1|act_loss: 0.2|cri_loss: 0.1\naverage reward score: {r}\n"
     p = _log(tmp_path, preamble + "".join(block.format(s=s, r=s / 4) for s in range(5)))
-    assert detect(p) is printed
+    assert detect(p) is printed.FORMAT
     assert load(p).frame["reward_mean"].to_list() == [0.0, 0.25, 0.5, 0.75, 1.0]
     # prose alone, however long, stays unreadable
     assert detect(_log(tmp_path, preamble, "prose.log")) is None
@@ -347,7 +347,7 @@ def test_a_run_resumed_with_its_counters_restarted_is_still_printed_progress(tmp
     second = [line.format(e=e, r=e / 100, b="1.00", s=2.0, t=60 * e) for e in (100, 200, 300)]
     p = _log(tmp_path, "#### PG\n```\n" + "\n".join(first) + "\nLoaded: best.pth\n" + "\n".join(second) + "\n```\n",
              "flappybird.md")
-    assert detect(p) is printed
+    assert detect(p) is printed.FORMAT
     run = load(p)
     assert run.frame["step"].to_list() == [100, 200, 300, 400, 100, 200, 300]
     assert run.frame["phase"].to_list() == [0, 0, 0, 0, 1, 1, 1]
@@ -418,7 +418,7 @@ def test_bare_progress_counter_after_a_tag(tmp_path: Path) -> None:
     lines += [f"[synth100] {i:3d}/100 | loss={-i / 3:.4f} | reward={i / 8:.3f}" for i in range(1, 9)]
     lines += ["[synth100]   -> ckpt s8", "", "[synth100] DONE | last10=0.500 | run=386273f4:train:0"]
     p = _log(tmp_path, "\n".join(lines) + "\n")
-    assert detect(p) is printed
+    assert detect(p) is printed.FORMAT
     run = load(p)
     assert run.frame["step"].to_list() == list(range(1, 9))
     assert run.frame["reward_mean"].to_list() == pytest.approx([round(i / 8, 3) for i in range(1, 9)])

@@ -24,7 +24,7 @@ def test_iterations_join_their_training_info_and_the_longest_launch_is_read(tmp_
         + "2023-01-27 13:00:00,000 [INFO] val metrics: {'epoch': 1, 'metrics': {}}\n"
         + _TEST.format(e=2) + _ROLL.format(r=0.7, kl=0.02)  # resumed at iteration 2: continues
         + "2023-01-27 13:10:00,000 [INFO] Rollout Info: {'rollout_info/ep_rew': 0.8, 'rollout_inf\n")
-    assert detect(p) is rl4lms
+    assert detect(p) is rl4lms.FORMAT
     run = load(p)
     assert run.trainer == "rl4lms" and run.frame["step"].to_list() == [1, 2, 3]
     assert run.frame["reward_mean"].to_list() == [0.5, 0.6, 0.7]

@@ -24,7 +24,7 @@ def test_reports_share_a_frame_count_and_each_policy_is_a_column(tmp_path: Path)
                  + _fps(0) + "[2025-07-01 20:33:56,017][166323] Avg episode reward: [(0, '-90.5'), (1, '5.0')]\n"
                  + _fps(4096) + "[2025-07-01 20:34:01,017][166323] Avg episode reward: [(0, '12.25')]\n"
                  + _fps(8192) + "[2025-07-01 20:34:06,017][166323] Avg episode reward: [(0, '12.5'), (1, \n")
-    assert detect(p) is sample_factory
+    assert detect(p) is sample_factory.FORMAT
     run = load(p)
     assert run.trainer == "sample_factory" and run.frame["step"].to_list() == [0, 4096]
     assert run.frame["reward_mean"].to_list() == [-90.0, 12.25]

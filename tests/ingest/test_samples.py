@@ -27,7 +27,7 @@ def test_long_jsonl_and_parquet(tmp_path: Path) -> None:
     pq = tmp_path / "s.parquet"
     _long().write_parquet(pq)
     for p in (js, pq):
-        assert detect(p) is samples
+        assert detect(p) is samples.FORMAT
         run = load(p)
         f = run.frame
         assert f["step"].to_list() == [1, 2]
@@ -63,7 +63,7 @@ def test_verl_dump_groups_by_prompt(tmp_path: Path) -> None:
 
 def test_real_verl_rollout_dump() -> None:
     path = real("verl-vlm-svg-grpo-rollout-dump/1.jsonl")
-    assert detect(path) is verl_rollouts
+    assert detect(path) is verl_rollouts.FORMAT
     run = load(path)  # every input is identical: no groups without rollout_n
     assert run.frame["step"].to_list() == [1]
     assert run.frame["reward_min"][0] == pytest.approx(-84.04, abs=0.01)

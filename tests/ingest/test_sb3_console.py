@@ -59,7 +59,7 @@ def _write(tmp_path: Path, text: str, name: str = "train.log") -> Path:
 
 def test_tables_become_rows_keyed_section_slash_key(tmp_path: Path) -> None:
     p = _write(tmp_path, SYNTH)
-    assert detect(p) is sb3_console
+    assert detect(p) is sb3_console.FORMAT
     raw = sb3_console.read(p)
     assert raw.trainer == "sb3" and raw.metadata["tables"] == 4 and not raw.errors
     assert {"rollout/ep_rew_mean", "time/total_timesteps", "train/approx_kl", "eval/mean_reward"} <= set(raw.frame.columns)
@@ -78,7 +78,7 @@ def test_crlf_ansi_and_progress_bar_redraws(tmp_path: Path) -> None:
                          "\x1b[2K 40% ━━━━━━━━━━━━━━ 4096/10000\r| rollout/                |             |")
     p = tmp_path / "train.log"
     p.write_bytes(text.replace("\n", "\r\n").encode())
-    assert detect(p) is sb3_console
+    assert detect(p) is sb3_console.FORMAT
     run = load(p)
     assert not run.errors and run.frame["reward_mean"].to_list() == [87.6, 92.4, None, 95.8]
 
@@ -162,7 +162,7 @@ def test_stable_baselines_2_tables_without_sections(tmp_path: Path) -> None:
     p = tmp_path / "train.log"
     p.write_text("Loading...\n" + "".join(SB2_TABLE.format(kl=f"{1e-7 * (i + 1):.3g}", t=128 * (i + 1))
                                           for i in range(6)))
-    assert detect(p) is sb3_console
+    assert detect(p) is sb3_console.FORMAT
     run = load(p)
     assert run.trainer == "baselines" and run.frame["step"].to_list() == [128 * (i + 1) for i in range(6)]
     assert run.frame["kl_step"].to_list() == pytest.approx([1e-7 * (i + 1) for i in range(6)])

@@ -117,7 +117,7 @@ def test_file_logger_merges_a_step_and_reports_a_truncated_line(tmp_path: Path) 
         _record(3, {"critic/score/mean": 0.8125}, 60),  # resumed run re-logging step 3 with other values
     ]
     p = _write(tmp_path, lines)
-    assert detect(p) is simplevla
+    assert detect(p) is simplevla.FORMAT
     raw = simplevla.read(p)
     assert raw.frame["step"].to_list() == [0, 1, 3, 3]
     assert raw.frame["val/test_score/libero_10"][0] == 0.5 and raw.frame["timing/gen"][0] == 1200.25
@@ -137,7 +137,7 @@ def test_a_file_without_the_header_still_checks_lines_that_start_like_records(tm
     lines = [_record(5, {"critic/score/mean": 0.5}), "2025-07-03T10:01:02.5\t6",  # cut after the step
              _record(7, {"critic/score/mean": 0.25})]
     p = _write(tmp_path, lines)
-    assert detect(p) is simplevla
+    assert detect(p) is simplevla.FORMAT
     raw = simplevla.read(p)
     assert raw.frame["step"].to_list() == [5, 7]
     assert [e.line for e in raw.errors] == [2]
@@ -148,7 +148,7 @@ def test_console_accuracy_lines_become_per_step_group_shares(tmp_path: Path) -> 
     batches = [[rng.binomial(G, p, size=8) for p in rng.uniform(0.05, 0.95, size=int(rng.integers(1, 4)))]
                for _ in range(6)]
     p = _console_run(tmp_path, batches)
-    assert detect(p) is simplevla
+    assert detect(p) is simplevla.FORMAT
     raw = simplevla.read(p)
     assert raw.errors == ()
     f = raw.frame
@@ -199,7 +199,7 @@ def test_a_truncated_accuracy_line_is_reported_and_the_rest_loads(tmp_path: Path
         _console(1, {"critic/score/mean": 0.75}),
     ]
     p = _write(tmp_path, lines)
-    assert detect(p) is simplevla
+    assert detect(p) is simplevla.FORMAT
     run = load(p)
     assert [e.line for e in run.errors] == [2] and "rate:count" in run.errors[0].message
     assert run.frame["step"].to_list() == [0, 1]
@@ -250,24 +250,24 @@ def test_degenerate_groups_stays_quiet_on_mixed_success(tmp_path: Path) -> None:
 
 def test_sniff_leaves_plain_verl_consoles_alone(tmp_path: Path) -> None:
     plain = _write(tmp_path, [_console(s, {"critic/score/mean": 0.5}) for s in range(5)], "verl.log")
-    assert detect(plain) is verl_console
+    assert detect(plain) is verl_console.FORMAT
     # An accuracy line far past the 64 KiB head (a long config dump) is still found.
     noise = [PRE + f"config line {i} " + "x" * 100 for i in range(800)]
     deep = _write(tmp_path, noise + [_accuracy([0, 8, 4]), _console(0, {"critic/score/mean": 0.5})], "deep.log")
     assert deep.stat().st_size > 1 << 16
-    assert detect(deep) is simplevla
+    assert detect(deep) is simplevla.FORMAT
     # Without the accuracy filter the actor's own entropy key still tells SimpleVLA-RL apart.
     unfiltered = _write(tmp_path, [_console(s, {"actor/lr(1e-4)": 0.05, "actor_after/entropy_loss_eval": 1.5})
                                    for s in range(2)], "unfiltered.log")
-    assert detect(unfiltered) is simplevla
+    assert detect(unfiltered) is simplevla.FORMAT
     run = load(unfiltered)
     assert run.frame["entropy"].to_list() == [1.5, 1.5] and run.frame["lr"].to_list() == pytest.approx([5e-6] * 2)
     jsonl = _write(tmp_path, [json.dumps({"step": 1, "data": {"critic/score/mean": 0.5}})], "verl.jsonl")
-    assert detect(jsonl) is not simplevla
+    assert detect(jsonl) is not simplevla.FORMAT
 
 
 @pytest.mark.skipif(not REAL.is_dir(), reason=f"real logs not found at {REAL}")
 def test_no_real_log_is_taken_for_a_simplevla_log() -> None:
     """None of the real runs is a SimpleVLA-RL run (no file holds an accuracy line or the header)."""
     for path in sorted(p for p in REAL.rglob("*") if p.is_file() and p.name != "SOURCE.md"):
-        assert detect(path) is not simplevla, path
+        assert detect(path) is not simplevla.FORMAT, path

@@ -20,7 +20,7 @@ def _event(run: str) -> Path:
 def test_corrupt_and_empty_event_file(tmp_path: Path) -> None:
     p = tmp_path / "events.out.tfevents.1.host"
     p.write_bytes(b"\x00\x01garbage")
-    assert detect(p) is tensorboard
+    assert detect(p) is tensorboard.FORMAT
     run = load(p)
     assert run.steps == 0 and run.errors
 

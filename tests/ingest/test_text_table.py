@@ -25,7 +25,7 @@ ID     Step    maxR |    avgR   stdR   avgS  stdS |    expR   objC   etc.
 def test_elegantrl_evaluator_table(tmp_path: Path) -> None:
     p = tmp_path / "train.log"
     p.write_text(ELEGANTRL)
-    assert detect(p) is text_table
+    assert detect(p) is text_table.FORMAT
     run = load(p)
     assert run.trainer == "elegantrl" and run.errors == ()
     # the new-best lines (3 values) are not rows; the step is the Step column

@@ -58,7 +58,7 @@ def test_mlflow_sqlite_store_one_run_per_logged_run(tmp_path: Path) -> None:
     db = mlflow_db(tmp_path / "mlruns.db", {("grpo", "healthy"): grpo_rows(40, dies=False),
                                             ("grpo", "dies"): grpo_rows(40, dies=True),
                                             ("grpo", "gone"): grpo_rows(5, dies=False)}, deleted=("gone",))
-    assert detect(db) is mlflow_store
+    assert detect(db) is mlflow_store.FORMAT
     runs = load_runs(db)
     assert [r.path for r in runs] == [f"{db}#grpo/healthy", f"{db}#grpo/dies"]  # the deleted run is left out
     assert all(r.files == (str(db),) and r.format == "mlflow" and r.trainer == "verl" for r in runs)
@@ -122,7 +122,7 @@ def test_mlflow_folder_store_scanned_one_run_per_run_folder(tmp_path: Path) -> N
     write_folder_run(store, ("17", "ppo"), ("bbbb", "seed1"), {"critic/score/mean": [(s, "0.5", s) for s in range(30)]})
     collected = collect_paths([str(store)])
     assert collected.files == [store / "17" / "aaaa", store / "17" / "bbbb"]  # params and tags are no runs
-    assert detect(a) is mlflow_store
+    assert detect(a) is mlflow_store.FORMAT
     reports = scan(collected.files, ScanOptions(), jobs=1)
     assert [r.run.path for r in reports] == [f"{a}#ppo/seed0", f"{store / '17' / 'bbbb'}#ppo/seed1"]
     first = reports[0].run.frame
@@ -161,7 +161,7 @@ def test_trackio_project_one_run_per_run_name(tmp_path: Path) -> None:
     rows += [("b", 0, {"train/reward": "NaN", "train/kl": "Infinity", "caption": "text"}),
              ("b", 0, {"train/kl": "-Infinity"}), ("b", 3, "{not json")]
     db = trackio_db_file(tmp_path / "demo.db", rows)
-    assert detect(db) is trackio_db
+    assert detect(db) is trackio_db.FORMAT
     a, b = load_runs(db)
     assert a.path == f"{db}#demo/a" and b.path == f"{db}#demo/b"
     assert a.frame["reward_mean"].to_list() == [0.1 * s for s in range(25)]

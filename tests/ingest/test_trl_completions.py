@@ -46,9 +46,9 @@ def tables(name: str) -> list[pl.DataFrame]:
 @pytest.mark.parametrize("name", RUNS)
 def test_detected_as_folder_and_file(name: str) -> None:
     folder = FIX / name / "completions"
-    assert detect(folder) is trl_completions
+    assert detect(folder) is trl_completions.FORMAT
     first = min(folder.glob("*.parquet"))
-    assert detect(first) is trl_completions
+    assert detect(first) is trl_completions.FORMAT
     one = load(first)
     assert one.format == "trl_completions" and one.trainer == "trl" and one.steps == 1 and not one.errors
 
@@ -226,7 +226,7 @@ def test_a_corrupt_first_table_does_not_hide_the_good_ones(tmp_path: Path) -> No
     folder = tmp_path / "completions"
     shutil.copytree(FIX / "healthy" / "completions", folder)
     (folder / "completions_00001.parquet").write_bytes(b"not parquet")
-    assert detect(folder) is trl_completions
+    assert detect(folder) is trl_completions.FORMAT
     run = load(folder)
     whole = load(FIX / "healthy" / "completions")
     assert run.frame["step"].to_list() == whole.frame["step"].to_list()[1:]   # step 1 alone is lost

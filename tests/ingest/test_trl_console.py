@@ -27,7 +27,7 @@ SYNTH = (
 def test_synthetic_console(tmp_path: Path) -> None:
     p = tmp_path / "run.log"
     p.write_text(SYNTH)
-    assert detect(p) is trl_console
+    assert detect(p) is trl_console.FORMAT
     run = load(p)
     assert run.format == "trl_console" and run.trainer == "trl" and not run.errors
     assert run.steps == 3

@@ -61,7 +61,7 @@ def test_fixture_firing_every_group_tied_from_step_6(tmp_path: Path) -> None:
     mixed = [("Is it a pond?", [3.0, 0.0]), ("Is it red?", [3.0, 3.0])]
     tied = [("Is it a pond?", [3.0, 3.0]), ("Is it red?", [-1.0, -1.0])]
     p = _write(tmp_path / "rollout_results.md", [mixed] * 5 + [tied] * 15)
-    assert detect(p) is trl_rollouts_md
+    assert detect(p) is trl_rollouts_md.FORMAT
     run = load(p)
     assert run.format == "trl_rollouts_md" and run.trainer == "trl" and run.errors == ()
     f = run.frame
@@ -155,7 +155,7 @@ def _console(path: Path) -> list[dict[str, float]]:
                                                              ("trl-dapo-vlm-181457", 43, 8)])
 def test_real_dump_matches_an_independent_parse(run_dir: str, sections: int, groups: int) -> None:
     path = real(f"{run_dir}/rollout_results.md")
-    assert detect(path) is trl_rollouts_md
+    assert detect(path) is trl_rollouts_md.FORMAT
     run = load(path)
     assert run.errors == () and run.steps == sections
     oracle = _oracle(path)

@@ -92,7 +92,7 @@ def test_empty_and_no_step_files(tmp_path: Path) -> None:
 def test_real_verl_consoles(relative: str, n: int, first: int, last: int, score0: float, score1: float,
                             ent0: float, ent1: float) -> None:
     path = real(relative)
-    assert detect(path) is verl_console
+    assert detect(path) is verl_console.FORMAT
     run = load(path)
     assert run.errors == ()
     f = run.frame
@@ -139,7 +139,7 @@ def test_a_console_capture_whose_first_step_line_comes_after_pages_of_rollouts()
     assert first > (1 << 16)  # past the head that format detection reads first
     steps = [int(m.group(1)) for m in re.finditer(r"^step:(\d+) - .*critic/score/mean:", text, re.MULTILINE)]
     assert len(steps) == 9
-    assert detect(path) is verl_console
+    assert detect(path) is verl_console.FORMAT
     run = load(path)
     assert sorted(set(run.frame["step"].to_list())) == sorted(set(steps))
 
@@ -147,4 +147,4 @@ def test_a_console_capture_whose_first_step_line_comes_after_pages_of_rollouts()
 def test_a_text_file_without_step_lines_is_still_not_a_verl_console(tmp_path: Path) -> None:
     p = tmp_path / "notes.log"
     p.write_text("a diary of a training run\n" * 5000 + "reward went up\n")
-    assert detect(p) is not verl_console
+    assert detect(p) is not verl_console.FORMAT

@@ -20,7 +20,7 @@ def test_nulls_strings_key_order_and_truncated_line(tmp_path: Path) -> None:
         '{"step":3,"data":{"critic/score/mean":0.\n',
         encoding="utf-8",
     )
-    assert detect(p) is verl_jsonl
+    assert detect(p) is verl_jsonl.FORMAT
     raw = verl_jsonl.read(p)
     f = raw.frame
     assert f["step"].to_list() == [1, 2]
@@ -39,7 +39,7 @@ def test_nulls_strings_key_order_and_truncated_line(tmp_path: Path) -> None:
 def test_records_with_other_top_level_keys(tmp_path: Path, line: str) -> None:
     p = tmp_path / "exp.jsonl"
     p.write_text(line + "\n" + line.replace('"step": 1', '"step": 2').replace("0.5", "0.75") + "\n")
-    assert detect(p) is verl_jsonl
+    assert detect(p) is verl_jsonl.FORMAT
     run = load(p)
     assert run.frame["step"].to_list() == [1, 2] and run.frame["reward_mean"].to_list() == [0.5, 0.75]
     assert "elapsed_seconds" not in run.metadata.get("unmapped", [])
@@ -54,7 +54,7 @@ def test_empty_file(tmp_path: Path) -> None:
 
 def test_real_filelogger() -> None:
     path = real("verl-elastic-ppo-filelogger-broken/gsm8k.jsonl")
-    assert detect(path) is verl_jsonl
+    assert detect(path) is verl_jsonl.FORMAT
     raw = verl_jsonl.read(path)
     assert raw.frame["step"].to_list() == [0, 1, 2, 3]
     # null at step 3 after numbers: NaN written as null by the file logger

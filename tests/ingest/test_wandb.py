@@ -19,7 +19,7 @@ def test_chart_export_with_bands(tmp_path: Path) -> None:
         '"Step","run-a - train/reward","run-a - train/reward__MIN","run-a - train/reward__MAX"\n'
         '10,"0.5","0.4","0.6"\n20,"",,\n30,"0.75","0.7","0.8"\n'
     )
-    assert detect(p) is wandb
+    assert detect(p) is wandb.FORMAT
     run = load(p)
     assert run.frame["step"].to_list() == [10, 30]
     assert run.frame["reward_mean"].to_list() == [0.5, 0.75]
@@ -44,7 +44,7 @@ def test_history_csv_jsonl_parquet(tmp_path: Path) -> None:
     q = tmp_path / "h.parquet"
     pl.DataFrame(rows).write_parquet(q)
     for p in (c, j, q):
-        assert detect(p) is wandb, p
+        assert detect(p) is wandb.FORMAT, p
         run = load(p)
         assert run.frame["step"].to_list() == [0, 10, 20]  # the trainer's step, not _step
         assert run.frame["reward_mean"].to_list() == pytest.approx([0.0, 0.1, 0.2])
@@ -131,7 +131,7 @@ def test_wandb_record_file(tmp_path: Path) -> None:
                                          "caption": big if s == 1 else "t"}) for s in range(6)]
     p = tmp_path / "run-abc.wandb"
     p.write_bytes(_leveldb_log(records))
-    assert detect(p) is wandb
+    assert detect(p) is wandb.FORMAT
     run = load(p)
     assert not run.errors
     assert run.frame["step"].to_list() == list(range(6))

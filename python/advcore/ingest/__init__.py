@@ -1,8 +1,8 @@
 """Read training logs into canonical per-step frames (SPEC sections 4 and 5).
 
-``load(path)`` detects the format from the file's content, reads it with the format's module in
+``load(path)`` detects the format from the file's content, reads it with the format's record in
 :mod:`advcore.ingest.formats`, and maps the trainer's keys onto canonical names through the alias
-table. It never raises for a file it cannot read: the returned :class:`Run` carries the error
+table (per-sample formats, reduced by the core, emit canonical names and skip it). It never raises for a file it cannot read: the returned :class:`Run` carries the error
 (file, line, what was expected) and no rows, so a scan of many files goes on.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 from advcore._escape import described
 from advcore.ingest import formats
@@ -41,11 +40,11 @@ def _head(path: Path, size: int = HEAD_BYTES) -> str | None:
     return decode_head(data)
 
 
-def detect(path: Path) -> ModuleType | None:
-    """The format module that recognises ``path``'s content, or None. A folder is recognised only by
-    a format that reads a folder of files as one run (``READS_FOLDERS``, e.g. TRL's ``completions/``)."""
+def detect(path: Path) -> formats.Format | None:
+    """The format that recognises ``path``'s content, or None. A folder is recognised only by a format
+    that reads a folder of files as one run (``reads_folders``, e.g. TRL's ``completions/``)."""
     if path.is_dir():
-        return next((m for m in formats.ORDER if getattr(m, "READS_FOLDERS", False) and m.sniff(path, None)), None)
+        return next((m for m in formats.ORDER if m.reads_folders and m.sniff(path, None)), None)
     head = _head(path)
     found = next((m for m in formats.ORDER if m.sniff(path, head)), None)
     if found is None and head is not None and path.stat().st_size > HEAD_BYTES:
@@ -83,24 +82,23 @@ def load_runs(path: Path | str, *, format: str | None = None, metric_map: Path |
     aliases: AliasTable = load_aliases(metric_map)
     try:
         if path.is_dir():
-            module = formats.BY_NAME.get(format) if format else detect(path)
-            if module is None or not getattr(module, "READS_FOLDERS", False):
+            fmt = formats.BY_NAME.get(format) if format else detect(path)
+            if fmt is None or not fmt.reads_folders:
                 return [Run.failed(path, "a folder, and not one advcore reads as one run (TRL completions/, an MLflow run)")]
         elif not path.is_file():
             return [Run.failed(path, "not a file")]
         elif path.stat().st_size == 0:
             return [Run.failed(path, "the file is empty")]
         else:
-            module = formats.BY_NAME.get(format) if format else detect(path)
-        if module is None:
+            fmt = formats.BY_NAME.get(format) if format else detect(path)
+        if fmt is None:
             return [Run.failed(path, _unknown(path))]
         with line_limit(max_line):
-            if getattr(module, "MANY_RUNS", False):
-                return [_stored(canonicalize(raw, path, aliases), path) for raw in module.read_runs(path)] or [
-                    Run.failed(path, f"a {module.NAME} store that holds no run")]
-            takes_n = getattr(module, "TAKES_ROLLOUT_N", False)
-            raw: RawLog = module.read(path, rollout_n=rollout_n) if takes_n else module.read(path)
-        return [canonicalize(raw, path, aliases)]
+            raws = fmt.read_one(path, rollout_n)
+        if fmt.read_runs is not None:
+            return [_stored(canonicalize(raw, path, aliases), path) for raw in raws] or [
+                Run.failed(path, f"a {fmt.name} store that holds no run")]
+        return [canonicalize(raws[0], path, aliases, canonical=fmt.per_sample)]
     except OSError as e:
         return [Run.failed(path, f"could not be read: {e.strerror or described(e)}")]
     except sqlite3.Error as e:

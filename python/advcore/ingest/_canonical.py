@@ -122,10 +122,11 @@ def _nonfinite_unmapped(raw: pl.DataFrame, unmapped: list[str], step_col: str | 
     return out
 
 
-def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
+def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonical: bool = False) -> Run:
     """Rename the trainer's keys to canonical names; keys without an alias are dropped (their
     names are kept in ``metadata["unmapped"]``, and the first non-finite value of each numeric one in
-    ``metadata["nonfinite_unmapped"]``, for NONFINITE). When several keys map to one name, the first
+    ``metadata["nonfinite_unmapped"]``, for NONFINITE). With ``canonical`` (a per-sample format, whose
+    reduction emits canonical names) every column keeps its name and the alias table is not consulted. When several keys map to one name, the first
     non-null value of each row wins, in column order. A log whose format names no trainer is read
     with the aliases of the trainer its keys belong to (a TensorBoard file of a verl run is verl's).
     When no key maps to ``reward_mean``, a key whose words name a mean training reward is read as it
@@ -137,7 +138,7 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
     columns: dict[str, list[pl.Expr]] = {}
     unmapped: list[str] = []
     for col in raw.frame.columns:
-        hit = aliases.canonical(col, trainer, version)
+        hit = (col, None) if canonical else aliases.canonical(col, trainer, version)
         if hit is None:
             unmapped.append(col)
             continue
@@ -145,9 +146,9 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable) -> Run:
         sources.setdefault(name, col)
         dtype = pl.Int64 if name == "step" else pl.Float64
         expr = pl.col(col).cast(dtype, strict=False)
-        if row.scale != 1.0:
+        if row is not None and row.scale != 1.0:
             expr = expr * row.scale
-        columns.setdefault(name, []).append(expr + row.offset if row.offset else expr)
+        columns.setdefault(name, []).append(expr + row.offset if row is not None and row.offset else expr)
     guessed = reward_by_name(unmapped) if "reward_mean" not in columns else None
     if guessed is not None:
         unmapped.remove(guessed)

@@ -46,6 +46,7 @@ from typing import Any
 
 import polars as pl
 
+from advcore.ingest.formats import PER_SAMPLE
 from advcore.model import Run
 
 __all__ = ["AGREE_SHARE", "PER_SAMPLE_FORMATS", "RESUME_GAP", "join_runs", "of_one_run"]
@@ -55,7 +56,7 @@ AGREE_SHARE = 0.9
 #: A file resumes another when it begins at most this many median step intervals after the other ends.
 RESUME_GAP = 2
 #: Formats of per-sample data: their per-step values are computed from one step's samples.
-PER_SAMPLE_FORMATS = frozenset({"samples", "trace", "trl_completions", "trl_rollouts_md", "verl_rollouts", "nemo_rl"})
+PER_SAMPLE_FORMATS = PER_SAMPLE
 _ATOL, _RTOL = 1e-6, 1e-3
 
 

@@ -1,34 +1,34 @@
-"""One module per log format. Each has ``NAME``, ``sniff(path, head) -> bool`` (``head`` is the
-file's first 64 KiB as text, decoded by :func:`advcore.ingest._text.decode_head` as the readers decode
-the whole file with :mod:`advcore.ingest._text`, or None for binary content) and ``read(path) -> RawLog``.
-``ORDER`` is the detection order: the most specific formats first. Optional flags:
-``READS_FOLDERS`` (a folder is one run), ``TAKES_ROLLOUT_N`` (``read`` takes ``rollout_n``) and
-``MANY_RUNS`` (a tracking store: ``read_runs(path) -> list[RawLog]``, one per stored run)."""
+"""One module per log format, each declaring its :class:`~advcore.ingest._format.Format` record
+(``FORMAT``: name, sniffer, reader, and whether it reads folders, takes ``rollout_n``, is per-sample
+data or a store of many runs). A format module only parses: the parsing it shares with the others is
+in :mod:`advcore.ingest._parse`, the per-sample reduction in :mod:`advcore.ingest._reduce`.
+``ORDER`` lists the records in detection order, the most specific formats first."""
 
 from __future__ import annotations
 
-from types import ModuleType
+from advcore.ingest._format import Format
+from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, halos_console, json_records, mlflow_store,
+                                    nemo_rl, notebook, openrlhf, plain, printed, rl4lms, sample_factory, samples,
+                                    sb3_console, simplevla, tensorboard, text_table, trace_recording, trackio_db,
+                                    trainer_state, trl_completions, trl_console, trl_rollouts_md, verl_console,
+                                    verl_jsonl, verl_rollouts, wandb)
 
-from advcore.ingest.formats import trainer_state, trl_completions, trl_rollouts_md
-from advcore.ingest.formats import openrlhf, samples, simplevla, tensorboard, trace, verl_console, verl_jsonl
-from advcore.ingest.formats import verl_rollouts
-from advcore.ingest.formats import columnar_json, csv_table, plain, trl_console, wandb
-from advcore.ingest.formats import cleanrl_console, halos_console, json_records, notebook, printed, sample_factory
-from advcore.ingest.formats import rl4lms, sb3_console
-from advcore.ingest.formats import text_table
-from advcore.ingest.formats import mlflow_store, nemo_rl, trackio_db
+__all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 
-#: Detection order: the first module whose ``sniff`` accepts a file reads it (specific formats first:
-#: the SQLite tracking stores, which only binary files can be; a notebook before everything, as its outputs may hold any console text; columnar JSON takes any
-#: object of arrays and hands one whose arrays differ in length to json_records after parsing it
+#: Detection order: the first format whose ``sniff`` accepts a file reads it (specific formats first:
+#: the SQLite tracking stores, which only binary files can be; a notebook before the text formats, as
+#: its outputs may hold any console text; columnar JSON takes any object of arrays and hands one whose arrays differ in length to json_records after parsing it
 #: once; OpenRLHF, SB3, CleanRL, Sample Factory, HALOs and RL4LMs consoles before TRL's,
 #: whose dict lines may follow any prefix, ``Global step N:`` included; lists of records without a
 #: ``step`` before ``trainer_state``, which takes any list of objects; a hand-written loop's printed
 #: progress after every named console and before CSV, whose sniffer would take a tab-separated line; a
 #: blank-aligned text table after CSV, so that a tab-separated file stays CSV's).
-ORDER: list[ModuleType] = [
-    mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, wandb, json_records, columnar_json, simplevla, openrlhf,
-    sb3_console, cleanrl_console, sample_factory, halos_console, rl4lms, trl_console, trainer_state, verl_jsonl, trace, samples, verl_rollouts, verl_console,
-    tensorboard, printed, csv_table, text_table, plain,
-]
-BY_NAME: dict[str, ModuleType] = {m.NAME: m for m in ORDER}
+ORDER: list[Format] = [m.FORMAT for m in (
+    mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, wandb, json_records, columnar_json,
+    simplevla, openrlhf, sb3_console, cleanrl_console, sample_factory, halos_console, rl4lms, trl_console,
+    trainer_state, verl_jsonl, trace_recording, samples, verl_rollouts, verl_console, tensorboard, printed, csv_table,
+    text_table, plain,
+)]
+BY_NAME: dict[str, Format] = {f.name: f for f in ORDER}
+#: The names of the per-sample formats (their per-step values come from one step's samples).
+PER_SAMPLE: frozenset[str] = frozenset(f.name for f in ORDER if f.per_sample)

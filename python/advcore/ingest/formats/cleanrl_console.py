@@ -41,6 +41,7 @@ from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text, readable_lines
 from advcore.ingest._parse import by_step, number, steps_frame
 from advcore.ingest._parse import clean
+from advcore.ingest._format import Format
 
 NAME = "cleanrl_console"
 
@@ -107,3 +108,6 @@ def read(path: Path) -> RawLog:
     meta: dict[str, Any] = {"episodes": len(episodes),
                             "steps_with_several_episodes": sum(len(e) > 1 for _, e in runs)}
     return RawLog(NAME, frame, trainer="cleanrl", metadata=meta, errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -39,6 +39,7 @@ from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest.formats import json_records
 from advcore.ingest._parse import is_json_lines, number, read_json, records_frame
+from advcore.ingest._format import Format
 
 NAME = "columnar_json"
 
@@ -150,3 +151,6 @@ def read(path: Path) -> RawLog:
     if dropped:
         meta["non_numeric"] = dropped
     return RawLog(NAME, frame, metadata=meta)
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -37,6 +37,7 @@ from advcore.model import IngestError, RawLog
 from advcore.ingest import _trainers as trainers
 from advcore.ingest._text import read_text
 from advcore.ingest._parse import number, records_frame
+from advcore.ingest._format import Format
 
 NAME = "csv_table"
 
@@ -181,3 +182,6 @@ def read(path: Path) -> RawLog:
     if trainer == "sb3_monitor" and "step" not in frame.columns:
         frame = frame.with_columns(pl.col("l").fill_null(0).cum_sum().cast(pl.Int64).alias("step"))
     return RawLog(NAME, frame, trainer=trainer, metadata=meta, errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -24,6 +24,7 @@ import polars as pl
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text, readable_lines
 from advcore.ingest._parse import by_step, dict_literal_numbers, steps_frame
+from advcore.ingest._format import Format
 
 NAME = "halos_console"
 
@@ -55,3 +56,6 @@ def read(path: Path) -> RawLog:
         return RawLog(NAME, pl.DataFrame(), trainer="halos", errors=tuple(errors))
     return RawLog(NAME, steps_frame(by_step(reports)), trainer="halos", metadata={"reports": len(reports)},
                   errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -65,8 +65,9 @@ from typing import Any
 import polars as pl
 
 from advcore.model import IngestError, RawLog
+from advcore.ingest._format import Format
 from advcore.ingest._parse import (EVAL_WORDS, evaluation_apart, flatten, mean_record, number, read_json,
-                                          records_frame)
+                                   records_frame)
 
 NAME = "json_records"
 
@@ -307,3 +308,6 @@ def read(path: Path) -> RawLog:
         return read_groups(path, doc)
     return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
         str(path), f"JSON records: expected a list of records or an object of record groups, got {type(doc).__name__}"),))
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -33,11 +33,9 @@ import polars as pl
 
 from advcore.ingest._sqlite import columns, is_sqlite, read_only
 from advcore.model import IngestError, RawLog
+from advcore.ingest._format import Format
 
 NAME = "mlflow"
-READS_FOLDERS = True
-#: ``read_runs(path)`` gives one :class:`RawLog` per run of the store.
-MANY_RUNS = True
 
 #: MLflow writes +-inf as the largest finite double.
 _DOUBLE_MAX = 1.7976931348623157e308
@@ -175,3 +173,6 @@ def _run(path: Path, name: str, run_id: str, values: Iterable[tuple[str, int, in
     long = long.unique(["key", "step"], keep="last", maintain_order=True)
     frame = long.pivot(on="key", index="step", values="value", sort_columns=False).sort("step")
     return RawLog(NAME, frame, metadata=meta)
+
+
+FORMAT = Format(NAME, sniff, read, reads_folders=True, read_runs=read_runs)

@@ -41,10 +41,9 @@ from advcore.ingest._text import open_text
 from advcore.ingest._reduce import reduce
 from advcore.ingest._parse import number
 from advcore.model import IngestError, RawLog
+from advcore.ingest._format import Format
 
 NAME = "nemo_rl"
-READS_FOLDERS = True
-TAKES_ROLLOUT_N = True
 #: File names NeMo-RL gives its per-step dumps.
 FILE_NAME = re.compile(r"train_data_step(\d+)\.jsonl")
 #: The longest sample line read (characters): a 32k-token response with its ids and two
@@ -185,3 +184,6 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
     meta: dict[str, Any] = {"files": len(_files(path)), "groups": grouping, **({} if size else {"ungrouped": grouping})}
     return reduce(pl.concat(frames), layout=NAME, reward_col="reward", group_col="group", extra=[],
                   trainer="nemo_rl", errors=errors, format=NAME, metadata=meta)
+
+
+FORMAT = Format(NAME, sniff, read, reads_folders=True, takes_rollout_n=True, per_sample=True)

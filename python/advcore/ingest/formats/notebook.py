@@ -44,6 +44,7 @@ import polars as pl
 from advcore.model import IngestError, RawLog
 from advcore.ingest.formats import csv_table, printed, sb3_console, text_table, trl_console
 from advcore.ingest._parse import read_json, records_frame
+from advcore.ingest._format import Format
 
 NAME = "notebook"
 
@@ -211,3 +212,6 @@ def read(path: Path) -> RawLog:
     return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
         str(path), "notebook: no training progress table (Step | Training Loss | ...), no TRL log dicts "
         "and no printed progress lines (Episode 10, reward: 0.5) in the cells' outputs"),))
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -22,6 +22,7 @@ from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text, readable_lines
 from advcore.ingest._parse import quote_nonfinite, records_frame, value
 from advcore.ingest._parse import clean
+from advcore.ingest._format import Format
 
 NAME = "openrlhf"
 
@@ -71,3 +72,6 @@ def read(path: Path) -> RawLog:
     frame, _ = records_frame(rows, parse=value)
     meta: dict[str, Any] = {"first_step": rows[0]["step"], "last_step": rows[-1]["step"]}
     return RawLog(NAME, frame, trainer="openrlhf", metadata=meta, errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

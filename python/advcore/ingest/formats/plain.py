@@ -17,6 +17,7 @@ import polars as pl
 from advcore.ingest._parse import (evaluation_apart, first_json_line, flatten, is_parquet, number, numeric_frame,
                                    read_jsonl, records_frame)
 from advcore.model import IngestError, RawLog
+from advcore.ingest._format import Format
 
 NAME = "plain"
 
@@ -48,3 +49,6 @@ def read(path: Path) -> RawLog:
     if evaluations:
         meta["evaluation_records"] = evaluations
     return RawLog(NAME, frame, metadata=meta, errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -79,6 +79,7 @@ from advcore.ingest._trainers import trainer_of
 from advcore.ingest._text import read_text as read_file
 from advcore.ingest._parse import by_step, number, steps_frame
 from advcore.ingest._parse import clean
+from advcore.ingest._format import Format
 
 NAME = "printed"
 
@@ -436,3 +437,6 @@ def read_text(text: str, path: Path) -> RawLog:
 
 def read(path: Path) -> RawLog:
     return read_text(read_file(path), path)
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -26,6 +26,7 @@ import polars as pl
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text, readable_lines
 from advcore.ingest._parse import by_step, dict_literal_numbers, steps_frame
+from advcore.ingest._format import Format
 
 NAME = "rl4lms"
 
@@ -70,3 +71,6 @@ def read(path: Path) -> RawLog:
     read_ = max(reversed(launches), key=len)  # the longest; of equals, the last
     meta = {"iterations": len(read_), "launches": len(launches)}
     return RawLog(NAME, steps_frame(by_step(read_)), trainer="rl4lms", metadata=meta, errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

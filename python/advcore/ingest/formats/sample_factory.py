@@ -30,6 +30,7 @@ from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text, readable_lines
 from advcore.ingest._parse import by_step, number, steps_frame
 from advcore.ingest._parse import clean
+from advcore.ingest._format import Format
 
 NAME = "sample_factory"
 
@@ -88,3 +89,6 @@ def read(path: Path) -> RawLog:
         return RawLog(NAME, pl.DataFrame(), trainer="sample_factory", errors=tuple(errors))
     return RawLog(NAME, steps_frame(by_step(reports)), trainer="sample_factory", metadata={"reports": len(reports)},
                   errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -12,6 +12,7 @@ import polars as pl
 from advcore.ingest._parse import first_json_line, is_parquet, read_jsonl
 from advcore.ingest._reduce import reduce
 from advcore.model import IngestError, RawLog
+from advcore.ingest._format import Format
 
 NAME = "samples"
 
@@ -52,3 +53,6 @@ def read(path: Path) -> RawLog:
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), errors=tuple(errors))
     return reduce(frame, format=NAME, layout="long", reward_col="reward", group_col="group", extra=[], trainer=None,
                   errors=errors)
+
+
+FORMAT = Format(NAME, sniff, read, per_sample=True)

@@ -53,6 +53,7 @@ from advcore.ingest._text import read_text as read_file
 from advcore.ingest._trainers import BASELINES_KEYS
 from advcore.ingest._parse import records_frame
 from advcore.ingest._parse import clean
+from advcore.ingest._format import Format
 
 NAME = "sb3_console"
 
@@ -125,3 +126,6 @@ def read_text(text: str, path: Path) -> RawLog:
     if dropped:
         meta["non_numeric"] = dropped
     return RawLog(NAME, frame, trainer=trainer, metadata=meta, errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -81,6 +81,7 @@ from advcore.ingest._text import open_text, read_text, readable_lines
 from advcore.ingest.formats import verl_console
 from advcore.ingest._parse import flatten, loads, number, records_frame
 from advcore.ingest._parse import clean
+from advcore.ingest._format import Format
 
 NAME = "simplevla"
 
@@ -353,3 +354,6 @@ def read(path: Path) -> RawLog:
     if text_values:
         meta["text_valued_keys"] = sorted(text_values | set(meta.get("text_valued_keys", [])))
     return RawLog(NAME, frame, trainer=trainer, metadata=meta, errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -29,6 +29,7 @@ import polars as pl
 
 from advcore._escape import described
 from advcore.model import IngestError, RawLog
+from advcore.ingest._format import Format
 
 NAME = "tensorboard"
 
@@ -143,3 +144,6 @@ def read(path: Path) -> RawLog:
     if other_axis:
         meta["other_axis_tags"] = other_axis
     return RawLog(NAME, pl.DataFrame(columns), trainer=trainer, metadata=meta, errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

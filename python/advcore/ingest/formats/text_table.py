@@ -37,6 +37,7 @@ from advcore.ingest._text import read_text as read_file
 from advcore.ingest._text import readable_lines
 from advcore.ingest._parse import by_step, number, steps_frame
 from advcore.ingest.formats.printed import STEP_NAME
+from advcore.ingest._format import Format
 
 __all__ = ["NAME", "read", "read_text", "sniff"]
 
@@ -139,3 +140,6 @@ def read_text(text: str, path: Path) -> RawLog:
 
 def read(path: Path) -> RawLog:
     return read_text(read_file(path), path)
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -23,10 +23,9 @@ import polars as pl
 from advcore.ingest._sqlite import columns, is_sqlite, read_only
 from advcore.ingest._parse import flatten, number, records_frame
 from advcore.model import IngestError, RawLog
+from advcore.ingest._format import Format
 
 NAME = "trackio"
-#: ``read_runs(path)`` gives one :class:`RawLog` per run of the project.
-MANY_RUNS = True
 
 _NEEDED = {"run_name", "step", "metrics"}
 
@@ -86,3 +85,6 @@ def read_runs(path: Path) -> list[RawLog]:
             errs += (IngestError(str(path), f"the Trackio run {run_name!r} logged no numeric metric (table metrics)"),)
         out.append(RawLog(NAME, frame, metadata={"run_name": f"{project}/{run_name}"}, errors=errs))
     return out
+
+
+FORMAT = Format(NAME, sniff, read, read_runs=read_runs)

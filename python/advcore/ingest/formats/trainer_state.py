@@ -15,6 +15,7 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest._parse import number, read_json
+from advcore.ingest._format import Format
 
 NAME = "trainer_state"
 
@@ -46,3 +47,6 @@ def read(path: Path) -> RawLog:
     frame = pl.DataFrame({k: pl.Series(k, [number(r.get(k)) for r in rows], dtype=pl.Float64) for k in keys})
     trainer = "trl" if any(k.startswith(("rewards/", "frac_reward_zero_std", "completions/")) or k == "reward" for k in keys) else None
     return RawLog(NAME, frame, trainer=trainer, metadata=meta)
+
+
+FORMAT = Format(NAME, sniff, read)

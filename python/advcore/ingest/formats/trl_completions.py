@@ -48,15 +48,12 @@ from advcore.errors import AdvcoreError
 from advcore.model import IngestError, RawLog
 from advcore.ingest._parse import read_json
 from advcore.ingest._reduce import reduce
+from advcore.ingest._format import Format
 
-#: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).
-TAKES_ROLLOUT_N = True
 NAME = "trl_completions"
 #: File names TRL gives the completion tables.
 FILE_NAME = re.compile(r"completions_(\d+)\.parquet")
 _REQUIRED = ("step", "prompt", "completion", "advantage")
-#: ``load`` may hand this module a folder (``completions/``): it is read as one run.
-READS_FOLDERS = True
 
 
 def is_step_file(path: Path) -> bool:
@@ -242,3 +239,6 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
     }
     return reduce(long, layout="trl_completions", reward_col="reward", group_col="group", extra=components,
                   trainer="trl", errors=errors, format=NAME, metadata=meta)
+
+
+FORMAT = Format(NAME, sniff, read, reads_folders=True, takes_rollout_n=True, per_sample=True)

@@ -25,6 +25,7 @@ import polars as pl
 from advcore.model import IngestError, RawLog
 from advcore.ingest import _text
 from advcore.ingest._parse import number, quote_nonfinite, records_frame
+from advcore.ingest._format import Format
 
 NAME = "trl_console"
 
@@ -134,3 +135,6 @@ def _count_trainings(rows: list[dict[str, Any]]) -> int:
         k = 1 if i in starts else k + 1
         r["step"] = k
     return len(starts) + 1
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -43,6 +43,7 @@ from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text
 from advcore.ingest._reduce import reduce
+from advcore.ingest._format import Format
 
 NAME = "trl_rollouts_md"
 
@@ -212,3 +213,6 @@ def read(path: Path) -> RawLog:
         meta["planned_steps"] = planned
     return reduce(frame, layout="trl_rollouts_md", reward_col="reward", group_col="group", extra=extra,
                   trainer="trl", errors=errors, format=NAME, metadata=meta)
+
+
+FORMAT = Format(NAME, sniff, read, per_sample=True)

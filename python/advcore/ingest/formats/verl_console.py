@@ -34,6 +34,7 @@ from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text, read_text, readable_lines
 from advcore.ingest._parse import ANSI, clean, number
+from advcore.ingest._format import Format
 
 NAME = "verl_console"
 
@@ -182,3 +183,6 @@ def read(path: Path) -> RawLog:
     if text_values:
         meta["text_valued_keys"] = sorted(text_values)
     return RawLog(NAME, frame, trainer="verl", metadata=meta, errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

@@ -23,6 +23,7 @@ import polars as pl
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest._parse import first_json_line, read_jsonl, records_frame, value
+from advcore.ingest._format import Format
 
 NAME = "verl_jsonl"
 
@@ -81,3 +82,6 @@ def read(path: Path) -> RawLog:
     if text_values:
         meta["text_valued_keys"] = sorted(text_values)
     return RawLog(NAME, frame, trainer="verl", metadata=meta, errors=tuple(errors))
+
+
+FORMAT = Format(NAME, sniff, read)

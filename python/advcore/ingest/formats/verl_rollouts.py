@@ -21,10 +21,9 @@ from advcore.ingest._parse import first_json_line
 from advcore.ingest._reduce import reduce
 from advcore.ingest.formats.samples import load_samples
 from advcore.model import IngestError, RawLog
+from advcore.ingest._format import Format
 
 NAME = "verl_rollouts"
-#: ``read`` takes ``rollout_n`` (samples per prompt, for groups the prompts cannot tell apart).
-TAKES_ROLLOUT_N = True
 
 _REQUIRED = frozenset({"input", "output", "score", "step"})
 #: Fields of a dump that are no reward component.
@@ -51,3 +50,6 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
                   trainer="verl", rollout_n=rollout_n, prompt_key=True, errors=errors,
                   metadata={"groups": f"consecutive blocks of rollout_n={rollout_n}" if one_input and rollout_n
                             else "identical input text", "reward_components": extra})
+
+
+FORMAT = Format(NAME, sniff, read, takes_rollout_n=True, per_sample=True)

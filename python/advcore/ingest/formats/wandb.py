@@ -46,6 +46,7 @@ from advcore.ingest._parse import (
     read_jsonl,
     records_frame,
 )
+from advcore.ingest._format import Format
 
 NAME = "wandb"
 
@@ -357,3 +358,6 @@ def read(path: Path) -> RawLog:
             return _raw(frame, path, "history", dropped, errors)
         return _read_summary(path)
     return _read_csv(path)
+
+
+FORMAT = Format(NAME, sniff, read)

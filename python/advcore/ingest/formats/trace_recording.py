@@ -16,6 +16,7 @@ from advcore._escape import described
 from advcore.errors import AdvcoreError
 from advcore.model import IngestError, RawLog
 from advcore.ingest._parse import is_parquet
+from advcore.ingest._format import Format
 
 NAME = "trace"
 
@@ -50,3 +51,6 @@ def read(path: Path) -> RawLog:
     out = rows_frame(rows)
     meta = {"layout": "trace", "stages": sorted(frame["stage"].unique().to_list())}
     return RawLog(NAME, out, metadata=meta, errors=tuple(errors), trace=frame.filter(pl.col("stage") != "step"))
+
+
+FORMAT = Format(NAME, sniff, read, per_sample=True)
