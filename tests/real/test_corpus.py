@@ -47,7 +47,9 @@ def test_the_split_is_by_repository() -> None:
     assert all(r.split == "calibration" for r in RUNS if r.location == "shared")
     assert all(r.split == split_of(r.repository, r.batch, seen) for r in RUNS if r.location == "fetched")
     counts = Counter(r.split for r in RUNS)
-    assert counts["validation"] >= 15  # a batch is what one round of collection finds: 15 to 28 runs so far
+    # a batch is what one round of collection finds: 14 to 28 runs so far (a session fetches at most 500
+    # repositories, most of them spent bringing back the corpus: batch 26 had 58 fetches)
+    assert counts["validation"] >= 12
 
 
 def test_only_calibration_expectations_are_revised() -> None:
