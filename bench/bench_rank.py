@@ -36,9 +36,12 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
     reward = np.round(rng.random(n), 2).astype(np.float32)
     advantage = (reward + rng.standard_normal(n)).astype(np.float32)
     frame = pl.DataFrame({"x": reward, "y": advantage})
+    # two continuous float sides (advantages against log-probabilities): no ties on either side
+    logprob = (-np.abs(rng.standard_normal(n)) + 0.1 * advantage).astype(np.float32)
+    continuous = pl.DataFrame({"x": advantage, "y": logprob})
 
-    def polars_rho() -> float:
-        return float(frame.select(pl.corr("x", "y", method="spearman")).item())
+    def polars_rho(data: pl.DataFrame = frame) -> float:
+        return float(data.select(pl.corr("x", "y", method="spearman")).item())
 
     census_values = advantage.copy()
     census_values[::50] = 0.0
@@ -57,6 +60,16 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
             competitors={
                 "scipy": lambda: float(scipy.stats.spearmanr(reward, advantage).statistic),
                 "polars": polars_rho,
+            },
+            check=_close,
+            targets={"scipy": 30.0, "polars": 8.0},
+        ),
+        Case(
+            name="spearman, continuous advantages vs log-probabilities",
+            advcore=lambda: spearman(advantage, logprob),
+            competitors={
+                "scipy": lambda: float(scipy.stats.spearmanr(advantage, logprob).statistic),
+                "polars": lambda: polars_rho(continuous),
             },
             check=_close,
             targets={"scipy": 30.0, "polars": 8.0},

@@ -616,14 +616,34 @@ fn table_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -
     })
 }
 
+/// Values sampled (at an even stride) to tell a continuous side from one with few distinct values.
+const PROBE: usize = 256;
+/// A probe with at least this many distinct values comes from a side with many more distinct
+/// values than [`TABLE_MAX_DISTINCT`]: `PROBE` draws from `D` equally common values give about
+/// `D (1 - e^(-PROBE / D))` distinct ones, 240 for `D = 2048`, 256 for continuous data.
+const PROBE_CONTINUOUS: usize = 250;
+
+/// Whether `v` looks continuous (many more distinct values than the rank table holds), judged on
+/// [`PROBE`] values at an even stride: the table's attempt, which fails only after counting
+/// [`TABLE_MAX_DISTINCT`] values, is then not made. A wrong guess costs time, never accuracy.
+fn looks_continuous<T: RankSample>(v: &[T]) -> bool {
+    let stride = (v.len() / PROBE).max(1);
+    let mut keys: Vec<T::Key> = v.iter().step_by(stride).take(PROBE).map(|&s| s.rank_key()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.len() >= PROBE_CONTINUOUS
+}
+
 /// Rank sums of the pairs of `x` and `y`, ranking a low-cardinality side by table.
 fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -> Ranked {
     if x.len() >= RADIX_MIN_LEN {
-        if let Some(ranked) = table_rank_sums(x, y, omit) {
-            return ranked;
+        if !looks_continuous(x) {
+            if let Some(ranked) = table_rank_sums(x, y, omit) {
+                return ranked;
+            }
         }
         // Rho is symmetric: rank y by table and sort x.
-        if let Some(ranked) = table_rank_sums(y, x, omit) {
+        if let Some(ranked) = (!looks_continuous(y)).then(|| table_rank_sums(y, x, omit)).flatten() {
             return match ranked {
                 Ranked::Sums { sums, n_pairs } => {
                     Ranked::Sums { sums: RankSums { sxy: sums.sxy, sxx: sums.syy, syy: sums.sxx }, n_pairs }
