@@ -637,13 +637,15 @@ fn looks_continuous<T: RankSample>(v: &[T]) -> bool {
 /// Rank sums of the pairs of `x` and `y`, ranking a low-cardinality side by table.
 fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -> Ranked {
     if x.len() >= RADIX_MIN_LEN {
-        if !looks_continuous(x) {
-            if let Some(ranked) = table_rank_sums(x, y, omit) {
-                return ranked;
-            }
+        if !looks_continuous(x)
+            && let Some(ranked) = table_rank_sums(x, y, omit)
+        {
+            return ranked;
         }
         // Rho is symmetric: rank y by table and sort x.
-        if let Some(ranked) = (!looks_continuous(y)).then(|| table_rank_sums(y, x, omit)).flatten() {
+        if !looks_continuous(y)
+            && let Some(ranked) = table_rank_sums(y, x, omit)
+        {
             return match ranked {
                 Ranked::Sums { sums, n_pairs } => {
                     Ranked::Sums { sums: RankSums { sxy: sums.sxy, sxx: sums.syy, syy: sums.sxx }, n_pairs }
