@@ -64,7 +64,7 @@ def demo(ctx: click.Context, fault: str, mitigation: str | None, out: Path | Non
             chosen = mitigation or right
             result = run_lab_demo(folder, fault=fault, mitigation=chosen, wrong=right if chosen == wrong else wrong,
                                   seed=seed)
-            render_lab_demo(result)
+            render_lab_demo(result, kept=out is not None)
     except AdvcoreError as e:
         raise click.UsageError(str(e)) from None
 
@@ -109,7 +109,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
 
     Exit codes: 0; 1 when no PATH matched a file; with --fail-on, 2 when a PATH matched nothing or a
     file or folder could not be read, else 1 when a finding of at least that severity was raised; 2
-    also for a usage error.
+    also for a usage error; 141 when the output's reader closed the pipe early (| head).
 
     A symbolic link inside a scanned folder is followed only to a target inside the scanned folders
     (--follow-links: anywhere); no folder is walked twice, so link loops end.
@@ -339,8 +339,13 @@ from advcore.lab.cli import lab
 cli.add_command(lab)  # advcore lab run / list: the collapse lab
 
 
+#: The exit code when the output's reader closed the pipe early (128 + SIGPIPE, as a shell reports it).
+PIPE_CLOSED = 141
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``advcore`` script; returns the exit code."""
+    was_null = _stdout_is_null()
     try:
         cli.main(args=argv, prog_name="advcore", standalone_mode=False)
     except click.exceptions.Abort:
@@ -349,5 +354,19 @@ def main(argv: list[str] | None = None) -> int:
         e.show()
         return e.exit_code
     except SystemExit as e:
+        # a reader that closed the pipe (advcore scan ... | head): click then wraps stdout, rich points it
+        # at the null device, and both exit 1, the code of "nothing to scan"
+        if isinstance(sys.stdout, click.utils.PacifyFlushWrapper) or (e.code == 1 and not was_null and _stdout_is_null()):
+            return PIPE_CLOSED
         return e.code if isinstance(e.code, int) else 1
     return 0
+
+
+def _stdout_is_null() -> bool:
+    """Whether standard output is the null device."""
+    import os
+
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (OSError, ValueError, AttributeError):
+        return False

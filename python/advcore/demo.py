@@ -303,8 +303,9 @@ def run_lab_demo(out: Path | str, *, fault: str = "reward_scale", mitigation: st
     return LabDemo(result.truth, files, report, before, after, right, other)
 
 
-def render_lab_demo(demo: LabDemo, console: Any = None) -> None:
-    """Print :func:`run_lab_demo`'s result with rich."""
+def render_lab_demo(demo: LabDemo, console: Any = None, *, kept: bool = True) -> None:
+    """Print :func:`run_lab_demo`'s result with rich (``kept``: the recording stays where it was
+    written; otherwise the report says how to keep it)."""
     import polars as pl
     from rich.console import Console
     from rich.table import Table
@@ -316,7 +317,8 @@ def render_lab_demo(demo: LabDemo, console: Any = None) -> None:
     t = demo.truth
     con.print(f"[bold]advcore demo[/bold]: the collapse lab, fault [bold]{t['fault']}[/bold] "
               f"({t['estimator']}, seed {t['seed']}): {t['description']}")
-    con.print(f"recording: {demo.files['samples'].parent}/ ({', '.join(p.name for p in demo.files.values())})\n")
+    where = f"{demo.files['samples'].parent}/" if kept else "a temporary folder, removed on exit (--out DIR keeps it)"
+    con.print(f"recording: {where} ({', '.join(p.name for p in demo.files.values())})\n")
     trace = demo.report.run.trace
     if trace is not None and not trace.is_empty():
         table = Table(title=f"stage trace of the recording: step {demo.before} (before the fault) -> "
@@ -331,7 +333,7 @@ def render_lab_demo(demo: LabDemo, console: Any = None) -> None:
             table.add_row(stage, *(f"{cell.get((stage, stat, demo.before), float('nan')):.3g} -> "
                                    f"{cell.get((stage, stat, demo.after), float('nan')):.3g}" for stat in _TRACE_VIEW))
         con.print(table)
-    con.print(f"advcore scan {demo.files['samples']}")
+    con.print(f"advcore scan {demo.files['samples'] if kept else demo.files['samples'].name}")
     render_human([demo.report], con)
     verdict = demo.report.verdict
     found = verdict.stage == t["stage"]

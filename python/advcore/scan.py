@@ -10,12 +10,14 @@ says when), unless ``ScanOptions.per_file``.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 from typing import Any
 
 from advcore import __version__
@@ -25,6 +27,7 @@ from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
 from advcore.errors import AdvcoreError
 from advcore.ingest import IngestError, Run, join_runs, load, load_runs
+from advcore.ingest._text import SNIFF_BYTES, decode_head
 from advcore.ingest.formats import mlflow_store, nemo_rl, trl_completions, wandb
 
 __all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
@@ -32,9 +35,12 @@ __all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "sc
 #: Below this many files the scan runs in this process (worker start-up costs ~0.5 s).
 PARALLEL_FROM = 8
 _SKIP_SUFFIXES = {".py", ".pyc", ".pyi", ".so", ".rs", ".c", ".h", ".cpp", ".js", ".css", ".whl", ".png", ".jpg", ".gz",
-                  ".zip", ".pt", ".bin", ".safetensors", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".sh", ".lock"}
+                  ".zip", ".pt", ".bin", ".safetensors", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".sh", ".lock",
+                  # build output: object files, libraries, Rust's crate metadata and dependency files
+                  ".o", ".a", ".d", ".rlib", ".rmeta", ".dylib", ".dll", ".exe", ".pyd", ".class", ".jar"}
 _WANDB_CLIENT_LOGS = {"debug.log", "debug-internal.log", "debug-core.log", "wandb-metadata.json"}
-_SKIP_NAMES = {"SOURCE.md", "README.md", "tokenizer.json", "special_tokens_map.json", "vocab.json", "truth.json"}
+_SKIP_NAMES = {"SOURCE.md", "README.md", "tokenizer.json", "special_tokens_map.json", "vocab.json", "truth.json",
+               "Makefile", "Dockerfile", "LICENSE", "requirements.txt"}
 
 
 def _skipped(path: Path) -> bool:
@@ -134,8 +140,19 @@ class Collected:
     unlistable: list[tuple[Path, str]] = field(default_factory=list)
 
 
+def store_path(target: str) -> str:
+    """A tracking store's URI as the path it names: ``sqlite:///mlflow.db`` (relative),
+    ``sqlite:////tmp/mlruns.db`` (absolute), ``file:///home/me/mlruns``; other targets as they are."""
+    if target.startswith("sqlite:///"):
+        return target[len("sqlite:///"):]
+    if target.startswith("file:"):
+        return unquote(urlparse(target).path) or target
+    return target
+
+
 def collect_paths(targets: Iterable[str], *, follow_links: bool = False) -> Collected:
-    """The files named by ``targets``: files, folders searched recursively, globs (``**`` recurses).
+    """The files named by ``targets``: files, folders searched recursively, globs (``**`` recurses),
+    tracking-store URIs (:func:`store_path`).
 
     Found in a folder or by a glob, TRL's ``completions_<step>.parquet`` files count as one entry,
     their folder; hidden files and folders are skipped. A symbolic link inside a folder (or matched
@@ -144,7 +161,7 @@ def collect_paths(targets: Iterable[str], *, follow_links: bool = False) -> Coll
     many links lead to it (no loop); a file named explicitly is always read
     (:mod:`advcore._paths`).
     """
-    targets = list(targets)
+    targets = [store_path(t) for t in targets]
     roots = tuple(os.path.realpath(t) if Path(t).is_dir() else os.path.realpath(glob_root(t))
                   for t in targets if not Path(t).is_file())
     walk = Walk(roots, follow_links)
@@ -217,11 +234,21 @@ def _judge_one(args: tuple[Run, ScanOptions]) -> RunReport:
 
 
 def is_quiet_miss(report: RunReport, explicit: set[Path]) -> bool:
-    """A document found in a folder (not named by the user) that holds no training log."""
+    """A file found in a folder (not named by the user) that holds no training log: a note or a
+    notebook, a binary file no format knows (a build product, an image without a suffix), or a
+    report advcore itself wrote (``advcore scan --format json > report.json``)."""
     p = Path(report.run.path)
-    if p in explicit or p.suffix.lower() not in _QUIET_SUFFIXES:
+    if p in explicit:
         return False
-    return report.run.format == "unknown" or (p.suffix.lower() == ".ipynb" and report.run.steps == 0)
+    if p.suffix.lower() in _QUIET_SUFFIXES:
+        return report.run.format == "unknown" or (p.suffix.lower() == ".ipynb" and report.run.steps == 0)
+    try:
+        with p.open("rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        return False
+    own_report = re.match(rb'\s*\{\s*"advcore"\s*:', head) is not None
+    return own_report or (report.run.format == "unknown" and decode_head(head) is None)
 
 
 def scan(

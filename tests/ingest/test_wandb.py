@@ -159,3 +159,15 @@ def test_wandb_run_folder_is_read_from_its_record_file(tmp_path: Path) -> None:
     assert collect_paths([str(tmp_path)]).files == [folder / "run-abc123.wandb"]
     (folder / "run-abc123.wandb").unlink()
     assert collect_paths([str(tmp_path)]).files == [folder / "files" / "output.log"]
+
+
+def test_history_keys_name_the_trainer_and_bookkeeping_is_not_offered(tmp_path: Path) -> None:
+    rows = [{"_step": i, "_runtime": 1.5 * i, "_timestamp": 1e9 + i, "reward": 0.1 * i, "reward_std": 0.2}
+            for i in range(12)]
+    p = tmp_path / "wandb-history.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = load(p)
+    assert run.trainer != "trl"  # TRL logs train/reward_std on W&B; a bare reward_std is anyone's
+    assert not {"_runtime", "_timestamp"} & set(run.metadata["unmapped"])
+    p.write_text("".join(json.dumps({**r, "train/reward_std": 0.2}) + "\n" for r in rows))
+    assert load(p).trainer == "trl"

@@ -230,3 +230,53 @@ def test_a_small_share_is_not_printed_as_zero_percent() -> None:
     level = StageLevel("R", "1 - zero_variance_group_frac", 0.003, 0.0008)
     assert level.describe() == "R groups with reward spread 0.3% -> 0.08%"
     assert StageLevel("R", "1 - zero_variance_group_frac", 0.94, 0.0).describe().endswith("94% -> 0%")
+
+
+def test_a_folder_scan_leaves_out_build_products_and_its_own_reports(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Found in a folder: binary files no format knows (a Rust build's scripts, its .rlib and .d files),
+    and a report advcore wrote, are no runs; a text file no format knows still says why."""
+    _jsonl(tmp_path / "run" / "metrics.jsonl")
+    build = tmp_path / "target" / "debug"
+    build.mkdir(parents=True)
+    (build / "build-script-build").write_bytes(bytes(range(256)) * 20)
+    (build / "libx.rlib").write_bytes(b"!<arch>\n" + bytes(100))
+    (build / "x.d").write_text("x.d: src/lib.rs\n")
+    (tmp_path / "notes.log").write_text("nothing to see here\n")
+    main(["scan", "--format", "json", str(tmp_path / "run")])
+    (tmp_path / "report.json").write_text(capsys.readouterr().out)
+    main(["scan", "--format", "json", str(tmp_path)])
+    paths = [Path(r["path"]).name for r in json.loads(capsys.readouterr().out)["runs"]]
+    assert sorted(paths) == ["metrics.jsonl", "notes.log"]
+
+
+def test_a_tracking_store_uri_names_its_file(tmp_path: Path) -> None:
+    (tmp_path / "mlflow.db").write_bytes(b"SQLite format 3\0")
+    (tmp_path / "mlruns").mkdir()
+    (tmp_path / "mlruns" / "m.jsonl").write_text('{"step": 1, "reward": 0.5}\n')
+    assert collect_paths([f"sqlite:///{tmp_path / 'mlflow.db'}"]).files == [tmp_path / "mlflow.db"]
+    assert collect_paths([(tmp_path / "mlruns").as_uri()]).files == [tmp_path / "mlruns" / "m.jsonl"]
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_141(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    for i in range(40):
+        _jsonl(tmp_path / f"r{i}" / "m.jsonl")
+    proc = subprocess.Popen([sys.executable, "-m", "advcore", "scan", str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    proc.stdout.read(10)
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 141
+
+
+def test_a_run_whose_step_counter_restarts_says_how_many_phases(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "curriculum.jsonl"
+    p.write_text("".join(json.dumps({"step": s, "reward_mean": 0.1 * s, "reward_std": 0.1}) + "\n"
+                         for _ in range(3) for s in range(1, 21)))
+    main(["scan", str(p)])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "60 steps in 3 phases" in out and "(early -> late, over every phase)" in out

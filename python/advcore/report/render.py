@@ -127,14 +127,25 @@ def _fit(path: str, width: int) -> str:
 
 def _steps(run: Run) -> str:
     """``335 steps (101 to 435, resumed from step 100)``: the count, the first and last logged step, and
-    a resume the reader saw (verl's console says where it resumed from)."""
+    a resume the reader saw (verl's console says where it resumed from); ``80 steps in 4 phases`` when
+    the step counter restarts."""
     text = f"{run.steps} {'step' if run.steps == 1 else 'steps'}"
     steps = run.frame["step"].drop_nulls() if "step" in run.frame.columns else None
+    phases = run.frame["phase"].n_unique() if "phase" in run.frame.columns else 1
+    if phases > 1:
+        # the step counter restarts: a curriculum's stages, or runs appended to one file
+        return text + f" in {phases} phases (the step counter restarts; findings name their phase)"
     if steps is not None and len(steps) > 1:
         lo, hi = int(steps.min()), int(steps.max())  # type: ignore[arg-type]
         resumed = run.metadata.get("resumed_from_step")
         text += f" ({lo} to {hi}" + (f", resumed from step {resumed}" if resumed is not None else "") + ")"
     return text
+
+
+def _span(run: Run) -> str:
+    """What the signal-by-stage line compares: the run's early and late windows, over every phase when
+    the step counter restarts (the findings are judged phase by phase)."""
+    return "early -> late, over every phase" if "phase" in run.frame.columns else "early -> late"
 
 
 def _levels(r: RunReport) -> str:
@@ -234,7 +245,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         console.print()
         console.print(_headed(head, _safe(r.verdict.summary), console.width), highlight=False)
         if r.verdict.signal:
-            console.print(_indented(f"signal by stage (early -> late): {_safe(_levels(r))}", 0, "dim", hang=2,
+            console.print(_indented(f"signal by stage ({_span(run)}): {_safe(_levels(r))}", 0, "dim", hang=2,
                                     width=console.width), highlight=False)
         elif not r.verdict.judged and (last := stage_last(run)):
             console.print(_indented(f"at the last logged step: {_safe('  |  '.join(last))}", 0, "dim", hang=2,
@@ -339,7 +350,7 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
         lines.append("")
         if r.verdict.signal:
-            lines += [f"Signal by stage (early -> late): {_md(_levels(r))}", ""]
+            lines += [f"Signal by stage ({_span(run)}): {_md(_levels(r))}", ""]
         elif not r.verdict.judged and (last := stage_last(run)):
             lines += [f"At the last logged step: {_md('  |  '.join(last))}", ""]
         if r.verdict.status == "lost" and (trend := _reward_line(r)):

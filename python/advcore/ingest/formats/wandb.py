@@ -106,7 +106,7 @@ def trainer_of(keys: list[str]) -> str:
     """The trainer of a W&B history: the rule for any log's keys, then W&B's own sections (any
     ``critic/`` or ``actor/`` key is verl's, ``rollout/`` next to PPO's update keys is SB3's)."""
     bare = {k[len("train/"):] if k.startswith("train/") else k for k in keys}
-    if "reward_std" in bare:  # TRL's trainer logs under train/ on W&B
+    if "train/reward_std" in keys:  # TRL's trainer logs under train/ on W&B
         return "trl"
     known = trainers.trainer_of(keys)
     if known is not None:
@@ -136,6 +136,8 @@ def _raw(frame: pl.DataFrame, path: Path, kind: str, dropped: list[str],
     if dropped:
         meta["non_numeric"] = dropped
     keys = [c for c in frame.columns if c not in _SYSTEM and c != "step"]
+    # W&B's own bookkeeping (run time, wall clock) is no metric of the run: not offered as unread keys
+    frame = frame.drop([c for c in _SYSTEM if c != "_step" and c in frame.columns])
     return RawLog(NAME, frame, trainer=trainer_of(keys), metadata=meta, errors=tuple(errors or ()))
 
 
