@@ -11,4 +11,14 @@ from advcore._core import __version__
 from advcore.errors import AdvcoreError, AdvcoreWarning
 from advcore.monitor import Monitor
 
-__all__ = ["AdvcoreError", "AdvcoreWarning", "Monitor", "__version__", "stats", "trace"]
+__all__ = ["AdvcoreError", "AdvcoreWarning", "Monitor", "__version__", "scan_many", "stats", "trace"]
+
+
+def __getattr__(name: str) -> object:
+    """``advcore.scan_many`` (:func:`advcore.fleet.scan_many`), imported on first use: the log readers
+    stay out of ``import advcore`` inside a trainer."""
+    if name == "scan_many":
+        from advcore.fleet import scan_many
+
+        return scan_many
+    raise AttributeError(f"module 'advcore' has no attribute {name!r}")

@@ -101,11 +101,17 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 @click.option("--max-line-length", "max_line", type=click.IntRange(min=1), default=None, metavar="CHARS",
               help="Console lines longer than this are reported as errors of their run and skipped, not parsed "
                    "[default: 262144].")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FLEET",
+              help="Write the fleet table (one row per run: verdict, headline, onset, findings, errors) to this "
+                   ".parquet or .csv file and print a summary instead of every run's report. Folders unchanged "
+                   "since the last such scan are not read again (a cache in the user's cache directory).")
+@click.option("--no-cache", is_flag=True, help="With --out: read every folder again, and do not keep its rows.")
 def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, settings: tuple[str, ...],
          only: tuple[str, ...], skip: tuple[str, ...], metric_map: Path | None, log_format: str | None,
          rollout_n: int | None, jobs: int | None, notify: str | None, follow_links: bool,
-         max_line: int | None) -> None:
-    """Diagnose the training logs in PATHS (files, folders searched recursively, globs).
+         max_line: int | None, out: Path | None, no_cache: bool) -> None:
+    """Diagnose the training logs in PATHS (files, folders searched recursively, globs, tracking-store
+    URIs such as sqlite:///mlflow.db).
 
     Exit codes: 0; 1 when no PATH matched a file; with --fail-on, 2 when a PATH matched nothing or a
     file or folder could not be read, else 1 when a finding of at least that severity was raised; 2
@@ -143,6 +149,10 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
     unlistable = [judge(Run.failed(folder, f"the folder could not be listed: {why}"), options)
                   for folder, why in collected.unlistable]
     unlistable += [judge(Run.failed(target, _nothing_at(target)), options) for target in unmatched]
+    if out is not None:
+        _scan_fleet(files, options, out, jobs=jobs, cache=not no_cache, unlistable=unlistable, explicit=explicit,
+                    fail_on=fail_on, err=err)
+        return
     show_progress = fmt == "human" and len(files) > 20 and err.is_terminal
     if show_progress:
         with Progress(console=err, transient=True) as bar:
@@ -171,6 +181,47 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
         if worst >= _SEVERITY_RANK[fail_on]:
             raise SystemExit(1)
 
+
+
+def _scan_fleet(files: list[Path], options: Any, out: Path, *, jobs: int | None, cache: bool, unlistable: list[Any],
+                explicit: set[Path], fail_on: str, err: Any) -> None:
+    """``advcore scan --out FLEET``: the fleet table written to ``out``, a summary on stdout; the inputs
+    that matched nothing and the folders that could not be listed are rows of their own."""
+    import polars as pl
+    from rich.progress import Progress
+
+    from advcore.fleet import FleetCache, default_cache, fleet_frame, fleet_row, scan_fleet, write_fleet
+    from advcore.report.render import totals_of
+
+    if out.suffix.lower() not in (".parquet", ".csv"):
+        raise click.BadParameter(f"expected a .parquet or .csv file, got {out.name!r}", param_hint="--out")
+    if not out.parent.is_dir():
+        raise click.BadParameter(f"the folder {out.parent} does not exist", param_hint="--out")
+    store = FleetCache(default_cache()) if cache else None
+    try:
+        with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+            task = bar.add_task("scanning", total=len(files))
+            rows = scan_fleet(files, options, jobs=jobs, cache=store, progress=lambda k: bar.advance(task, k),
+                              explicit=explicit)
+    finally:
+        if store is not None:
+            store.close()
+    frame = fleet_frame(rows + [{**fleet_row(r), "cached": False} for r in unlistable])
+    write_fleet(frame, out)
+    cached = int(frame["cached"].sum())
+    click.echo(f"{totals_of(frame['status'].to_list())} ({cached} read from the cache, {frame.height - cached} "
+               f"scanned); the fleet table is in {out}")
+    for row in frame.filter(pl.col("status") == "lost").iter_rows(named=True):
+        onset = f" since step {row['onset_step']}" if row["onset_step"] is not None else ""
+        click.echo(f"  {row['path']}: stage {row['stage'] or '-'} {row['headline']}{onset}")
+    if not files and not unlistable:
+        raise SystemExit(1 if fail_on == "none" else 2)
+    if fail_on != "none":
+        if "unreadable" in frame["status"].to_list():
+            raise SystemExit(2)
+        worst = max((_SEVERITY_RANK[f["severity"]] for fs in frame["findings"].to_list() for f in fs), default=-1)
+        if worst >= _SEVERITY_RANK[fail_on]:
+            raise SystemExit(1)
 
 
 def _notify(url: str, reports: Any, err: Any) -> None:

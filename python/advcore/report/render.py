@@ -314,13 +314,15 @@ def _lost(r: RunReport) -> str:
 
 def totals(reports: Sequence[RunReport]) -> str:
     """One line over a whole scan: how many runs lost their signal, were clean, or were not read."""
-    unread = sum(1 for r in reports if r.run.errors and r.run.steps == 0)
-    lost = sum(1 for r in reports if r.verdict.status == "lost")
-    unjudged = sum(1 for r in reports if not r.verdict.judged and not (r.run.errors and r.run.steps == 0))
-    clean = len(reports) - unread - lost - unjudged
-    runs = f"{len(reports)} run" + ("" if len(reports) == 1 else "s")
-    return (f"{runs}: {lost} with a lost signal, {clean} with no finding, "
-            f"{unjudged} not judged, {unread} unreadable")
+    return totals_of([r.verdict.status for r in reports])
+
+
+def totals_of(statuses: Sequence[str]) -> str:
+    """:func:`totals` from the runs' verdict statuses (``lost``, ``quiet``, ``not_judged``, ``unreadable``)."""
+    count = {s: sum(1 for x in statuses if x == s) for s in ("lost", "quiet", "not_judged", "unreadable")}
+    runs = f"{len(statuses)} run" + ("" if len(statuses) == 1 else "s")
+    return (f"{runs}: {count['lost']} with a lost signal, {count['quiet']} with no finding, "
+            f"{count['not_judged']} not judged, {count['unreadable']} unreadable")
 
 
 def render_markdown(reports: Sequence[RunReport]) -> str:

@@ -1,0 +1,242 @@
+"""A fleet table: one row per run of an archive of training logs, scanned in parallel processes,
+with a cache so that scanning a grown archive again only reads what changed.
+
+The unit of work is a *folder*: the files a scan finds in one folder are read and joined into runs
+together (:func:`advcore.ingest.join_runs`), so a folder is scanned whole or not at all. Its cache
+key is the list of its files with their size and modification time (nanoseconds), the advcore
+version and the scan options; a folder whose key is unchanged is not read again. Each folder's rows
+are committed to the cache (an SQLite database under the user's cache directory, never in the
+scanned folders) as soon as it is done: a scan interrupted by Ctrl-C or a killed worker loses
+nothing already done, and the next scan continues from there. A folder whose worker died is a row
+with an error and is not cached (the next scan tries it again).
+
+Columns (:data:`COLUMNS`): ``path`` (a run's path: a file, a folder of joined files, or
+``<store>#<experiment>/<run>``), ``files``, ``format``, ``trainer``, ``steps``, ``status``
+(``lost``, ``quiet``, ``not_judged``, ``unreadable``), ``stage``, ``headline``, ``onset_step``,
+``findings`` (``id``, ``severity``, ``stage``, ``onset_step`` of each), ``errors``, ``advcore``
+(the version that scanned it) and ``cached`` (read from the cache in this scan).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from advcore import __version__
+from advcore.scan import RunReport, ScanOptions, collect_paths, is_quiet_miss, scan
+
+__all__ = ["COLUMNS", "FleetCache", "default_cache", "fleet_frame", "fleet_row", "scan_fleet", "scan_many",
+           "write_fleet"]
+
+#: The fleet table's columns and their types.
+COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
+    "path": pl.String,
+    "files": pl.List(pl.String),
+    "format": pl.String,
+    "trainer": pl.String,
+    "steps": pl.Int64,
+    "status": pl.String,
+    "stage": pl.String,
+    "headline": pl.String,
+    "onset_step": pl.Int64,
+    "findings": pl.List(pl.Struct({"id": pl.String, "severity": pl.String, "stage": pl.String,
+                                   "onset_step": pl.Int64})),
+    "errors": pl.List(pl.String),
+    "advcore": pl.String,
+    "cached": pl.Boolean,
+}
+
+
+def fleet_row(report: RunReport) -> dict[str, Any]:
+    """One run's row of the fleet table (without ``cached``)."""
+    run, verdict = report.run, report.verdict
+    return {
+        "path": run.path,
+        "files": list(run.files),
+        "format": run.format,
+        "trainer": run.trainer,
+        "steps": run.steps,
+        "status": verdict.status,
+        "stage": verdict.stage,
+        "headline": verdict.headline,
+        "onset_step": verdict.onset,
+        "findings": [{"id": f.id, "severity": f.severity, "stage": f.stage, "onset_step": f.onset_step}
+                     for f in report.findings],
+        "errors": [str(e) for e in run.errors],
+        "advcore": __version__,
+    }
+
+
+def default_cache() -> Path:
+    """``$ADVCORE_CACHE_DIR/fleet.sqlite``, else ``$XDG_CACHE_HOME/advcore/fleet.sqlite``, else
+    ``~/.cache/advcore/fleet.sqlite``."""
+    base = os.environ.get("ADVCORE_CACHE_DIR")
+    if base:
+        return Path(base) / "fleet.sqlite"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "advcore" / "fleet.sqlite"
+
+
+class FleetCache:
+    """Rows of scanned folders, keyed by the folder and a digest of its files, the advcore version
+    and the scan options. Every :meth:`put` is committed at once."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, timeout=30)
+        self._db.execute("create table if not exists folders (folder text primary key, digest text not null, "
+                         "rows text not null)")
+        self._db.commit()
+
+    def get(self, folder: str, digest: str) -> list[dict[str, Any]] | None:
+        row = self._db.execute("select digest, rows from folders where folder = ?", (folder,)).fetchone()
+        return json.loads(row[1]) if row is not None and row[0] == digest else None
+
+    def put(self, folder: str, digest: str, rows: list[dict[str, Any]]) -> None:
+        self._db.execute("insert or replace into folders values (?, ?, ?)", (folder, digest, json.dumps(rows)))
+        self._db.commit()
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _digest(files: Sequence[Path], options: ScanOptions) -> str:
+    """What a folder's rows depend on: its files' names, sizes and modification times, the advcore
+    version and the scan options (a file that cannot be stat'ed counts as changed every time)."""
+    h = hashlib.sha256(f"{__version__}\0{options!r}".encode())
+    for f in files:
+        try:
+            st = f.stat()
+            h.update(f"\0{f}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        except OSError:
+            h.update(f"\0{f}\0{os.urandom(8).hex()}".encode())
+    return h.hexdigest()
+
+
+def _folders(files: Iterable[Path]) -> dict[str, list[Path]]:
+    """The files grouped by the folder they are read in (in the order first met)."""
+    out: dict[str, list[Path]] = {}
+    for f in files:
+        out.setdefault(str(f.parent), []).append(f)
+    return out
+
+
+def _scan_folder(args: tuple[list[Path], ScanOptions, set[Path]]) -> list[dict[str, Any]]:
+    """The rows of one folder's runs (in a worker process); a note or a binary file found in the
+    folder (not named in ``explicit``) that holds no log is no run (:func:`advcore.scan.is_quiet_miss`)."""
+    files, options, explicit = args
+    return [fleet_row(r) for r in scan(files, options, jobs=1) if not is_quiet_miss(r, explicit)]
+
+
+def _died(files: Sequence[Path], why: str) -> list[dict[str, Any]]:
+    return [{"path": str(f), "files": [str(f)], "format": "unknown", "trainer": None, "steps": 0,
+             "status": "unreadable", "stage": None, "headline": None, "onset_step": None, "findings": [],
+             "errors": [f"{f}: {why}"], "advcore": __version__} for f in files]
+
+
+def scan_fleet(files: Sequence[Path], options: ScanOptions | None = None, *, jobs: int | None = None,
+               cache: FleetCache | None = None, progress: Callable[[int], None] | None = None,
+               explicit: set[Path] | None = None) -> list[dict[str, Any]]:
+    """The fleet rows of ``files`` (as :func:`advcore.scan.collect_paths` finds them; ``explicit``, the
+    files the user named), folder by folder in ``jobs`` processes; folders unchanged since ``cache``
+    saw them are not read again.
+    ``progress(k)`` is called as the ``k`` files of a folder are done. Rows come in folder order."""
+    options = options or ScanOptions()
+    jobs = jobs or os.cpu_count() or 1
+    explicit = explicit or set()
+    folders = _folders(files)
+    digests = {folder: _digest(fs, options) for folder, fs in folders.items()}
+    done: dict[str, list[dict[str, Any]]] = {}
+    todo: list[str] = []
+    for folder in folders:
+        hit = cache.get(folder, digests[folder]) if cache is not None else None
+        if hit is not None:
+            done[folder] = [{**row, "cached": True} for row in hit]
+            if progress:
+                progress(len(folders[folder]))
+        else:
+            todo.append(folder)
+
+    def finished(folder: str, rows: list[dict[str, Any]], *, keep: bool = True) -> None:
+        done[folder] = [{**row, "cached": False} for row in rows]
+        if cache is not None and keep:
+            cache.put(folder, digests[folder], rows)
+        if progress:
+            progress(len(folders[folder]))
+
+    if jobs == 1 or len(todo) < 2:
+        for folder in todo:
+            finished(folder, _scan_folder((folders[folder], options, explicit)))
+        return [row for folder in folders for row in done[folder]]
+    # A killed worker breaks its pool, and every folder still in it fails with it: they go to a new
+    # pool; after a second break each goes alone, and one that breaks its own pool is a row with an error.
+    pending, attempt = todo, 0
+    while pending:
+        solo = attempt >= 2
+        retry: list[str] = []
+        for group in ([[f] for f in pending] if solo else [pending]):
+            with ProcessPoolExecutor(max_workers=1 if solo else jobs, mp_context=get_context("spawn")) as pool:
+                futures = {pool.submit(_scan_folder, (folders[f], options, explicit)): f for f in group}
+                for fut in as_completed(futures):
+                    folder = futures[fut]
+                    try:
+                        finished(folder, fut.result())
+                    except BrokenProcessPool:
+                        if solo:
+                            finished(folder, _died(folders[folder], "the worker scanning it died; it is scanned "
+                                                                    "again next time"), keep=False)
+                        else:
+                            retry.append(folder)
+        pending, attempt = retry, attempt + 1
+    return [row for folder in folders for row in done[folder]]
+
+
+def fleet_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
+    """The rows as a Polars frame of :data:`COLUMNS`."""
+    return pl.DataFrame([{c: row.get(c) for c in COLUMNS} for row in rows], schema=COLUMNS, orient="row")
+
+
+def write_fleet(frame: pl.DataFrame, out: Path) -> None:
+    """Write the fleet table to ``out``: Parquet (``.parquet``) as it is, CSV (``.csv``) with the
+    lists flattened (``files`` and ``errors`` joined by `` | ``, ``findings`` as
+    ``ID:severity:stage:onset; ...``). Raises ValueError for another suffix."""
+    suffix = out.suffix.lower()
+    if suffix == ".parquet":
+        frame.write_parquet(out)
+    elif suffix == ".csv":
+        finding = pl.format("{}:{}:{}:{}", pl.element().struct.field("id"), pl.element().struct.field("severity"),
+                            pl.element().struct.field("stage"), pl.element().struct.field("onset_step").fill_null(-1))
+        frame.with_columns(
+            pl.col("files").list.join(" | "),
+            pl.col("errors").list.join(" | "),
+            pl.col("findings").list.eval(finding).list.join("; "),
+        ).write_csv(out)
+    else:
+        raise ValueError(f"--out: expected a .parquet or .csv file, got {out.name!r}")
+
+
+def scan_many(paths: Sequence[str | Path], options: ScanOptions | None = None, *, jobs: int | None = None,
+              cache: bool | Path = True) -> pl.DataFrame:
+    """The fleet table (:data:`COLUMNS`) of the runs in ``paths`` (files, folders, globs, tracking-store
+    URIs), as ``advcore scan PATHS --out`` writes it. ``cache``: True for :func:`default_cache`, a path
+    for another cache database, False for none. ``jobs``: worker processes (default one per CPU).
+    The inputs that match nothing are not rows: see :func:`advcore.scan.collect_paths`."""
+    collected = collect_paths([str(p) for p in paths])
+    files = collected.files
+    store = FleetCache(default_cache() if cache is True else Path(cache)) if cache is not False else None
+    try:
+        return fleet_frame(scan_fleet(files, options, jobs=jobs, cache=store, explicit=collected.explicit))
+    finally:
+        if store is not None:
+            store.close()

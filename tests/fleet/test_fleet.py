@@ -1,0 +1,102 @@
+"""The fleet table (advcore.fleet, ``advcore scan --out``): one row per run, equal to what the plain
+scan concludes run by run; a cache that reads again only what changed; nothing lost to an
+interrupted scan; Parquet and CSV output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from advcore.cli import main
+from advcore.fleet import FleetCache, fleet_frame, scan_fleet, scan_many
+from advcore.scan import ScanOptions, collect_paths, scan
+
+
+def _run(path: Path, *, dies: bool, n: int = 40) -> Path:
+    """A verl JSONL run: the reward spread (max - min) gone from step 20 when ``dies``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for s in range(1, n + 1):
+        spread = 0.0 if dies and s >= 20 else 0.5
+        mean = 0.2 + 0.005 * s
+        rows.append({"step": s, "data": {"critic/score/mean": mean, "critic/score/max": mean + spread / 2,
+                                         "critic/score/min": mean - spread / 2}})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture()
+def archive(tmp_path: Path) -> Path:
+    root = tmp_path / "archive"
+    _run(root / "a" / "exp.jsonl", dies=False)
+    _run(root / "b" / "exp.jsonl", dies=True)
+    _run(root / "c" / "d" / "exp.jsonl", dies=True)
+    (root / "c" / "notes.md").write_text("# just notes\n")
+    (root / "broken.jsonl").write_text('{"step": 1, "da\n')
+    return root
+
+
+def test_one_row_per_run_as_the_scan_concludes(archive: Path, tmp_path: Path) -> None:
+    files = collect_paths([str(archive)]).files
+    expected = {r.run.path: (r.verdict.status, r.verdict.headline, r.verdict.onset)
+                for r in scan(files, ScanOptions(), jobs=1)}
+    del expected[str(archive / "c" / "notes.md")]  # a note in a folder is no run
+    frame = scan_many([archive], cache=tmp_path / "cache.sqlite", jobs=2)
+    got = {row["path"]: (row["status"], row["headline"], row["onset_step"]) for row in frame.iter_rows(named=True)}
+    assert got == expected
+    assert got[str(archive / "b" / "exp.jsonl")][0] == "lost" and got[str(archive / "a" / "exp.jsonl")][0] == "quiet"
+    broken = frame.filter(pl.col("path") == str(archive / "broken.jsonl")).row(0, named=True)
+    assert broken["status"] == "unreadable" and broken["errors"] and broken["errors"][0].startswith(str(archive))
+
+
+def test_a_grown_archive_scans_only_what_changed(archive: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache.sqlite"
+    first = scan_many([archive], cache=cache, jobs=1)
+    assert not first["cached"].any()
+    _run(archive / "e" / "new.jsonl", dies=False)
+    second = scan_many([archive], cache=cache, jobs=1)
+    assert second.filter(~pl.col("cached"))["path"].to_list() == [str(archive / "e" / "new.jsonl")]
+    (archive / "a" / "exp.jsonl").write_text((archive / "a" / "exp.jsonl").read_text() + '{"step": 41, "data": {}}\n')
+    third = scan_many([archive], cache=cache, jobs=1)
+    assert third.filter(~pl.col("cached"))["path"].to_list() == [str(archive / "a" / "exp.jsonl")]
+    assert third.drop("cached").equals(second.drop("cached").with_columns(
+        pl.when(pl.col("path") == str(archive / "a" / "exp.jsonl")).then(third["steps"]).otherwise(pl.col("steps"))
+        .alias("steps")))
+
+
+def test_an_interrupted_scan_keeps_what_it_finished(archive: Path, tmp_path: Path) -> None:
+    cache = FleetCache(tmp_path / "cache.sqlite")
+    files = collect_paths([str(archive)]).files
+    done: list[int] = []
+
+    def progress(k: int) -> None:
+        done.append(k)
+        if len(done) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        scan_fleet(files, jobs=1, cache=cache, progress=progress)
+    rows = scan_fleet(files, jobs=1, cache=cache)
+    assert sum(row["cached"] for row in rows) == 2  # the two folders finished before Ctrl-C
+    cache.close()
+
+
+def test_cli_writes_parquet_and_csv(archive: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ADVCORE_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["scan", str(archive), "--out", str(tmp_path / "fleet.parquet"), "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "4 runs: 2 with a lost signal" in out and "the fleet table is in" in out
+    table = pl.read_parquet(tmp_path / "fleet.parquet")
+    assert table.height == 4 and set(table.columns) == set(fleet_frame([]).columns)
+    assert main(["scan", str(archive), "--out", str(tmp_path / "fleet.csv"), "--jobs", "1"]) == 0
+    assert "4 read from the cache, 0 scanned" in capsys.readouterr().out
+    csv = pl.read_csv(tmp_path / "fleet.csv")
+    lost = csv.filter(pl.col("path") == str(archive / "b" / "exp.jsonl")).row(0, named=True)
+    headline = table.filter(pl.col("path") == str(archive / "b" / "exp.jsonl"))["headline"][0]
+    assert lost["findings"].startswith(f"{headline}:")
+    assert main(["scan", str(archive), "--out", str(tmp_path / "fleet.txt")]) == 2
+    assert "expected a .parquet or .csv file" in capsys.readouterr().err
