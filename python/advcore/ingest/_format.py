@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advcore.model import RawLog
+import polars as pl
 
-__all__ = ["Format"]
+from advcore.model import IngestError, RawLog
+
+__all__ = ["Format", "only_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,3 +41,18 @@ class Format:
             return self.read_runs(path)
         kwargs: dict[str, Any] = {"rollout_n": rollout_n} if self.takes_rollout_n else {}
         return [self.read(path, **kwargs)]
+
+
+def only_run(read_runs: Callable[[Path], list[RawLog]], name: str, what: str) -> Callable[[Path], RawLog]:
+    """The ``read`` of a store format (``name``; ``what`` names the store in errors, ``an MLflow
+    store``): its only run, or no rows and an error saying how many runs it holds."""
+    def read(path: Path) -> RawLog:
+        runs = read_runs(path)
+        if len(runs) == 1:
+            return runs[0]
+        names = ", ".join(r.metadata.get("run_name", "?") for r in runs[:5])
+        return RawLog(name, pl.DataFrame(), errors=(IngestError(
+            str(path), f"{what} of {len(runs)} runs ({names}{', ...' if len(runs) > 5 else ''}): every run is "
+                       "read by read_runs, as advcore scan does"),))
+
+    return read

@@ -266,6 +266,16 @@ def is_json_lines(head: str) -> bool:
     return next((ln.lstrip() for ln in rest if ln.strip()), "").startswith("{")
 
 
+def step_files(path: Path, name: re.Pattern[str]) -> list[Path]:
+    """The per-step files of a folder whose names ``name`` matches in full, in the order of the step
+    number its first group captures (``[path]`` itself when it is a file): TRL's
+    ``completions_<step>.parquet``, NeMo-RL's ``train_data_step<N>.jsonl``."""
+    if not path.is_dir():
+        return [path]
+    found = [(int(m.group(1)), p.name, p) for p in path.iterdir() if p.is_file() and (m := name.fullmatch(p.name))]
+    return [p for _, _, p in sorted(found)]
+
+
 def is_parquet(path: Path) -> bool:
     try:
         with path.open("rb") as f:

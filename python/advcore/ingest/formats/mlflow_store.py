@@ -33,7 +33,7 @@ import polars as pl
 
 from advcore.ingest._sqlite import columns, is_sqlite, read_only
 from advcore.model import IngestError, RawLog
-from advcore.ingest._format import Format
+from advcore.ingest._format import Format, only_run
 
 NAME = "mlflow"
 
@@ -69,15 +69,6 @@ def run_folder_of(path: Path) -> Path | None:
     return None
 
 
-def read(path: Path) -> RawLog:
-    """The store's only run (a folder-store run folder is one run); see :func:`read_runs`."""
-    runs = read_runs(path)
-    if len(runs) != 1:
-        names = ", ".join(r.metadata.get("run_name", "?") for r in runs[:5])
-        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), f"an MLflow store of {len(runs)} runs "
-                                                                            f"({names}...): read it with read_runs"),))
-    return runs[0]
-
 
 def read_runs(path: Path) -> list[RawLog]:
     """One :class:`RawLog` per run of the store at ``path`` (an SQLite file or a run folder), in the
@@ -105,7 +96,8 @@ def _read_sqlite(path: Path) -> list[RawLog]:
             rows = conn.execute(
                 "select key, step, timestamp, value" + (", is_nan" if has_nan else ", 0")
                 + " from metrics where run_uuid = ? order by key, step, timestamp", (run_uuid,)).fetchall()
-            values = ((key, step, ts, math.nan if is_nan else _finite_back(value)) for key, step, ts, value, is_nan in rows)
+            values = ((key, step, ts, math.nan if is_nan else _finite_back(value))
+                      for key, step, ts, value, is_nan in rows)
             out.append(_run(path, f"{experiment}/{name or run_uuid}", run_uuid, values, table="metrics"))
     return out
 
@@ -151,7 +143,8 @@ def _read_folder(folder: Path) -> RawLog:
                     ts, value = int(parts[0]), float(parts[1])
                     step = int(parts[2]) if len(parts) > 2 else 0
                 except (ValueError, IndexError):
-                    errors.append(IngestError(str(file), f"expected '<timestamp> <value> <step>', got {line.strip()[:80]!r}", n))
+                    errors.append(IngestError(str(file), "expected '<timestamp> <value> <step>', got "
+                                                         f"{line.strip()[:80]!r}", n))
                     continue
                 values.append((key, step, ts, value))
     run = _run(folder, f"{experiment}/{name}", folder.name, values, table="metrics/")
@@ -175,4 +168,4 @@ def _run(path: Path, name: str, run_id: str, values: Iterable[tuple[str, int, in
     return RawLog(NAME, frame, metadata=meta)
 
 
-FORMAT = Format(NAME, sniff, read, reads_folders=True, read_runs=read_runs)
+FORMAT = Format(NAME, sniff, only_run(read_runs, NAME, "an MLflow store"), reads_folders=True, read_runs=read_runs)

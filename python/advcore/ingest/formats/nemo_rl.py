@@ -39,7 +39,7 @@ import polars as pl
 from advcore.errors import AdvcoreError
 from advcore.ingest._text import open_text
 from advcore.ingest._reduce import reduce
-from advcore.ingest._parse import number
+from advcore.ingest._parse import number, step_files
 from advcore.model import IngestError, RawLog
 from advcore.ingest._format import Format
 
@@ -58,10 +58,7 @@ def is_step_file(path: Path) -> bool:
 
 
 def _files(path: Path) -> list[Path]:
-    if not path.is_dir():
-        return [path]
-    found = [p for p in path.iterdir() if p.is_file() and is_step_file(p)]
-    return sorted(found, key=lambda p: int(FILE_NAME.fullmatch(p.name).group(1)))  # type: ignore[union-attr]
+    return step_files(path, FILE_NAME)
 
 
 def _first_keys(path: Path) -> set[str]:

@@ -23,7 +23,7 @@ import polars as pl
 from advcore.ingest._sqlite import columns, is_sqlite, read_only
 from advcore.ingest._parse import flatten, number, records_frame
 from advcore.model import IngestError, RawLog
-from advcore.ingest._format import Format
+from advcore.ingest._format import Format, only_run
 
 NAME = "trackio"
 
@@ -39,15 +39,6 @@ def sniff(path: Path, head: str | None) -> bool:
     except sqlite3.Error:
         return False
 
-
-def read(path: Path) -> RawLog:
-    """The project's only run; see :func:`read_runs`."""
-    runs = read_runs(path)
-    if len(runs) != 1:
-        names = ", ".join(r.metadata.get("run_name", "?") for r in runs[:5])
-        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), f"a Trackio project of {len(runs)} runs "
-                                                                            f"({names}...): read it with read_runs"),))
-    return runs[0]
 
 
 def read_runs(path: Path) -> list[RawLog]:
@@ -87,4 +78,4 @@ def read_runs(path: Path) -> list[RawLog]:
     return out
 
 
-FORMAT = Format(NAME, sniff, read, read_runs=read_runs)
+FORMAT = Format(NAME, sniff, only_run(read_runs, NAME, "a Trackio project"), read_runs=read_runs)

@@ -46,7 +46,7 @@ import polars as pl
 
 from advcore.errors import AdvcoreError
 from advcore.model import IngestError, RawLog
-from advcore.ingest._parse import read_json
+from advcore.ingest._parse import read_json, step_files
 from advcore.ingest._reduce import reduce
 from advcore.ingest._format import Format
 
@@ -62,10 +62,7 @@ def is_step_file(path: Path) -> bool:
 
 
 def _files(path: Path) -> list[Path]:
-    if not path.is_dir():
-        return [path]
-    found = [p for p in path.iterdir() if p.is_file() and is_step_file(p)]
-    return sorted(found, key=lambda p: (int(FILE_NAME.fullmatch(p.name).group(1)), p.name))  # type: ignore[union-attr]
+    return step_files(path, FILE_NAME)
 
 
 def _has_columns(path: Path) -> bool:
