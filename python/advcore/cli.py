@@ -103,8 +103,9 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
                    "[default: 262144].")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FLEET",
               help="Write the fleet table (one row per run: verdict, headline, onset, findings, errors) to this "
-                   ".parquet or .csv file and print a summary instead of every run's report. Folders unchanged "
-                   "since the last such scan are not read again (a cache in the user's cache directory).")
+                   ".parquet or .csv file and print a summary instead of every run's report (--format is then "
+                   "not used). Folders unchanged since the last such scan are not read again (a cache in the "
+                   "user's cache directory).")
 @click.option("--no-cache", is_flag=True, help="With --out: read every folder again, and do not keep its rows.")
 def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, settings: tuple[str, ...],
          only: tuple[str, ...], skip: tuple[str, ...], metric_map: Path | None, log_format: str | None,
@@ -172,14 +173,8 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
         render_human(reports, Console())
     if notify is not None:
         _notify(notify, reports, err)
-    if not files and not collected.unlistable:
-        raise SystemExit(1 if fail_on == "none" else 2)  # nothing was scanned: every input is missing
-    if fail_on != "none":
-        if unmatched or any(r.verdict.status == "unreadable" for r in reports):
-            raise SystemExit(2)
-        worst = max((_SEVERITY_RANK[f.severity] for r in reports for f in r.findings), default=-1)
-        if worst >= _SEVERITY_RANK[fail_on]:
-            raise SystemExit(1)
+    _exit(fail_on, scanned=bool(files or collected.unlistable), statuses=[r.verdict.status for r in reports],
+          severities=[f.severity for r in reports for f in r.findings])
 
 
 
@@ -214,14 +209,22 @@ def _scan_fleet(files: list[Path], options: Any, out: Path, *, jobs: int | None,
     for row in frame.filter(pl.col("status") == "lost").iter_rows(named=True):
         onset = f" since step {row['onset_step']}" if row["onset_step"] is not None else ""
         click.echo(f"  {row['path']}: stage {row['stage'] or '-'} {row['headline']}{onset}")
-    if not files and not unlistable:
-        raise SystemExit(1 if fail_on == "none" else 2)
-    if fail_on != "none":
-        if "unreadable" in frame["status"].to_list():
-            raise SystemExit(2)
-        worst = max((_SEVERITY_RANK[f["severity"]] for fs in frame["findings"].to_list() for f in fs), default=-1)
-        if worst >= _SEVERITY_RANK[fail_on]:
-            raise SystemExit(1)
+    _exit(fail_on, scanned=bool(files or unlistable), statuses=frame["status"].to_list(),
+          severities=[f["severity"] for fs in frame["findings"].to_list() for f in fs])
+
+
+def _exit(fail_on: str, *, scanned: bool, statuses: list[str], severities: list[str]) -> None:
+    """Raise the scan's exit code (see ``advcore scan --help``): 1 (2 with ``--fail-on``) when nothing
+    was scanned; with ``--fail-on``, 2 when a run is unreadable (an input that matched nothing is an
+    unreadable run), else 1 when a finding reaches its severity."""
+    if not scanned:
+        raise SystemExit(1 if fail_on == "none" else 2)  # every input is missing
+    if fail_on == "none":
+        return
+    if "unreadable" in statuses:
+        raise SystemExit(2)
+    if max((_SEVERITY_RANK[s] for s in severities), default=-1) >= _SEVERITY_RANK[fail_on]:
+        raise SystemExit(1)
 
 
 def _notify(url: str, reports: Any, err: Any) -> None:
@@ -407,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         # a reader that closed the pipe (advcore scan ... | head): click then wraps stdout, rich points it
         # at the null device, and both exit 1, the code of "nothing to scan"
-        if isinstance(sys.stdout, click.utils.PacifyFlushWrapper) or (e.code == 1 and not was_null and _stdout_is_null()):
+        closed = e.code == 1 and not was_null and _stdout_is_null()
+        if isinstance(sys.stdout, click.utils.PacifyFlushWrapper) or closed:
             return PIPE_CLOSED
         return e.code if isinstance(e.code, int) else 1
     return 0

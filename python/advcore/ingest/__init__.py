@@ -2,8 +2,10 @@
 
 ``load(path)`` detects the format from the file's content, reads it with the format's record in
 :mod:`advcore.ingest.formats`, and maps the trainer's keys onto canonical names through the alias
-table (per-sample formats, reduced by the core, emit canonical names and skip it). It never raises for a file it cannot read: the returned :class:`Run` carries the error
-(file, line, what was expected) and no rows, so a scan of many files goes on.
+table (per-sample formats, reduced by the core, emit canonical names and skip it). It never raises
+for a file it cannot read: the returned :class:`Run` carries the error (file, line, what was
+expected) and no rows, so a scan of many files goes on; :func:`load_runs` reads every run of a
+tracking store.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ def load_runs(path: Path | str, *, format: str | None = None, metric_map: Path |
         if path.is_dir():
             fmt = formats.BY_NAME.get(format) if format else detect(path)
             if fmt is None or not fmt.reads_folders:
-                return [Run.failed(path, "a folder, and not one advcore reads as one run (TRL completions/, an MLflow run)")]
+                return [Run.failed(path, "a folder, and not one advcore reads as one run (TRL completions/, "
+                                         "NeMo-RL train_data_step*.jsonl, an MLflow run)")]
         elif not path.is_file():
             return [Run.failed(path, "not a file")]
         elif path.stat().st_size == 0:
