@@ -107,10 +107,14 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
                    "not used). Folders unchanged since the last such scan are not read again (a cache in the "
                    "user's cache directory).")
 @click.option("--no-cache", is_flag=True, help="With --out: read every folder again, and do not keep its rows.")
+@click.option("--engine", type=click.Choice(["auto", "local", "ray", "dask"]), default="auto", show_default=True,
+              help="With --out: where the folders are scanned. auto: a Ray cluster when one is reachable "
+                   "($RAY_ADDRESS, or inside a Ray job), else local processes; dask: $DASK_SCHEDULER_ADDRESS, "
+                   "else a local cluster of --jobs workers.")
 def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, settings: tuple[str, ...],
          only: tuple[str, ...], skip: tuple[str, ...], metric_map: Path | None, log_format: str | None,
          rollout_n: int | None, jobs: int | None, notify: str | None, follow_links: bool,
-         max_line: int | None, out: Path | None, no_cache: bool) -> None:
+         max_line: int | None, out: Path | None, no_cache: bool, engine: str) -> None:
     """Diagnose the training logs in PATHS (files, folders searched recursively, globs, tracking-store
     URIs such as sqlite:///mlflow.db).
 
@@ -151,8 +155,11 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
                   for folder, why in collected.unlistable]
     unlistable += [judge(Run.failed(target, _nothing_at(target)), options) for target in unmatched]
     if out is not None:
-        _scan_fleet(files, options, out, jobs=jobs, cache=not no_cache, unlistable=unlistable, explicit=explicit,
-                    fail_on=fail_on, err=err)
+        try:
+            _scan_fleet(files, options, out, jobs=jobs, cache=not no_cache, unlistable=unlistable, explicit=explicit,
+                        fail_on=fail_on, err=err, engine=engine)
+        except AdvcoreError as e:
+            raise click.UsageError(str(e)) from None
         return
     show_progress = fmt == "human" and len(files) > 20 and err.is_terminal
     if show_progress:
@@ -179,7 +186,7 @@ def scan(paths: tuple[str, ...], fmt: str, fail_on: str, per_file: bool, setting
 
 
 def _scan_fleet(files: list[Path], options: Any, out: Path, *, jobs: int | None, cache: bool, unlistable: list[Any],
-                explicit: set[Path], fail_on: str, err: Any) -> None:
+                explicit: set[Path], fail_on: str, err: Any, engine: str) -> None:
     """``advcore scan --out FLEET``: the fleet table written to ``out``, a summary on stdout; the inputs
     that matched nothing and the folders that could not be listed are rows of their own."""
     import polars as pl
@@ -197,7 +204,7 @@ def _scan_fleet(files: list[Path], options: Any, out: Path, *, jobs: int | None,
         with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task("scanning", total=len(files))
             rows = scan_fleet(files, options, jobs=jobs, cache=store, progress=lambda k: bar.advance(task, k),
-                              explicit=explicit)
+                              explicit=explicit, engine=engine)
     finally:
         if store is not None:
             store.close()

@@ -23,7 +23,8 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
@@ -33,10 +34,11 @@ from typing import Any
 import polars as pl
 
 from advcore import __version__
+from advcore.errors import AdvcoreError
 from advcore.scan import RunReport, ScanOptions, collect_paths, is_quiet_miss, scan
 
-__all__ = ["COLUMNS", "FleetCache", "default_cache", "fleet_frame", "fleet_row", "scan_fleet", "scan_many",
-           "write_fleet"]
+__all__ = ["COLUMNS", "ENGINES", "FleetCache", "default_cache", "fleet_frame", "fleet_row", "resolve_engine", "scan_fleet",
+           "scan_many", "write_fleet"]
 
 #: The fleet table's columns and their types.
 COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -147,10 +149,11 @@ def _died(files: Sequence[Path], why: str) -> list[dict[str, Any]]:
 
 def scan_fleet(files: Sequence[Path], options: ScanOptions | None = None, *, jobs: int | None = None,
                cache: FleetCache | None = None, progress: Callable[[int], None] | None = None,
-               explicit: set[Path] | None = None) -> list[dict[str, Any]]:
+               explicit: set[Path] | None = None, engine: str = "local") -> list[dict[str, Any]]:
     """The fleet rows of ``files`` (as :func:`advcore.scan.collect_paths` finds them; ``explicit``, the
-    files the user named), folder by folder in ``jobs`` processes; folders unchanged since ``cache``
-    saw them are not read again.
+    files the user named), folder by folder on ``engine`` (:data:`ENGINES`; ``jobs`` worker processes
+    on a machine of its own); folders unchanged since ``cache`` saw them are not read again. The
+    per-folder work and the merge are the same on every engine.
     ``progress(k)`` is called as the ``k`` files of a folder are done. Rows come in folder order."""
     options = options or ScanOptions()
     jobs = jobs or os.cpu_count() or 1
@@ -175,31 +178,123 @@ def scan_fleet(files: Sequence[Path], options: ScanOptions | None = None, *, job
         if progress:
             progress(len(folders[folder]))
 
-    if jobs == 1 or len(todo) < 2:
-        for folder in todo:
-            finished(folder, _scan_folder((folders[folder], options, explicit)))
-        return [row for folder in folders for row in done[folder]]
-    # A killed worker breaks its pool, and every folder still in it fails with it: they go to a new
-    # pool; after a second break each goes alone, and one that breaks its own pool is a row with an error.
-    pending, attempt = todo, 0
+    tasks = [(folder, (folders[folder], options, explicit)) for folder in todo]
+    for folder, outcome in _ENGINES[resolve_engine(engine)](tasks, jobs) if tasks else ():
+        if isinstance(outcome, str):  # the worker died: a row with the error, tried again next time
+            finished(folder, _died(folders[folder], outcome), keep=False)
+        else:
+            finished(folder, outcome)
+    return [row for folder in folders for row in done[folder]]
+
+
+#: A folder and the arguments of :func:`_scan_folder` for it.
+Task = tuple[str, tuple[list[Path], ScanOptions, set[Path]]]
+#: A folder and its rows, or why its worker failed.
+Outcome = tuple[str, "list[dict[str, Any]] | str"]
+_DIED = "the worker scanning it died; it is scanned again next time"
+
+
+def _local(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
+    """Local processes. A killed worker breaks its pool, and every folder still in it fails with it:
+    they go to a new pool; after a second break each goes alone, and one that breaks its own pool
+    failed."""
+    if jobs == 1 or len(tasks) < 2:
+        for folder, args in tasks:
+            yield folder, _scan_folder(args)
+        return
+    pending, attempt = tasks, 0
     while pending:
         solo = attempt >= 2
-        retry: list[str] = []
-        for group in ([[f] for f in pending] if solo else [pending]):
+        retry: list[Task] = []
+        for group in ([[t] for t in pending] if solo else [pending]):
             with ProcessPoolExecutor(max_workers=1 if solo else jobs, mp_context=get_context("spawn")) as pool:
-                futures = {pool.submit(_scan_folder, (folders[f], options, explicit)): f for f in group}
+                futures = {pool.submit(_scan_folder, args): (folder, args) for folder, args in group}
                 for fut in as_completed(futures):
-                    folder = futures[fut]
+                    folder, args = futures[fut]
                     try:
-                        finished(folder, fut.result())
+                        yield folder, fut.result()
                     except BrokenProcessPool:
                         if solo:
-                            finished(folder, _died(folders[folder], "the worker scanning it died; it is scanned "
-                                                                    "again next time"), keep=False)
+                            yield folder, _DIED
                         else:
-                            retry.append(folder)
+                            retry.append((folder, args))
         pending, attempt = retry, attempt + 1
-    return [row for folder in folders for row in done[folder]]
+
+
+def _dask(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
+    """Dask: the scheduler at ``$DASK_SCHEDULER_ADDRESS``, else a local cluster of ``jobs`` worker
+    processes (``dask.distributed.LocalCluster``)."""
+    try:
+        from dask.distributed import Client, LocalCluster  # type: ignore[import-not-found,unused-ignore]
+        from dask.distributed import as_completed as dask_completed  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise AdvcoreError("--engine dask needs dask.distributed: pip install 'advcore[dask]'") from None
+    address = os.environ.get("DASK_SCHEDULER_ADDRESS")
+    try:
+        client = (Client(address, timeout="10s") if address else
+                  Client(LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)))
+    except (OSError, TimeoutError) as e:
+        raise AdvcoreError(f"--engine dask: the scheduler at {address} could not be reached ({e})") from None
+    with client:
+        futures = {client.submit(_scan_folder, args, pure=False): folder for folder, args in tasks}
+        for fut in dask_completed(list(futures)):
+            try:
+                yield futures[fut], fut.result()
+            except Exception as e:  # noqa: BLE001 (a worker lost mid-task: that folder's row says so)
+                yield futures[fut], f"{_DIED} ({type(e).__name__})"
+        if not address:
+            client.cluster.close()
+
+
+def _ray(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
+    """Ray: the cluster at ``$RAY_ADDRESS`` or the one this process already joined, else a local
+    instance of ``jobs`` CPUs."""
+    try:
+        import ray  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise AdvcoreError("--engine ray needs ray: pip install 'advcore[ray]'") from None
+    started = False
+    if not ray.is_initialized():
+        try:
+            if os.environ.get("RAY_ADDRESS"):
+                ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
+            else:
+                ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise AdvcoreError(f"--engine ray: the cluster could not be joined ({e})") from None
+        started = True
+    try:
+        remote = ray.remote(max_retries=1)(_scan_folder)
+        refs = {remote.remote(args): folder for folder, args in tasks}
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                try:
+                    yield refs[ref], ray.get(ref)
+                except ray.exceptions.RayError as e:
+                    yield refs[ref], f"{_DIED} ({type(e).__name__})"
+    finally:
+        if started:
+            ray.shutdown()
+
+
+_ENGINES = {"local": _local, "dask": _dask, "ray": _ray}
+#: The engines ``--engine`` takes (``auto``: Ray when a Ray cluster is reachable, else local processes).
+ENGINES = ("auto", *_ENGINES)
+
+
+def resolve_engine(engine: str) -> str:
+    """The engine ``engine`` names: ``auto`` is ``ray`` when ``$RAY_ADDRESS`` is set or this process is
+    inside a Ray job, else ``local``. Raises :class:`AdvcoreError` for an unknown name."""
+    if engine not in ENGINES:
+        raise AdvcoreError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    if engine != "auto":
+        return engine
+    if os.environ.get("RAY_ADDRESS"):
+        return "ray"
+    ray = sys.modules.get("ray")  # a Ray job has imported it; importing it here would cost a second
+    return "ray" if ray is not None and ray.is_initialized() else "local"
 
 
 def fleet_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
@@ -227,16 +322,18 @@ def write_fleet(frame: pl.DataFrame, out: Path) -> None:
 
 
 def scan_many(paths: Sequence[str | Path], options: ScanOptions | None = None, *, jobs: int | None = None,
-              cache: bool | Path = True) -> pl.DataFrame:
+              cache: bool | Path = True, engine: str = "auto") -> pl.DataFrame:
     """The fleet table (:data:`COLUMNS`) of the runs in ``paths`` (files, folders, globs, tracking-store
-    URIs), as ``advcore scan PATHS --out`` writes it. ``cache``: True for :func:`default_cache`, a path
+    URIs), as ``advcore scan PATHS --out`` writes it; ``engine`` as for :func:`scan_fleet` (``auto``:
+    :func:`resolve_engine`). ``cache``: True for :func:`default_cache`, a path
     for another cache database, False for none. ``jobs``: worker processes (default one per CPU).
     The inputs that match nothing are not rows: see :func:`advcore.scan.collect_paths`."""
     collected = collect_paths([str(p) for p in paths])
     files = collected.files
     store = FleetCache(default_cache() if cache is True else Path(cache)) if cache is not False else None
     try:
-        return fleet_frame(scan_fleet(files, options, jobs=jobs, cache=store, explicit=collected.explicit))
+        return fleet_frame(scan_fleet(files, options, jobs=jobs, cache=store, explicit=collected.explicit,
+                                      engine=engine))
     finally:
         if store is not None:
             store.close()

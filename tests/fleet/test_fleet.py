@@ -100,3 +100,15 @@ def test_cli_writes_parquet_and_csv(archive: Path, tmp_path: Path, capsys: pytes
     assert lost["findings"].startswith(f"{headline}:")
     assert main(["scan", str(archive), "--out", str(tmp_path / "fleet.txt")]) == 2
     assert "expected a .parquet or .csv file" in capsys.readouterr().err
+
+
+def test_the_engine_auto_picks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from advcore.errors import AdvcoreError
+    from advcore.fleet import resolve_engine
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert resolve_engine("auto") in ("local", "ray")  # ray only inside a Ray job that this test is not
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    assert resolve_engine("auto") == "ray" and resolve_engine("dask") == "dask"
+    with pytest.raises(AdvcoreError, match="unknown engine 'spark'"):
+        resolve_engine("spark")
