@@ -106,8 +106,11 @@ def test_the_engine_auto_picks(monkeypatch: pytest.MonkeyPatch) -> None:
     from advcore.errors import AdvcoreError
     from advcore.fleet import resolve_engine
 
+    import sys
+
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    assert resolve_engine("auto") in ("local", "ray")  # ray only inside a Ray job that this test is not
+    monkeypatch.delitem(sys.modules, "ray", raising=False)  # not inside a Ray job
+    assert resolve_engine("auto") == "local"
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
     assert resolve_engine("auto") == "ray" and resolve_engine("dask") == "dask"
     with pytest.raises(AdvcoreError, match="unknown engine 'spark'"):
