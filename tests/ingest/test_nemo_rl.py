@@ -68,3 +68,25 @@ def test_rollout_n_that_does_not_divide_and_a_bad_line(tmp_path: Path) -> None:
     messages = [e.message for e in run.errors]
     assert any("not a JSON object" in m for m in messages) and any("groups of 5" in m for m in messages)
     assert next(e for e in run.errors if "JSON" in e.message).line == 13
+
+
+def test_nemo_rl_tensorboard_scalars(tmp_path: Path) -> None:
+    """NeMo-RL's step metrics as its TensorBoard logger writes them (``Logger.log_metrics(metrics, step,
+    prefix="train")`` in nemo_rl/algorithms/grpo.py: ``train/reward``, ``train/grad_norm``,
+    ``train/advantages/{mean,max,min}`` over the trained tokens)."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter  # type: ignore[import-untyped]
+
+    writer = EventFileWriter(str(tmp_path))
+    for step in range(1, 8):
+        values = {"train/reward": 0.1 * step, "train/grad_norm": 0.5, "train/advantages/max": 1.5 / step,
+                  "train/advantages/min": -1.5 / step, "train/advantages/mean": 0.0, "train/loss": 0.01}
+        writer.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(value=[
+            summary_pb2.Summary.Value(tag=k, simple_value=v) for k, v in values.items()])))
+    writer.close()
+    (path,) = tmp_path.glob("events.out.tfevents*")
+    run = load(path)
+    assert run.frame["step"].to_list() == list(range(1, 8))
+    assert run.frame["reward_mean"].to_list() == pytest.approx([0.1 * s for s in range(1, 8)])
+    assert run.frame["adv_max"].to_list() == pytest.approx([1.5 / s for s in range(1, 8)])
+    assert run.frame["adv_min"].to_list() == pytest.approx([-1.5 / s for s in range(1, 8)])
