@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         # a reader that closed the pipe (advcore scan ... | head): click then wraps stdout, rich points it
         # at the null device, and both exit 1, the code of "nothing to scan"
         closed = e.code == 1 and not was_null and _stdout_is_null()
-        if isinstance(sys.stdout, click.utils.PacifyFlushWrapper) or closed:
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper" or closed:  # by name: click deprecates the class
             return PIPE_CLOSED
         return e.code if isinstance(e.code, int) else 1
     return 0
