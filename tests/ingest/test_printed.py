@@ -455,3 +455,23 @@ def test_prime_rl_orchestrator_and_trainer_logs_are_one_run(tmp_path: Path) -> N
     assert frame["reward_mean"].to_list() == rewards
     assert frame["grad_norm"].to_list() == pytest.approx([0.3 + s / 1000 for s in range(1, 31)])
     assert frame["entropy"][0] == pytest.approx(0.895)
+
+
+def test_a_printed_tensor_of_rewards_gives_its_statistics(tmp_path: Path) -> None:
+    """lsdefine/simple_GRPO prints no step counter, only ``time: 7.21s     rewards: tensor([...])`` per
+    batch (between the prompts and answers it prints): each such line is a step, and the rewards'
+    mean, std, min and max are read (oracle: statistics of the printed values)."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    batches = [rng.choice([-1.0, 0.0, 1.0], size=8) for _ in range(12)]
+    lines = []
+    for b in batches:
+        lines += ["Generating answers for the following inputs: ['q1', 'q2']", "Generated answers: ['a: 1', 'b']",
+                  f"time: 7.21s     rewards: tensor([{', '.join(f'{v:.1f}' for v in b)}], device='cuda:0')"]
+    run = load(_log(tmp_path, "\n".join(lines) + "\n", "grpo.log"))
+    assert run.steps == 12
+    assert run.frame["reward_mean"].to_list() == pytest.approx([b.mean() for b in batches])
+    assert run.frame["reward_std"].to_list() == pytest.approx([b.std() for b in batches])
+    assert run.frame["reward_min"].to_list() == [b.min() for b in batches]
+    assert run.frame["reward_max"].to_list() == [b.max() for b in batches]

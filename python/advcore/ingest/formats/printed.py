@@ -94,7 +94,7 @@ _NUM = r"[-+]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][-+]?\d++)?|nan|inf"
 # possessive throughout and anchored at the start of a word, so a failed match costs one word: linear
 _PAIR = re.compile(
     r"(?<![\w.%/\-])(?P<key>[^\W\d][\w.%/\-]*+(?: [^\W\d][\w.%/\-]*+){0,5}+)[ \t]*+(?:(?P<sep>[:=])[ \t]*+|(?<=[ \t]))"
-    rf"(?P<value>{_NUM})(?:/\d++)?+(?![\w.])",
+    rf"(?P<value>{_NUM})(?:/\d++)?+(?:s|ms|%)?+(?![\w.])",
     re.IGNORECASE,
 )
 
@@ -134,6 +134,25 @@ _LABELLED = re.compile(r"^\s*+(?P<label>[^\W\d]\w{0,40}+(?: \w{1,40}+){0,3}+)\s*
 #: A value in parentheses or brackets: ``mean_reward: (-0.28)`` (TRL 0.4's gpt2-sentiment notebook
 #: adapted), ``score = [1.30999997]`` (a one-element numpy array printed: a DRLND Reacher notebook).
 _PAREN_VALUE = re.compile(rf"([:=])[ \t]*+[(\[]({_NUM})[)\]]", re.IGNORECASE)
+
+
+#: A list of numbers printed as a value, a torch tensor or a Python list of at least two:
+#: ``rewards: tensor([-1., -1., 0.5], device='cuda:0')`` (lsdefine/simple_GRPO's per-batch line
+#: ``time: 7.21s     rewards: tensor([...])``), read as its ``<name>_mean``, ``_std`` (ddof 0),
+#: ``_min`` and ``_max``.
+_LIST_VALUE = re.compile(
+    rf"(?P<key>[^\W\d]\w{{0,40}}+)[ \t]*+(?P<sep>[:=])[ \t]*+(?:tensor\(|array\()?+\[(?P<items>(?:[ \t]*+(?:{_NUM})\.?+[ \t]*+,)++"
+    rf"[ \t]*+(?:{_NUM})\.?+[ \t]*+,?+)\](?:,[ \t]*+(?:device|dtype)=[^)]{{0,60}}+)?+\)?+", re.IGNORECASE)
+
+
+def _list_statistics(m: re.Match[str]) -> str:
+    """``rewards: tensor([...])`` as ``rewards_mean: m, rewards_std: s, rewards_min: lo, rewards_max: hi``."""
+    values = [float(v) for v in re.findall(_NUM, m.group("items"), re.IGNORECASE)]
+    mean = math.fsum(values) / len(values)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    key, sep = m.group("key"), m.group("sep")
+    return (f"{key}_mean{sep} {mean!r}, {key}_std{sep} {std!r}, {key}_min{sep} {min(values)!r}, "
+            f"{key}_max{sep} {max(values)!r}")
 
 
 #: A counter written ``#N`` (`` episode #64 : score = -0.00``): read as ``episode 64``.
@@ -181,6 +200,8 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
     if len(line) > MAX_LINE:
         return [], False
     text = clean(line).translate(_FULL_WIDTH)
+    if "[" in text and "," in text:
+        text = _LIST_VALUE.sub(_list_statistics, text)
     if "(" in text or "[" in text:
         text = _GROUPED.sub(_ungroup, _PAREN_VALUE.sub(r"\1 \2", text))
     if "#" in text:
