@@ -74,3 +74,38 @@ def test_real_verl_rollout_dump() -> None:
     f = raw.frame
     assert f["n_groups"][0] == 16 and f["zero_variance_group_frac"][0] == 0.0
     assert 4.5 < f["reward_std_within"][0] < 13
+
+
+def test_a_parquet_file_read_in_batches_of_whole_steps_equals_it_read_whole(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oracle is the same reduction over the file read whole: steps in order of first appearance
+    (step 7 starts before step 3 ends, steps are not sorted), each step's rows in file order, rows
+    without a step counted, and batches far smaller than the file."""
+    import numpy as np
+
+    from advcore.ingest import _reduce
+
+    rng = np.random.default_rng(5)
+    order = [7, 3, 9, 1, 4, 2, 8, 5, 6, 0]
+    frames = []
+    for step in order:
+        n = int(rng.integers(40, 120))
+        frames.append(pl.DataFrame({"step": [step] * n, "group": (np.arange(n) // 4).tolist(),
+                                    "reward": rng.choice([0.0, 0.5, 1.0], n).tolist(),
+                                    "adv": rng.standard_normal(n).tolist()}))
+    table = pl.concat(frames)
+    table = pl.concat([table.slice(0, 50), frames[1].slice(0, 3), table.slice(50)])  # step 3 again, early
+    table = table.vstack(pl.DataFrame({"step": [None], "group": [0], "reward": [1.0], "adv": [0.0]},
+                                      schema=table.schema))
+    path = tmp_path / "samples.parquet"
+    table.write_parquet(path, row_group_size=64)
+    whole = _reduce.reduce(table, format="samples", layout="long", reward_col="reward", group_col="group", extra=[],
+                           trainer=None)
+    monkeypatch.setattr(_reduce, "BATCH_ROWS", 150)
+    assert len(list(_reduce.parquet_batches(path))) > 3
+    batched = samples.read(path)
+    assert batched.frame.equals(whole.frame)
+    assert batched.trace is not None and whole.trace is not None and batched.trace.equals(whole.trace)
+    assert batched.metadata["samples"] == whole.metadata["samples"] == table.height - 1
+    assert batched.metadata["samples_without_step"] == 1
+    assert batched.frame["step"].to_list()[:3] == [7, 3, 9]

@@ -14,6 +14,8 @@ of the statistics (counted in ``metadata["null_rewards"]``), never 0.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +24,7 @@ import polars as pl
 from advcore.model import IngestError, RawLog
 from advcore.trace import rows_frame, step_row
 
-__all__ = ["reduce"]
+__all__ = ["BATCH_ROWS", "parquet_batches", "reduce"]
 
 
 def _numeric(frame: pl.DataFrame, col: str) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -66,48 +68,46 @@ def _step_metrics(part: pl.DataFrame, reward_col: str, group_col: str | None, ro
     return out, trace
 
 
-def reduce(frame: pl.DataFrame, *, format: str, reward_col: str, group_col: str | None, extra: list[str],
-           trainer: str | None, layout: str | None = None, rollout_n: int | None = None, prompt_key: bool = False,
-           errors: list[IngestError] | None = None, metadata: dict[str, Any] | None = None) -> RawLog:
+def reduce(frames: pl.DataFrame | Iterable[pl.DataFrame], *, format: str, reward_col: str, group_col: str | None,
+           extra: list[str], trainer: str | None, layout: str | None = None, rollout_n: int | None = None,
+           prompt_key: bool = False, errors: list[IngestError] | None = None,
+           metadata: dict[str, Any] | None = None) -> RawLog:
     """Reduce a long per-sample frame to the per-step metrics listed in the module docstring.
 
-    ``frame`` has one row per sample: an integer-like ``step`` column (rows without one are
-    dropped and counted in ``metadata["samples_without_step"]``), the numeric ``reward_col``
+    ``frames`` is one frame, or batches of one (each holding whole steps: a step is never split
+    between two batches), with one row per sample: an integer-like ``step`` column (rows without one
+    are dropped and counted in ``metadata["samples_without_step"]``), the numeric ``reward_col``
     (null = missing, left out of the statistics), the prompt/group key ``group_col`` (None: no
     group statistics) and the numeric ``extra`` columns (reduced to ``reward/<name>`` means). With
     ``prompt_key`` the group key is the prompt text: when every sample of a step has the same one (a
     VLM whose image is not in the text), it cannot tell the groups apart, and the groups are
-    consecutive blocks of ``rollout_n``, or there are none and ``metadata["ungrouped"]`` says why. ``layout`` (default ``format``) is
-    recorded in ``metadata["layout"]``; ``errors`` (the reader's) and ``metadata`` (merged over the
-    computed one, except where a step has no groups: then ``groups`` says why) are passed through; ``format`` names the result. Returns a :class:`RawLog` with
-    one row per step, in order of first appearance, and the stage trace of every step.
+    consecutive blocks of ``rollout_n``, or there are none and ``metadata["ungrouped"]`` says why.
+    ``layout`` (default ``format``) is recorded in ``metadata["layout"]``; ``errors`` (the reader's)
+    and ``metadata`` (merged over the computed one, except where a step has no groups: then
+    ``groups`` says why) are passed through; ``format`` names the result. Returns a :class:`RawLog`
+    with one row per step, in order of first appearance, and the stage trace of every step.
     """
     errors = list(errors or [])
-    frame = frame.with_columns(pl.col("step").cast(pl.Int64, strict=False))
-    null_steps = frame["step"].null_count()
-    frame = frame.filter(pl.col("step").is_not_null())
     rows: list[dict[str, Any]] = []
     traces: list[pl.DataFrame] = []
     group_notes: set[str] = set()
-    for part in frame.partition_by("step", maintain_order=True):
-        step = int(part["step"][0])
-        metrics, trace = _step_metrics(part, reward_col, group_col, rollout_n, extra, prompt_key)
-        traces.append(trace)
-        row: dict[str, Any] = {"step": step, **metrics}
-        if "zero_variance_group_frac" not in row:
-            if prompt_key and group_col is not None and part.height > 1 and part[group_col].n_unique() == 1:
-                if rollout_n and part.height % rollout_n:
-                    group_notes.add(f"rollout_n={rollout_n} does not divide the {part.height} samples of step {step}: "
-                                    "no groups formed there")
-                else:
-                    group_notes.add(f"every {group_col} of a step is identical; pass rollout_n (advcore scan --rollout-n N) "
-                                    "to group consecutive blocks of N samples")
-            else:
-                group_notes.add("group ids missing")
-        rows.append(row)
+    samples = null_steps = null_rewards = 0
+    for frame in [frames] if isinstance(frames, pl.DataFrame) else frames:
+        frame = frame.with_columns(pl.col("step").cast(pl.Int64, strict=False))
+        null_steps += frame["step"].null_count()
+        frame = frame.filter(pl.col("step").is_not_null())
+        samples += frame.height
+        null_rewards += int(frame[reward_col].cast(pl.Float64, strict=False).is_null().sum())
+        for part in frame.partition_by("step", maintain_order=True):
+            step = int(part["step"][0])
+            metrics, trace = _step_metrics(part, reward_col, group_col, rollout_n, extra, prompt_key)
+            traces.append(trace)
+            row: dict[str, Any] = {"step": step, **metrics}
+            if "zero_variance_group_frac" not in row:
+                group_notes.add(_why_no_groups(part, step, group_col, rollout_n, prompt_key))
+            rows.append(row)
     out = rows_frame(rows)
-    meta: dict[str, Any] = {"layout": layout or format, "samples": frame.height,
-                            "null_rewards": int(frame[reward_col].cast(pl.Float64, strict=False).is_null().sum())}
+    meta: dict[str, Any] = {"layout": layout or format, "samples": samples, "null_rewards": null_rewards}
     meta.update(metadata or {})
     if group_notes:  # why a step has no group statistics (the scan report shows it)
         meta["groups"] = meta["ungrouped"] = "; ".join(sorted(group_notes))
@@ -115,3 +115,41 @@ def reduce(frame: pl.DataFrame, *, format: str, reward_col: str, group_col: str 
         meta["samples_without_step"] = null_steps
     return RawLog(format, out, trainer=trainer, metadata=meta, errors=tuple(errors),
                   trace=pl.concat(traces) if traces else None)
+
+
+def _why_no_groups(part: pl.DataFrame, step: int, group_col: str | None, rollout_n: int | None,
+                   prompt_key: bool) -> str:
+    """Why a step's samples formed no groups."""
+    if prompt_key and group_col is not None and part.height > 1 and part[group_col].n_unique() == 1:
+        if rollout_n and part.height % rollout_n:
+            return f"rollout_n={rollout_n} does not divide the {part.height} samples of step {step}: no groups formed there"
+        return (f"every {group_col} of a step is identical; pass rollout_n (advcore scan --rollout-n N) to group "
+                "consecutive blocks of N samples")
+    return "group ids missing"
+
+
+#: Rows of a per-sample Parquet file read at a time (whole steps each; about 200 MB for six columns).
+BATCH_ROWS = 1 << 22
+
+
+def parquet_batches(path: Path) -> Iterator[pl.DataFrame]:
+    """A per-sample Parquet file (of any size: it is never read whole) in batches of whole steps, each
+    of at most :data:`BATCH_ROWS` rows unless one step alone holds more, in order of the steps' first
+    appearance; the rows without a step come last. Polars' streaming engine counts the steps, and each
+    batch is read with the steps as a filter (row groups whose statistics exclude them are skipped)."""
+    lazy = pl.scan_parquet(path).with_columns(pl.col("step").cast(pl.Int64, strict=False))
+    steps = (lazy.select("step").with_row_index("__row").group_by("step")
+             .agg(pl.col("__row").min().alias("first"), pl.len().alias("rows"))
+             .sort("first").collect(engine="streaming"))
+    batch: list[int] = []
+    size = 0
+    for step, rows in steps.filter(pl.col("step").is_not_null()).select("step", "rows").iter_rows():
+        if batch and size + rows > BATCH_ROWS:
+            yield lazy.filter(pl.col("step").is_in(batch)).collect(engine="streaming")
+            batch, size = [], 0
+        batch.append(step)
+        size += rows
+    if batch:
+        yield lazy.filter(pl.col("step").is_in(batch)).collect(engine="streaming")
+    if steps["step"].null_count():
+        yield lazy.filter(pl.col("step").is_null()).collect(engine="streaming")

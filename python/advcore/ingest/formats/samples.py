@@ -1,6 +1,8 @@
 """Per-sample rows in the canonical long format (Parquet or JSONL): ``step``, ``group``, ``reward``
 and any of ``adv``, ``adv_raw``, ``adv_clipped``, ``value``, ``return``, ``slice`` /
 ``slice_<label>``, reduced per step by :func:`advcore.ingest._reduce.reduce` (the metrics it lists).
+A Parquet file is read in batches of whole steps (:func:`advcore.ingest._reduce.parquet_batches`),
+never whole: its size is bounded by the disk, not by memory.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from advcore.ingest._parse import first_json_line, is_parquet, read_jsonl
-from advcore.ingest._reduce import reduce
+from advcore.ingest._reduce import parquet_batches, reduce
 from advcore.model import IngestError, RawLog
 from advcore.ingest._format import Format
 
@@ -44,6 +46,10 @@ def load_samples(path: Path, what: str) -> tuple[pl.DataFrame, list[IngestError]
 
 def read(path: Path) -> RawLog:
     path = Path(path)
+    if is_parquet(path) and _REQUIRED <= set(pl.read_parquet_schema(path)):
+        # never read whole: a per-sample dataset may be larger than memory
+        return reduce(parquet_batches(path), format=NAME, layout="long", reward_col="reward", group_col="group",
+                      extra=[], trainer=None)
     frame, errors = load_samples(path, "per-sample JSONL")
     if frame.is_empty() or not _REQUIRED <= set(frame.columns):
         if not frame.is_empty():
