@@ -34,7 +34,10 @@ def _numeric(frame: pl.DataFrame, col: str) -> np.ndarray[Any, np.dtype[np.float
 def _group_codes(part: pl.DataFrame, group_col: str | None, rollout_n: int | None,
                  prompt_key: bool) -> np.ndarray[Any, Any] | None:
     if group_col is not None:
-        g = part[group_col].cast(pl.String)
+        raw = part[group_col]
+        if raw.dtype.is_integer() and not prompt_key:  # ids as they are: the core groups any int64 ids
+            return None if raw.null_count() else raw.cast(pl.Int64).to_numpy()
+        g = raw.cast(pl.String)
         if g.null_count():
             return None
         if prompt_key and g.n_unique() == 1 and part.height > 1:  # one prompt text for the step: blocks of rollout_n
