@@ -1,9 +1,12 @@
-"""The fleet table of ../shared/data/real on each engine (dask 2026.8.0 on a 2-worker LocalCluster,
-ray 2.60.0 on a local instance of 2 CPUs; pinned in the Makefile's integration venv) equals the one
-local processes give: the per-folder work and the merge are the same code. Run with
-``make test-integration``."""
+"""The fleet table on each engine (dask 2026.8.0 on a 2-worker LocalCluster, ray 2.60.0 on a local
+instance of 2 CPUs; pinned in the Makefile's integration venv) equals the one local processes give,
+on a generated archive and on ../shared/data/real (when present): the per-folder work and the merge
+are the same code. Run with ``make test-integration``."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -14,15 +17,30 @@ from tests._real import SHARED
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]
 
 
-def _table(engine: str) -> pl.DataFrame:
-    if not SHARED.is_dir():
-        pytest.skip(f"the shared real logs are not at {SHARED} (set ADVCORE_SHARED_REAL)")
-    return scan_many([SHARED], jobs=2, cache=False, engine=engine).drop("cached").sort("path")
+def _archive(root: Path) -> Path:
+    """Six verl JSONL runs in five folders; two lose their reward spread from step 20."""
+    for i in range(6):
+        path = root / f"run{i % 5}" / f"exp{i}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = []
+        for s in range(1, 41):
+            spread = 0.0 if i % 3 == 0 and s >= 20 else 0.4
+            mean = 0.2 + 0.004 * s * (i + 1)
+            rows.append({"step": s, "data": {"critic/score/mean": mean, "critic/score/max": mean + spread / 2,
+                                             "critic/score/min": mean - spread / 2}})
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+def _table(root: Path, engine: str) -> pl.DataFrame:
+    return scan_many([root], jobs=2, cache=False, engine=engine).drop("cached").sort("path")
 
 
 @pytest.mark.parametrize("engine", ["dask", "ray"])
-def test_every_engine_gives_the_local_table(engine: str) -> None:
+def test_every_engine_gives_the_local_table(engine: str, tmp_path: Path) -> None:
     pytest.importorskip({"dask": "dask.distributed", "ray": "ray"}[engine])
-    local = _table("local")
-    assert local.height >= 30
-    assert _table(engine).equals(local)
+    roots = [_archive(tmp_path / "archive")] + ([SHARED] if SHARED.is_dir() else [])
+    for root in roots:
+        local = _table(root, "local")
+        assert local.height >= 5 and "lost" in local["status"].to_list()
+        assert _table(root, engine).equals(local), root
