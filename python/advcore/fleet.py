@@ -37,8 +37,8 @@ from advcore import __version__
 from advcore.errors import AdvcoreError
 from advcore.scan import RunReport, ScanOptions, collect_paths, is_quiet_miss, scan
 
-__all__ = ["COLUMNS", "ENGINES", "FleetCache", "default_cache", "fleet_frame", "fleet_row", "resolve_engine", "scan_fleet",
-           "scan_many", "write_fleet"]
+__all__ = ["COLUMNS", "ENGINES", "FleetCache", "default_cache", "fleet_frame", "fleet_row", "resolve_engine",
+           "scan_fleet", "scan_many", "write_fleet"]
 
 #: The fleet table's columns and their types.
 COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -114,15 +114,19 @@ class FleetCache:
 
 
 def _digest(files: Sequence[Path], options: ScanOptions) -> str:
-    """What a folder's rows depend on: its files' names, sizes and modification times, the advcore
-    version and the scan options (a file that cannot be stat'ed counts as changed every time)."""
+    """What a folder's rows depend on: the names, sizes and modification times of its files (of every
+    file inside a folder read as one run: an MLflow run's metrics grow in place), of the metric map,
+    the advcore version and the scan options (a file that cannot be stat'ed counts as changed every
+    time)."""
     h = hashlib.sha256(f"{__version__}\0{options!r}".encode())
-    for f in files:
-        try:
-            st = f.stat()
-            h.update(f"\0{f}\0{st.st_size}\0{st.st_mtime_ns}".encode())
-        except OSError:
-            h.update(f"\0{f}\0{os.urandom(8).hex()}".encode())
+    entries = [*files, *([options.metric_map] if options.metric_map is not None else [])]
+    for entry in entries:
+        for f in sorted(p for p in entry.rglob("*") if p.is_file()) if entry.is_dir() else [entry]:
+            try:
+                st = f.stat()
+                h.update(f"\0{f}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+            except OSError:
+                h.update(f"\0{f}\0{os.urandom(8).hex()}".encode())
     return h.hexdigest()
 
 

@@ -115,3 +115,20 @@ def test_the_engine_auto_picks(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_engine("auto") == "ray" and resolve_engine("dask") == "dask"
     with pytest.raises(AdvcoreError, match="unknown engine 'spark'"):
         resolve_engine("spark")
+
+
+def test_a_run_folder_that_grows_in_place_is_scanned_again(tmp_path: Path) -> None:
+    """An MLflow folder-store run appends to its metrics files: the folder's own time does not move."""
+    run = tmp_path / "mlruns" / "1" / "abc"
+    (run / "metrics").mkdir(parents=True)
+    (tmp_path / "mlruns" / "1" / "meta.yaml").write_text("name: exp\n")
+    (run / "meta.yaml").write_text("run_name: r\n")
+    metric = run / "metrics" / "reward"
+    metric.write_text("".join(f"{s} {0.01 * s} {s}\n" for s in range(20)))
+    cache = tmp_path / "cache.sqlite"
+    first = scan_many([tmp_path / "mlruns"], cache=cache, jobs=1)
+    assert first["steps"].to_list() == [20]
+    with metric.open("a") as f:
+        f.write("".join(f"{s} {0.01 * s} {s}\n" for s in range(20, 30)))
+    second = scan_many([tmp_path / "mlruns"], cache=cache, jobs=1)
+    assert second["steps"].to_list() == [30] and not second["cached"].any()
