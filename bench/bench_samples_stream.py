@@ -4,8 +4,8 @@ Writes a canonical long-format Parquet file (``step, group, reward, adv``; 16,38
 groups of 16, binary rewards; row groups of 1M rows, in step order as a trainer writes them) to a
 temporary folder, then reduces it in a fresh process with advcore (``samples.read``: batches of
 whole steps, the core's stage trace per step) and, for scale, with a plain Polars group-by of the
-per-step mean and std (streaming engine). Prints each one's peak resident memory (``ru_maxrss``)
-and rows per second. Not a test: nothing is asserted.
+per-step mean and std (streaming engine). Prints each one's peak resident memory (``VmHWM`` of
+the process) and rows per second. Not a test: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SAMPLES_PER_STEP = 1 << 14
 GROUP = 16
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 import polars as pl
 path, how = sys.argv[1], sys.argv[2]
 t = time.perf_counter()
@@ -39,7 +39,9 @@ else:
            pl.col("reward").std().alias("std"), pl.col("adv").std().alias("adv_std")).collect(engine="streaming"))
     steps = out.height
 dt = time.perf_counter() - t
-print(json.dumps({"seconds": dt, "steps": steps, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across exec
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"seconds": dt, "steps": steps, "peak_mb": hwm / 1024}))
 """
 
 
