@@ -132,3 +132,10 @@ def test_a_run_folder_that_grows_in_place_is_scanned_again(tmp_path: Path) -> No
         f.write("".join(f"{s} {0.01 * s} {s}\n" for s in range(20, 30)))
     second = scan_many([tmp_path / "mlruns"], cache=cache, jobs=1)
     assert second["steps"].to_list() == [30] and not second["cached"].any()
+
+
+def test_the_table_is_an_arrow_stream_for_other_tools(archive: Path, tmp_path: Path) -> None:
+    """DuckDB, pyarrow and pandas read a Polars frame through the Arrow PyCapsule interface, without a copy."""
+    frame = scan_many([archive], cache=False, jobs=1)
+    capsule = frame.__arrow_c_stream__()
+    assert type(capsule).__name__ == "PyCapsule" and "arrow_array_stream" in repr(capsule)
