@@ -33,15 +33,28 @@ def sniff(path: Path, head: str | None) -> bool:
     return first is not None and isinstance(first[1], dict) and _REQUIRED <= set(first[1])
 
 
-def load_samples(path: Path, what: str) -> tuple[pl.DataFrame, list[IngestError]]:
-    """The rows of a per-sample Parquet or JSONL file (``what`` names the layout in errors); a line
-    that is not a JSON object is an error naming it, and the others are read."""
+def load_samples(path: Path, what: str, required: frozenset[str]) -> tuple[pl.DataFrame | None, list[IngestError]]:
+    """The rows of a per-sample Parquet or JSONL file (``what`` names the layout in errors), or None
+    when it holds none or lacks a ``required`` column (the errors say which); a line that is not a
+    JSON object is an error naming it, and the others are read."""
+    errors: list[IngestError] = []
     if path.suffix.lower() == ".parquet":
-        return pl.read_parquet(path), []
-    rows, errors = read_jsonl(path, f"{what} (expected one sample object per line)", flat=False)
-    if not rows:
-        return pl.DataFrame(), errors
-    return pl.DataFrame(rows, infer_schema_length=None), errors
+        frame = pl.read_parquet(path)
+    else:
+        rows, errors = read_jsonl(path, f"{what} (expected one sample object per line)", flat=False)
+        frame = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+    if frame.is_empty():
+        return None, errors or [IngestError(str(path), "no samples")]
+    missing = sorted(required - set(frame.columns))
+    if missing:
+        return None, [*errors, IngestError(str(path), f"{what}: expected the columns {', '.join(sorted(required))} "
+                                                      f"(missing: {', '.join(missing)})")]
+    return frame, errors
+
+
+def empty(name: str, errors: list[IngestError]) -> RawLog:
+    """A per-sample format's result when no sample could be read."""
+    return RawLog(name, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), errors=tuple(errors))
 
 
 def read(path: Path) -> RawLog:
@@ -50,13 +63,9 @@ def read(path: Path) -> RawLog:
         # never read whole: a per-sample dataset may be larger than memory
         return reduce(parquet_batches(path), format=NAME, layout="long", reward_col="reward", group_col="group",
                       extra=[], trainer=None)
-    frame, errors = load_samples(path, "per-sample JSONL")
-    if frame.is_empty() or not _REQUIRED <= set(frame.columns):
-        if not frame.is_empty():
-            errors.append(IngestError(str(path), "expected per-sample columns step, group, reward"))
-        elif not errors:
-            errors.append(IngestError(str(path), "no samples"))
-        return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), errors=tuple(errors))
+    frame, errors = load_samples(path, "per-sample rows", _REQUIRED)
+    if frame is None:
+        return empty(NAME, errors)
     return reduce(frame, format=NAME, layout="long", reward_col="reward", group_col="group", extra=[], trainer=None,
                   errors=errors)
 

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
-
 from advcore.ingest._parse import first_json_line
 from advcore.ingest._reduce import reduce
-from advcore.ingest.formats.samples import load_samples
-from advcore.model import IngestError, RawLog
+from advcore.ingest.formats.samples import empty, load_samples
+from advcore.model import RawLog
 from advcore.ingest._format import Format
 
 NAME = "verl_rollouts"
@@ -37,13 +35,9 @@ def sniff(path: Path, head: str | None) -> bool:
 
 def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
     path = Path(path)
-    frame, errors = load_samples(path, "verl rollout dump")
-    if frame.is_empty() or not _REQUIRED <= set(frame.columns):
-        if not frame.is_empty():
-            errors.append(IngestError(str(path), "expected a verl rollout dump: input, output, score, step"))
-        elif not errors:
-            errors.append(IngestError(str(path), "no samples"))
-        return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), errors=tuple(errors))
+    frame, errors = load_samples(path, "verl rollout dump", _REQUIRED)
+    if frame is None:
+        return empty(NAME, errors)
     extra = [c for c in frame.columns if c not in _NOT_COMPONENTS and frame[c].dtype.is_numeric()]
     one_input = frame["input"].n_unique() == 1 and frame.height > 1
     return reduce(frame, format=NAME, layout="verl_rollout_dump", reward_col="score", group_col="input", extra=extra,
