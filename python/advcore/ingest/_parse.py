@@ -19,9 +19,7 @@ from typing import Any
 import polars as pl
 
 from advcore.model import STEP_COUNTER, IngestError
-from advcore.ingest._text import open_text, read_text
-
-_PARQUET_MAGIC = b"PAR1"
+from advcore.ingest._text import PARQUET_MAGIC, open_text, read_text, starts_with
 
 
 _WRAPPED = re.compile(r"^(?:np\.)?(?:float|int|uint)\d*\((.*)\)$|^tensor\((.*?)(?:,\s*device=.*)?\)$")
@@ -110,6 +108,13 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 LIST_STATISTICS = ("mean", "std", "min", "max")
 
 
+def list_statistics(values: Sequence[float]) -> dict[str, float]:
+    """The :data:`LIST_STATISTICS` of a non-empty list of numbers: mean, std (ddof 0), min, max."""
+    mean = math.fsum(values) / len(values)
+    return {"mean": mean, "std": math.sqrt(math.fsum((x - mean) ** 2 for x in values) / len(values)),
+            "min": min(values), "max": max(values)}
+
+
 def _list_statistics(key: str, values: list[Any]) -> list[pl.Series] | None:
     """``<key>_mean``, ``_std`` (ddof 0), ``_min``, ``_max`` per row when every logged value of ``key``
     is a list of numbers and one has at least two: the rewards (or advantages) of the step's samples
@@ -128,9 +133,7 @@ def _list_statistics(key: str, values: list[Any]) -> list[pl.Series] | None:
             for name in LIST_STATISTICS:
                 stats[name].append(None)
             continue
-        mean = math.fsum(finite) / len(finite)
-        row = {"mean": mean, "std": math.sqrt(math.fsum((x - mean) ** 2 for x in finite) / len(finite)),
-               "min": min(finite), "max": max(finite)}
+        row = list_statistics(finite)
         for name in LIST_STATISTICS:
             stats[name].append(row[name])
     return [pl.Series(f"{key}_{name}", stats[name], dtype=pl.Float64) for name in LIST_STATISTICS]
@@ -277,11 +280,7 @@ def step_files(path: Path, name: re.Pattern[str]) -> list[Path]:
 
 
 def is_parquet(path: Path) -> bool:
-    try:
-        with path.open("rb") as f:
-            return f.read(4) == _PARQUET_MAGIC
-    except OSError:
-        return False
+    return starts_with(path, PARQUET_MAGIC)
 
 
 def _pickled_scalar(obj: dict[str, Any]) -> Any:

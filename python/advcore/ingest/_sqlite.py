@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from advcore.ingest._text import SQLITE_MAGIC
+from advcore.ingest._text import SQLITE_MAGIC, starts_with
 
 __all__ = ["columns", "is_sqlite", "read_only", "tables"]
 
@@ -21,11 +21,7 @@ BUSY_TIMEOUT = 1.0
 
 def is_sqlite(path: Path) -> bool:
     """Whether ``path`` is a file that starts with SQLite's header."""
-    try:
-        with path.open("rb") as f:
-            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    except OSError:
-        return False
+    return starts_with(path, SQLITE_MAGIC)
 
 
 def _uri(path: Path, immutable: bool) -> str:

@@ -84,10 +84,21 @@ _BOMS = (
 #: Encodings recognised without a mark: (codec, code unit size, offset of the ASCII byte in a unit).
 _UNITS = (("utf-32-le", 4, 0), ("utf-32-be", 4, 3), ("utf-16-le", 2, 0), ("utf-16-be", 2, 1))
 
-#: The first bytes of an SQLite 3 database, and of a W&B record file (``:W&B``, 0xBEE1, version 0).
+#: The first bytes of a Parquet file, of an SQLite 3 database, and of a W&B record file (``:W&B``,
+#: 0xBEE1, version 0).
+PARQUET_MAGIC = b"PAR1"
 SQLITE_MAGIC = b"SQLite format 3\0"
 WANDB_RECORDS_MAGIC = b":W&B\xe1\xbe\x00"
-_BINARY_MAGIC = (b"PAR1", SQLITE_MAGIC, WANDB_RECORDS_MAGIC, b"\x1f\x8b", b"PK\x03\x04")
+_BINARY_MAGIC = (PARQUET_MAGIC, SQLITE_MAGIC, WANDB_RECORDS_MAGIC, b"\x1f\x8b", b"PK\x03\x04")
+
+
+def starts_with(path: Path, magic: bytes) -> bool:
+    """Whether the file ``path`` begins with ``magic`` (False when it cannot be read)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(len(magic)) == magic
+    except OSError:
+        return False
 
 #: Control characters that text logs do hold (whitespace, backspace of progress bars, ESC of colours).
 _TEXT_CONTROLS = frozenset("\t\n\r\x0b\x0c\x08\x1b")

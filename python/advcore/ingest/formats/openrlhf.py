@@ -20,8 +20,7 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text, readable_lines
-from advcore.ingest._parse import quote_nonfinite, records_frame, value
-from advcore.ingest._parse import clean
+from advcore.ingest._parse import clean, quote_nonfinite, records_frame, value
 from advcore.ingest._format import Format
 
 NAME = "openrlhf"

@@ -77,8 +77,7 @@ from advcore.model import IngestError, RawLog
 from advcore.ingest._text import readable_lines
 from advcore.ingest._trainers import trainer_of
 from advcore.ingest._text import read_text as read_file
-from advcore.ingest._parse import by_step, number, steps_frame
-from advcore.ingest._parse import clean
+from advcore.ingest._parse import by_step, clean, list_statistics, number, steps_frame
 from advcore.ingest._format import Format
 
 NAME = "printed"
@@ -147,12 +146,9 @@ _LIST_VALUE = re.compile(
 
 def _list_statistics(m: re.Match[str]) -> str:
     """``rewards: tensor([...])`` as ``rewards_mean: m, rewards_std: s, rewards_min: lo, rewards_max: hi``."""
-    values = [float(v) for v in re.findall(_NUM, m.group("items"), re.IGNORECASE)]
-    mean = math.fsum(values) / len(values)
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    stats = list_statistics([float(v) for v in re.findall(_NUM, m.group("items"), re.IGNORECASE)])
     key, sep = m.group("key"), m.group("sep")
-    return (f"{key}_mean{sep} {mean!r}, {key}_std{sep} {std!r}, {key}_min{sep} {min(values)!r}, "
-            f"{key}_max{sep} {max(values)!r}")
+    return ", ".join(f"{key}_{name}{sep} {value!r}" for name, value in stats.items())
 
 
 #: A counter written ``#N`` (`` episode #64 : score = -0.00``): read as ``episode 64``.

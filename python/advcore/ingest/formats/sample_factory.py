@@ -28,8 +28,7 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text, readable_lines
-from advcore.ingest._parse import by_step, number, steps_frame
-from advcore.ingest._parse import clean
+from advcore.ingest._parse import by_step, clean, number, steps_frame
 from advcore.ingest._format import Format
 
 NAME = "sample_factory"

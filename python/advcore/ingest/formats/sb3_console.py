@@ -51,8 +51,7 @@ from advcore.model import IngestError, RawLog
 from advcore.ingest._text import readable_lines
 from advcore.ingest._text import read_text as read_file
 from advcore.ingest._trainers import BASELINES_KEYS
-from advcore.ingest._parse import records_frame
-from advcore.ingest._parse import clean
+from advcore.ingest._parse import clean, records_frame
 from advcore.ingest._format import Format
 
 NAME = "sb3_console"

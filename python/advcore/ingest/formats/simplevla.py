@@ -79,8 +79,7 @@ from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text, read_text, readable_lines
 from advcore.ingest.formats import verl_console
-from advcore.ingest._parse import flatten, loads, number, records_frame
-from advcore.ingest._parse import clean
+from advcore.ingest._parse import clean, flatten, loads, number, records_frame
 from advcore.ingest._format import Format
 
 NAME = "simplevla"

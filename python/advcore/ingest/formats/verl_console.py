@@ -56,8 +56,9 @@ _CONSOLE_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
 
 
 def _is_step_line(line: str) -> bool:
-    m = _STEP.match(clean(line))
-    return m is not None and ":" in clean(line)[m.end():]
+    text = clean(line)
+    m = _STEP.match(text)
+    return m is not None and ":" in text[m.end():]
 
 
 def sniff(path: Path, head: str | None) -> bool:

@@ -35,7 +35,7 @@ import polars as pl
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest import _trainers as trainers
-from advcore.ingest._text import WANDB_RECORDS_MAGIC, open_text
+from advcore.ingest._text import WANDB_RECORDS_MAGIC, open_text, starts_with
 from advcore.ingest.formats.csv_table import csv_records
 from advcore.ingest._parse import (
     first_json_line,
@@ -212,11 +212,7 @@ def run_file_of(path: Path) -> Path | None:
 
 
 def _is_records(path: Path) -> bool:
-    try:
-        with path.open("rb") as f:
-            return f.read(len(WANDB_RECORDS_MAGIC)) == WANDB_RECORDS_MAGIC
-    except OSError:
-        return False
+    return starts_with(path, WANDB_RECORDS_MAGIC)
 
 
 def _records(data: bytes) -> tuple[list[bytes], str | None]:
