@@ -19,13 +19,16 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-__all__ = ["STEP_COUNTER", "STRICT_COUNTER", "IngestError", "RawLog", "Run", "counted_nonfinite"]
+__all__ = ["STEP_COUNTER", "STORE_RUN", "STRICT_COUNTER", "IngestError", "RawLog", "Run", "counted_nonfinite"]
 
 #: Longest error message kept, in characters.
 MESSAGE_LIMIT = 400
 
 #: The name of a hand-written loop's step counter (``grpo_step``, ``train/iteration``, ``update``, ``epoch``,
 #: ``episode``: a loop that updates once per episode).
+#: The metadata key of a run read from a tracking store of many runs (MLflow, Trackio): its name in the
+#: store, ``<experiment>/<run name>``. Such a run is named ``<store>#<name>`` and never joined with another.
+STORE_RUN = "run_name"
 STEP_COUNTER = re.compile(r"(?:^|[_/])(?:step|iter|iteration|update|round|episode|epoch)s?$", re.IGNORECASE)
 #: Counters that may repeat a value only when each row is a step (a count of finished episodes can
 #: stay put over several updates: those rows are not one step).

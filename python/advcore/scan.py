@@ -27,6 +27,7 @@ from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
 from advcore.errors import AdvcoreError
 from advcore.ingest import IngestError, Run, join_runs, load, load_runs
+from advcore.model import STORE_RUN
 from advcore.ingest._text import SNIFF_BYTES, decode_head
 from advcore.ingest.formats import mlflow_store, nemo_rl, trl_completions, wandb
 
@@ -274,7 +275,7 @@ def scan(
         return out
 
     def stores(runs: list[Run]) -> Counter[str]:
-        return Counter(r.files[0] for r in runs if "run_name" in r.metadata)
+        return Counter(r.files[0] for r in runs if STORE_RUN in r.metadata)
 
     if len(paths) < PARALLEL_FROM or jobs == 1:
         runs = [run for p in paths for run in _load_one((p, options))]

@@ -18,7 +18,7 @@ from advcore._escape import described
 from advcore.ingest import formats
 from advcore.ingest._aliases import AliasTable, load_aliases
 from advcore.ingest._canonical import canonicalize
-from advcore.model import IngestError, RawLog, Run
+from advcore.model import STORE_RUN, IngestError, RawLog, Run
 from advcore.ingest._runs import join_runs
 from advcore.ingest._sqlite import is_sqlite, tables
 from advcore.ingest._text import SNIFF_BYTES, decode_head, line_limit, read_head
@@ -97,7 +97,7 @@ def load_runs(path: Path | str, *, format: str | None = None, metric_map: Path |
         if fmt is None:
             return [Run.failed(path, _unknown(path))]
         with line_limit(max_line):
-            raws = fmt.read_one(path, rollout_n)
+            raws = fmt.read_all(path, rollout_n)
         if fmt.read_runs is not None:
             return [_stored(canonicalize(raw, path, aliases), path) for raw in raws] or [
                 Run.failed(path, f"a {fmt.name} store that holds no run")]
@@ -123,5 +123,5 @@ def _unknown(path: Path) -> str:
 
 def _stored(run: Run, store: Path) -> Run:
     """A run of a tracking store, named ``<store>#<run name>``; its file is the store."""
-    name = run.metadata.get("run_name")
+    name = run.metadata.get(STORE_RUN)
     return replace(run, path=f"{store}#{name}", joined=(str(store),)) if name else run

@@ -7,11 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import polars as pl
+from advcore.model import RawLog
 
-from advcore.model import IngestError, RawLog
-
-__all__ = ["Format", "only_run"]
+__all__ = ["Format"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,8 +21,9 @@ class Format:
     #: ``sniff(path, head)``: whether the file (or folder) is of this format; ``head`` is its first
     #: 64 KiB as text (:func:`advcore.ingest._text.decode_head`), or None for binary content or a folder
     sniff: Callable[[Path, str | None], bool]
-    #: ``read(path)`` (``read(path, rollout_n=...)`` when :attr:`takes_rollout_n`): never raises for content
-    read: Callable[..., RawLog]
+    #: ``read(path)`` (``read(path, rollout_n=...)`` when :attr:`takes_rollout_n`): never raises for
+    #: content; None for a store of runs, read by :attr:`read_runs`
+    read: Callable[..., RawLog] | None = None
     #: a folder is one run of this format (TRL's ``completions/``, an MLflow run folder)
     reads_folders: bool = False
     #: ``read`` takes ``rollout_n``, the samples per prompt, for groups the prompts cannot tell apart
@@ -35,24 +34,10 @@ class Format:
     #: a tracking store of many runs: ``read_runs(path)`` gives one :class:`RawLog` per stored run
     read_runs: Callable[[Path], list[RawLog]] | None = None
 
-    def read_one(self, path: Path, rollout_n: int | None) -> list[RawLog]:
+    def read_all(self, path: Path, rollout_n: int | None) -> list[RawLog]:
         """Every run in ``path``: the store's runs, or the one run of a log."""
         if self.read_runs is not None:
             return self.read_runs(path)
+        assert self.read is not None, f"format {self.name} reads neither one run nor a store"
         kwargs: dict[str, Any] = {"rollout_n": rollout_n} if self.takes_rollout_n else {}
         return [self.read(path, **kwargs)]
-
-
-def only_run(read_runs: Callable[[Path], list[RawLog]], name: str, what: str) -> Callable[[Path], RawLog]:
-    """The ``read`` of a store format (``name``; ``what`` names the store in errors, ``an MLflow
-    store``): its only run, or no rows and an error saying how many runs it holds."""
-    def read(path: Path) -> RawLog:
-        runs = read_runs(path)
-        if len(runs) == 1:
-            return runs[0]
-        names = ", ".join(r.metadata.get("run_name", "?") for r in runs[:5])
-        return RawLog(name, pl.DataFrame(), errors=(IngestError(
-            str(path), f"{what} of {len(runs)} runs ({names}{', ...' if len(runs) > 5 else ''}): every run is "
-                       "read by read_runs, as advcore scan does"),))
-
-    return read

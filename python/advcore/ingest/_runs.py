@@ -47,7 +47,7 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest.formats import PER_SAMPLE
-from advcore.model import Run
+from advcore.model import STORE_RUN, Run
 
 __all__ = ["AGREE_SHARE", "PER_SAMPLE_FORMATS", "RESUME_GAP", "join_runs", "of_one_run"]
 
@@ -62,7 +62,7 @@ _ATOL, _RTOL = 1e-6, 1e-3
 
 def _joinable(run: Run) -> bool:
     frame = run.frame
-    return (run.steps > 0 and "phase" not in frame.columns and "run_name" not in run.metadata
+    return (run.steps > 0 and "phase" not in frame.columns and STORE_RUN not in run.metadata
             and frame["step"].null_count() == 0
             and frame["step"].n_unique() == frame.height)
 

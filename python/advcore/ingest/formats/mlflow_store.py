@@ -32,8 +32,8 @@ from typing import Any
 import polars as pl
 
 from advcore.ingest._sqlite import columns, is_sqlite, read_only
-from advcore.model import IngestError, RawLog
-from advcore.ingest._format import Format, only_run
+from advcore.model import STORE_RUN, IngestError, RawLog
+from advcore.ingest._format import Format
 
 NAME = "mlflow"
 
@@ -72,7 +72,7 @@ def run_folder_of(path: Path) -> Path | None:
 
 def read_runs(path: Path) -> list[RawLog]:
     """One :class:`RawLog` per run of the store at ``path`` (an SQLite file or a run folder), in the
-    order the runs started; ``metadata["run_name"]`` is ``<experiment>/<run name>``. A run without
+    order the runs started; ``metadata[STORE_RUN]`` is ``<experiment>/<run name>``. A run without
     metrics is a RawLog with no rows and an error naming it."""
     return [_read_folder(path)] if path.is_dir() else _read_sqlite(path)
 
@@ -154,7 +154,7 @@ def _read_folder(folder: Path) -> RawLog:
 def _run(path: Path, name: str, run_id: str, values: Iterable[tuple[str, int, int, float]], *, table: str) -> RawLog:
     long = pl.DataFrame(list(values), schema={"key": pl.String, "step": pl.Int64, "timestamp": pl.Int64,
                                              "value": pl.Float64}, orient="row")
-    meta: dict[str, Any] = {"run_name": name, "run_id": run_id}
+    meta: dict[str, Any] = {STORE_RUN: name, "run_id": run_id}
     if long.height == 0:
         return RawLog(NAME, pl.DataFrame(), metadata=meta,
                       errors=(IngestError(str(path), f"the MLflow run {name!r} has no metrics ({table})"),))
@@ -168,4 +168,4 @@ def _run(path: Path, name: str, run_id: str, values: Iterable[tuple[str, int, in
     return RawLog(NAME, frame, metadata=meta)
 
 
-FORMAT = Format(NAME, sniff, only_run(read_runs, NAME, "an MLflow store"), reads_folders=True, read_runs=read_runs)
+FORMAT = Format(NAME, sniff, reads_folders=True, read_runs=read_runs)

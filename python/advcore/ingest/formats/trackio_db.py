@@ -22,8 +22,8 @@ import polars as pl
 
 from advcore.ingest._sqlite import columns, is_sqlite, read_only
 from advcore.ingest._parse import flatten, number, records_frame
-from advcore.model import IngestError, RawLog
-from advcore.ingest._format import Format, only_run
+from advcore.model import STORE_RUN, IngestError, RawLog
+from advcore.ingest._format import Format
 
 NAME = "trackio"
 
@@ -43,7 +43,7 @@ def sniff(path: Path, head: str | None) -> bool:
 
 def read_runs(path: Path) -> list[RawLog]:
     """One :class:`RawLog` per run of the project database ``path``, in the order the runs first
-    logged; ``metadata["run_name"]`` is ``<project>/<run name>``. A record whose JSON cannot be read
+    logged; ``metadata[STORE_RUN]`` is ``<project>/<run name>``. A record whose JSON cannot be read
     is an error naming its row id, and is skipped."""
     project = path.stem
     with read_only(path) as conn:
@@ -74,8 +74,8 @@ def read_runs(path: Path) -> list[RawLog]:
         errs = tuple(errors.get(run_name, ()))
         if frame.width <= 1:
             errs += (IngestError(str(path), f"the Trackio run {run_name!r} logged no numeric metric (table metrics)"),)
-        out.append(RawLog(NAME, frame, metadata={"run_name": f"{project}/{run_name}"}, errors=errs))
+        out.append(RawLog(NAME, frame, metadata={STORE_RUN: f"{project}/{run_name}"}, errors=errs))
     return out
 
 
-FORMAT = Format(NAME, sniff, only_run(read_runs, NAME, "a Trackio project"), read_runs=read_runs)
+FORMAT = Format(NAME, sniff, read_runs=read_runs)
