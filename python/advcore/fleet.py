@@ -163,7 +163,8 @@ def scan_fleet(files: Sequence[Path], options: ScanOptions | None = None, *, job
     jobs = jobs or os.cpu_count() or 1
     explicit = explicit or set()
     folders = _folders(files)
-    digests = {folder: _digest(fs, options) for folder, fs in folders.items()}
+    # stat'ing every file (a folder-run's too) is the cache's price: not paid without one
+    digests = {folder: _digest(fs, options) for folder, fs in folders.items()} if cache is not None else {}
     done: dict[str, list[dict[str, Any]]] = {}
     todo: list[str] = []
     for folder in folders:
