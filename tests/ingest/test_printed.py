@@ -475,3 +475,63 @@ def test_a_printed_tensor_of_rewards_gives_its_statistics(tmp_path: Path) -> Non
     assert run.frame["reward_std"].to_list() == pytest.approx([b.std() for b in batches])
     assert run.frame["reward_min"].to_list() == [b.min() for b in batches]
     assert run.frame["reward_max"].to_list() == [b.max() for b in batches]
+
+
+def test_a_qualifier_in_parentheses_and_a_timestep_header(tmp_path: Path) -> None:
+    # the block form of Berkeley CS294 HW3's DQN console (2017): 'Timestep: N' heads each block
+    blocks = [f"Timestep: {t}\nmean reward (100 episodes): {t / 1e4:.4f}\nbest mean reward: 1.8\n"
+              f"episodes: {t // 200}\nexploration: 0.9\nelapsed time: 12.5 seconds (0.01 hours)\n"
+              for t in range(60000, 130000, 10000)]
+    p = _log(tmp_path, "task = Task<env_id=BreakoutNoFrameskip-v3>\n\n" + "\n".join(blocks))
+    assert detect(p) is printed.FORMAT
+    run = load(p)
+    assert run.frame["step"].to_list() == list(range(60000, 130000, 10000))
+    assert run.frame["reward_mean"].to_list() == [t / 1e4 for t in range(60000, 130000, 10000)]
+    assert run.sources["reward_mean"] == "mean_reward_100_episodes"
+    # a window that ends in a counter's word is a name, not a counter
+    assert not printed.STEP_NAME.match("mean_reward_100_episodes")
+    assert printed.STEP_NAME.match("total_episodes") and printed.STEP_NAME.match("timestep")
+
+
+def test_real_cs294_dqn_breakout_console() -> None:
+    path = corpus("h131-cs294-dqn-breakout-seed1-sudden-collapse-to-random-then-relearns/Breakout_s001.text")
+    rows = re.findall(r"^Timestep: (\d+)\nmean reward \(100 episodes\): (\S+)$", path.read_text(), re.M)
+    run = load(path)
+    assert run.format == "printed" and len(rows) == 967
+    assert run.frame["step"].to_list() == [int(t) for t, _ in rows]
+    assert run.frame["reward_mean"].to_list() == [float(r) for _, r in rows]
+
+
+def test_lapan_dqn_progress_lines(tmp_path: Path) -> None:
+    # Deep RL Hands-On's DQN: '<frame>: done <games> games, mean reward <r>, eps <e>, speed <s> f/s'
+    lines = [f"{237 * g}: done {g} games, mean reward {-21 + g / 10:.3f}, eps {1 - g / 100:.2f}, speed 412.5 f/s"
+             for g in range(1, 9)]
+    p = _log(tmp_path, "Creating environment ALE/Pong-v5\n" + "\n".join(lines) + "\n")
+    assert detect(p) is printed.FORMAT
+    run = load(p)
+    assert run.frame["step"].to_list() == [237 * g for g in range(1, 9)]
+    assert run.frame["reward_mean"].to_list() == pytest.approx([-21 + g / 10 for g in range(1, 9)])
+
+
+def test_real_lapan_dqn_notebook() -> None:
+    path = corpus("h133-lapan-ddqn-pong-300-episodes-epsilon-never-decays-never-learns/pong_pong_experiments.ipynb")
+    text = "".join("".join(o.get("text", [])) for cell in json.loads(path.read_text())["cells"]
+                   for o in cell.get("outputs", []))
+    rows = re.findall(r"^(\d+): done \d+ games, reward (\S+), eps", text, re.M)
+    run = load(path)
+    assert len(rows) == 300
+    assert run.frame["step"].to_list() == [int(f) for f, _ in rows]
+    assert run.frame["reward_mean"].to_list() == [float(r) for _, r in rows]
+
+
+def test_one_completion_that_reads_like_a_step_line_does_not_count_the_steps(tmp_path: Path) -> None:
+    # lsdefine/simple_GRPO prints uncounted 'time: .. rewards: tensor([...])' lines and the model's
+    # completions; one completion held '\\nIs it 0.8 or 0.2?' and later a 'name: 1', read as a step line
+    # of step word 'nis_it' (h11-simplegrpo corpus run)
+    lines = [f"time: 7.{i}s     rewards: tensor([-1., -1., {i / 10:.1f}, -1.])" for i in range(8)]
+    lines.insert(3, "Generated answers: ['\\nIs it 0.8 or 0.2? odd_number: 1']")
+    assert printed._step_word(printed._parse(lines[3])[0]) == "nis_it"
+    p = _log(tmp_path, "\n".join(lines) + "\n")
+    run = load(p)
+    assert run.frame.height == 8 and run.frame["step"].is_sorted()
+    assert run.frame["reward_max"].to_list() == pytest.approx([max(-1.0, i / 10) for i in range(8)])

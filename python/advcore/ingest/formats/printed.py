@@ -21,6 +21,10 @@ per update or episode in a form of their own. The forms seen in real notebooks:
   ``global_step 33, Total reward: 1.37``);
 * a bare progress counter after a tag: ``[synth100]  12/100 | loss=0.0000 | reward=0.000`` (a Tinker
   GRPO loop), read as ``step 12``;
+* Lapan's DQN (*Deep Reinforcement Learning Hands-On*) and its copies: ``237: done 1 games, mean
+  reward -19.000, eps 1.00, speed 425.32 f/s``, counted by the frame;
+* a block headed ``Timestep: 60000`` whose names carry a qualifier in parentheses (``mean reward (100
+  episodes): 1.52``, Berkeley CS294 HW3's DQN, read as ``mean_reward_100_episodes``);
 * several counters first: ``epoch: 0|step: 33|ppo_ep: 1|act_loss: 0.019|cri_loss: 0.036`` then
   ``average reward score: 0.43`` (DeepSpeed-Chat step 3, RLHF with PPO); the counter that takes the
   most values without going back counts the steps.
@@ -82,8 +86,9 @@ from advcore.ingest._format import Format
 
 NAME = "printed"
 
-#: Names of a step counter (lower case, blanks as ``_``): ``step``, ``grpo_step``, ``Update``, ``epoch``, ``轮次``.
-STEP_NAME = re.compile(r"^(?:\w+_)?(?:steps?|updates?|episodes?|ep|epoch|iter|iteration|it|round)$|^(?:轮次|回合|步|步数|迭代)$")
+#: Names of a step counter (lower case, blanks as ``_``): ``step``, ``grpo_step``, ``Update``, ``epoch``, ``轮次``;
+#: not a window that ends in one (``mean_reward_100_episodes``).
+STEP_NAME = re.compile(r"^(?:\w*[^\W\d]_)?(?:steps?|timesteps?|updates?|episodes?|ep|epoch|iter|iteration|it|round)$|^(?:轮次|回合|步|步数|迭代)$")
 #: Step lines (same step word) that a file's head needs to be read as printed progress.
 MIN_STEP_LINES = 3
 #: Longer lines are not read.
@@ -161,6 +166,28 @@ _HASH_COUNTER = re.compile(r"(?<=[^\W\d]) ?#(?=\d)")
 _WINDOW = re.compile(r"(?<![\w.])(last|past|over|previous|recent|first)[ \t](\d{1,9}+)[ \t](?=[^\W\d])", re.IGNORECASE)
 
 
+#: The progress line of the DQN in Lapan's *Deep Reinforcement Learning Hands-On* (Chapter 6,
+#: ``02_dqn_pong.py``) and its many copies: ``237: done 1 games, mean reward -19.000, eps 1.00, speed
+#: 425.32 f/s``: the frame count, then ``name value`` items separated by commas, read as ``step: 237,
+#: games: 1, mean reward: -19.000, eps: 1.00, speed: 425.32``.
+_DONE_GAMES = re.compile(r"^\s*+(?P<frame>\d{1,12}+):[ \t]++done[ \t]++(?P<games>\d{1,12}+)[ \t]++games?\b,?+")
+_NAMED_ITEM = re.compile(rf"(?:^|(?<=,))[ \t]*+(?P<name>[^\W\d][\w ]{{0,40}}?)[ \t]++(?=(?:{_NUM})(?![\w.]))", re.IGNORECASE)
+
+
+def _done_games(text: str, m: re.Match[str]) -> str:
+    return f"step: {m.group('frame')}, games: {m.group('games')}, " + _NAMED_ITEM.sub(
+        lambda k: f" {k.group('name')}: ", text[m.end():])
+
+
+#: Words in parentheses between a name and its ``:`` qualify the name: ``mean reward (100 episodes):
+#: 1.52`` (Berkeley CS294 HW3's DQN console, 2017) reads as ``mean_reward_100_episodes``.
+_QUALIFIED = re.compile(r"(?<=[^\W\d])[ \t]*+\((?P<words>[^\W_][\w ]{0,40}+)\)(?=[ \t]*+[:=])")
+
+
+def _qualified(m: re.Match[str]) -> str:
+    return "_" + re.sub(r"\s+", "_", m.group("words").strip())
+
+
 #: A value named for the step it belongs to: ``Total reward in global step 33: 1.368`` (a TF1 TRPO
 #: loop), read as ``global step 33, Total reward: 1.368`` when the words before the number name a
 #: step counter.
@@ -199,10 +226,12 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
     if "[" in text and "," in text:
         text = _LIST_VALUE.sub(_list_statistics, text)
     if "(" in text or "[" in text:
-        text = _GROUPED.sub(_ungroup, _PAREN_VALUE.sub(r"\1 \2", text))
+        text = _QUALIFIED.sub(_qualified, _GROUPED.sub(_ungroup, _PAREN_VALUE.sub(r"\1 \2", text)))
     if "#" in text:
         text = _HASH_COUNTER.sub(" ", text)
     text = _WINDOW.sub(r"\1_\2_", text)
+    if " done " in text and (m := _DONE_GAMES.match(text)) is not None:
+        text = _done_games(text, m)
     if "|" in text:
         text = _BARE_PROGRESS.sub(r"step \g<n> |", text, count=1)
     if " in " in text or " at " in text or " of " in text or " for " in text:
@@ -332,7 +361,7 @@ def _layout(lines: Parsed) -> Layout | None:
             inline is None or header[1] > len(spans[inline])
             or any(b < a for (_, a), (_, b) in zip(spans[inline], spans[inline][1:], strict=False))):
         return Layout(header[0], frozenset(), header=True)  # the inline kind's counter goes back: inner updates
-    if inline is not None:
+    if inline is not None and len(spans[inline]) >= MIN_STEP_LINES:
         return Layout(*inline)
     # lines made of pairs only (not a CSV row or prose that holds a "beta=0.0")
     plain = Counter(frozenset(k for k, _ in pairs) for pairs, only in parsed
@@ -341,7 +370,9 @@ def _layout(lines: Parsed) -> Layout | None:
         names, count = plain.most_common(1)[0]
         if count >= MIN_UNCOUNTED_LINES:
             return Layout(None, names)
-    return None
+    # fewer step lines than a log has: a model's completion that reads like one ('is it (odd): 3') is no
+    # counter of hundreds of uncounted lines
+    return Layout(*inline) if inline is not None else None
 
 
 def _is_step_line(pairs: list[tuple[str, str]], layout: Layout, only: bool = False) -> bool:
