@@ -109,3 +109,38 @@ def test_a_parquet_file_read_in_batches_of_whole_steps_equals_it_read_whole(tmp_
     assert batched.metadata["samples"] == whole.metadata["samples"] == table.height - 1
     assert batched.metadata["samples_without_step"] == 1
     assert batched.frame["step"].to_list()[:3] == [7, 3, 9]
+
+
+def test_a_dataset_in_parts_is_one_run_reduced_as_the_whole_table(tmp_path: Path) -> None:
+    """Oracle: the same reduction over the whole table read at once. The parts split each step's groups
+    (one writer per rank), so a step reduced part by part would be wrong; the second part alone carries
+    ``adv`` (null in the first part's rows)."""
+    import numpy as np
+
+    from advcore.ingest import _reduce
+    from advcore.scan import collect_paths, scan
+
+    rng = np.random.default_rng(11)
+    n = 30 * 64
+    table = pl.DataFrame({"step": np.repeat(np.arange(30), 64), "group": np.tile(np.repeat(np.arange(16), 4), 30),
+                          "reward": (rng.random(n) < 0.4).astype(float)})
+    even = table.filter(pl.col("group") % 2 == 0)
+    odd = table.filter(pl.col("group") % 2 == 1).with_columns(adv=pl.lit(0.5))
+    run_dir = tmp_path / "archive" / "run"
+    run_dir.mkdir(parents=True)
+    even.write_parquet(run_dir / "part-0.parquet")
+    odd.write_parquet(run_dir / "part-1.parquet")
+    (run_dir / "notes.txt").write_text("rollouts of run 7\n")
+    whole = _reduce.reduce(pl.concat([even.with_columns(adv=pl.lit(None, pl.Float64)), odd]), format="samples",
+                           layout="long", reward_col="reward", group_col="group", extra=[], trainer=None)
+    assert detect(run_dir) is samples.FORMAT
+    assert samples.read(run_dir).frame.equals(whole.frame)
+    # a scan of the archive finds the folder as one run, not two part files
+    collected = collect_paths([str(tmp_path / "archive")])
+    assert run_dir in collected.files and not any(f.suffix == ".parquet" for f in collected.files)
+    reports = [r for r in scan(collected.files) if r.run.format == "samples"]
+    assert len(reports) == 1 and reports[0].run.steps == 30
+    # one part alone is a file, as before
+    (run_dir / "part-1.parquet").unlink()
+    assert samples.dataset_parts(run_dir) == [run_dir / "part-0.parquet"] and detect(run_dir) is None
+    assert collect_paths([str(tmp_path / "archive")]).files.count(run_dir / "part-0.parquet") == 1

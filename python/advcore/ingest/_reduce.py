@@ -14,7 +14,7 @@ of the statistics (counted in ``metadata["null_rewards"]``), never 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,12 +135,22 @@ def _why_no_groups(part: pl.DataFrame, step: int, group_col: str | None, rollout
 BATCH_ROWS = 1 << 22
 
 
-def parquet_batches(path: Path) -> Iterator[pl.DataFrame]:
-    """A per-sample Parquet file (of any size: it is never read whole) in batches of whole steps, each
-    of at most :data:`BATCH_ROWS` rows unless one step alone holds more, in order of the steps' first
-    appearance; the rows without a step come last. Polars' streaming engine counts the steps, and each
-    batch is read with the steps as a filter (row groups whose statistics exclude them are skipped)."""
-    lazy = pl.scan_parquet(path).with_columns(pl.col("step").cast(pl.Int64, strict=False))
+def parquet_batches(path: Path | Sequence[Path]) -> Iterator[pl.DataFrame]:
+    """A per-sample Parquet file, or the part files of one dataset read as one table (of any size: it is
+    never read whole), in batches of whole steps, each of at most :data:`BATCH_ROWS` rows unless one step
+    alone holds more, in order of the steps' first appearance (parts in the order given); the rows
+    without a step come last. A column that some parts lack is null in their rows. Polars' streaming
+    engine counts the steps, and each batch is read with the steps as a filter (row groups whose
+    statistics exclude them are skipped)."""
+    if isinstance(path, Path):
+        lazy = pl.scan_parquet(path)
+    else:  # the parts' columns united, in the order first met
+        schema: dict[str, pl.DataType] = {}
+        for part in path:
+            for name, dtype in pl.read_parquet_schema(part).items():
+                schema.setdefault(name, dtype)
+        lazy = pl.scan_parquet(list(path), schema=schema, missing_columns="insert")
+    lazy = lazy.with_columns(pl.col("step").cast(pl.Int64, strict=False))
     steps = (lazy.select("step").with_row_index("__row").group_by("step")
              .agg(pl.col("__row").min().alias("first"), pl.len().alias("rows"))
              .sort("first").collect(engine="streaming"))

@@ -2,7 +2,11 @@
 and any of ``adv``, ``adv_raw``, ``adv_clipped``, ``value``, ``return``, ``slice`` /
 ``slice_<label>``, reduced per step by :func:`advcore.ingest._reduce.reduce` (the metrics it lists).
 A Parquet file is read in batches of whole steps (:func:`advcore.ingest._reduce.parquet_batches`),
-never whole: its size is bounded by the disk, not by memory.
+never whole: its size is bounded by the disk, not by memory. A folder that holds two or more Parquet
+files of this layout (a dataset written in parts: ``part-0.parquet``, ``part-1.parquet``, one per
+writer or per range of steps, as Polars, pyarrow and Spark write them) is one run: its parts, in
+name order, are read as one table, so a step whose rows are spread over several parts is reduced
+whole.
 """
 
 from __future__ import annotations
@@ -21,14 +25,25 @@ NAME = "samples"
 _REQUIRED = frozenset({"step", "group", "reward"})
 
 
+def _is_long(path: Path) -> bool:
+    """Whether ``path`` is a Parquet file (by content: any name) with the columns of this layout."""
+    if not is_parquet(path):
+        return False
+    try:
+        return _REQUIRED <= set(pl.read_parquet_schema(path))
+    except Exception:
+        return False
+
+
+def dataset_parts(folder: Path) -> list[Path]:
+    """The ``.parquet`` files of this layout directly in ``folder``, in name order: the parts of one
+    dataset when there are two or more."""
+    return [p for p in sorted(folder.glob("*.parquet")) if p.is_file() and _is_long(p)]
+
+
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
-        if not is_parquet(path):  # by content: any file name
-            return False
-        try:
-            return _REQUIRED <= set(pl.read_parquet_schema(path))
-        except Exception:
-            return False
+        return len(dataset_parts(path)) >= 2 if path.is_dir() else _is_long(path)
     first = first_json_line(head)
     return first is not None and isinstance(first[1], dict) and _REQUIRED <= set(first[1])
 
@@ -59,9 +74,13 @@ def empty(name: str, errors: list[IngestError]) -> RawLog:
 
 def read(path: Path) -> RawLog:
     path = Path(path)
-    if is_parquet(path) and _REQUIRED <= set(pl.read_parquet_schema(path)):
+    if path.is_dir() and not dataset_parts(path):
+        return empty(NAME, [IngestError(str(path), "a folder without a Parquet file of per-sample rows "
+                                                   "(columns step, group, reward)")])
+    source: Path | list[Path] | None = dataset_parts(path) if path.is_dir() else path if _is_long(path) else None
+    if source is not None:
         # never read whole: a per-sample dataset may be larger than memory
-        return reduce(parquet_batches(path), format=NAME, layout="long", reward_col="reward", group_col="group",
+        return reduce(parquet_batches(source), format=NAME, layout="long", reward_col="reward", group_col="group",
                       extra=[], trainer=None)
     frame, errors = load_samples(path, "per-sample rows", _REQUIRED)
     if frame is None:
@@ -70,4 +89,4 @@ def read(path: Path) -> RawLog:
                   errors=errors)
 
 
-FORMAT = Format(NAME, sniff, read, per_sample=True)
+FORMAT = Format(NAME, sniff, read, reads_folders=True, per_sample=True)
