@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,6 +31,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import polars as pl
 
@@ -260,9 +262,12 @@ def _ray(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
         raise AdvcoreError("--engine ray needs ray: pip install 'advcore[ray]'") from None
     started = False
     if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS")
+        if address:
+            _check_reachable(address)
         try:
-            if os.environ.get("RAY_ADDRESS"):
-                ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
+            if address:
+                ray.init(address=address, log_to_driver=False)
             else:
                 ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as e:
@@ -282,6 +287,24 @@ def _ray(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
     finally:
         if started:
             ray.shutdown()
+
+
+#: Seconds to wait for a cluster's address to accept a connection before giving up on it.
+CONNECT_TIMEOUT = 5.0
+
+
+def _check_reachable(address: str) -> None:
+    """Raise :class:`AdvcoreError` when the Ray cluster at ``address`` (``host:port`` or
+    ``ray://host:port``; ``auto`` and ``local`` are not checked) does not accept a TCP connection within
+    :data:`CONNECT_TIMEOUT`: ``ray.init`` waits minutes for an address nobody listens on."""
+    parsed = urlparse(address if "://" in address else f"tcp://{address}")
+    if parsed.hostname is None or parsed.port is None:
+        return
+    try:
+        socket.create_connection((parsed.hostname, parsed.port), timeout=CONNECT_TIMEOUT).close()
+    except OSError as e:
+        raise AdvcoreError(f"--engine ray: the cluster at RAY_ADDRESS={address} could not be reached "
+                           f"({e.strerror or type(e).__name__} within {CONNECT_TIMEOUT:g} s)") from None
 
 
 _ENGINES = {"local": _local, "dask": _dask, "ray": _ray}

@@ -20,6 +20,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 from typing import Any
 
+import polars as pl
+
 from advcore import __version__
 from advcore._escape import described
 from advcore._paths import Walk, expand_glob, glob_root, walk_files
@@ -28,7 +30,7 @@ from advcore.diagnose import Verdict, diagnose
 from advcore.errors import AdvcoreError
 from advcore.ingest import IngestError, Run, join_runs, load, load_runs
 from advcore.model import STORE_RUN
-from advcore.ingest._text import SNIFF_BYTES, decode_head
+from advcore.ingest._text import PARQUET_MAGIC, SNIFF_BYTES, decode_head
 from advcore.ingest.formats import mlflow_store, nemo_rl, samples, trl_completions, wandb
 
 __all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
@@ -254,7 +256,19 @@ def is_quiet_miss(report: RunReport, explicit: set[Path]) -> bool:
     except OSError:
         return False
     own_report = re.match(rb'\s*\{\s*"advcore"\s*:', head) is not None
-    return own_report or (report.run.format == "unknown" and decode_head(head) is None)
+    return own_report or (report.run.format == "unknown" and decode_head(head) is None and not _damaged_parquet(p, head))
+
+
+def _damaged_parquet(path: Path, head: bytes) -> bool:
+    """A file that begins as Parquet but whose schema cannot be read (truncated, corrupt): a data file
+    that was damaged is reported, unlike a binary file of another kind."""
+    if not head.startswith(PARQUET_MAGIC):
+        return False
+    try:
+        pl.read_parquet_schema(path)
+    except Exception:  # noqa: BLE001 (polars raises several kinds for a damaged footer)
+        return True
+    return False
 
 
 def scan(

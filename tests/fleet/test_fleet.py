@@ -139,3 +139,40 @@ def test_the_table_is_an_arrow_stream_for_other_tools(archive: Path, tmp_path: P
     frame = scan_many([archive], cache=False, jobs=1)
     capsule = frame.__arrow_c_stream__()
     assert type(capsule).__name__ == "PyCapsule" and "arrow_array_stream" in repr(capsule)
+
+
+def test_a_killed_worker_costs_its_folder_only_and_is_tried_again(archive: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from advcore import fleet
+    from tests.fleet import _dying
+
+    _run(archive / "poison" / "exp.jsonl", dies=False)
+    monkeypatch.setattr(fleet, "_scan_folder", _dying.scan_or_die)
+    cache = tmp_path / "cache.sqlite"
+    frame = scan_many([archive], cache=cache, jobs=2, engine="local")
+    poison = frame.filter(pl.col("path") == str(archive / "poison" / "exp.jsonl")).row(0, named=True)
+    assert poison["status"] == "unreadable" and "worker scanning it died" in poison["errors"][0]
+    others = frame.filter(pl.col("path") != str(archive / "poison" / "exp.jsonl"))
+    assert set(others["status"]) == {"lost", "quiet", "unreadable"} and others.height == 4
+    assert others.filter(pl.col("path") == str(archive / "b" / "exp.jsonl"))["status"].item() == "lost"
+    # the next scan reads the others from the cache and tries the dead folder again
+    monkeypatch.setattr(fleet, "_scan_folder", _dying._REAL)
+    again = scan_many([archive], cache=cache, jobs=1)
+    assert again.filter(~pl.col("cached"))["path"].to_list() == [str(archive / "poison" / "exp.jsonl")]
+    assert again.filter(pl.col("path") == str(archive / "poison" / "exp.jsonl"))["status"].item() == "quiet"
+
+
+def test_bad_files_are_rows_with_their_error_and_the_rest_completes(archive: Path, tmp_path: Path) -> None:
+    (archive / "corrupt").mkdir()
+    (archive / "corrupt" / "samples.parquet").write_bytes(b"PAR1" + b"\x00garbage" * 50 + b"PAR1")
+    (archive / "empty").mkdir()
+    (archive / "empty" / "train.log").write_text("")
+    _run(archive / "gone" / "exp.jsonl", dies=False)
+    files = collect_paths([str(archive)]).files
+    (archive / "gone" / "exp.jsonl").unlink()  # disappears between listing and scanning
+    rows = {row["path"]: row for row in scan_fleet(files, jobs=2)}
+    for name in ("corrupt/samples.parquet", "empty/train.log", "gone/exp.jsonl"):
+        row = rows[str(archive / name)]
+        assert row["status"] == "unreadable" and row["errors"][0].startswith(str(archive / name)), row
+    assert rows[str(archive / "b" / "exp.jsonl")]["status"] == "lost"
+    assert rows[str(archive / "a" / "exp.jsonl")]["status"] == "quiet"

@@ -44,3 +44,17 @@ def test_every_engine_gives_the_local_table(engine: str, tmp_path: Path) -> None
         local = _table(root, "local")
         assert local.height >= 5 and "lost" in local["status"].to_list()
         assert _table(root, engine).equals(local), root
+
+
+@pytest.mark.parametrize(("engine", "variable", "address"), [("dask", "DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:9"),
+                                                             ("ray", "RAY_ADDRESS", "127.0.0.1:9")])
+def test_an_engine_that_cannot_be_reached_is_a_startup_error(engine: str, variable: str, address: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing listens on the discard port: the scan stops at once with an error naming the address
+    (``ray.init`` alone waits minutes for it), before any folder is read."""
+    pytest.importorskip({"dask": "dask.distributed", "ray": "ray"}[engine])
+    from advcore.errors import AdvcoreError
+
+    monkeypatch.setenv(variable, address)
+    with pytest.raises(AdvcoreError, match=address):
+        scan_many([_archive(tmp_path / "archive")], jobs=1, cache=False, engine=engine)
