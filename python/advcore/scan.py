@@ -31,7 +31,7 @@ from advcore.errors import AdvcoreError
 from advcore.ingest import IngestError, Run, join_runs, load, load_runs
 from advcore.model import STORE_RUN
 from advcore.ingest._text import PARQUET_MAGIC, SNIFF_BYTES, decode_head
-from advcore.ingest.formats import mlflow_store, nemo_rl, samples, trl_completions, wandb
+from advcore.ingest.formats import mlflow_store, nemo_rl, prime_rl, samples, trl_completions, wandb
 
 __all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
 
@@ -115,7 +115,8 @@ def _fold_run_folders(found: list[Path]) -> list[Path]:
     the first of them was: TRL's per-step ``completions_<step>.parquet`` files and NeMo-RL's
     ``train_data_step<N>.jsonl`` by their folder (:mod:`advcore.ingest.formats.trl_completions`,
     :mod:`advcore.ingest.formats.nemo_rl`), the parts of a per-sample Parquet dataset by theirs
-    (:mod:`advcore.ingest.formats.samples`), an MLflow folder-store run's ``metrics/``,
+    (:mod:`advcore.ingest.formats.samples`), prime-rl's ``step_<N>/<kind>/<subset>/traces.jsonl`` by their
+    ``rollouts`` folder (:mod:`advcore.ingest.formats.prime_rl`), an MLflow folder-store run's ``metrics/``,
     ``params/`` and ``tags/`` by the run folder (:mod:`advcore.ingest.formats.mlflow_store`), the
     files of a W&B run folder by its record file or console (:func:`advcore.ingest.formats.wandb.run_file_of`)."""
     out: list[Path] = []
@@ -126,6 +127,8 @@ def _fold_run_folders(found: list[Path]) -> list[Path]:
         if (trl_completions.is_step_file(q) or nemo_rl.is_step_file(q)
                 or (len(parts.get(q.parent, ())) >= 2 and q in parts[q.parent])):
             q = q.parent
+        elif prime_rl.is_step_file(q):
+            q = prime_rl.rollouts_folder(q)
         else:
             q = mlflow_store.run_folder_of(q) or wandb.run_file_of(q) or q
         out.append(q)

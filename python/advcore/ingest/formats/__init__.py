@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from advcore.ingest._format import Format
 from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, halos_console, json_records,
-                                    mlflow_store, nemo_rl, notebook, openrlhf, plain, printed, rl4lms, sample_factory,
-                                    samples, sb3_console, simplevla, tensorboard, text_table, trace_recording,
-                                    trackio_db, trainer_state, trl_completions, trl_console, trl_rollouts_md,
-                                    verl_console, verl_jsonl, verl_rollouts, wandb)
+                                    mlflow_store, nemo_rl, notebook, openrlhf, plain, prime_rl, printed, rl4lms,
+                                    sample_factory, samples, sb3_console, simplevla, tensorboard, text_table,
+                                    trace_recording, trackio_db, trainer_state, trl_completions, trl_console,
+                                    trl_rollouts_md, verl_console, verl_jsonl, verl_rollouts, wandb)
 
 __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 
@@ -25,7 +25,8 @@ __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 #: whose sniffer would take a tab-separated line; a blank-aligned text table after CSV, so that a
 #: tab-separated file stays CSV's).
 ORDER: list[Format] = [m.FORMAT for m in (
-    mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, wandb, json_records, columnar_json,
+    mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, prime_rl, wandb, json_records,
+    columnar_json,
     simplevla, openrlhf, sb3_console, cleanrl_console, sample_factory, halos_console, rl4lms, trl_console,
     trainer_state, verl_jsonl, trace_recording, samples, verl_rollouts, verl_console, tensorboard, printed, csv_table,
     text_table, plain,

@@ -30,14 +30,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from advcore.errors import AdvcoreError
-from advcore.ingest._text import open_text
+from advcore.ingest._text import bounded_lines, open_text
 from advcore.ingest._reduce import reduce
 from advcore.ingest._parse import number, step_files
 from advcore.model import IngestError, RawLog
@@ -99,21 +98,6 @@ def _sample(obj: dict[str, Any]) -> tuple[float | None, float | None, int | None
     return reward, adv, prompt
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str | None]]:
-    """(number, text) of the non-blank lines of ``path``; text None for a line longer than
-    :data:`MAX_SAMPLE_LINE` (read past, never held)."""
-    with open_text(path) as f:
-        n = 0
-        while chunk := f.readline(MAX_SAMPLE_LINE):
-            n += 1
-            if len(chunk) >= MAX_SAMPLE_LINE and not chunk.endswith("\n"):
-                while (rest := f.readline(MAX_SAMPLE_LINE)) and not rest.endswith("\n"):
-                    pass
-                yield n, None
-            elif chunk.strip():
-                yield n, chunk
-
-
 def _runs(keys: list[int | None]) -> list[int]:
     lengths: list[int] = []
     for i, k in enumerate(keys):
@@ -137,7 +121,7 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
         m = FILE_NAME.fullmatch(f.name)
         step = int(m.group(1)) if m else 0
         rows = []
-        for n, line in _lines(f):
+        for n, line in bounded_lines(f, MAX_SAMPLE_LINE):
             if line is None:
                 errors.append(IngestError(str(f), f"a line longer than {MAX_SAMPLE_LINE} characters; skipped", n))
                 continue
