@@ -11,10 +11,10 @@ JSON object per line, an episode as verifiers writes it (``Episode.to_record`` i
 ``agent.trainable``.
 
 ``read(path)`` takes the ``rollouts`` folder (or one ``traces.jsonl``) and reduces the training
-episodes per step with :func:`advcore.ingest._reduce.reduce`: a sample is one trainable trace,
-``reward`` its reward, ``adv`` its advantage, its group the episode's ``group.id`` (and the agent's
-name, so that the roles of a multi-agent episode are grouped apart), and each named reward function a
-component (``reward/<name>``). Of the two subsets, ``all`` is read when present: filtering drops the
+episodes per step (the ``N`` of their ``step_<N>`` folder) with :func:`advcore.ingest._reduce.reduce`:
+a sample is one trainable trace, ``reward`` its reward, ``adv`` its advantage, its group the episode's
+``group.id`` (and the agent's name, so that the roles of a multi-agent episode are grouped apart), and
+each named reward function a component (``reward/<name>``). Of the two subsets, ``all`` is read when present: filtering drops the
 tied groups this reader is there to see. An episode without a trace (it failed before producing
 one) is no sample, counted in ``metadata["episodes_without_trace"]``; ``eval`` episodes are not read.
 Lines hold whole trajectories: up to ``MAX_EPISODE_LINE`` characters are read; a longer line, or one
