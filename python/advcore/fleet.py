@@ -13,7 +13,7 @@ with an error and is not cached (the next scan tries it again).
 Columns (:data:`COLUMNS`): ``path`` (a run's path: a file, a folder of joined files, or
 ``<store>#<experiment>/<run>``), ``files``, ``format``, ``trainer``, ``steps``, ``status``
 (``lost``, ``quiet``, ``not_judged``, ``unreadable``), ``stage``, ``headline``, ``onset_step``,
-``findings`` (``id``, ``severity``, ``stage``, ``onset_step`` of each), ``errors``, ``advcore``
+``summary`` (the verdict's sentence: what was lost, or why a run was not judged), ``findings`` (``id``, ``severity``, ``stage``, ``onset_step`` of each), ``errors``, ``advcore``
 (the version that scanned it) and ``cached`` (read from the cache in this scan).
 """
 
@@ -53,6 +53,7 @@ COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "stage": pl.String,
     "headline": pl.String,
     "onset_step": pl.Int64,
+    "summary": pl.String,
     "findings": pl.List(pl.Struct({"id": pl.String, "severity": pl.String, "stage": pl.String,
                                    "onset_step": pl.Int64})),
     "errors": pl.List(pl.String),
@@ -74,6 +75,7 @@ def fleet_row(report: RunReport) -> dict[str, Any]:
         "stage": verdict.stage,
         "headline": verdict.headline,
         "onset_step": verdict.onset,
+        "summary": verdict.summary,
         "findings": [{"id": f.id, "severity": f.severity, "stage": f.stage, "onset_step": f.onset_step}
                      for f in report.findings],
         "errors": [str(e) for e in run.errors],
@@ -118,9 +120,9 @@ class FleetCache:
 def _digest(files: Sequence[Path], options: ScanOptions) -> str:
     """What a folder's rows depend on: the names, sizes and modification times of its files (of every
     file inside a folder read as one run: an MLflow run's metrics grow in place), of the metric map,
-    the advcore version and the scan options (a file that cannot be stat'ed counts as changed every
-    time)."""
-    h = hashlib.sha256(f"{__version__}\0{options!r}".encode())
+    the advcore version, the table's columns and the scan options (a file that cannot be stat'ed
+    counts as changed every time)."""
+    h = hashlib.sha256(f"{__version__}\0{','.join(COLUMNS)}\0{options!r}".encode())
     entries = [*files, *([options.metric_map] if options.metric_map is not None else [])]
     for entry in entries:
         for f in sorted(p for p in entry.rglob("*") if p.is_file()) if entry.is_dir() else [entry]:
@@ -149,7 +151,8 @@ def _scan_folder(args: tuple[list[Path], ScanOptions, set[Path]]) -> list[dict[s
 
 def _died(files: Sequence[Path], why: str) -> list[dict[str, Any]]:
     return [{"path": str(f), "files": [str(f)], "format": "unknown", "trainer": None, "steps": 0,
-             "status": "unreadable", "stage": None, "headline": None, "onset_step": None, "findings": [],
+             "status": "unreadable", "stage": None, "headline": None, "onset_step": None, "summary": why,
+             "findings": [],
              "errors": [f"{f}: {why}"], "advcore": __version__} for f in files]
 
 

@@ -41,11 +41,12 @@ def archive(tmp_path: Path) -> Path:
 
 def test_one_row_per_run_as_the_scan_concludes(archive: Path, tmp_path: Path) -> None:
     files = collect_paths([str(archive)]).files
-    expected = {r.run.path: (r.verdict.status, r.verdict.headline, r.verdict.onset)
+    expected = {r.run.path: (r.verdict.status, r.verdict.headline, r.verdict.onset, r.verdict.summary)
                 for r in scan(files, ScanOptions(), jobs=1)}
     del expected[str(archive / "c" / "notes.md")]  # a note in a folder is no run
     frame = scan_many([archive], cache=tmp_path / "cache.sqlite", jobs=2)
-    got = {row["path"]: (row["status"], row["headline"], row["onset_step"]) for row in frame.iter_rows(named=True)}
+    got = {row["path"]: (row["status"], row["headline"], row["onset_step"], row["summary"])
+           for row in frame.iter_rows(named=True)}
     assert got == expected
     assert got[str(archive / "b" / "exp.jsonl")][0] == "lost" and got[str(archive / "a" / "exp.jsonl")][0] == "quiet"
     broken = frame.filter(pl.col("path") == str(archive / "broken.jsonl")).row(0, named=True)

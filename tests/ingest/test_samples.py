@@ -114,7 +114,7 @@ def test_a_parquet_file_read_in_batches_of_whole_steps_equals_it_read_whole(tmp_
 def test_a_dataset_in_parts_is_one_run_reduced_as_the_whole_table(tmp_path: Path) -> None:
     """Oracle: the same reduction over the whole table read at once. The parts split each step's groups
     (one writer per rank), so a step reduced part by part would be wrong; the second part alone carries
-    ``adv`` (null in the first part's rows)."""
+    ``adv`` (null in the first part's rows, and the first part is named in the errors)."""
     import numpy as np
 
     from advcore.ingest import _reduce
@@ -131,10 +131,15 @@ def test_a_dataset_in_parts_is_one_run_reduced_as_the_whole_table(tmp_path: Path
     even.write_parquet(run_dir / "part-0.parquet")
     odd.write_parquet(run_dir / "part-1.parquet")
     (run_dir / "notes.txt").write_text("rollouts of run 7\n")
-    whole = _reduce.reduce(pl.concat([even.with_columns(adv=pl.lit(None, pl.Float64)), odd]), format="samples",
-                           layout="long", reward_col="reward", group_col="group", extra=[], trainer=None)
+    # a group is its part's: keyed by the part's path
+    keyed = [t.with_columns(group=pl.format("{}#{}", pl.lit(str(run_dir / f"part-{k}.parquet")), "group"))
+             for k, t in enumerate((even.with_columns(adv=pl.lit(None, pl.Float64)), odd))]
+    whole = _reduce.reduce(pl.concat(keyed), format="samples", layout="long", reward_col="reward", group_col="group",
+                           extra=[], trainer=None)
     assert detect(run_dir) is samples.FORMAT
-    assert samples.read(run_dir).frame.equals(whole.frame)
+    got = samples.read(run_dir)
+    assert got.frame.equals(whole.frame)
+    assert [(e.path, "adv" in e.message) for e in got.errors] == [(str(run_dir / "part-0.parquet"), True)]
     # a scan of the archive finds the folder as one run, not two part files
     collected = collect_paths([str(tmp_path / "archive")])
     assert run_dir in collected.files and not any(f.suffix == ".parquet" for f in collected.files)
@@ -144,3 +149,26 @@ def test_a_dataset_in_parts_is_one_run_reduced_as_the_whole_table(tmp_path: Path
     (run_dir / "part-1.parquet").unlink()
     assert samples.dataset_parts(run_dir) == [run_dir / "part-0.parquet"] and detect(run_dir) is None
     assert collect_paths([str(tmp_path / "archive")]).files.count(run_dir / "part-0.parquet") == 1
+
+
+def test_group_ids_that_each_writer_numbers_from_zero_stay_apart(tmp_path: Path) -> None:
+    """Two writers each number their 4 groups 0-3 (as in a newcomer's trial): 8 groups per step,
+    of which the first writer's are all tied; read as one table they would merge into 4 mixed groups."""
+    import numpy as np
+
+    rows: dict[str, list[float]] = {"step": [], "group": [], "reward": []}
+    for step in range(3):
+        for g in range(4):
+            for i in range(4):
+                rows["step"].append(step)
+                rows["group"].append(g)
+                rows["reward"].append(1.0)
+    tied = pl.DataFrame(rows)
+    mixed = tied.with_columns(reward=pl.Series([float(i % 2) for i in range(tied.height)]))
+    folder = tmp_path / "rollouts"
+    folder.mkdir()
+    tied.write_parquet(folder / "rank0.parquet")
+    mixed.write_parquet(folder / "rank1.parquet")
+    frame = samples.read(folder).frame
+    assert frame["zero_variance_group_frac"].to_list() == [0.5, 0.5, 0.5]
+    assert frame["reward_std_within"].to_list() == pytest.approx([np.std([0, 1, 0, 1], ddof=1) / 2] * 3)

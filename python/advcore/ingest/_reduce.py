@@ -24,7 +24,7 @@ import polars as pl
 from advcore.model import IngestError, RawLog
 from advcore.trace import rows_frame, step_row
 
-__all__ = ["BATCH_ROWS", "parquet_batches", "reduce"]
+__all__ = ["BATCH_ROWS", "PART_COLUMN", "parquet_batches", "reduce"]
 
 
 def _numeric(frame: pl.DataFrame, col: str) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -135,13 +135,18 @@ def _why_no_groups(part: pl.DataFrame, step: int, group_col: str | None, rollout
 BATCH_ROWS = 1 << 22
 
 
+#: The column of :func:`parquet_batches`' rows that names the part file a row of a dataset came from.
+PART_COLUMN = "__part"
+
+
 def parquet_batches(path: Path | Sequence[Path]) -> Iterator[pl.DataFrame]:
     """A per-sample Parquet file, or the part files of one dataset read as one table (of any size: it is
     never read whole), in batches of whole steps, each of at most :data:`BATCH_ROWS` rows unless one step
     alone holds more, in order of the steps' first appearance (parts in the order given); the rows
-    without a step come last. A column that some parts lack is null in their rows. Polars' streaming
-    engine counts the steps, and each batch is read with the steps as a filter (row groups whose
-    statistics exclude them are skipped)."""
+    without a step come last. A column that some parts lack is null in their rows, and each row of
+    parts carries the path of its part in :data:`PART_COLUMN`. Polars' streaming engine counts the
+    steps, and each batch is read with the steps as a filter (row groups whose statistics exclude them
+    are skipped)."""
     if isinstance(path, Path):
         lazy = pl.scan_parquet(path)
     else:  # the parts' columns united, in the order first met
@@ -149,7 +154,7 @@ def parquet_batches(path: Path | Sequence[Path]) -> Iterator[pl.DataFrame]:
         for part in path:
             for name, dtype in pl.read_parquet_schema(part).items():
                 schema.setdefault(name, dtype)
-        lazy = pl.scan_parquet(list(path), schema=schema, missing_columns="insert")
+        lazy = pl.scan_parquet(list(path), schema=schema, missing_columns="insert", include_file_paths=PART_COLUMN)
     lazy = lazy.with_columns(pl.col("step").cast(pl.Int64, strict=False))
     steps = (lazy.select("step").with_row_index("__row").group_by("step")
              .agg(pl.col("__row").min().alias("first"), pl.len().alias("rows"))

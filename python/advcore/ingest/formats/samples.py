@@ -6,7 +6,9 @@ never whole: its size is bounded by the disk, not by memory. A folder that holds
 files of this layout (a dataset written in parts: ``part-0.parquet``, ``part-1.parquet``, one per
 writer or per range of steps, as Polars, pyarrow and Spark write them) is one run: its parts, in
 name order, are read as one table, so a step whose rows are spread over several parts is reduced
-whole.
+whole. A group is a group of its part: writers number their groups on their own (each rank from 0),
+so group 0 of two parts is two groups. A part that lacks a column the others have is named in the
+run's errors (its rows have no such value).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from advcore.ingest._parse import first_json_line, is_parquet, read_jsonl
-from advcore.ingest._reduce import parquet_batches, reduce
+from advcore.ingest._reduce import PART_COLUMN, parquet_batches, reduce
 from advcore.model import IngestError, RawLog
 from advcore.ingest._format import Format
 
@@ -72,15 +74,29 @@ def empty(name: str, errors: list[IngestError]) -> RawLog:
     return RawLog(name, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), errors=tuple(errors))
 
 
+def _missing_columns(parts: list[Path]) -> list[IngestError]:
+    """An error for each part that lacks a column another part has."""
+    columns = {part: set(pl.read_parquet_schema(part)) for part in parts}
+    every = set().union(*columns.values())
+    return [IngestError(str(part), f"a part of the dataset without the column(s) {', '.join(sorted(every - have))} "
+                                   "that other parts have: its rows have none")
+            for part, have in columns.items() if every - have]
+
+
 def read(path: Path) -> RawLog:
     path = Path(path)
-    if path.is_dir() and not dataset_parts(path):
-        return empty(NAME, [IngestError(str(path), "a folder without a Parquet file of per-sample rows "
-                                                   "(columns step, group, reward)")])
-    source: Path | list[Path] | None = dataset_parts(path) if path.is_dir() else path if _is_long(path) else None
-    if source is not None:
+    if path.is_dir():
+        parts = dataset_parts(path)
+        if not parts:
+            return empty(NAME, [IngestError(str(path), "a folder without a Parquet file of per-sample rows "
+                                                       "(columns step, group, reward)")])
+        batches = (b.with_columns(pl.concat_str(PART_COLUMN, pl.lit("#"), pl.col("group").cast(pl.String))
+                                  .alias("group")).drop(PART_COLUMN) for b in parquet_batches(parts))
+        return reduce(batches, format=NAME, layout="long", reward_col="reward", group_col="group", extra=[],
+                      trainer=None, errors=_missing_columns(parts), metadata={"parts": len(parts)})
+    if _is_long(path):
         # never read whole: a per-sample dataset may be larger than memory
-        return reduce(parquet_batches(source), format=NAME, layout="long", reward_col="reward", group_col="group",
+        return reduce(parquet_batches(path), format=NAME, layout="long", reward_col="reward", group_col="group",
                       extra=[], trainer=None)
     frame, errors = load_samples(path, "per-sample rows", _REQUIRED)
     if frame is None:
