@@ -342,6 +342,9 @@ def diagnose(
     if onset is not None:
         phase = first.evidence.get("onset_phase")
         summary += f" (since step {onset}" + (f", phase {phase}" if phase is not None else "") + ")"
+    if run.steps < MIN_STEPS:  # a newcomer took the silence of the trend detectors on 3 steps for a pass
+        summary += (f"; only {run.steps} {'step' if run.steps == 1 else 'steps'} logged: the detectors that "
+                    f"compare early and late windows need {MIN_STEPS}, so what they would find is not known")
     # the lead's first two, then each other finding's first, then the rest in order: the first few
     # shown cover every finding (f1-strategist: "raise max_completion_length" is TRUNCATION_REWARD's
     # first, behind four of DEAD_FROM_START's)

@@ -149,6 +149,21 @@ def test_unjudgeable_runs_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert summaries["blind.jsonl"]["stage"] is None and "could not check" in summaries["blind.jsonl"]["summary"]
 
 
+def test_a_short_run_that_lost_its_signal_says_what_could_not_be_judged(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A reward exactly 0 at 3 steps is a finding; the trend detectors could not judge 3 steps, and the
+    verdict says so (a newcomer took their silence for a pass); at 8 steps it does not."""
+    for n in (3, 8):  # one folder each: files of one folder with the same metrics are one run
+        (tmp_path / str(n)).mkdir()
+        (tmp_path / str(n) / f"zero{n}.jsonl").write_text(
+            "".join(f'{{"step": {i}, "reward": 0.0, "entropy": 1.0}}\n' for i in range(1, n + 1)))
+    _, doc = scan_json(capsys, str(tmp_path / "3" / "zero3.jsonl"), str(tmp_path / "8" / "zero8.jsonl"))
+    verdicts = {Path(r["path"]).name: r["verdict"] for r in doc["runs"]}
+    assert verdicts["zero3.jsonl"]["status"] == verdicts["zero8.jsonl"]["status"] == "lost"
+    assert "only 3 steps logged" in verdicts["zero3.jsonl"]["summary"]
+    assert "steps logged:" not in verdicts["zero8.jsonl"]["summary"]
+
+
 def test_human_output_keeps_bracketed_metric_names(capsys: pytest.CaptureFixture[str]) -> None:
     """Proxy names such as ``1[reward_std <= 1e-6]`` are text, not rich markup."""
     from advcore.detectors import Finding
