@@ -395,6 +395,68 @@ def explain(detector_id: str | None) -> None:
     Console().print(Markdown(card))
 
 
+@cli.command()
+@click.option("--success", "-p", "success", type=click.FloatRange(0.0, 1.0), multiple=True, metavar="P",
+              help="A prompt's success rate (repeat for several prompts).")
+@click.option("--success-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Per-prompt success rates: one per line, or a CSV with a success (success_rate, pass_rate, "
+                   "accuracy, p) column.")
+@click.option("--group-size", "-G", "group_sizes", type=click.IntRange(min=1), multiple=True, metavar="G",
+              help="Completions per prompt (repeat to compare; default 4, 8, 16, 32).")
+@click.option("--prompts", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Prompts (groups) per batch.")
+@click.option("--target-tied", type=click.FloatRange(0.0, 1.0), default=None, metavar="SHARE",
+              help="Also name the smallest group size whose expected tied share is at most SHARE.")
+@click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human", show_default=True)
+def plan(success: tuple[float, ...], success_file: Path | None, group_sizes: tuple[int, ...], prompts: int,
+         target_tied: float | None, fmt: str) -> None:
+    """Before a GRPO run: the share of groups that will tie (every completion rewarded alike, so no
+    advantage) for binary rewards, by group size.
+
+    A prompt solved with probability p ties a group of G with chance p^G + (1-p)^G. Give the success
+    rates of your prompts (a base model's pass rates, say) with --success or --success-file."""
+    import json
+
+    import numpy as np
+
+    from advcore import plan as planner
+
+    if not success and success_file is None:
+        raise click.UsageError("give the prompts' success rates: --success P (repeat) or --success-file FILE")
+    try:
+        rates = np.concatenate([np.asarray(success, dtype=float),
+                                planner.read_success_rates(success_file) if success_file is not None else []])
+        plans = [planner.plan(rates, g, prompts) for g in (group_sizes or (4, 8, 16, 32))]
+        smallest = planner.smallest_group(rates, target_tied) if target_tied is not None else None
+    except AdvcoreError as e:
+        raise click.UsageError(str(e)) from None
+    if fmt == "json":
+        click.echo(json.dumps({"prompts_given": int(rates.size), "mean_success": float(rates.mean()),
+                               "plans": [{k: getattr(pl_, k) for k in pl_.__slots__} for pl_ in plans],
+                               **({"target_tied": target_tied, "smallest_group_size": smallest}
+                                  if target_tied is not None else {})}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    floor = plans[0].floor
+    console.print(f"{rates.size} prompt success rate(s), mean {rates.mean():.3g}; {prompts} prompts per batch"
+                  + (f"; {floor:.0%} of prompts never or always solved: tied at any group size" if floor else ""))
+    table = Table(box=None, pad_edge=False)
+    for name in ("G", "completions", "tied groups", "tied, 5-95 % of batches", "groups with an advantage"):
+        table.add_column(name, justify="right")
+    for pl_ in plans:
+        table.add_row(str(pl_.group_size), str(pl_.completions), f"{pl_.tied_share:.1%}",
+                      f"{pl_.tied_share_p05:.0%} - {pl_.tied_share_p95:.0%}", f"{pl_.informative_groups:.1f}")
+    console.print(table)
+    if target_tied is not None:
+        console.print(f"tied share <= {target_tied:.1%}: " + (
+            f"G = {smallest}" if smallest is not None else
+            f"no group size reaches it (the floor is {floor:.1%}: drop or replace the prompts never or always "
+            "solved)"))
+
+
 from advcore.lab.cli import lab
 
 cli.add_command(lab)  # advcore lab run / list: the collapse lab
