@@ -218,3 +218,19 @@ def test_a_resumed_run_says_its_step_range(capsys: pytest.CaptureFixture[str]) -
     assert main(["scan", "--format", "markdown", str(path)]) == 0
     out = capsys.readouterr().out
     assert f"{len(set(steps))} steps ({min(steps)} to {max(steps)}, resumed from step {min(steps) - 1})" in out
+
+
+def test_human_output_fits_80_columns_without_python_reprs(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A scan of every shared run, as a terminal 80 columns wide shows it: no line longer, no ``None``
+    or ``['...']`` of Python's printing."""
+    if not REAL.is_dir():
+        pytest.skip(f"shared real logs not found at {REAL} (set ADVCORE_SHARED_REAL)")
+    import re
+
+    monkeypatch.setenv("COLUMNS", "80")
+    main(["scan", str(REAL)])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 500
+    assert [line for line in lines if len(line) > 80] == []
+    assert [line for line in lines if re.search(r"\bNone\b|\['", line)] == []
