@@ -396,6 +396,40 @@ def explain(detector_id: str | None) -> None:
 
 
 @cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, metavar="REPORT.html",
+              help="The page to write: one self-contained HTML file.")
+@click.option("--png", "png_dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="Also write each figure as a PNG into DIR.")
+@click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="CSV (trainer,source_key,canonical) mapping your keys to canonical names.")
+@click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Samples per prompt, for per-sample dumps whose prompts cannot tell the groups apart.")
+def report(paths: tuple[str, ...], out: Path, png_dir: Path | None, metric_map: Path | None,
+           rollout_n: int | None) -> None:
+    """Draw the runs in PATHS (files, folders, globs) as one HTML page: the verdict first, then the signal
+    stage by stage over steps with each finding marked where it started."""
+    from advcore.report.html import render_html
+    from advcore.scan import ScanOptions, collect_paths, is_quiet_miss
+    from advcore.scan import scan as scan_runs
+
+    collected = collect_paths(list(paths))
+    if not collected.files:
+        raise click.UsageError(f"nothing to draw: {', '.join(collected.unmatched or paths)} matched no file")
+    options = ScanOptions(metric_map=metric_map, rollout_n=rollout_n, keep_trace=True)
+    reports = [r for r in scan_runs(collected.files, options) if not is_quiet_miss(r, collected.explicit)]
+    if png_dir is not None:
+        png_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        page = render_html(reports, title=f"advcore report: {', '.join(paths)}", png_dir=png_dir)
+    except AdvcoreError as e:
+        raise click.ClickException(str(e)) from None
+    out.write_text(page, encoding="utf-8")
+    lost = sum(r.verdict.status == "lost" for r in reports)
+    click.echo(f"{out}: {len(reports)} run(s), {lost} with a lost learning signal ({len(page) / 1e6:.1f} MB)")
+
+
+@cli.command()
 @click.option("--success", "-p", "success", type=click.FloatRange(0.0, 1.0), multiple=True, metavar="P",
               help="A prompt's success rate (repeat for several prompts).")
 @click.option("--success-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,

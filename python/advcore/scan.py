@@ -74,6 +74,8 @@ class ScanOptions:
     per_file: bool = False
     #: console lines longer than this many characters are reported, not parsed (None: the default)
     max_line: int | None = None
+    #: keep each per-sample run's stage trace on its report (``advcore report`` draws it)
+    keep_trace: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,12 +234,12 @@ def judge(run: Run, options: ScanOptions) -> RunReport:
 
 def _load_one(args: tuple[Path, ScanOptions]) -> list[Run]:
     """The runs of one file of a scan (several for a tracking store), without their per-sample trace
-    (``advcore trace`` shows that; a scan of many dumps need not carry every step's trace between
-    processes)."""
+    unless ``options.keep_trace`` (``advcore trace`` shows it; a scan of many dumps need not carry every
+    step's trace between processes)."""
     path, options = args
     runs = load_runs(path, format=options.format, metric_map=options.metric_map, rollout_n=options.rollout_n,
                      max_line=options.max_line)
-    return [replace(run, trace=None) if run.trace is not None else run for run in runs]
+    return runs if options.keep_trace else [replace(run, trace=None) if run.trace is not None else run for run in runs]
 
 
 def _judge_one(args: tuple[Run, ScanOptions]) -> RunReport:

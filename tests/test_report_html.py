@@ -1,0 +1,141 @@
+"""``advcore report``: one self-contained HTML page with the signal drawn stage by stage. The page is
+read back with the standard library's HTML parser: every figure has drawn data, every finding with an
+onset is marked on its stage's figure, and nothing is fetched from the network."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advcore.cli import main
+from advcore.scan import ScanOptions, scan
+from tests._real import REAL
+
+pytest.importorskip("matplotlib")
+
+
+class _Page(HTMLParser):
+    """The figures of the page (stage caption, plots, markers, the SVG's line paths and texts), the run
+    sections' ids and every external reference."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: list[dict[str, Any]] = []
+        self.sections: list[str] = []
+        self.external: list[str] = []
+        self._in_text = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "figure":
+            self.figures.append({"stage": a.get("data-stage"), "plots": int(a.get("data-plots") or 0),
+                                 "markers": int(a.get("data-markers") or 0), "lines": 0, "texts": [],
+                                 "section": self.sections[-1] if self.sections else None})
+        elif tag == "h2" and a.get("id"):
+            self.sections.append(a["id"] or "")
+        elif tag == "path" and self.figures and len(re.findall(r"[ML]", a.get("d") or "")) >= 3:
+            self.figures[-1]["lines"] += 1
+        elif tag == "text":
+            self._in_text = True
+        for name in ("src", "href"):
+            value = a.get(name) or ""
+            if value and not value.startswith("#"):
+                self.external.append(value)
+        if tag in ("link", "iframe", "img"):
+            self.external.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "text":
+            self._in_text = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_text and self.figures:
+            self.figures[-1]["texts"].append(data.strip())
+
+
+def _page(path: Path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def _lab(tmp_path: Path, fault: str) -> Path:
+    out = tmp_path / fault
+    assert main(["lab", "run", "--fault", fault, "--out", str(out), "--steps", "60", "--onset", "25"]) == 0
+    return out
+
+
+def test_lab_runs_every_finding_marked_on_its_stage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [_lab(tmp_path, "reward_scale"), _lab(tmp_path, "none")]
+    out = tmp_path / "report.html"
+    assert main(["report", *map(str, runs), "--out", str(out), "--png", str(tmp_path / "png")]) == 0
+    page = _page(out)
+    reports = scan([f for r in runs for f in sorted(r.iterdir()) if f.suffix != ".json"], ScanOptions())
+    assert len(page.sections) == len(reports)
+    assert page.external == [] and "<script src" not in out.read_text()
+    for i, report in enumerate(reports):
+        figures = [f for f in page.figures if f["section"] == f"run-{i}"]
+        assert figures, report.run.path
+        for fig in figures:  # every small plot drew its line
+            assert fig["plots"] >= 1 and fig["lines"] >= fig["plots"], fig["stage"]
+        for finding in report.findings:
+            if finding.onset_step is None:
+                continue
+            drawn = [f for f in figures if f["stage"].startswith(finding.stage + " ")]
+            assert drawn and all(finding.id in f["texts"] for f in drawn), (report.run.path, finding.id)
+    # the per-sample recording draws its stages' quantile bands; the PNGs are the same figures
+    assert any(f["stage"] == "per-sample distributions" for f in page.figures)
+    assert len(list((tmp_path / "png").glob("*.png"))) == len(page.figures)
+    assert "ADV_COLLAPSE" in json.dumps([f["texts"] for f in page.figures])
+
+
+def test_phases_follow_one_another_and_are_shaded(tmp_path: Path) -> None:
+    """A step counter that restarts (a curriculum of three phases of 20 steps): one axis of 60 steps."""
+    from advcore.report.html import _offsets, _phases, _timeline
+    from advcore.ingest import load
+
+    log = tmp_path / "curriculum.jsonl"
+    log.write_text("".join(json.dumps({"step": s, "reward": 0.1 * p + 0.001 * s, "reward_std": 0.2}) + "\n"
+                           for p in range(3) for s in range(1, 21)))
+    frame = load(log).frame
+    assert frame["phase"].unique().sort().to_list() == [0, 1, 2]
+    assert _offsets(frame) == {0: 0.0, 1: 20.0, 2: 40.0}
+    assert _timeline(frame)["step"].to_list() == list(range(1, 61))
+    assert _phases(frame) == [(21.0, 40.0)]
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason=f"shared real logs not found at {REAL} (set ADVCORE_SHARED_REAL)")
+def test_real_runs_index_links_every_section(tmp_path: Path) -> None:
+    targets = [REAL / "legaloom-grpo-curriculum", REAL / "tinyzero-ppo-entropy-collapse",
+               REAL / "verl-vlm-svg-grpo-rollout-dump"]
+    out = tmp_path / "real.html"
+    assert main(["report", *map(str, targets), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    page = _page(out)
+    links = re.findall(r"<a href='#(run-\d+)'>", text)
+    assert links == page.sections and len(links) >= 3
+    assert all(f["lines"] >= f["plots"] for f in page.figures)
+
+
+def test_without_matplotlib_the_error_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    log = tmp_path / "run.jsonl"
+    log.write_text("".join(json.dumps({"step": s, "reward": 0.5}) + "\n" for s in range(1, 9)))
+    assert main(["report", str(log), "--out", str(tmp_path / "r.html")]) == 1
+    assert "pip install 'advcore[report]'" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
