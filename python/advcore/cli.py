@@ -430,6 +430,56 @@ def report(paths: tuple[str, ...], out: Path, png_dir: Path | None, metric_map: 
 
 
 @cli.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human", show_default=True)
+@click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="CSV (trainer,source_key,canonical) mapping your keys to canonical names.")
+def compare(run_a: str, run_b: str, fmt: str, metric_map: Path | None) -> None:
+    """Where RUN_B parts from RUN_A (a file or a folder each): aligned on their common steps, per stage
+    the first step where the two differ beyond their own noise, and the stage that parted first."""
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from advcore.compare import compare_runs
+    from advcore.scan import ScanOptions, collect_paths, is_quiet_miss
+    from advcore.scan import scan as scan_runs
+
+    def one(target: str) -> Any:
+        collected = collect_paths([target])
+        reports = [r for r in scan_runs(collected.files, ScanOptions(metric_map=metric_map))
+                   if not is_quiet_miss(r, collected.explicit)]
+        if len(reports) != 1:
+            found = ", ".join(r.run.path for r in reports[:4]) or "no run"
+            raise click.UsageError(f"{target}: expected one run, found {len(reports)} ({found}); name one file")
+        return reports[0]
+
+    a, b = one(run_a), one(run_b)
+    result = compare_runs(a.run, b.run)
+    if fmt == "json":
+        click.echo(json.dumps({**result.to_json(), "verdicts": [a.verdict.to_json(), b.verdict.to_json()]}, indent=2))
+        return
+    console = Console(highlight=False)
+    first = result.first
+    console.print(f"A {a.run.path}: {a.verdict.status.replace('_', ' ')}" + (f", stage {a.verdict.stage}" if
+                                                                              a.verdict.stage else ""))
+    console.print(f"B {b.run.path}: {b.verdict.status.replace('_', ' ')}" + (f", stage {b.verdict.stage}" if
+                                                                              b.verdict.stage else ""))
+    console.print(f"{result.common_steps} common steps; " + (
+        f"they part first at stage {first.stage}, step {first.step} ({first.metric})" if first is not None else
+        "no signal parts beyond its noise"))
+    table = Table(box=None, pad_edge=False)
+    for name in ("stage", "metric", "parts at", "B - A before", "B - A after"):
+        table.add_column(name, justify="left" if name in ("stage", "metric") else "right")
+    for d in result.divergences:
+        table.add_row(d.stage, d.metric, "-" if d.step is None else str(d.step) + (" (nan)" if d.nonfinite else ""),
+                      f"{d.offset:.3g}", "" if d.step is None else f"{d.after:.3g}")
+    console.print(table)
+
+
+@cli.command()
 @click.option("--success", "-p", "success", type=click.FloatRange(0.0, 1.0), multiple=True, metavar="P",
               help="A prompt's success rate (repeat for several prompts).")
 @click.option("--success-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
