@@ -19,6 +19,7 @@ from advcore.lab.record import write
 from advcore.lab.run import LabConfig, run
 from advcore.model import Run
 from advcore.scan import ScanOptions, collect_paths, is_quiet_miss, scan
+from tests._html import read_page
 
 ONSET = 30
 
@@ -87,3 +88,18 @@ def test_cli_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     out = capsys.readouterr().out
     assert "they part first at stage U" in out and max(len(line) for line in out.splitlines()) <= 80
     assert main(["compare", str(a), str(tmp_path)]) == 2  # a folder of several runs: name one
+
+
+def test_side_by_side_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Both runs drawn on each plot (two lines per plot), the parting step marked where one was found."""
+    pytest.importorskip("matplotlib")
+    a, b = _twins("tight_grad_clip", tmp_path)
+    page_path = tmp_path / "side.html"
+    assert main(["compare", str(a), str(b), "--out", str(page_path)]) == 0
+    capsys.readouterr()
+    page = read_page(page_path)
+    assert page.external == [] and {f["stage"] for f in page.figures} >= {"R", "T", "U"}
+    for fig in page.figures:
+        assert fig["lines"] >= 2 * fig["plots"], fig["stage"]
+    u = next(f for f in page.figures if f["stage"] == "U")
+    assert any(t.startswith(f"parts at {ONSET}") for t in u["texts"])

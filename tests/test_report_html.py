@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -14,54 +13,10 @@ import pytest
 
 from advcore.cli import main
 from advcore.scan import ScanOptions, scan
+from tests._html import read_page
 from tests._real import REAL
 
 pytest.importorskip("matplotlib")
-
-
-class _Page(HTMLParser):
-    """The figures of the page (stage caption, plots, markers, the SVG's line paths and texts), the run
-    sections' ids and every external reference."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.figures: list[dict[str, Any]] = []
-        self.sections: list[str] = []
-        self.external: list[str] = []
-        self._in_text = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if tag == "figure":
-            self.figures.append({"stage": a.get("data-stage"), "plots": int(a.get("data-plots") or 0),
-                                 "markers": int(a.get("data-markers") or 0), "lines": 0, "texts": [],
-                                 "section": self.sections[-1] if self.sections else None})
-        elif tag == "h2" and a.get("id"):
-            self.sections.append(a["id"] or "")
-        elif tag == "path" and self.figures and len(re.findall(r"[ML]", a.get("d") or "")) >= 3:
-            self.figures[-1]["lines"] += 1
-        elif tag == "text":
-            self._in_text = True
-        for name in ("src", "href"):
-            value = a.get(name) or ""
-            if value and not value.startswith("#"):
-                self.external.append(value)
-        if tag in ("link", "iframe", "img"):
-            self.external.append(tag)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "text":
-            self._in_text = False
-
-    def handle_data(self, data: str) -> None:
-        if self._in_text and self.figures:
-            self.figures[-1]["texts"].append(data.strip())
-
-
-def _page(path: Path) -> _Page:
-    page = _Page()
-    page.feed(path.read_text(encoding="utf-8"))
-    return page
 
 
 def _lab(tmp_path: Path, fault: str) -> Path:
@@ -74,7 +29,7 @@ def test_lab_runs_every_finding_marked_on_its_stage(tmp_path: Path, capsys: pyte
     runs = [_lab(tmp_path, "reward_scale"), _lab(tmp_path, "none")]
     out = tmp_path / "report.html"
     assert main(["report", *map(str, runs), "--out", str(out), "--png", str(tmp_path / "png")]) == 0
-    page = _page(out)
+    page = read_page(out)
     reports = scan([f for r in runs for f in sorted(r.iterdir()) if f.suffix != ".json"], ScanOptions())
     assert len(page.sections) == len(reports)
     assert page.external == [] and "<script src" not in out.read_text()
@@ -116,7 +71,7 @@ def test_real_runs_index_links_every_section(tmp_path: Path) -> None:
     out = tmp_path / "real.html"
     assert main(["report", *map(str, targets), "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
-    page = _page(out)
+    page = read_page(out)
     links = re.findall(r"<a href='#(run-\d+)'>", text)
     assert links == page.sections and len(links) >= 3
     assert all(f["lines"] >= f["plots"] for f in page.figures)

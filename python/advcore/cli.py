@@ -435,7 +435,9 @@ def report(paths: tuple[str, ...], out: Path, png_dir: Path | None, metric_map: 
 @click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human", show_default=True)
 @click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="CSV (trainer,source_key,canonical) mapping your keys to canonical names.")
-def compare(run_a: str, run_b: str, fmt: str, metric_map: Path | None) -> None:
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="PAGE.html",
+              help="Also write the two runs side by side as one HTML page (needs advcore[report]).")
+def compare(run_a: str, run_b: str, fmt: str, metric_map: Path | None, out: Path | None) -> None:
     """Where RUN_B parts from RUN_A (a file or a folder each): aligned on their common steps, per stage
     the first step where the two differ beyond their own noise, and the stage that parted first."""
     import json
@@ -458,6 +460,13 @@ def compare(run_a: str, run_b: str, fmt: str, metric_map: Path | None) -> None:
 
     a, b = one(run_a), one(run_b)
     result = compare_runs(a.run, b.run)
+    if out is not None:
+        from advcore.report.html import render_comparison_html
+
+        try:
+            out.write_text(render_comparison_html(a, b, result), encoding="utf-8")
+        except AdvcoreError as e:
+            raise click.ClickException(str(e)) from None
     if fmt == "json":
         click.echo(json.dumps({**result.to_json(), "verdicts": [a.verdict.to_json(), b.verdict.to_json()]}, indent=2))
         return

@@ -25,10 +25,11 @@ from typing import Any
 
 import polars as pl
 
+from advcore.compare import SIGNALS, Comparison
 from advcore.errors import AdvcoreError
 from advcore.scan import RunReport
 
-__all__ = ["PANELS", "render_html"]
+__all__ = ["PANELS", "render_comparison_html", "render_html"]
 
 #: Per stage: its title and the canonical per-step metrics drawn on its figure, in order (a run draws
 #: the ones it holds; the reward components ``reward/<name>`` join R).
@@ -263,3 +264,59 @@ def render_html(reports: Sequence[RunReport], *, title: str = "advcore report", 
     body += [_run_section(plt, i, r, png_dir) for i, r in enumerate(reports)]
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{_STYLE}</style></head><body>{''.join(body)}<script>{_SORT}</script></body></html>")
+
+
+def _pair_figure(plt: Any, names: list[str], a: pl.DataFrame, b: pl.DataFrame, parts: dict[str, int | None]) -> Any:
+    """Small plots of ``names``, run A and run B on the same axes, each metric's parting step marked."""
+    cols = min(COLUMNS, len(names))
+    rows = math.ceil(len(names) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 1.9 * rows), squeeze=False)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, names, strict=False):
+        for frame, color, label in ((a, "#1f4e8c", "A"), (b, "#d9822b", "B")):
+            ax.plot(*_series(frame, name), color=color, linewidth=1.0, label=label)
+        if (step := parts.get(name)) is not None:
+            ax.axvline(step, color="#b00020", linewidth=1.2)
+            ax.annotate(f"parts at {step}", (step, 1.0), xycoords=("data", "axes fraction"), fontsize=6,
+                        color="#b00020", rotation=90, va="top", ha="right")
+        ax.set_title(name, loc="left")
+        ax.tick_params(labelsize=6)
+    axes.flat[0].legend(fontsize=6, loc="best")
+    fig.tight_layout(pad=0.4)
+    return fig
+
+
+def render_comparison_html(a: RunReport, b: RunReport, comparison: Comparison) -> str:
+    """A page of two runs side by side (:func:`advcore.compare.compare_runs`): both verdicts, where each
+    stage's signals part, and per stage the signals of A and B on the same plots with the parting step
+    marked. Raises :class:`AdvcoreError` when matplotlib is not installed."""
+    plt = _pyplot()
+    first = comparison.first
+    head = [f"<h1>advcore compare</h1><p>A <code>{html.escape(a.run.path)}</code>: "
+            f"<span class='{a.verdict.status}'>{a.verdict.status.replace('_', ' ')}</span><br>B "
+            f"<code>{html.escape(b.run.path)}</code>: <span class='{b.verdict.status}'>"
+            f"{b.verdict.status.replace('_', ' ')}</span></p>",
+            f"<p class='summary'>{comparison.common_steps} common steps; " + (
+                f"they part first at stage {first.stage}, step {first.step} ({html.escape(first.metric)})"
+                if first is not None else "no signal parts beyond its noise") + "</p>"]
+    rows = "".join(f"<tr><td>{d.stage}</td><td>{html.escape(d.metric)}</td><td>{'' if d.step is None else d.step}</td>"
+                   f"<td>{d.offset:.3g}</td><td>{'' if d.step is None else format(d.after, '.3g')}</td></tr>"
+                   for d in comparison.divergences)
+    head.append("<table class='index'><thead><tr><th>stage</th><th>metric</th><th>parts at</th><th>B - A at the "
+                f"start</th><th>B - A after</th></tr></thead><tbody>{rows}</tbody></table>")
+    frames = [_timeline(r.run.frame) for r in (a, b)]
+    parts = {d.metric: d.step for d in comparison.divergences}
+    for stage, names in SIGNALS:
+        shown = [n for n in names if n in parts]
+        if not shown:
+            continue
+        fig = _pair_figure(plt, shown, frames[0], frames[1], parts)
+        try:
+            svg = _svg(fig)
+        finally:
+            plt.close(fig)
+        head.append(f"<figure data-stage='{stage}' data-plots='{len(shown)}'><figcaption><h3>{stage}</h3>"
+                    f"</figcaption>{svg}</figure>")
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>advcore compare</title>"
+            f"<style>{_STYLE}</style></head><body>{''.join(head)}<script>{_SORT}</script></body></html>")
