@@ -30,7 +30,10 @@ INTEGRATION_PINS := torch==2.13.0 trl==1.16.0 transformers==5.24.0 accelerate==1
 # Outside the clone, so that a machine that ran it once does not download torch again (about 4 min cold).
 INTEGRATION_VENV ?= $(HOME)/.cache/advcore/venv-integration
 
-test-integration:  ## slow real-client tests (TRL GRPOTrainer on the CPU + advcore callback; MLflow and Trackio stores); pinned trainers in a venv, after make install
+test-integration:  ## slow real-client tests (TRL GRPOTrainer on the CPU + advcore callback; MLflow and Trackio stores; the report in headless Chromium); pinned trainers in a venv, after make install
+	command -v chromium >/dev/null || apt-get install -y -q chromium >/dev/null 2>&1 || \
+		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1) || \
+		echo "chromium could not be installed: the browser test of advcore report skips"
 	test -x $(INTEGRATION_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(INTEGRATION_VENV)
 	$(INTEGRATION_VENV)/bin/python -m pip install --quiet $(INTEGRATION_PINS)
 	$(INTEGRATION_VENV)/bin/python -m pytest -q -m "slow or not slow" -p no:cacheprovider tests/integrations
