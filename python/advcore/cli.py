@@ -15,6 +15,14 @@ from advcore.errors import AdvcoreError
 from advcore.ingest.formats import BY_NAME as FORMATS
 
 
+#: Options several commands take, defined once.
+_METRIC_MAP = click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                           help="CSV of extra aliases (trainer,key,canonical,versions,note); its rows win.")
+_ROLLOUT_N = click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
+                          help="Samples per prompt, for per-sample dumps whose prompts cannot tell the groups apart "
+                               "(groups are then consecutive blocks of N).")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="advcore")
 def cli() -> None:
@@ -84,13 +92,10 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 @click.option("--set", "settings", multiple=True, metavar="ID.KNOB=VALUE", help="Re-tune a detector knob.")
 @click.option("--only", multiple=True, metavar="ID", help="Run only these detectors (repeat, or comma-separated).")
 @click.option("--skip", multiple=True, metavar="ID", help="Do not run these detectors (repeat, or comma-separated).")
-@click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="CSV of extra aliases (trainer,key,canonical,versions,note); its rows win.")
+@_METRIC_MAP
 @click.option("--log-format", type=click.Choice(sorted(FORMATS)), default=None, metavar="NAME",
               help=f"Force a log format instead of detecting it: {', '.join(sorted(FORMATS))}.")
-@click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Samples per prompt, for per-sample dumps whose prompts are all identical (groups are then "
-                   "consecutive blocks of N).")
+@_ROLLOUT_N
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per CPU).")
 @click.option("--notify", metavar="URL", default=None,
@@ -314,8 +319,7 @@ def _check_options(options: Any) -> None:
               help="The stage table and verdict for people, or the scan document for machines.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the whole trace (every step, stage, slice and statistic; long form) to this Parquet file.")
-@click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Samples per prompt, when the prompts of a dump cannot tell the groups apart.")
+@_ROLLOUT_N
 @click.option("--set", "settings", multiple=True, metavar="ID.KNOB=VALUE", help="Re-tune a detector knob.")
 def trace(path: Path, at_step: int | None, fmt: str, out: Path | None, rollout_n: int | None,
           settings: tuple[str, ...]) -> None:
@@ -401,10 +405,8 @@ def explain(detector_id: str | None) -> None:
               help="The page to write: one self-contained HTML file.")
 @click.option("--png", "png_dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
               help="Also write each figure as a PNG into DIR.")
-@click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="CSV (trainer,source_key,canonical) mapping your keys to canonical names.")
-@click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Samples per prompt, for per-sample dumps whose prompts cannot tell the groups apart.")
+@_METRIC_MAP
+@_ROLLOUT_N
 def report(paths: tuple[str, ...], out: Path, png_dir: Path | None, metric_map: Path | None,
            rollout_n: int | None) -> None:
     """Draw the runs in PATHS (files, folders, globs) as one HTML page: the verdict first, then the signal
@@ -433,8 +435,7 @@ def report(paths: tuple[str, ...], out: Path, png_dir: Path | None, metric_map: 
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human", show_default=True)
-@click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="CSV (trainer,source_key,canonical) mapping your keys to canonical names.")
+@_METRIC_MAP
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="PAGE.html",
               help="Also write the two runs side by side as one HTML page (needs advcore[report]).")
 def compare(run_a: str, run_b: str, fmt: str, metric_map: Path | None, out: Path | None) -> None:
@@ -472,15 +473,14 @@ def compare(run_a: str, run_b: str, fmt: str, metric_map: Path | None, out: Path
         return
     console = Console(highlight=False)
     first = result.first
-    console.print(f"A {a.run.path}: {a.verdict.status.replace('_', ' ')}" + (f", stage {a.verdict.stage}" if
-                                                                              a.verdict.stage else ""))
-    console.print(f"B {b.run.path}: {b.verdict.status.replace('_', ' ')}" + (f", stage {b.verdict.stage}" if
-                                                                              b.verdict.stage else ""))
+    for tag, r in (("A", a), ("B", b)):
+        console.print(f"{tag} {r.run.path}: {r.verdict.status.replace('_', ' ')}"
+                      + (f", stage {r.verdict.stage}" if r.verdict.stage else ""))
     console.print(f"{result.common_steps} common steps; " + (
         f"they part first at stage {first.stage}, step {first.step} ({first.metric})" if first is not None else
         "no signal parts beyond its noise"))
     table = Table(box=None, pad_edge=False)
-    for name in ("stage", "metric", "parts at", "B - A before", "B - A after"):
+    for name in ("stage", "metric", "parts at", "B - A at start", "B - A after"):
         table.add_column(name, justify="left" if name in ("stage", "metric") else "right")
     for d in result.divergences:
         table.add_row(d.stage, d.metric, "-" if d.step is None else str(d.step) + (" (nan)" if d.nonfinite else ""),
@@ -508,6 +508,7 @@ def plan(success: tuple[float, ...], success_file: Path | None, group_sizes: tup
 
     A prompt solved with probability p ties a group of G with chance p^G + (1-p)^G. Give the success
     rates of your prompts (a base model's pass rates, say) with --success or --success-file."""
+    import dataclasses
     import json
 
     import numpy as np
@@ -525,7 +526,7 @@ def plan(success: tuple[float, ...], success_file: Path | None, group_sizes: tup
         raise click.UsageError(str(e)) from None
     if fmt == "json":
         click.echo(json.dumps({"prompts_given": int(rates.size), "mean_success": float(rates.mean()),
-                               "plans": [{k: getattr(pl_, k) for k in pl_.__slots__} for pl_ in plans],
+                               "plans": [dataclasses.asdict(pl_) for pl_ in plans],
                                **({"target_tied": target_tied, "smallest_group_size": smallest}
                                   if target_tied is not None else {})}, indent=2))
         return

@@ -12,7 +12,7 @@ import ast
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -393,3 +393,23 @@ def clean(line: str) -> str:
         line = line[marker.start():]
     repeated = _REPEATED.search(line)
     return (line[:repeated.start()] if repeated else line).rstrip()
+
+
+def long_json_lines(path: Path, limit: int, errors: list[IngestError]) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON value) of the non-blank lines of ``path``, read one at a time: per-sample
+    dumps whose lines are long by nature (NeMo-RL's per-token lists, prime-rl's whole trajectories). A
+    line of ``limit`` characters or more is read past in pieces, never held whole; it and a line that is
+    not JSON are errors of ``errors`` naming the file and line, and are skipped."""
+    with open_text(path) as f:
+        n = 0
+        while chunk := f.readline(limit):
+            n += 1
+            if len(chunk) >= limit and not chunk.endswith("\n"):
+                while (rest := f.readline(limit)) and not rest.endswith("\n"):
+                    pass
+                errors.append(IngestError(str(path), f"a line longer than {limit} characters; skipped", n))
+            elif chunk.strip():
+                try:
+                    yield n, json.loads(chunk)
+                except ValueError as e:
+                    errors.append(IngestError(str(path), f"not a JSON object ({e.__class__.__name__}: {e})", n))

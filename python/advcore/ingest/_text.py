@@ -186,18 +186,3 @@ def open_text(path: Path) -> TextIO:
     with path.open("rb") as f:
         prefix = f.read(SNIFF_BYTES)
     return path.open(encoding=encoding_of(prefix), errors="replace", newline=None)
-
-
-def bounded_lines(path: Path, limit: int) -> Iterator[tuple[int, str | None]]:
-    """(number, text) of the non-blank lines of ``path``; text None for a line of ``limit`` characters
-    or more (read past in pieces, never held whole): per-sample dumps whose lines are long by nature."""
-    with open_text(path) as f:
-        n = 0
-        while chunk := f.readline(limit):
-            n += 1
-            if len(chunk) >= limit and not chunk.endswith("\n"):
-                while (rest := f.readline(limit)) and not rest.endswith("\n"):
-                    pass
-                yield n, None
-            elif chunk.strip():
-                yield n, chunk

@@ -303,7 +303,7 @@ def render_comparison_html(a: RunReport, b: RunReport, comparison: Comparison) -
     rows = "".join(f"<tr><td>{d.stage}</td><td>{html.escape(d.metric)}</td><td>{'' if d.step is None else d.step}</td>"
                    f"<td>{d.offset:.3g}</td><td>{'' if d.step is None else format(d.after, '.3g')}</td></tr>"
                    for d in comparison.divergences)
-    head.append("<table class='index'><thead><tr><th>stage</th><th>metric</th><th>parts at</th><th>B - A at the "
+    head.append("<table class='index'><thead><tr><th>stage</th><th>metric</th><th>parts at</th><th>B - A at "
                 f"start</th><th>B - A after</th></tr></thead><tbody>{rows}</tbody></table>")
     frames = [_timeline(r.run.frame) for r in (a, b)]
     parts = {d.metric: d.step for d in comparison.divergences}

@@ -36,9 +36,9 @@ from typing import Any
 import polars as pl
 
 from advcore.errors import AdvcoreError
-from advcore.ingest._text import bounded_lines, open_text
+from advcore.ingest._text import open_text
 from advcore.ingest._reduce import reduce
-from advcore.ingest._parse import number, step_files
+from advcore.ingest._parse import long_json_lines, number, step_files
 from advcore.model import IngestError, RawLog
 from advcore.ingest._format import Format
 
@@ -121,15 +121,7 @@ def read(path: Path, *, rollout_n: int | None = None) -> RawLog:
         m = FILE_NAME.fullmatch(f.name)
         step = int(m.group(1)) if m else 0
         rows = []
-        for n, line in bounded_lines(f, MAX_SAMPLE_LINE):
-            if line is None:
-                errors.append(IngestError(str(f), f"a line longer than {MAX_SAMPLE_LINE} characters; skipped", n))
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as e:
-                errors.append(IngestError(str(f), f"not a JSON object ({e.__class__.__name__}: {e})", n))
-                continue
+        for n, obj in long_json_lines(f, MAX_SAMPLE_LINE, errors):
             sample = _sample(obj) if isinstance(obj, dict) else None
             if sample is None:
                 errors.append(IngestError(str(f), "not a NeMo-RL sample (expected rewards, advantages, "

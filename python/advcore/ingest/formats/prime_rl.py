@@ -30,9 +30,9 @@ from typing import Any
 
 import polars as pl
 
-from advcore.ingest._parse import number
+from advcore.ingest._parse import long_json_lines, number
 from advcore.ingest._reduce import reduce
-from advcore.ingest._text import bounded_lines, open_text
+from advcore.ingest._text import open_text
 from advcore.ingest._format import Format
 from advcore.model import IngestError, RawLog
 
@@ -114,15 +114,7 @@ def read(path: Path) -> RawLog:
     components: dict[str, None] = {}
     files = _step_files(path)
     for step, f in files:
-        for n, line in bounded_lines(f, MAX_EPISODE_LINE):
-            if line is None:
-                errors.append(IngestError(str(f), f"a line longer than {MAX_EPISODE_LINE} characters; skipped", n))
-                continue
-            try:
-                episode = json.loads(line)
-            except ValueError as e:
-                errors.append(IngestError(str(f), f"not a JSON object ({e.__class__.__name__}: {e})", n))
-                continue
+        for n, episode in long_json_lines(f, MAX_EPISODE_LINE, errors):
             if not _is_episode(episode):
                 errors.append(IngestError(str(f), "not a verifiers episode (expected task and traces)", n))
                 continue
