@@ -13,8 +13,9 @@ with an error and is not cached (the next scan tries it again).
 Columns (:data:`COLUMNS`): ``path`` (a run's path: a file, a folder of joined files, or
 ``<store>#<experiment>/<run>``), ``files``, ``format``, ``trainer``, ``steps``, ``status``
 (``lost``, ``quiet``, ``not_judged``, ``unreadable``), ``stage``, ``headline``, ``onset_step``,
-``summary`` (the verdict's sentence: what was lost, or why a run was not judged), ``findings`` (``id``, ``severity``, ``stage``, ``onset_step`` of each), ``errors``, ``advcore``
-(the version that scanned it) and ``cached`` (read from the cache in this scan).
+``summary`` (the verdict's sentence: what was lost, or why a run was not judged), ``findings``
+(``id``, ``severity``, ``stage``, ``onset_step`` of each), ``errors``, ``advcore`` (the version that
+scanned it) and ``cached`` (read from the cache in this scan).
 """
 
 from __future__ import annotations
