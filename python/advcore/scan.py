@@ -261,7 +261,8 @@ def is_quiet_miss(report: RunReport, explicit: set[Path]) -> bool:
     except OSError:
         return False
     own_report = re.match(rb'\s*\{\s*"advcore"\s*:', head) is not None
-    return own_report or (report.run.format == "unknown" and decode_head(head) is None and not _damaged_parquet(p, head))
+    unknown_binary = report.run.format == "unknown" and decode_head(head) is None
+    return own_report or (unknown_binary and not _damaged_parquet(p, head))
 
 
 def _damaged_parquet(path: Path, head: bytes) -> bool:
