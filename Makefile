@@ -24,9 +24,9 @@ test-python:  ## pytest against numpy/scipy oracles, and the stub check
 
 # The versions tests/fixtures/trl_grpo_cpu was made with. PyPI's torch wheel for Linux is the CUDA build
 # (about 4 GB with its nvidia-* wheels); it runs on the CPU. The tracking libraries whose stores are read,
-# and the engines a fleet scan runs on.
+# the engines a fleet scan runs on, and matplotlib for the report opened in Chromium.
 INTEGRATION_PINS := torch==2.13.0 trl==1.16.0 transformers==5.24.0 accelerate==1.15.0 datasets==5.2.0 \
-	mlflow==3.17.2 trackio==0.43.0 wandb==0.31.0 'dask[distributed]==2026.8.0' ray==2.60.0
+	mlflow==3.17.2 trackio==0.43.0 wandb==0.31.0 'dask[distributed]==2026.8.0' ray==2.60.0 matplotlib==3.11.2
 # Outside the clone, so that a machine that ran it once does not download torch again (about 4 min cold).
 INTEGRATION_VENV ?= $(HOME)/.cache/advcore/venv-integration
 
