@@ -47,6 +47,9 @@ def test_lab_runs_every_finding_marked_on_its_stage(tmp_path: Path, capsys: pyte
     assert any(f["stage"] == "per-sample distributions" for f in page.figures)
     assert len(list((tmp_path / "png").glob("*.png"))) == len(page.figures)
     assert "ADV_COLLAPSE" in json.dumps([f["texts"] for f in page.figures])
+    # the detector's threshold is drawn across the series it judged (adv_std, on the T figure)
+    t_figure = next(f for f in page.figures if f["section"] == "run-0" and f["stage"].startswith("T "))
+    assert "ADV_COLLAPSE threshold" in t_figure["texts"]
 
 
 def test_phases_follow_one_another_and_are_shaded(tmp_path: Path) -> None:

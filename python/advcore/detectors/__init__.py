@@ -6,13 +6,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable
+from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable
 from advcore.detectors._evidence import PER_SAMPLE
 from advcore.detectors._windows import MIN_WINDOW
 from advcore.errors import AdvcoreError
 from advcore.model import Run
 
-__all__ = ["PER_SAMPLE", "REGISTRY", "Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases",
+__all__ = ["PER_SAMPLE", "REGISTRY", "THRESHOLD", "Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases",
            "run_detectors"]
 
 #: Every detector by ID, in catalog order. Detector modules add their SPEC here.

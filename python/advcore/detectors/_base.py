@@ -21,7 +21,7 @@ from typing import Any, Literal
 from advcore.errors import AdvcoreError
 from advcore.model import Run
 
-__all__ = ["Card", "DetectorSpec", "Finding", "FindingStage", "Knob", "NotEvaluable", "Severity", "Stage",
+__all__ = ["THRESHOLD", "Card", "DetectorSpec", "Finding", "FindingStage", "Knob", "NotEvaluable", "Severity", "Stage",
            "first_of_checks"]
 
 Severity = Literal["info", "warn", "error"]
@@ -62,6 +62,11 @@ class Knob:
         if (self.low is not None and number < self.low) or (self.high is not None and number > self.high):
             raise AdvcoreError(f"`{where}` must be within [{self.low}, {self.high}], got {value!r}")
         return number
+
+
+#: The evidence key of the value a detector compared the series ``evidence["metric"]`` against to fire (a
+#: level it fell below or rose above); a report draws it on that series.
+THRESHOLD = "threshold"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import ADV_NEEDS, adv_signal, onset_index, plain, reward_spread
 from advcore.model import Run
 
@@ -67,6 +67,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "late_mean": late,
         "collapse_below": below,
         "healthy_early": healthy,
+        THRESHOLD: cut,
         **extra,
         **s.where(idx),
     }

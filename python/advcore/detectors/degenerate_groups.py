@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import reward_level
 from advcore.detectors._windows import Series, aligned, metric, onset_index, plain, run_kind, tied_share, window_len
 from advcore.model import Run
@@ -130,6 +130,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "run_mean": overall,
         "tied_steps_frac": sum(1 for v in s.values if v >= 1.0 - 1e-9) / len(s),
         "tied_above": above,
+        THRESHOLD: above,
         **s.where(idx),
     }
     if s.proxy:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import improving_reward
 from advcore.detectors._windows import Series, adv_signal, change_point, metric, onset_index
 from advcore.model import Run
@@ -120,6 +120,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "metric": "entropy",
         "source": run.sources.get("entropy"),
         "rule": rule,
+        THRESHOLD: cut,
         "early_mean": early,
         "late_mean": late,
         "late_over_early": late / early if early > 0 else None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import episodic_reward, reward_level
 from advcore.detectors._windows import onset_index, plain, reward_spread
 from advcore.model import Run
@@ -53,6 +53,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "late_mean": late,
         "late_over_early": late / early,
         "death_ratio": ratio,
+        THRESHOLD: cut,
         **s.where(idx),
     }
     if s.proxy:

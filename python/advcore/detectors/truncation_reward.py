@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._windows import Series, aligned, metric, onset_index
 from advcore.model import Run
 
@@ -104,6 +104,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "late_mean": late,
         "run_mean": s.mean(),
         "truncated_above": above,
+        THRESHOLD: above,
         "all_truncated_from": s.step_at(full),
         **s.where(idx),
     }

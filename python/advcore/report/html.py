@@ -3,7 +3,8 @@
 Per run: the verdict and its findings first, then one figure per stage of the signal over steps, from
 the canonical per-step metrics the run holds (:data:`PANELS`: R the reward, A the value baseline, T the
 advantages, U the update), one small plot per metric; each finding is drawn at its onset, with its ID,
-on the plots of its stage (the metric its evidence names drawn thicker); the phases of a run whose step
+on the plots of its stage (the metric its evidence names drawn thicker, with the threshold the detector
+compared it against, ``evidence["threshold"]``, drawn across it); the phases of a run whose step
 counter restarted follow one another on the step axis, every other one shaded. Per-sample runs add the per-step distribution of each stage of
 their trace (the 5-95 % and 25-75 % quantile bands and the median). Several runs get an index table
 first (sortable by a click on a column's head), each row linking to its run.
@@ -26,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from advcore.compare import SIGNALS, Comparison
+from advcore.detectors import THRESHOLD
 from advcore.errors import AdvcoreError
 from advcore.scan import RunReport
 
@@ -132,10 +134,11 @@ def _metrics_of(frame: pl.DataFrame, stage: str, names: tuple[str, ...]) -> list
 Plot = tuple[str, list[float], list[float], "list[tuple[float, ...]] | None"]
 
 
-def _figure(plt: Any, panels: list[Plot],
-            markers: list[tuple[float, str, str | None]], shade: list[tuple[float, float]]) -> Any:
+def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | None]],
+            shade: list[tuple[float, float]], thresholds: Sequence[tuple[str, float, str]] = ()) -> Any:
     """A figure of small plots: (title, steps, values, quantile bands or None) each; ``markers`` (onset, ID,
-    the evidence's metric) drawn on every plot, thicker on the metric named."""
+    the evidence's metric) drawn on every plot, thicker on the metric named; ``thresholds`` (metric, value,
+    ID) drawn across the plot of that metric."""
     cols = min(COLUMNS, len(panels))
     rows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 1.9 * rows), squeeze=False)
@@ -153,6 +156,11 @@ def _figure(plt: Any, panels: list[Plot],
             ax.axvline(onset, color="#b00020", linewidth=1.6 if named else 0.8, linestyle="-" if named else "--")
             ax.annotate(ident, (onset, 1.0), xycoords=("data", "axes fraction"), fontsize=6, color="#b00020",
                         rotation=90, va="top", ha="right")
+        for name, value, ident in thresholds:
+            if name == title:
+                ax.axhline(value, color="#b00020", linewidth=0.8, linestyle=":")
+                ax.annotate(f"{ident} threshold", (0.0, value), xycoords=("axes fraction", "data"), fontsize=6,
+                            color="#b00020", va="bottom")
         ax.set_title(title, loc="left")
         ax.tick_params(labelsize=6)
     fig.tight_layout(pad=0.4)
@@ -220,7 +228,12 @@ def _run_section(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> s
         markers = [(f.onset_step + offsets.get(int(f.evidence.get("onset_phase") or 0), 0.0), f.id,
                     f.evidence.get("metric")) for f in report.findings if f.stage == stage and f.onset_step is not None]
         panels: list[Plot] = [(m, *_series(frame, m), None) for m in metrics]
-        parts.append(_figure_html(plt, f"{stage} {title}", panels, markers, shade, png_dir, f"{i}-{stage}"))
+        # a threshold on the series the detector judged (not on a proxy the run does not log)
+        thresholds = [(str(f.evidence["metric"]), float(f.evidence[THRESHOLD]), f.id) for f in report.findings
+                      if f.stage == stage and isinstance(f.evidence.get(THRESHOLD), (int, float))
+                      and "proxy" not in f.evidence and math.isfinite(f.evidence[THRESHOLD])]
+        parts.append(_figure_html(plt, f"{stage} {title}", panels, markers, shade, png_dir, f"{i}-{stage}",
+                                  thresholds))
     trace_panels = _trace_panels(report)
     if trace_panels:
         parts.append(_figure_html(plt, "per-sample distributions", trace_panels, [], shade, png_dir, f"{i}-samples"))
@@ -228,8 +241,9 @@ def _run_section(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> s
 
 
 def _figure_html(plt: Any, caption: str, panels: list[Plot], markers: list[tuple[float, str, str | None]],
-                 shade: list[tuple[float, float]], png_dir: Path | None, name: str) -> str:
-    fig = _figure(plt, panels, markers, shade)
+                 shade: list[tuple[float, float]], png_dir: Path | None, name: str,
+                 thresholds: Sequence[tuple[str, float, str]] = ()) -> str:
+    fig = _figure(plt, panels, markers, shade, thresholds)
     try:
         svg = _svg(fig)
         if png_dir is not None:
