@@ -97,3 +97,25 @@ def test_without_matplotlib_the_error_says_what_to_install(tmp_path: Path, monke
     assert main(["report", str(log), "--out", str(tmp_path / "r.html")]) == 1
     assert "pip install 'advcore[report]'" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_per_slice_plots_show_the_slice_that_died(tmp_path: Path) -> None:
+    """Samples labelled by task (``slice_task``): from step 20 every group of one task is solved (tied),
+    the other keeps its spread; the page draws one line per task on each per-slice plot."""
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for step in range(40):
+        for g in range(16):
+            task = "open_drawer" if g % 2 else "pick_cube"
+            r = (rng.random(8) < (1.0 if task == "open_drawer" and step >= 20 else 0.5)).astype(float)
+            rows += [(step, g, float(v), float(v - r.mean()), task) for v in r]
+    data = tmp_path / "samples.parquet"
+    pl.DataFrame(rows, schema=["step", "group", "reward", "adv", "slice_task"], orient="row").write_parquet(data)
+    out = tmp_path / "sliced.html"
+    assert main(["report", str(data), "--out", str(out)]) == 0
+    [sliced] = [f for f in read_page(out).figures if f["stage"] == "per slice"]
+    assert sliced["plots"] == 3 and sliced["lines"] >= 6
+    assert {"task=open_drawer", "task=pick_cube"} <= set(sliced["texts"])

@@ -6,7 +6,8 @@ advantages, U the update), one small plot per metric; each finding is drawn at i
 on the plots of its stage (the metric its evidence names drawn thicker, with the threshold the detector
 compared it against, ``evidence["threshold"]``, drawn across it); the phases of a run whose step
 counter restarted follow one another on the step axis, every other one shaded. Per-sample runs add the per-step distribution of each stage of
-their trace (the 5-95 % and 25-75 % quantile bands and the median). Several runs get an index table
+their trace (the 5-95 % and 25-75 % quantile bands and the median), and, when the samples carry slice
+labels, the reward's mean and tied share and the advantage spread of each slice. Several runs get an index table
 first (sortable by a click on a column's head), each row linking to its run.
 
 The figures are inline SVG drawn by matplotlib (text kept as text, long series simplified by
@@ -48,6 +49,8 @@ PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 MAX_COMPONENTS = 6
 #: Small plots per row of a figure.
 COLUMNS = 3
+#: Line colors of the several series of one plot (two runs compared, the slices of a run).
+_LINE_COLORS = ("#1f4e8c", "#d9822b", "#2e7d32", "#8e24aa", "#c62828", "#00838f", "#6d4c41", "#546e7a")
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:1.5em auto;max-width:1100px;color:#222}
@@ -193,6 +196,38 @@ def _trace_panels(report: RunReport) -> list[Plot]:
     return out
 
 
+#: Per-slice plots: (trace stage, statistic, title); the slices drawn at most (the most sampled first).
+_SLICE_PLOTS = (("reward", "mean", "reward mean"), ("reward", "zero_variance_group_frac", "tied groups"),
+                ("adv", "std", "advantage std"))
+MAX_SLICES = len(_LINE_COLORS)
+
+
+def _slice_plots(report: RunReport) -> list[tuple[str, list[tuple[str, list[float], list[float]]]]]:
+    """Per labelled slice of a per-sample trace (``slice_<label>`` columns): the reward's mean and tied
+    share and the advantage spread over steps, one line per slice."""
+    trace = report.run.trace
+    if trace is None or trace.is_empty():
+        return []
+    sliced = trace.filter(pl.col("slice") != "all")
+    if sliced.is_empty():
+        return []
+    sizes = (sliced.filter(pl.col("statistic") == "n").group_by("slice").agg(pl.col("value").sum())
+             .sort("value", descending=True))
+    slices = sizes["slice"].to_list()[:MAX_SLICES]
+    out = []
+    for stage, statistic, title in _SLICE_PLOTS:
+        part = sliced.filter(pl.col("stage") == stage, pl.col("statistic") == statistic)
+        lines = []
+        for name in slices:
+            rows = part.filter(pl.col("slice") == name).sort("step").drop_nulls("value")
+            rows = rows.filter(pl.col("value").is_finite())
+            if rows.height:
+                lines.append((name, [float(v) for v in rows["step"]], rows["value"].to_list()))
+        if lines:
+            out.append((f"{title} by slice", lines))
+    return out
+
+
 def _slug(i: int) -> str:
     return f"run-{i}"
 
@@ -237,6 +272,10 @@ def _run_section(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> s
     trace_panels = _trace_panels(report)
     if trace_panels:
         parts.append(_figure_html(plt, "per-sample distributions", trace_panels, [], shade, png_dir, f"{i}-samples"))
+    slice_plots = _slice_plots(report)
+    if slice_plots:
+        fig = _lines_figure(plt, slice_plots)
+        parts.append(_save_figure(plt, fig, "per slice", len(slice_plots), 0, png_dir, f"{i}-slices"))
     return "\n".join(p for p in parts if p)
 
 
@@ -244,14 +283,19 @@ def _figure_html(plt: Any, caption: str, panels: list[Plot], markers: list[tuple
                  shade: list[tuple[float, float]], png_dir: Path | None, name: str,
                  thresholds: Sequence[tuple[str, float, str]] = ()) -> str:
     fig = _figure(plt, panels, markers, shade, thresholds)
+    return _save_figure(plt, fig, caption, len(panels), len(markers), png_dir, name)
+
+
+def _save_figure(plt: Any, fig: Any, caption: str, plots: int, markers: int, png_dir: Path | None, name: str) -> str:
+    """The figure as an inline ``<figure>`` of SVG (and as ``png_dir/<name>.png``), then closed."""
     try:
         svg = _svg(fig)
         if png_dir is not None:
             fig.savefig(png_dir / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png", format="png", dpi=110)
     finally:
         plt.close(fig)
-    return (f"<figure data-stage='{html.escape(caption)}' data-plots='{len(panels)}' "
-            f"data-markers='{len(markers)}'><figcaption><h3>{html.escape(caption)}</h3></figcaption>{svg}</figure>")
+    return (f"<figure data-stage='{html.escape(caption)}' data-plots='{plots}' "
+            f"data-markers='{markers}'><figcaption><h3>{html.escape(caption)}</h3></figcaption>{svg}</figure>")
 
 
 def _index(reports: Sequence[RunReport]) -> str:
@@ -280,21 +324,23 @@ def render_html(reports: Sequence[RunReport], *, title: str = "advcore report", 
             f"<style>{_STYLE}</style></head><body>{''.join(body)}<script>{_SORT}</script></body></html>")
 
 
-def _pair_figure(plt: Any, names: list[str], a: pl.DataFrame, b: pl.DataFrame, parts: dict[str, int | None]) -> Any:
-    """Small plots of ``names``, run A and run B on the same axes, each metric's parting step marked."""
-    cols = min(COLUMNS, len(names))
-    rows = math.ceil(len(names) / cols)
+def _lines_figure(plt: Any, plots: list[tuple[str, list[tuple[str, list[float], list[float]]]]],
+                  marks: dict[str, int | None] | None = None) -> Any:
+    """Small plots of several labelled series each (title, [(label, steps, values)]); ``marks`` (title ->
+    step) draws where two runs part."""
+    cols = min(COLUMNS, len(plots))
+    rows = math.ceil(len(plots) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 1.9 * rows), squeeze=False)
-    for ax in axes.flat[len(names):]:
+    for ax in axes.flat[len(plots):]:
         ax.set_visible(False)
-    for ax, name in zip(axes.flat, names, strict=False):
-        for frame, color, label in ((a, "#1f4e8c", "A"), (b, "#d9822b", "B")):
-            ax.plot(*_series(frame, name), color=color, linewidth=1.0, label=label)
-        if (step := parts.get(name)) is not None:
+    for ax, (title, lines) in zip(axes.flat, plots, strict=False):
+        for (label, steps, values), color in zip(lines, _LINE_COLORS, strict=False):
+            ax.plot(steps, values, color=color, linewidth=1.0, label=label)
+        if (step := (marks or {}).get(title)) is not None:
             ax.axvline(step, color="#b00020", linewidth=1.2)
             ax.annotate(f"parts at {step}", (step, 1.0), xycoords=("data", "axes fraction"), fontsize=6,
                         color="#b00020", rotation=90, va="top", ha="right")
-        ax.set_title(name, loc="left")
+        ax.set_title(title, loc="left")
         ax.tick_params(labelsize=6)
     axes.flat[0].legend(fontsize=6, loc="best")
     fig.tight_layout(pad=0.4)
@@ -325,12 +371,8 @@ def render_comparison_html(a: RunReport, b: RunReport, comparison: Comparison) -
         shown = [n for n in names if n in parts]
         if not shown:
             continue
-        fig = _pair_figure(plt, shown, frames[0], frames[1], parts)
-        try:
-            svg = _svg(fig)
-        finally:
-            plt.close(fig)
-        head.append(f"<figure data-stage='{stage}' data-plots='{len(shown)}'><figcaption><h3>{stage}</h3>"
-                    f"</figcaption>{svg}</figure>")
+        fig = _lines_figure(plt, [(n, [("A", *_series(frames[0], n)), ("B", *_series(frames[1], n))]) for n in shown],
+                            parts)
+        head.append(_save_figure(plt, fig, stage, len(shown), 0, None, stage))
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>advcore compare</title>"
             f"<style>{_STYLE}</style></head><body>{''.join(head)}<script>{_SORT}</script></body></html>")
