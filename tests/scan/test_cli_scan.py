@@ -355,3 +355,22 @@ def test_the_header_says_when_a_key_is_read_negated(tmp_path: Path, capsys: pyte
     assert main(["scan", str(p)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "entropy (-1 x train/entropy_loss)" in out and "reward_mean (rollout/ep_rew_mean)" in out
+
+
+def test_summary_table_shortens_long_paths_instead_of_folding_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from advcore.report.render import _middle
+
+    assert _middle("carla-sb3-ppo-constant-obs/events.out.tfevents.1755698806.Legion.237536.0", 34) == \
+        "carla-sb3-ppo-constant-obs/…7536.0"
+    assert _middle("a" * 40, 20) == "a" * 9 + "…" + "a" * 10 and _middle("short.log", 20) == "short.log"
+    for name in ("a-very-long-run-folder-name-of-an-experiment", "another-very-long-run-folder-name-too"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics_of_the_whole_training_run.jsonl").write_text(
+            "".join(f'{{"step": {i}, "reward": 0.5, "reward_std": 0.3}}\n' for i in range(1, 12)))
+    monkeypatch.setenv("COLUMNS", "80")
+    main(["scan", str(tmp_path)])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("│ ") and "…" in line]
+    assert len(rows) == 2 and all(len(line) <= 80 for line in rows)
+    assert rows[0].startswith("│ a-very-long") and rows[1].startswith("│ another-very")
+    assert all("…raining_run.jsonl │" in line for line in rows)  # the file name's tail, never folded

@@ -125,6 +125,16 @@ def _fit(path: str, width: int) -> str:
     return path if len(path) <= width or width < 8 else "…" + path[len(path) - width + 1:]
 
 
+def _middle(path: str, width: int) -> str:
+    """``path`` shortened in the middle to ``width`` characters: its first folder (the run's, when it fits)
+    and its tail (the file name) stay, so a table cell never breaks it mid-word."""
+    if len(path) <= width or width < 8:
+        return path
+    folder = path.split("/", 1)[0] + "/" if "/" in path else ""
+    head = len(folder) if 0 < len(folder) <= width - 6 else (width - 1) // 2  # the whole folder when it fits
+    return path[:head] + "…" + path[len(path) - (width - 1 - head):]
+
+
 def _steps(run: Run) -> str:
     """``335 steps (101 to 435, resumed from step 100)``: the count, the first and last logged step, and
     a resume the reader saw (verl's console says where it resumed from); ``80 steps in 4 phases`` when
@@ -289,11 +299,16 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         root = os.path.commonpath([os.path.dirname(p) or "." for p in paths]) or "."
         console.print(f"[bold]summary[/bold] (paths under {_safe(root)})", highlight=False)
         table = Table()
-        for col in ("run", "verdict", "since", "findings"):
+        table.add_column("run", no_wrap=True)
+        for col in ("verdict", "since", "findings"):
             table.add_column(col, overflow="fold")
+        # the run's path shortened in the middle rather than folded mid-word, in what the other columns
+        # leave (verdict 10, since 5, the longest finding ID 18, borders and padding 13)
+        run_width = max(16, console.width - 46)
         for r, path in zip(reports, paths, strict=True):
             onset = "" if r.verdict.onset is None else str(r.verdict.onset)
-            table.add_row(_safe(os.path.relpath(path, root)), _head(r), onset, ", ".join(f.id for f in r.findings))
+            table.add_row(_safe(_middle(os.path.relpath(path, root), run_width)), _head(r), onset,
+                          ", ".join(f.id for f in r.findings))
         console.print(table)
         console.print(f"[bold]{totals(reports)}[/bold]")
 
