@@ -374,3 +374,16 @@ def test_summary_table_shortens_long_paths_instead_of_folding_them(tmp_path: Pat
     assert len(rows) == 2 and all(len(line) <= 80 for line in rows)
     assert rows[0].startswith("│ a-very-long") and rows[1].startswith("│ another-very")
     assert all("…raining_run.jsonl │" in line for line in rows)  # the file name's tail, never folded
+
+
+def test_a_per_sample_run_header_names_what_was_read_not_our_statistics(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import polars as pl
+
+    data = tmp_path / "samples.parquet"
+    pl.DataFrame({"step": [s for s in range(1, 11) for _ in range(8)], "group": [i // 4 for i in range(8)] * 10,
+                  "reward": [float(i % 2) for i in range(80)], "adv": [0.5 - i % 2 for i in range(80)]}).write_parquet(data)
+    main(["scan", str(data)])
+    out = capsys.readouterr().out
+    assert "metrics: per-sample rewards, advantages (80 samples), reduced per step to" in " ".join(out.split())
+    assert "adv_bound_excess" not in out and "reward_onepass_relerr" not in out

@@ -172,7 +172,14 @@ def _metrics(run: Run) -> str:
     (``truncated_frac (truncation_rate)``), and the built-in table's scale where it has one
     (``entropy (-1 x train/entropy_loss)``: SB3 logs minus the entropy)."""
     from advcore.ingest import load_aliases
+    from advcore.ingest.formats import PER_SAMPLE as PER_SAMPLE_FORMATS
 
+    if run.format in PER_SAMPLE_FORMATS:  # our per-step statistics of the samples, not the trainer's metrics
+        read = [name for prefix, name in (("reward", "rewards"), ("adv", "advantages"), ("value", "values"),
+                                          ("return", "returns")) if any(m.startswith(prefix) for m in run.metrics)]
+        samples = run.metadata.get("samples")
+        return (f"per-sample {', '.join(read) or 'rows'}" + (f" ({samples:,} samples)" if samples else "")
+                + f", reduced per step to {len(run.metrics)} statistics (--format json lists them)")
     table = load_aliases()
     by_name = run.metadata.get("reward_by_name")  # said on its own (:func:`_by_name`)
 
