@@ -119,3 +119,17 @@ def test_per_slice_plots_show_the_slice_that_died(tmp_path: Path) -> None:
     [sliced] = [f for f in read_page(out).figures if f["stage"] == "per slice"]
     assert sliced["plots"] == 3 and sliced["lines"] >= 6
     assert {"task=open_drawer", "task=pick_cube"} <= set(sliced["texts"])
+
+
+def test_update_thresholds_are_drawn_on_the_series_judged(tmp_path: Path) -> None:
+    """The lab's over-tight gradient clip: UPDATE_SUPPRESSED judged update_ratio against a level, which
+    the report draws on the U figure's update_ratio plot."""
+    lab = tmp_path / "lab"
+    assert main(["lab", "run", "--fault", "tight_grad_clip", "--out", str(lab), "--steps", "60", "--onset", "25"]) == 0
+    collected = [r for r in scan(sorted(p for p in lab.iterdir() if p.suffix != ".json"), ScanOptions())]
+    [finding] = [f for r in collected for f in r.findings if f.id == "UPDATE_SUPPRESSED"]
+    assert finding.evidence["metric"] == "update_ratio" and finding.evidence["threshold"] > 0
+    out = tmp_path / "clip.html"
+    assert main(["report", str(lab), "--out", str(out)]) == 0
+    [u] = [f for f in read_page(out).figures if f["stage"].startswith("U ")]
+    assert "UPDATE_SUPPRESSED threshold" in u["texts"]

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from advcore.detectors._base import (
+    THRESHOLD,
     Card,
     DetectorSpec,
     Finding,
@@ -90,6 +91,8 @@ class _Check:
     describe: str
     #: False for a check whose points mean "no update" whatever the advantages carry (the KL early stop)
     needs_signal: bool = True
+    #: the level the series is judged against (``evidence["threshold"]``; None for a derived series)
+    bar: float | None = None
 
 
 def _relative(run: Run, name: str, drop: float, what: str) -> _Check | None:
@@ -105,7 +108,7 @@ def _relative(run: Run, name: str, drop: float, what: str) -> _Check | None:
     if not early > 0 or sum(v <= 0 for v in window) >= len(window) / 4:
         return None
     cut = drop * early
-    return _Check(name, s, lambda v: v <= cut, f"{what} <= {drop:g} x its early median ({cut:.3g})")
+    return _Check(name, s, lambda v: v <= cut, f"{what} <= {drop:g} x its early median ({cut:.3g})", bar=cut)
 
 
 def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
@@ -114,7 +117,8 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     out: list[_Check] = []
     grad = metric(run, "grad_norm")
     if grad is not None:
-        out.append(_Check("grad_norm", grad, lambda v: v <= grad_below, f"grad_norm <= {grad_below:g}"))
+        out.append(_Check("grad_norm", grad, lambda v: v <= grad_below, f"grad_norm <= {grad_below:g}",
+                          bar=grad_below))
     # The update itself, where the trainer logs it: the step relative to the parameters, the gradient
     # after clipping, the KL of the update (second order in the step, hence drop squared).
     for name, factor, what in (("update_ratio", drop, "step norm / parameter norm"),
@@ -149,7 +153,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
                           f"|kl to the reference| <= {pin:g} x its earlier peak (peak >= {peak_min:g})"))
     clip = metric(run, "clip_frac")
     if clip is not None:
-        out.append(_Check("clip_frac", clip, lambda v: v >= pinned, f"clip_frac >= {pinned:g}"))
+        out.append(_Check("clip_frac", clip, lambda v: v >= pinned, f"clip_frac >= {pinned:g}", bar=pinned))
     stops = metric(run, "early_stop_frac")
     if stops is not None:
         cut = float(knobs["early_stop_share"])
@@ -211,6 +215,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             "metric": check.name,
             "source": run.sources.get(check.name),
             "condition": check.describe,
+            **({THRESHOLD: check.bar} if check.bar is not None else {}),
             "signal": used.name if used is not None else None,
             "signal_above": above,
             "signal_bar": bar,

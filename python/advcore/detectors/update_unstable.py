@@ -84,7 +84,8 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome, first_of_checks
+from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome,
+                                     first_of_checks)
 from advcore.detectors._reward import SUCCESS_NOISE, RewardCourse, improving_reward, reward_course, reward_level
 from advcore.detectors._windows import MIN_WINDOW, Series, change_point, metric, rolling_level, window_len
 from advcore.model import Run
@@ -139,6 +140,8 @@ class _Check:
     what: str
     #: for a rise: the level past which it had begun (the geometric middle of the early level and the bar)
     rising: Callable[[float], bool] | None = None
+    #: the level the series is judged against (``evidence["threshold"]``)
+    bar: float | None = None
 
 
 #: Single-update checks (``kl_step``, ``clip_frac``) need unstable points on at least this share of
@@ -296,13 +299,13 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
     if kl_step is not None:
         cut = float(knobs["kl_step_above"])
         out.append(_Check("kl_step", kl_step, lambda v: v >= cut, f"kl_step >= {cut:g}",
-                          "single updates move the policy far outside the trust region"))
+                          "single updates move the policy far outside the trust region", bar=cut))
     improving = improving_reward(run) is not None
     clip = metric(run, "clip_frac")
     if clip is not None and not improving:  # a high clip fraction while the return keeps rising
         cut_clip = float(knobs["clip_above"])
         out.append(_Check("clip_frac", clip, lambda v: v >= cut_clip, f"clip_frac >= {cut_clip:g}",
-                          "most of the batch leaves the clip range in one update"))
+                          "most of the batch leaves the clip range in one update", bar=cut_clip))
     kl = metric(run, "kl")
     if kl is not None:
         # a KL already past the bar at the run's first step, before any update moved the policy, measures
@@ -326,7 +329,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         if not recovered:
             out.append(_Check("kl", level, lambda v: v >= cut_kl,
                               f"the KL to the reference (median of 5 points) >= {cut_kl:.3g}{offset}",
-                              "the policy ran away from its reference"))
+                              "the policy ran away from its reference", bar=cut_kl))
     for name, knob, what in (("entropy", "entropy_rise", "the policy blew up into noise"),
                              ("action_std", "entropy_rise", "the policy's exploration noise blew up"),
                              ("value_loss", "value_loss_rise", "the critic diverged"),
@@ -347,7 +350,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         scaled = f" x the reward's growth squared ({growth ** 2:.3g})" if growth > 1.0 else ""
         out.append(_Check(name, rolling_level(s, f"{name} level"), _at_least(cut_rise),
                           f"{name} (median of 5 points) >= {float(knobs[knob]):g} x its early level {early:.3g}"
-                          f"{scaled} = {cut_rise:.3g}", what, _at_least(math.sqrt(cut_rise * early))))
+                          f"{scaled} = {cut_rise:.3g}", what, _at_least(math.sqrt(cut_rise * early)), bar=cut_rise))
     # a jump at the end that the whole-run rise does not reach yet
     entropy = metric(run, "entropy")
     # a ratio of entropies means something only for a categorical (token, discrete-action) policy: a
@@ -360,7 +363,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         out.append(_Check("entropy", tail, _at_least(middle),
                           f"the entropy jumped at the end to a level never seen before, at least "
                           f"{float(knobs['entropy_jump']):g} x its median before ({before:.3g}); points >= {middle:.3g}",
-                          "the policy is blowing up into noise"))
+                          "the policy is blowing up into noise", bar=middle))
     return out
 
 
@@ -457,6 +460,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             "metric": check.name,
             "source": run.sources.get(check.name),
             "condition": check.describe,
+            **({THRESHOLD: check.bar} if check.bar is not None else {}),
             "unstable_points": len(idx),
             "judged_points": len(s),
             "unstable_steps": [s.steps[i] for i in idx[:20]],
