@@ -54,7 +54,7 @@ def test_lab_runs_every_finding_marked_on_its_stage(tmp_path: Path, capsys: pyte
 
 def test_phases_follow_one_another_and_are_shaded(tmp_path: Path) -> None:
     """A step counter that restarts (a curriculum of three phases of 20 steps): one axis of 60 steps."""
-    from advcore.report.html import _offsets, _phases, _timeline
+    from advcore.report.html import _phase_layout, _timeline
     from advcore.ingest import load
 
     log = tmp_path / "curriculum.jsonl"
@@ -62,9 +62,10 @@ def test_phases_follow_one_another_and_are_shaded(tmp_path: Path) -> None:
                            for p in range(3) for s in range(1, 21)))
     frame = load(log).frame
     assert frame["phase"].unique().sort().to_list() == [0, 1, 2]
-    assert _offsets(frame) == {0: 0.0, 1: 20.0, 2: 40.0}
-    assert _timeline(frame)["step"].to_list() == list(range(1, 61))
-    assert _phases(frame) == [(21.0, 40.0)]
+    offsets, shaded = _phase_layout(frame)
+    assert offsets == {0: 0.0, 1: 20.0, 2: 40.0}
+    assert _timeline(frame, offsets)["step"].to_list() == list(range(1, 61))
+    assert shaded == [(21.0, 40.0)]
 
 
 @pytest.mark.skipif(not REAL.is_dir(), reason=f"shared real logs not found at {REAL} (set ADVCORE_SHARED_REAL)")

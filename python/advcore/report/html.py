@@ -85,36 +85,30 @@ def _pyplot() -> Any:
     return plt
 
 
-def _offsets(frame: pl.DataFrame) -> dict[int, float]:
-    """Per phase of a run whose step counter restarted (its ``phase`` column), what its steps are moved by
-    to follow the phase before on one axis; ``{0: 0}`` for a run of one phase."""
+def _phase_layout(frame: pl.DataFrame) -> tuple[dict[int, float], list[tuple[float, float]]]:
+    """For a run whose step counter restarted (its ``phase`` column): per phase, what its steps are moved by
+    to follow the phase before on one axis, and the (first, last) step on that axis of every other phase
+    after the first (shaded); ``({0: 0}, [])`` for a run of one phase."""
     if "phase" not in frame.columns:
-        return {0: 0.0}
-    spans = frame.group_by("phase", maintain_order=True).agg(pl.col("step").min().alias("a"),
-                                                             pl.col("step").max().alias("b"))
-    out: dict[int, float] = {}
+        return {0: 0.0}, []
+    spans = frame.group_by("phase").agg(pl.col("step").min().alias("a"), pl.col("step").max().alias("b"))
+    offsets: dict[int, float] = {}
+    shaded: list[tuple[float, float]] = []
     end = None
-    for phase, a, b in spans.sort("phase").iter_rows():
-        out[int(phase)] = 0.0 if end is None else end + 1 - a
-        end = b + out[int(phase)]
-    return out
+    for k, (phase, a, b) in enumerate(spans.sort("phase").iter_rows()):
+        offset = 0.0 if end is None else end + 1 - a
+        offsets[int(phase)] = offset
+        end = b + offset
+        if k % 2:
+            shaded.append((a + offset, b + offset))
+    return offsets, shaded
 
 
-def _timeline(frame: pl.DataFrame) -> pl.DataFrame:
-    """The frame with ``step`` on one axis: each phase's steps after the phase before's."""
-    offsets = _offsets(frame)
+def _timeline(frame: pl.DataFrame, offsets: dict[int, float]) -> pl.DataFrame:
+    """The frame with ``step`` on one axis: each phase's steps moved by its offset (:func:`_phase_layout`)."""
     if "phase" not in frame.columns:
         return frame
     return frame.with_columns(pl.col("step") + pl.col("phase").replace_strict(offsets, default=0.0))
-
-
-def _phases(frame: pl.DataFrame) -> list[tuple[float, float]]:
-    """(first step, last step) on the timeline of every other phase after the first (shaded)."""
-    if "phase" not in frame.columns:
-        return []
-    spans = _timeline(frame).group_by("phase", maintain_order=True).agg(pl.col("step").min().alias("a"),
-                                                                        pl.col("step").max().alias("b"))
-    return [(float(a), float(b)) for _, a, b in spans.sort("phase").iter_rows()][1::2]
 
 
 def _series(frame: pl.DataFrame, name: str) -> tuple[list[float], list[float]]:
@@ -125,16 +119,25 @@ def _series(frame: pl.DataFrame, name: str) -> tuple[list[float], list[float]]:
     return [float(s) for s, _ in kept], [v for _, v in kept]
 
 
-def _metrics_of(frame: pl.DataFrame, stage: str, names: tuple[str, ...]) -> list[str]:
-    shown = [n for n in names if n in frame.columns and _series(frame, n)[0]]
-    if stage == "R":
-        shown += sorted(c for c in frame.columns if c.startswith("reward/") and _series(frame, c)[0])[:MAX_COMPONENTS]
-    return shown
-
-
 #: One small plot: its title (the metric), steps, values, and for a per-sample stage its quantile bands
 #: per step (q05, q95, q25, q75), else None.
 Plot = tuple[str, list[float], list[float], "list[tuple[float, ...]] | None"]
+
+
+def _plots_of(frame: pl.DataFrame, stage: str, names: tuple[str, ...]) -> list[Plot]:
+    """The plots of ``names`` that ``frame`` holds points of, and for R its reward components."""
+    if stage == "R":
+        names = (*names, *sorted(c for c in frame.columns if c.startswith("reward/")))
+    plots: list[Plot] = []
+    components = 0
+    for name in names:
+        if name not in frame.columns or (name.startswith("reward/") and components >= MAX_COMPONENTS):
+            continue
+        steps, values = _series(frame, name)
+        if steps:
+            plots.append((name, steps, values, None))
+            components += name.startswith("reward/")
+    return plots
 
 
 def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | None]],
@@ -150,9 +153,10 @@ def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | 
     for ax, (title, steps, values, bands) in zip(axes.flat, panels, strict=False):
         for a, b in shade:
             ax.axvspan(a, b, color="#eeeeee", zorder=0)
-        for i, (lo, hi) in enumerate(((0, 1), (2, 3)) if bands else ()):  # 5-95 %, then 25-75 % darker
-            ax.fill_between(steps, [q[lo] for q in bands or ()], [q[hi] for q in bands or ()], color="#4a78b5",
-                            alpha=0.18 + 0.17 * i, linewidth=0)
+        if bands:  # 5-95 %, then 25-75 % darker
+            for i, (lo, hi) in enumerate(((0, 1), (2, 3))):
+                ax.fill_between(steps, [q[lo] for q in bands], [q[hi] for q in bands], color="#4a78b5",
+                                alpha=0.18 + 0.17 * i, linewidth=0)
         ax.plot(steps, values, color="#1f4e8c", linewidth=1.0)
         for onset, ident, metric in markers:
             named = metric == title
@@ -255,14 +259,14 @@ def _run_section(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> s
                                                                    for t in verdict.what_to_try[:4]) + "</ul>")
     if "step" not in run.frame.columns:
         return "\n".join(p for p in parts if p)
-    frame, offsets, shade = _timeline(run.frame), _offsets(run.frame), _phases(run.frame)
+    offsets, shade = _phase_layout(run.frame)
+    frame = _timeline(run.frame, offsets)
     for stage, title, names in PANELS:
-        metrics = _metrics_of(frame, stage, names)
-        if not metrics:
+        panels = _plots_of(frame, stage, names)
+        if not panels:
             continue
         markers = [(f.onset_step + offsets.get(int(f.evidence.get("onset_phase") or 0), 0.0), f.id,
                     f.evidence.get("metric")) for f in report.findings if f.stage == stage and f.onset_step is not None]
-        panels: list[Plot] = [(m, *_series(frame, m), None) for m in metrics]
         # a threshold on the series the detector judged (not on a proxy the run does not log)
         thresholds = [(str(f.evidence["metric"]), float(f.evidence[THRESHOLD]), f.id) for f in report.findings
                       if f.stage == stage and isinstance(f.evidence.get(THRESHOLD), (int, float))
@@ -365,7 +369,7 @@ def render_comparison_html(a: RunReport, b: RunReport, comparison: Comparison) -
                    for d in comparison.divergences)
     head.append("<table class='index'><thead><tr><th>stage</th><th>metric</th><th>parts at</th><th>B - A at "
                 f"start</th><th>B - A after</th></tr></thead><tbody>{rows}</tbody></table>")
-    frames = [_timeline(r.run.frame) for r in (a, b)]
+    frames = [_timeline(r.run.frame, _phase_layout(r.run.frame)[0]) for r in (a, b)]
     parts = {d.metric: d.step for d in comparison.divergences}
     for stage, names in SIGNALS:
         shown = [n for n in names if n in parts]
