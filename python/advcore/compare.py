@@ -16,6 +16,7 @@ R -> A -> T -> U.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 import polars as pl
@@ -90,7 +91,7 @@ def _divergence(stage: str, name: str, steps: list[int], a: list[float], b: list
                    if not ok and math.isfinite(x) != math.isfinite(y)), None)
     pairs = [(s, x, y) for s, x, y, ok in zip(steps, a, b, finite, strict=True) if ok]
     diffs = [y - x for _, x, y in pairs]
-    offset = sorted(diffs[:BASE_POINTS])[len(diffs[:BASE_POINTS]) // 2] if diffs else 0.0
+    offset = statistics.median(diffs[:BASE_POINTS]) if diffs else 0.0
     noise = math.sqrt(2.0) * min(step_noise([x for _, x, _ in pairs]), step_noise([y for _, _, y in pairs]))
     scale = max((abs(v) for _, x, y in pairs for v in (x, y)), default=1.0)
     threshold = NOISE_TIMES * max(noise, _REL_FLOOR * max(scale, 1.0))
@@ -100,10 +101,10 @@ def _divergence(stage: str, name: str, steps: list[int], a: list[float], b: list
         at = None
     step = pairs[at][0] if at is not None else None
     nonfinite = broken is not None and (step is None or steps[broken] <= step)
-    if nonfinite and broken is not None:
+    if broken is not None and nonfinite:
         step = steps[broken]
     tail = [d for (s, _, _), d in zip(pairs, diffs, strict=True) if step is not None and s >= step]
-    after = sorted(tail)[len(tail) // 2] if tail else offset
+    after = statistics.median(tail) if tail else offset
     return Divergence(stage, name, step, offset, after, threshold, nonfinite)
 
 
