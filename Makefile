@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: help install demo test test-rust test-python test-integration fuzz fuzz-rust lint cards bench wheel
+.PHONY: help install demo test test-rust test-python test-integration fuzz fuzz-rust lint cards bench score wheel
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -59,6 +59,9 @@ cards:  ## regenerate the detector cards (docs/detectors) from the detector modu
 
 bench: install  ## benchmarks: ratios against numpy, scipy and Polars in the same process
 	$(PYTHON) bench/run.py
+
+score:  ## the evaluation (issue 18): lab score card, hard negatives, detection delay, per-detector precision/recall (lab and real corpus), the ACR sweep; rewrites docs/evaluation.md (which states how long the run took)
+	$(PYTHON) bench/score_card.py --full --jobs 2 --doc docs/evaluation.md
 
 wheel:  ## a release wheel in target/wheels
 	maturin build --release

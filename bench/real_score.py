@@ -1,7 +1,7 @@
 """Score advcore's verdicts on the real-log corpus against the expectations written from each run's
 source (``tests/real/corpus.toml``): calibration and validation side by side.
 
-    python bench/real_score.py [--split calibration|validation|all] [--runs] [--json]
+    python bench/real_score.py [--split calibration|validation|all] [--runs] [--json] [--jobs 2]
 
 Per run, the files are scanned as ``advcore scan`` would scan them (files of one run joined). When
 they still give several runs, the run's verdict is the lost one with the most steps, else the one
@@ -52,6 +52,8 @@ class Score:
     #: healthy runs: a warning or error fired (None for a run that is not healthy)
     healthy_warned: bool | None
     forbidden: tuple[str, ...]
+    #: every detector ID with a warn or error finding on the run (any of its reports)
+    fired: tuple[str, ...] = ()
 
 
 def _verdict(reports: list[RunReport]) -> RunReport:
@@ -82,7 +84,20 @@ def score_run(run: RealRun) -> Score:
     expected = f"{e.status} {e.stage} {'/'.join(e.headline)} {list(e.onset) if e.onset else ''}".strip()
     got = f"{v.status} {v.stage or ''} {v.headline or ''} {v.onset if v.onset is not None else ''}".strip()
     return Score(run.name, run.split, expected, " ".join(got.split()), stage_ok, headline_ok, onset, quiet, warned,
-                 tuple(sorted(fired & set(e.must_not_fire))))
+                 tuple(sorted(fired & set(e.must_not_fire))), tuple(sorted(fired)))
+
+
+def score_runs(runs: list[RealRun], jobs: int = 1) -> list[Score]:
+    """:func:`score_run` over the present ``runs``, in a pool of ``jobs`` processes (spawned: Polars'
+    threads do not survive a fork), in the order given."""
+    present = [r for r in runs if r.present]
+    if jobs <= 1:
+        return [score_run(r) for r in present]
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        return list(pool.map(score_run, present, chunksize=4))
 
 
 def summarise(scores: list[Score]) -> dict[str, Any]:
@@ -108,10 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=["calibration", "validation", "all"], default="all")
     parser.add_argument("--runs", action="store_true", help="one line per run")
     parser.add_argument("--json", action="store_true", help="the scores as JSON")
+    parser.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
     args = parser.parse_args(argv)
     runs = [r for r in load_manifest() if args.split in ("all", r.split)]
     absent = [r.name for r in runs if not r.present]
-    scores = [score_run(r) for r in runs if r.present]
+    scores = score_runs(runs, args.jobs)
     by_split = {split: summarise([s for s in scores if s.split == split]) for split in ("calibration", "validation")}
     if args.json:
         print(json.dumps({"splits": by_split, "runs": [asdict(s) for s in scores], "absent": absent}, indent=2))

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from advcore.cli import main
@@ -42,7 +43,7 @@ def test_lab_runs_every_finding_marked_on_its_stage(tmp_path: Path, capsys: pyte
             if finding.onset_step is None:
                 continue
             drawn = [f for f in figures if f["stage"].startswith(finding.stage + " ")]
-            assert drawn and all(finding.id in f["texts"] for f in drawn), (report.run.path, finding.id)
+            assert drawn and all(finding.id in f["ids"] for f in drawn), (report.run.path, finding.id)
     # the per-sample recording draws its stages' quantile bands; the PNGs are the same figures
     assert any(f["stage"] == "per-sample distributions" for f in page.figures)
     assert len(list((tmp_path / "png").glob("*.png"))) == len(page.figures)
@@ -122,6 +123,27 @@ def test_per_slice_plots_show_the_slice_that_died(tmp_path: Path) -> None:
     assert {"task=open_drawer", "task=pick_cube"} <= set(sliced["texts"])
 
 
+def test_a_vla_run_gets_per_slice_panels_with_the_lost_slice_marked(tmp_path: Path) -> None:
+    """A VLA lab run whose place family saturates from step 25: three panels per slice label (family,
+    horizon, variation), the family's first and titled with the lost slice, its onset marked."""
+    out = tmp_path / "vla"
+    assert main(["lab", "run", "--fault", "family_saturates", "--out", str(out), "--steps", "60", "--onset", "25"]) == 0
+    page = tmp_path / "vla.html"
+    assert main(["report", str(out), "--out", str(page)]) == 0
+    [sliced] = [f for f in read_page(page).figures if f["stage"] == "per slice"]
+    assert sliced["plots"] == 9
+    texts = " ".join(sliced["texts"])
+    assert "family: reward mean (lost: family=place)" in texts
+    assert {"family=place", "horizon=long", "variation=perturbed"} <= set(sliced["texts"])
+    assert re.search(r"lost at (2[5-9]|30)\b", texts), texts
+    # a healthy VLA run: the same panels, nothing marked lost
+    healthy = tmp_path / "healthy"
+    assert main(["lab", "run", "--pool", "vla", "--out", str(healthy), "--steps", "60"]) == 0
+    assert main(["report", str(healthy), "--out", str(tmp_path / "h.html")]) == 0
+    [quiet] = [f for f in read_page(tmp_path / "h.html").figures if f["stage"] == "per slice"]
+    assert quiet["plots"] == 9 and "lost" not in " ".join(quiet["texts"])
+
+
 def test_update_thresholds_are_drawn_on_the_series_judged(tmp_path: Path) -> None:
     """The lab's over-tight gradient clip: UPDATE_SUPPRESSED judged update_ratio against a level, which
     the report draws on the U figure's update_ratio plot."""
@@ -134,3 +156,47 @@ def test_update_thresholds_are_drawn_on_the_series_judged(tmp_path: Path) -> Non
     assert main(["report", str(lab), "--out", str(out)]) == 0
     [u] = [f for f in read_page(out).figures if f["stage"].startswith("U ")]
     assert "UPDATE_SUPPRESSED threshold" in u["texts"]
+
+
+def test_a_long_series_is_thinned_to_each_stretchs_lowest_and_highest_point() -> None:
+    from advcore.report.html import MAX_POINTS, _thin
+
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=5003)
+    values[3333] = 100.0  # a one-step spike survives
+    steps = [float(s) for s in range(5003)]
+    out_s, out_v = _thin(steps, values.tolist())
+    assert len(out_s) <= MAX_POINTS and out_s == sorted(out_s) and 100.0 in out_v
+    buckets = MAX_POINTS // 2
+    edges = [b * 5003 // buckets for b in range(buckets + 1)]
+    # numpy's min and max of every stretch are the points kept, in step order
+    want = sorted({int(lo + np.argmin(values[lo:hi])) for lo, hi in zip(edges, edges[1:])}
+                  | {int(lo + np.argmax(values[lo:hi])) for lo, hi in zip(edges, edges[1:])})
+    assert out_s == [float(i) for i in want] and out_v == [float(values[i]) for i in want]
+    assert _thin(steps[:50], values[:50].tolist()) == (steps[:50], values[:50].tolist())  # short: as it is
+
+
+def test_figures_are_held_as_text_until_drawn_even_with_markup_in_a_metric_name(tmp_path: Path) -> None:
+    # a reward component named with markup is text in the held figures, and drawn as text
+    history = [{"step": s, "reward": 0.1 * s, "rewards/<b>x&y": 0.05 * s, "rewards/fmt": 1.0}
+               for s in range(1, 41)]
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    out = tmp_path / "page.html"
+    assert main(["report", str(tmp_path / "trainer_state.json"), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "<b>x" not in text  # escaped wherever it is written
+    page = read_page(out)
+    assert page.held == 1 and page.figures and all(f["held"] for f in page.figures)
+    titles = {t for f in page.figures for t in f["texts"]}
+    assert "reward/<b>x&y" in titles  # drawn as text, whole
+
+
+def test_findings_that_start_together_share_one_label() -> None:
+    from advcore.report.html import LABEL_GAP, _marker_labels
+
+    markers = [(4.0, "DEGENERATE_GROUPS", None), (1.0, "COMPONENT_COLLAPSE", None), (90.0, "ENTROPY_COLLAPSE", None),
+               (1.0, "COMPONENT_COLLAPSE", "reward/mdi")]
+    labels = _marker_labels(markers, [1.0, 100.0])
+    assert LABEL_GAP * 99 >= 3  # steps 1 and 4 are within the gap on a 1-100 axis
+    assert labels == [(1.0, "COMPONENT_COLLAPSE, DEGENERATE_GROUPS"), (90.0, "ENTROPY_COLLAPSE")]
+    assert _marker_labels(markers, [1.0, 10.0])[:2] == [(1.0, "COMPONENT_COLLAPSE"), (4.0, "DEGENERATE_GROUPS")]

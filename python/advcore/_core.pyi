@@ -20,6 +20,8 @@ __all__ = [
     "value_census",
     "change_census",
     "trace",
+    "trace_checked",
+    "step_checks",
     "_panic_for_tests",
 ]
 
@@ -105,4 +107,30 @@ def trace(
     change_atol: float,
     threads: int = 0,
 ) -> tuple[list[str], _F64]: ...
+def trace_checked(
+    stages: list[_F],
+    reward: _F,
+    group_size: int | None,
+    group_ids: _I | None,
+    slice_ids: list[npt.NDArray[np.uint32]],
+    n_slices: list[int],
+    near_zero_atol: float,
+    atol: float,
+    rtol: float,
+    change_atol: float,
+    adv_stage: int | None,
+    reward_dtype: str | None,
+    reward_input: str | None,
+    adv_rtol: float,
+    threads: int = 0,
+) -> tuple[list[str], _F64, dict[str, float]]: ...
+def step_checks(
+    rewards: _F,
+    group_size: int | None,
+    group_ids: _I | None,
+    adv: _F | None,
+    reward_dtype: str | None,
+    reward_input: str | None,
+    adv_rtol: float,
+) -> dict[str, float]: ...
 def _panic_for_tests() -> None: ...

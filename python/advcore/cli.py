@@ -18,6 +18,8 @@ from advcore.ingest.formats import BY_NAME as FORMATS
 #: Options several commands take, defined once.
 _METRIC_MAP = click.option("--metric-map", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
                            help="CSV of extra aliases (trainer,key,canonical,versions,note); its rows win.")
+_JOBS = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                     help="Worker processes (default: one per CPU).")
 _ROLLOUT_N = click.option("--rollout-n", type=click.IntRange(min=1), default=None, metavar="N",
                           help="Samples per prompt, for per-sample dumps whose prompts cannot tell the groups apart "
                                "(groups are then consecutive blocks of N).")
@@ -96,8 +98,7 @@ _SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 @click.option("--log-format", type=click.Choice(sorted(FORMATS)), default=None, metavar="NAME",
               help=f"Force a log format instead of detecting it: {', '.join(sorted(FORMATS))}.")
 @_ROLLOUT_N
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Worker processes (default: one per CPU).")
+@_JOBS
 @click.option("--notify", metavar="URL", default=None,
               help="POST a summary of the scan (JSON with a Slack-compatible 'text') to this webhook URL.")
 @click.option("--follow-links", is_flag=True,
@@ -407,8 +408,9 @@ def explain(detector_id: str | None) -> None:
               help="Also write each figure as a PNG into DIR.")
 @_METRIC_MAP
 @_ROLLOUT_N
+@_JOBS
 def report(paths: tuple[str, ...], out: Path, png_dir: Path | None, metric_map: Path | None,
-           rollout_n: int | None) -> None:
+           rollout_n: int | None, jobs: int | None) -> None:
     """Draw the runs in PATHS (files, folders, globs) as one HTML page: the verdict first, then the signal
     stage by stage over steps with each finding marked where it started."""
     from advcore.report.html import render_html
@@ -419,11 +421,11 @@ def report(paths: tuple[str, ...], out: Path, png_dir: Path | None, metric_map: 
     if not collected.files:
         raise click.UsageError(f"nothing to draw: {', '.join(collected.unmatched or paths)} matched no file")
     options = ScanOptions(metric_map=metric_map, rollout_n=rollout_n, keep_trace=True)
-    reports = [r for r in scan_runs(collected.files, options) if not is_quiet_miss(r, collected.explicit)]
+    reports = [r for r in scan_runs(collected.files, options, jobs=jobs) if not is_quiet_miss(r, collected.explicit)]
     if png_dir is not None:
         png_dir.mkdir(parents=True, exist_ok=True)
     try:
-        page = render_html(reports, title=f"advcore report: {', '.join(paths)}", png_dir=png_dir)
+        page = render_html(reports, title=f"advcore report: {', '.join(paths)}", png_dir=png_dir, jobs=jobs)
     except AdvcoreError as e:
         raise click.ClickException(str(e)) from None
     out.write_text(page, encoding="utf-8")

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from advcore.detectors._base import Finding, NotEvaluable
+from advcore.detectors._slices import Unjudged, slice_views
 from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, reward_course, reward_level
 from advcore.detectors._windows import REWARD_PROXIES
+from advcore.detectors.filter_starvation import FilterAccounting, accounting
 from advcore.model import Run
 from advcore.stages import StageLevel, had_contrast, stage_signal
 
-__all__ = ["Regime", "Status", "Verdict", "diagnose", "reward_regime"]
+__all__ = ["Regime", "SliceLoss", "Status", "Verdict", "diagnose", "reward_regime"]
 
 VerdictStage = Literal["R", "A", "T", "U"]
 #: ``lost``: a warning or error finding; ``quiet``: judged, nothing lost; ``not_judged``: too little to
@@ -37,6 +39,27 @@ _SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH")
 def _finite(v: float) -> float | None:
     """``v``, or None where JSON has no number for it (NaN, an infinity)."""
     return v if math.isfinite(v) else None
+
+
+@dataclass(frozen=True, slots=True)
+class SliceLoss:
+    """A slice whose learning signal was lost: its findings' IDs (causal order), the stage and onset
+    of the first, and whether it died apart from the aggregate (none of its IDs fired on the run as a
+    whole)."""
+
+    slice: str
+    ids: tuple[str, ...]
+    stage: VerdictStage | None
+    onset: int | None
+    apart: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {"slice": self.slice, "ids": list(self.ids), "stage": self.stage, "onset_step": self.onset,
+                "apart_from_aggregate": self.apart}
+
+    def describe(self) -> str:
+        since = f" since step {self.onset}" if self.onset is not None else ""
+        return f"{self.slice} ({', '.join(self.ids)}, stage {self.stage}{since})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +85,12 @@ class Verdict:
     unreadable: bool = False
     #: the course of ``reward_mean`` (early and late medians, noise; None under 10 logged points)
     course: RewardCourse | None = None
+    #: the slices whose signal was lost (a warning or error finding of the slice), in causal order
+    slices: tuple[SliceLoss, ...] = ()
+    #: the slices (or labels, ``"<label>=*"``) that could not be judged, and why
+    slices_not_evaluable: tuple[Unjudged, ...] = ()
+    #: what the trainer's accuracy filter removed (None when the log shows no filter)
+    filter: FilterAccounting | None = None
 
     @property
     def status(self) -> Status:
@@ -80,6 +109,12 @@ class Verdict:
         out: dict[str, object] = {"status": self.status, "stage": self.stage, "headline": self.headline,
                                   "onset_step": self.onset, "summary": self.summary,
                                   "what_to_try": list(self.what_to_try)}
+        if self.slices:
+            out["slices"] = [s.to_json() for s in self.slices]
+        if self.slices_not_evaluable:
+            out["slices_not_evaluable"] = [u.to_json() for u in self.slices_not_evaluable]
+        if self.filter is not None:
+            out["filter"] = self.filter.to_json()
         if self.course is not None:
             c = self.course
             out["reward"] = {"early_median": _finite(c.early), "late_median": _finite(c.late), "noise": _finite(c.noise),
@@ -250,6 +285,40 @@ FEW_STEPS = 20
 FEW_CHECKED = 8
 
 
+#: Findings that say why a slice's groups tie (its reward at a ceiling or a floor): they lead the other
+#: findings of their stage in a slice, whose tied share may have been high before (a long-horizon slice
+#: that mostly failed early ties most groups at 0 long before its floor).
+_REGIME_IDS = ("REWARD_FLOOR", "REWARD_SATURATION")
+
+
+def _slice_order(findings: Sequence[Finding]) -> list[Finding]:
+    """A slice's findings in causal order: by stage, the regime's finding first, then by onset."""
+    def key(f: Finding) -> tuple[float, int, float]:
+        return (_RANK.get(f.stage, 5), 0 if f.id in _REGIME_IDS else 1,
+                math.inf if f.onset_step is None else float(f.onset_step))
+    return sorted(findings, key=key)
+
+
+def _slice_losses(per_slice: Sequence[Finding], whole_ids: set[str]) -> list[SliceLoss]:
+    """The slices with a warning or error finding, each with its findings in causal order."""
+    by_slice: dict[str, list[Finding]] = {}
+    for f in per_slice:
+        if f.slice is not None and f.severity in ("warn", "error"):
+            by_slice.setdefault(f.slice, []).append(f)
+    out = []
+    for name, fs in by_slice.items():
+        ordered = _slice_order(fs)
+        lead = ordered[0]
+        stage: VerdictStage | None = lead.stage if lead.stage != "any" else None
+        out.append(SliceLoss(name, tuple(f.id for f in ordered), stage, lead.onset_step,
+                             not ({f.id for f in fs} & whole_ids)))
+    # the slice whose reward is pinned (a regime finding), then the one where more detectors fired, leads: a
+    # fault that floors half the samples (one visual variation) also ties most groups of every slice of
+    # another label (each family holds perturbed tasks), which only DEGENERATE_GROUPS sees there
+    return sorted(out, key=lambda s: (_RANK.get(s.stage or "any", 5), 0 if set(s.ids) & set(_REGIME_IDS) else 1,
+                                      -len(s.ids), math.inf if s.onset is None else s.onset, s.slice))
+
+
 def diagnose(
     run: Run, findings: Sequence[Finding], not_evaluable: Sequence[NotEvaluable], n_detectors: int | None = None,
     *, judged: Collection[str] | None = None,
@@ -260,7 +329,50 @@ def diagnose(
     the run is too short to judge, the verdict says so instead of reporting a clean run. ``judged``
     names the detectors that were run: a saturation or floor regime is then claimed only by the
     finding of its detector (run with the user's knobs), never recomputed against it.
+
+    Findings of a slice (:attr:`Finding.slice`) do not enter the whole run's reading; the verdict
+    lists the slices whose signal was lost (:attr:`Verdict.slices`, those apart from the aggregate
+    first named in the summary). When the run as a whole lost nothing, the first lost slice leads:
+    its stage, onset and tips are the verdict's.
     """
+    whole = [f for f in findings if f.slice is None]
+    per_slice = [f for f in findings if f.slice is not None]
+    verdict = replace(_diagnose(run, whole, not_evaluable, n_detectors, judged=judged), filter=accounting(run))
+    _, unjudged = slice_views(run)
+    if not per_slice and not unjudged:
+        return verdict
+    losses = _slice_losses(per_slice, {f.id for f in whole})
+    slice_order = [f for loss in losses for f in _slice_order([f for f in per_slice if f.slice == loss.slice])]
+    slice_order += [f for f in per_slice if f not in slice_order]
+    findings_all = (*verdict.findings, *slice_order)
+    extra = replace(verdict, findings=findings_all, slices=tuple(losses), slices_not_evaluable=tuple(unjudged))
+    if not losses:
+        return extra
+    apart = [s for s in losses if s.apart]
+    listed = apart or losses
+    where = "; ".join(s.describe() for s in listed)
+    whole_lost = verdict.status == "lost"
+    if whole_lost:
+        names = ", ".join(x.slice for x in losses)
+        text = (f"; apart from the aggregate, the signal also died in slice{'s' if len(apart) > 1 else ''} {where}"
+                if apart else f"; the slices lost it with the run ({names})")
+        return replace(extra, summary=verdict.summary + text)
+    lead = next(f for f in slice_order if f.severity in ("warn", "error"))
+    first = losses[0]
+    summary = (f"the run as a whole keeps its learning signal, but it died in slice{'s' if len(listed) > 1 else ''} "
+               f"{where}: {lead.message.removeprefix(f'In slice {lead.slice}: ').rstrip('.')}")
+    tries: list[str] = []
+    for t in (t for f in slice_order for t in f.what_to_try):
+        if t not in tries:
+            tries.append(t)
+    return replace(extra, stage=first.stage, summary=summary, onset=first.onset, what_to_try=tuple(tries), judged=True)
+
+
+def _diagnose(
+    run: Run, findings: Sequence[Finding], not_evaluable: Sequence[NotEvaluable], n_detectors: int | None = None,
+    *, judged: Collection[str] | None = None,
+) -> Verdict:
+    """:func:`diagnose` of the run as a whole (findings without a slice)."""
     ordered = _order(findings, run)
     # an info finding (an outcome such as a solved task) never leads a warning or an error
     ordered = [f for f in ordered if f.severity != "info"] + [f for f in ordered if f.severity == "info"]

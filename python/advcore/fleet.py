@@ -14,7 +14,7 @@ Columns (:data:`COLUMNS`): ``path`` (a run's path: a file, a folder of joined fi
 ``<store>#<experiment>/<run>``), ``files``, ``format``, ``trainer``, ``steps``, ``status``
 (``lost``, ``quiet``, ``not_judged``, ``unreadable``), ``stage``, ``headline``, ``onset_step``,
 ``summary`` (the verdict's sentence: what was lost, or why a run was not judged), ``findings``
-(``id``, ``severity``, ``stage``, ``onset_step`` of each), ``errors``, ``advcore`` (the version that
+(``id``, ``severity``, ``stage``, ``onset_step`` and ``slice``, null for the whole run, of each), ``errors``, ``advcore`` (the version that
 scanned it) and ``cached`` (read from the cache in this scan).
 """
 
@@ -56,7 +56,7 @@ COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "onset_step": pl.Int64,
     "summary": pl.String,
     "findings": pl.List(pl.Struct({"id": pl.String, "severity": pl.String, "stage": pl.String,
-                                   "onset_step": pl.Int64})),
+                                   "onset_step": pl.Int64, "slice": pl.String})),
     "errors": pl.List(pl.String),
     "advcore": pl.String,
     "cached": pl.Boolean,
@@ -77,8 +77,8 @@ def fleet_row(report: RunReport) -> dict[str, Any]:
         "headline": verdict.headline,
         "onset_step": verdict.onset,
         "summary": verdict.summary,
-        "findings": [{"id": f.id, "severity": f.severity, "stage": f.stage, "onset_step": f.onset_step}
-                     for f in report.findings],
+        "findings": [{"id": f.id, "severity": f.severity, "stage": f.stage, "onset_step": f.onset_step,
+                      "slice": f.slice} for f in report.findings],
         "errors": [str(e) for e in run.errors],
         "advcore": __version__,
     }
@@ -337,13 +337,16 @@ def fleet_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
 def write_fleet(frame: pl.DataFrame, out: Path) -> None:
     """Write the fleet table to ``out``: Parquet (``.parquet``) as it is, CSV (``.csv``) with the
     lists flattened (``files`` and ``errors`` joined by `` | ``, ``findings`` as
-    ``ID:severity:stage:onset; ...``). Raises ValueError for another suffix."""
+    ``ID:severity:stage:onset; ...``, `` [slice]`` after a slice's finding). Raises ValueError for another
+    suffix."""
     suffix = out.suffix.lower()
     if suffix == ".parquet":
         frame.write_parquet(out)
     elif suffix == ".csv":
+        where = pl.element().struct.field("slice")
         finding = pl.format("{}:{}:{}:{}", pl.element().struct.field("id"), pl.element().struct.field("severity"),
-                            pl.element().struct.field("stage"), pl.element().struct.field("onset_step").fill_null(-1))
+                            pl.element().struct.field("stage"), pl.element().struct.field("onset_step").fill_null(-1)) \
+            + pl.when(where.is_not_null()).then(pl.format(" [{}]", where)).otherwise(pl.lit(""))
         frame.with_columns(
             pl.col("files").list.join(" | "),
             pl.col("errors").list.join(" | "),

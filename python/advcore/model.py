@@ -19,16 +19,18 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-__all__ = ["STEP_COUNTER", "STORE_RUN", "STRICT_COUNTER", "IngestError", "RawLog", "Run", "counted_nonfinite"]
+__all__ = ["JUDGED_APART", "STEP_COUNTER", "STORE_RUN", "STRICT_COUNTER", "IngestError", "RawLog", "Run", "counted_nonfinite"]
 
 #: Longest error message kept, in characters.
 MESSAGE_LIMIT = 400
 
-#: The name of a hand-written loop's step counter (``grpo_step``, ``train/iteration``, ``update``, ``epoch``,
-#: ``episode``: a loop that updates once per episode).
 #: The metadata key of a run read from a tracking store of many runs (MLflow, Trackio): its name in the
 #: store, ``<experiment>/<run name>``. Such a run is named ``<store>#<name>`` and never joined with another.
 STORE_RUN = "run_name"
+#: The metadata key of a run judged apart from files of its folder read before it: ``"<file>: <why>"`` each.
+JUDGED_APART = "judged_apart"
+#: The name of a hand-written loop's step counter (``grpo_step``, ``train/iteration``, ``update``, ``epoch``,
+#: ``episode``: a loop that updates once per episode).
 STEP_COUNTER = re.compile(r"(?:^|[_/])(?:step|iter|iteration|update|round|episode|epoch)s?$", re.IGNORECASE)
 #: Counters that may repeat a value only when each row is a step (a count of finished episodes can
 #: stay put over several updates: those rows are not one step).
@@ -106,6 +108,11 @@ class Run:
     trace: pl.DataFrame | None = None
     #: the files of a run read from several files (:func:`advcore.ingest.join_runs`); empty for one file
     joined: tuple[str, ...] = ()
+    #: per slice of the samples (task, family, horizon, ...) and step, the slice's per-step metrics:
+    #: ``slice`` (String, ``"<label>=<value>"``), ``step`` (Int64) and Float64 metric columns
+    #: (:func:`advcore.trace.slice_frame` of a per-sample trace, or a trainer's per-task keys); None
+    #: when the run has no slices. Kept when a scan drops the trace: it is small.
+    slices: pl.DataFrame | None = None
     #: values derived from :attr:`frame` (which never changes), by key: see :meth:`cached`
     _memo: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -229,7 +229,8 @@ class Monitor:
 
     def _found(self, finding: Finding) -> None:
         if self._step is not None:
-            self.reported_at[finding.id] = self._step
+            # a slice's finding under its own key: the whole run's ID keeps the step it was reported at
+            self.reported_at[finding.id if finding.slice is None else f"{finding.id} [{finding.slice}]"] = self._step
         if self.stop_on is not None and _RANK[finding.severity] >= _RANK[self.stop_on] and not self.should_stop:
             self.should_stop = True
             if not self._closing:  # a finding of the last pass in close() comes after the run: nothing to stop
@@ -371,8 +372,8 @@ class Monitor:
                 return []
             self._step = self.recording.last_step
             found, _ = run_detectors(self.recording.run(), only=self._only, settings=self._settings)
-            seen = {f.id for f in self._findings}
-            new = [f for f in found if f.id not in seen]
+            seen = {(f.id, f.slice) for f in self._findings}
+            new = [f for f in found if (f.id, f.slice) not in seen]
             for f in new:
                 self._findings.append(f)
                 self._logger.warning("%s since step %s (detected at step %s): %s", f.id, f.onset_step,

@@ -220,6 +220,47 @@ def _array(x: Any, name: str) -> tuple[F64, str | None]:
     return arr, low
 
 
+def input_precision(x: Any) -> str | None:
+    """The low precision an input array is held in, as :func:`step_checks` reads it off the input:
+    ``"bfloat16"`` or ``"float16"`` for such torch tensors, ``"float16"`` for a float16 numpy array,
+    else None (the values are then judged on their own)."""
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype):
+        return "float16" if dt.kind == "f" and dt.itemsize == 2 else None
+    if dt is not None and str(dt) in ("torch.bfloat16", "torch.float16"):
+        return "bfloat16" if "bfloat16" in str(dt) else "float16"
+    return None
+
+
+def native_step_checks(
+    rewards: Rewards,
+    group_ids: npt.ArrayLike,
+    adv: npt.ArrayLike | None = None,
+    *,
+    reward_dtype: Any = None,
+    adv_dtype: Any = None,
+) -> dict[str, float]:
+    """:func:`step_checks` computed by the Rust core (``advcore_stats::checks``): the same keys,
+    definitions and NaN conventions, in one pass over the arrays. :func:`advcore.trace.step_row`
+    computes them together with the trace; this entry point exists for the tests that hold the two
+    to each other. Same parameters, returns and errors as :func:`step_checks`."""
+    x, _ = _array(rewards, "rewards")
+    if isinstance(rewards, np.ndarray) and rewards.dtype == np.float32 and rewards.ndim == 1:
+        x = np.ascontiguousarray(rewards)  # float32 stays float32: the Rust float32 path
+    inv, _ = _dense_ids(group_ids, x.shape[0])
+    a: npt.NDArray[Any] | None = None
+    rtol = 0.0
+    if adv is not None:
+        a, _ = _array(adv, "adv")
+        if isinstance(adv, np.ndarray) and adv.dtype == np.float32 and adv.ndim == 1:
+            a = np.ascontiguousarray(adv)
+        if a.shape[0] != x.shape[0]:
+            raise AdvcoreError(f"`adv` has length {a.shape[0]} but `rewards` has length {x.shape[0]}")
+        rtol = _RTOL[_dtype_name(adv_dtype, "adv_dtype") or input_precision(adv) or "float32"]
+    return _core.step_checks(x, None, inv, a, _dtype_name(reward_dtype, "reward_dtype"), input_precision(rewards),
+                             rtol or 1e-5)
+
+
 def _dense_ids(group_ids: Any, n: int) -> tuple[npt.NDArray[np.int64], int]:
     """Group ids (int or str, any order) as dense int64 labels 0..K-1, and K."""
     ids = np.asarray(group_ids.to_numpy() if hasattr(group_ids, "to_numpy") else group_ids)

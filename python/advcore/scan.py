@@ -29,7 +29,7 @@ from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
 from advcore.errors import AdvcoreError
 from advcore.ingest import IngestError, Run, join_runs, load, load_runs
-from advcore.model import STORE_RUN
+from advcore.model import JUDGED_APART, STORE_RUN
 from advcore.ingest._text import PARQUET_MAGIC, SNIFF_BYTES, decode_head
 from advcore.ingest.formats import mlflow_store, nemo_rl, prime_rl, samples, trl_completions, wandb
 
@@ -100,11 +100,12 @@ class RunReport:
             "not_evaluable": [n.to_json() for n in self.not_evaluable],
             "verdict": self.verdict.to_json(),
             "errors": [str(e) for e in self.run.errors],
+            **({"judged_apart": list(apart)} if (apart := self.run.metadata.get(JUDGED_APART)) else {}),
         }
 
 
 #: Version of the ``--format json`` document; described by ``advcore/schema/scan.schema.json``.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 
 
 def document(reports: Sequence[RunReport]) -> dict[str, Any]:

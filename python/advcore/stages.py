@@ -2,7 +2,7 @@
 
 For the verdict to say *where* the signal was lost it has to show the signal on both sides of the
 loss. Per stage, the quantity that carries the signal in a per-step log, early and late (the
-medians of the detectors' windows: first and last 20 % of the logged points):
+medians of the detectors' windows, first and last 20 % of the logged points; a share's means):
 
 * **R** — the rewards' contrast *within* groups, which is what a group baseline can use:
   ``1 - zero_variance_group_frac`` (share of groups with any spread) when logged, else
@@ -31,7 +31,9 @@ __all__ = ["StageLevel", "had_contrast", "stage_last", "stage_signal"]
 @dataclass(frozen=True, slots=True)
 class StageLevel:
     """One stage's signal in one run: the metric it was read from and its early and late medians (one
-    spike does not set a level)."""
+    spike does not set a level), or for a share of groups its early and late means (the share pooled over
+    the window: per-step shares of a step that holds one group are 0 or 1, and their median says 0 % where
+    18 % of the groups had spread)."""
 
     stage: str
     metric: str
@@ -88,7 +90,10 @@ def stage_signal(run: Run) -> tuple[StageLevel, ...]:
     out = []
     for stage, s in _candidates(run):
         if s is not None and s.judgeable:
-            out.append(StageLevel(stage, s.name, s.early_median(), statistics.median(s.late())))
+            if _LABELS.get(s.name, ("", False))[1]:  # a share of groups: pooled over the window (its mean)
+                out.append(StageLevel(stage, s.name, statistics.fmean(s.early()), statistics.fmean(s.late())))
+            else:
+                out.append(StageLevel(stage, s.name, s.early_median(), statistics.median(s.late())))
     return tuple(out)
 
 

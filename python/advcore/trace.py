@@ -18,15 +18,14 @@ advantage is broadcast over the response tokens.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
-import os
 import reprlib
 import shutil
 import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,12 +37,13 @@ from advcore import _core
 from advcore._arrays import as_ids, as_values
 from advcore._escape import excerpt, printable
 from advcore.errors import AdvcoreError
+from advcore.reference import dtype_rtol, input_precision
 
 if TYPE_CHECKING:
     from advcore.model import Run
 
-__all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Recording", "canonical_row", "rows_frame", "step_row",
-           "trace_step"]
+__all__ = ["STAGES", "STATISTICS", "TOKEN_STATISTICS", "Recording", "canonical_row", "rows_frame", "slice_frame",
+           "step_row", "trace_step"]
 
 #: Per-sample stages in pipeline order (R -> A -> T), keyword -> stage name.
 STAGES: dict[str, str] = {
@@ -130,24 +130,25 @@ def _group_ids(group_ids: Any, n: int) -> npt.NDArray[np.int64]:
 
 
 @functools.lru_cache(maxsize=64)
-def _key_columns(stages: tuple[str, ...], slices: tuple[str, ...], names: tuple[str, ...]) -> tuple[pl.Series, ...]:
+def _key_columns(stages: tuple[str, ...], slices: tuple[str, ...], names: tuple[str, ...]) -> pl.DataFrame:
     """The ``stage``, ``slice`` and ``statistic`` columns of a table shape (the same every step)."""
     k, s, m = len(stages), len(slices), len(names)
-    return (
+    return pl.DataFrame([
         pl.Series("stage", np.repeat(np.array(stages, dtype=object), s * m), dtype=pl.String),
         pl.Series("slice", np.tile(np.repeat(np.array(slices, dtype=object), m), k), dtype=pl.String),
         pl.Series("statistic", np.tile(np.array(names, dtype=object), k * s), dtype=pl.String),
-    )
+    ])
 
 
 def _long(
     step: int, stages: list[str], slices: list[str], names: list[str], table: npt.NDArray[np.float64]
 ) -> pl.DataFrame:
-    """The long frame of one step from a ``(stage, slice, statistic)`` table, in one constructor."""
+    """The long frame of one step from a ``(stage, slice, statistic)`` table: the cached key columns
+    with the step and the values beside them (no copy of the keys)."""
     keys = _key_columns(tuple(stages), tuple(slices), tuple(names))
     n = table.size
-    return pl.DataFrame([pl.Series("step", np.full(n, step, dtype=np.int64)), *keys,
-                         pl.Series("value", table.reshape(-1), dtype=pl.Float64)])
+    return keys.hstack([pl.Series("value", table.reshape(-1), dtype=pl.Float64)]).insert_column(
+        0, pl.Series("step", np.full(n, step, dtype=np.int64)))
 
 
 def _token_cells(
@@ -300,6 +301,20 @@ def _trace(
 ) -> tuple[pl.DataFrame, Cells]:
     """:func:`trace_step` and the ``slice == "all"`` values by ``(stage, statistic)`` (no frame lookup);
     ``threads`` for the Rust core (0: up to 2)."""
+    frame, cell, _ = _traced(step, rewards, group_ids, group_size, baseline, returns, adv_raw, adv, adv_clipped,
+                             token_adv, response_mask, token_sample_index, slices, threads=threads)
+    return frame, cell
+
+
+def _traced(
+    step: int, rewards: Any, group_ids: Any = None, group_size: int | None = None, baseline: Any = None,
+    returns: Any = None, adv_raw: Any = None, adv: Any = None, adv_clipped: Any = None, token_adv: Any = None,
+    response_mask: Any = None, token_sample_index: Any = None, slices: Mapping[str, Any] | None = None,
+    *, threads: int = 0, checked: bool = False,
+) -> tuple[pl.DataFrame, Cells, dict[str, float] | None]:
+    """:func:`_trace`, and with ``checked`` and groups the reference checks of
+    :func:`advcore.reference.step_checks` (rewards and ``adv``, else ``adv_raw``) from the same
+    Rust call (None without groups)."""
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
         raise AdvcoreError(f"`step` must be an integer, got {step!r}")
     if rewards is None:
@@ -339,8 +354,20 @@ def _trace(
         codes.append(c.astype(np.uint32))
         counts.append(len(labels))
         slice_names.extend(f"{label}={v}" for v in labels)
-    names, table = _core.trace(stage_arrays, stage_arrays[0], size, ids, codes, counts,
-                               NEAR_ZERO_ATOL, GROUP_ATOL, GROUP_RTOL, 0.0, threads)
+    checks: dict[str, float] | None = None
+    if checked and (size is not None or ids is not None):
+        if ids is not None and _float_ids(group_ids):
+            raise AdvcoreError("`group_ids` must be integers or strings, got floats")
+        checked_kw = "adv" if "adv" in arrays else "adv_raw" if "adv_raw" in arrays else None
+        adv_stage = None if checked_kw is None else list(arrays).index(checked_kw)
+        adv_in = given.get(checked_kw) if checked_kw else None
+        adv_rtol = dtype_rtol(input_precision(adv_in))
+        names, table, checks = _core.trace_checked(
+            stage_arrays, stage_arrays[0], size, ids, codes, counts, NEAR_ZERO_ATOL, GROUP_ATOL, GROUP_RTOL, 0.0,
+            adv_stage, None, input_precision(rewards), adv_rtol, threads)
+    else:
+        names, table = _core.trace(stage_arrays, stage_arrays[0], size, ids, codes, counts,
+                                   NEAR_ZERO_ATOL, GROUP_ATOL, GROUP_RTOL, 0.0, threads)
     frame = _long(int(step), stage_names, slice_names, names, table)
     whole = np.asarray(table).reshape(len(stage_names), len(slice_names), len(names))[:, 0, :]
     cell = {(st, name): float(v) for st, row in zip(stage_names, whole.tolist(), strict=True)
@@ -353,7 +380,20 @@ def _trace(
         cells = _token_cells(token_adv, response_mask, token_sample_index,
                              None if seq is None else seq.astype(np.float64), n, members)
         frame = pl.concat([frame, _long(int(step), ["adv_token"], slice_names, list(TOKEN_STATISTICS), cells[None])])
-    return frame, cell
+    return frame, cell, checks
+
+
+def _float_ids(group_ids: Any) -> bool:
+    """True for float group ids, which :func:`advcore.reference.step_checks` refuses (a float id is
+    usually a reward or an advantage passed by mistake)."""
+    if isinstance(group_ids, np.ndarray):
+        return bool(group_ids.dtype.kind == "f")
+    if isinstance(group_ids, pl.Series):
+        return group_ids.dtype.is_float()
+    if isinstance(group_ids, (list, tuple)):
+        return np.asarray(group_ids).dtype.kind == "f"
+    dtype = getattr(group_ids, "dtype", None)  # a torch tensor
+    return dtype is not None and bool(getattr(dtype, "is_floating_point", False))
 
 
 def canonical_row(frame: pl.DataFrame) -> dict[str, float]:
@@ -389,30 +429,33 @@ def canonical_row(frame: pl.DataFrame) -> dict[str, float]:
     return _canonical(cell)
 
 
+#: The canonical per-step metrics of a traced step and the (stage, statistic) each is read from.
+CANONICAL_STATISTICS: dict[str, tuple[str, str]] = {
+    "reward_mean": ("reward", "mean"),
+    "reward_std": ("reward", "std"),
+    "reward_min": ("reward", "min"),
+    "reward_max": ("reward", "max"),
+    "reward_std_within": ("reward", "std_within"),
+    "zero_variance_group_frac": ("reward", "zero_variance_group_frac"),
+    "reward_within_var_frac": ("reward", "within_var_frac"),
+    "n_groups": ("reward", "n_groups"),
+    "adv_mean": ("adv", "mean"),
+    "adv_std": ("adv", "std"),
+    "adv_min": ("adv", "min"),
+    "adv_max": ("adv", "max"),
+    "adv_zero_frac": ("adv", "near_zero_frac"),
+    "spearman_adv_reward": ("adv", "spearman_reward"),
+    "spearman_adv_reward_within": ("adv", "spearman_reward_within"),
+    "n_samples": ("reward", "n"),
+    "value_mean": ("baseline", "mean"),
+    "return_mean": ("return", "mean"),
+}
+
+
 def _canonical(cell: Cells) -> dict[str, float]:
     """:func:`canonical_row` from the ``slice == "all"`` values by ``(stage, statistic)``."""
-    pairs = {
-        "reward_mean": ("reward", "mean"),
-        "reward_std": ("reward", "std"),
-        "reward_min": ("reward", "min"),
-        "reward_max": ("reward", "max"),
-        "reward_std_within": ("reward", "std_within"),
-        "zero_variance_group_frac": ("reward", "zero_variance_group_frac"),
-        "reward_within_var_frac": ("reward", "within_var_frac"),
-        "n_groups": ("reward", "n_groups"),
-        "adv_mean": ("adv", "mean"),
-        "adv_std": ("adv", "std"),
-        "adv_min": ("adv", "min"),
-        "adv_max": ("adv", "max"),
-        "adv_zero_frac": ("adv", "near_zero_frac"),
-        "spearman_adv_reward": ("adv", "spearman_reward"),
-        "spearman_adv_reward_within": ("adv", "spearman_reward_within"),
-        "n_samples": ("reward", "n"),
-        "value_mean": ("baseline", "mean"),
-        "return_mean": ("return", "mean"),
-    }
     out: dict[str, float] = {}
-    for name, key in pairs.items():
+    for name, key in CANONICAL_STATISTICS.items():
         v = cell.get(key)
         if v is not None and v == v:
             out[name] = float(v)
@@ -422,16 +465,42 @@ def _canonical(cell: Cells) -> dict[str, float]:
     return out
 
 
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
+#: The per-step metrics of a slice and the (stage, statistic) of the trace each is read from: the
+#: canonical metrics of :func:`canonical_row` that the R- and T-stage detectors read, plus the counts
+#: that tell whether a slice holds enough samples to be judged.
+SLICE_METRICS: dict[str, tuple[str, str]] = {name: CANONICAL_STATISTICS[name] for name in (
+    "reward_mean", "reward_std", "reward_min", "reward_max", "reward_std_within", "zero_variance_group_frac",
+    "n_groups", "n_samples", "adv_mean", "adv_std", "adv_min", "adv_max", "adv_zero_frac")}
 
 
-def _worker() -> ThreadPoolExecutor:
-    """The one worker thread :func:`step_row` runs the reference checks on (made anew in a forked
-    child, where the parent's thread does not run)."""
-    global _POOL
-    if _POOL is None or _POOL[0] != os.getpid():
-        _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="advcore-checks"))
-    return _POOL[1]
+def slice_frame(trace: pl.DataFrame | None) -> pl.DataFrame | None:
+    """Per slice and step, the per-step metrics of :data:`SLICE_METRICS`, from a long stage trace.
+
+    Returns a frame with ``slice`` (String, ``"<label>=<value>"``), ``step`` (Int64) and one Float64
+    column per metric (null where undefined: a stage the trace lacks, a statistic that is NaN), sorted
+    by slice then step; None when the trace has no slice other than ``"all"``. A step where a slice
+    has no sample has no row for it.
+    """
+    if trace is None or trace.is_empty() or "slice" not in trace.columns:
+        return None
+    wanted = {f"{st}/{stat}": name for name, (st, stat) in SLICE_METRICS.items()}
+    part = (trace.filter(pl.col("slice") != "all")
+            .with_columns((pl.col("stage") + "/" + pl.col("statistic")).alias("key"))
+            .filter(pl.col("key").is_in(list(wanted))))
+    if part.is_empty():
+        return None
+    wide = part.pivot(on="key", index=["slice", "step"], values="value", aggregate_function="first")
+    wide = wide.rename({k: v for k, v in wanted.items() if k in wide.columns})
+    metrics = [m for m in SLICE_METRICS if m in wide.columns]
+    wide = wide.with_columns(pl.col(m).cast(pl.Float64).fill_nan(None) for m in metrics)
+    wide = wide.filter(pl.col("n_samples").fill_null(0) > 0) if "n_samples" in wide.columns else wide
+    return wide.select("slice", pl.col("step").cast(pl.Int64), *metrics).sort("slice", "step")
+
+
+#: Below this many samples :func:`step_row` keeps the trace on the calling thread: on an idle core a
+#: second thread saves ~0.2 ms of a 16,384-sample step, but inside a trainer it competes with the
+#: trainer's own threads for a core, and costs more than it saves once the other core is busy.
+STEP_ROW_SERIAL_MAX = 1 << 17
 
 
 def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
@@ -440,41 +509,28 @@ def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
     The metrics are :func:`canonical_row` of the trace plus, when the samples are grouped, the
     reference checks of :func:`advcore.reference.step_checks` on the rewards and the advantages
     (``adv``, else ``adv_raw``): the per-step evidence of the T-stage detectors and of
-    REWARD_MISSING. Undefined values are left out. This is what :class:`Recording` and the
-    per-sample ingest record for every step.
+    REWARD_MISSING. Undefined values are left out; where both define ``reward_null_frac``, the
+    trace's (NaN rewards only) is kept. This is what :class:`Recording` and the per-sample ingest
+    record for every step.
 
-    With groups, the checks run on a worker thread while the trace runs on the calling thread, on
-    one thread of its own (the Rust core releases the GIL): 0.70-0.82 ms median in all for 16,384
-    samples on 2 cores (AMD EPYC, bench/README.md), where the two in turn took 1.9-2.5 ms. Errors are
-    those of :func:`trace_step` first, as when run in turn.
+    The checks are computed by the Rust core in the same call as the trace, from the trace's own
+    group summaries (``advcore_stats::checks``; the numpy :func:`advcore.reference.step_checks`
+    stays the reference they are tested against), on the calling thread below
+    :data:`STEP_ROW_SERIAL_MAX` samples (larger steps split the trace's cells over two threads):
+    16,384 GRPO samples (G = 16, reward and advantage) took 0.52-0.75 ms median on a shared 2-core
+    AMD EPYC VM at load 4, against 1.45-2.2 ms for the former trace-plus-worker-thread path
+    (bench/README.md). Errors are those of :func:`trace_step` first, then those of
+    :func:`advcore.reference.step_checks`.
     """
-    from advcore.reference import step_checks
-
-    groups = arrays.get("group_ids")
-    size: Any = arrays.get("group_size")
-    sized = isinstance(size, (int, np.integer)) and not isinstance(size, bool) and size > 0
-    if groups is None and not sized:
-        frame, cell = _trace(step, **arrays)
-        return frame, _canonical(cell)
-
-    def checks() -> dict[str, float]:
-        ids = groups if groups is not None else np.arange(len(as_values(arrays["rewards"], "rewards"))) // int(size)
-        adv = arrays.get("adv")
-        return step_checks(arrays["rewards"], ids, arrays.get("adv_raw") if adv is None else adv)
-
     try:
-        checked = _worker().submit(checks)
-    except RuntimeError:  # no new threads at interpreter shutdown: in turn, as before
-        frame, cell = _trace(step, **arrays)
-        return frame, {**{k: v for k, v in checks().items() if not math.isnan(v)}, **_canonical(cell)}
-    try:
-        # one thread: the checks hold the other core (trace and checks 0.64 ms for 16,384 samples on 2
-        # cores, where a two-thread trace beside them took 0.69-0.84 ms: bench/README.md)
-        frame, cell = _trace(step, **arrays, threads=1)
-    except Exception:
-        checked.exception()  # let the checks finish; the trace's error is the one raised, as when run in turn
-        raise
-    return frame, {**{k: v for k, v in checked.result().items() if not math.isnan(v)}, **_canonical(cell)}
+        n = len(arrays["rewards"])
+    except (KeyError, TypeError):  # no or unsized rewards: _traced raises the right error
+        n = 0
+    frame, cell, checks = _traced(step, **arrays, checked=True, threads=1 if n < STEP_ROW_SERIAL_MAX else 0)
+    row = _canonical(cell)
+    if checks is None:
+        return frame, row
+    return frame, {**{k: v for k, v in checks.items() if not math.isnan(v)}, **row}
 
 
 def _numbers(metrics: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
@@ -540,6 +596,8 @@ class Recording:
         self._steps = rows_frame([])
         self._count = 0
         self._last_step: int | None = None
+        #: the last ``history`` steps' per-slice metrics (:func:`slice_frame`), when the samples carry slices
+        self._slice_rows: collections.deque[pl.DataFrame] = collections.deque(maxlen=history)
         #: the per-sample metrics (:func:`step_row`) of the last step added, without ``metrics``
         self.last_row: dict[str, float] = {}
 
@@ -574,6 +632,10 @@ class Recording:
         if arrays or metrics is None:
             part, row = step_row(step, **arrays)
             self._parts.append(part)
+            if arrays.get("slices"):
+                sliced = slice_frame(part)
+                if sliced is not None:
+                    self._slice_rows.append(sliced)
         else:
             if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
                 raise AdvcoreError(f"`step` must be an integer, got {step!r}")
@@ -649,7 +711,10 @@ class Recording:
 
         frame = self.steps_frame
         sources = {c: f"trace:{c}" for c in frame.columns if c != "step"}
-        return Run("<monitor>", "trace", None, frame, sources, {"layout": "trace", "steps": frame.height})
+        # the slices of the last `history` steps (older steps are merged in the per-step history, not per slice)
+        slices = pl.concat(list(self._slice_rows), how="diagonal_relaxed") if self._slice_rows else None
+        return Run("<monitor>", "trace", None, frame, sources, {"layout": "trace", "steps": frame.height},
+                   slices=slices)
 
     def lazy(self) -> pl.LazyFrame:
         """The long trace rows plus each step's per-step metrics (the trace's, the reference

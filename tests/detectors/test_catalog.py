@@ -19,6 +19,8 @@ CATALOG = {
     "ADV_REWARD_DECORRELATION": "T", "PRECISION_LOSS": "T", "UPDATE_SUPPRESSED": "U", "UPDATE_UNSTABLE": "U",
     "ENTROPY_COLLAPSE": "U",
     "NONFINITE": "any",
+    # issue 16: the accuracy filter's accounting
+    "FILTER_STARVATION": "R", "ALWAYS_FILTERED": "R",
 }
 SECTIONS = ("What is happening", "What it looks like", "How the detector decides", "Knobs", "What to try",
             "Related detectors")

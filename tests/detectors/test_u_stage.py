@@ -195,6 +195,25 @@ def test_real_doudizhu_entropy_collapse_behind_a_stray_first_epoch() -> None:
     assert not isinstance(one(run, "UPDATE_SUPPRESSED"), Finding)  # its KL sits below 0, not at it, after epoch 17
 
 
+def test_entropy_still_falling_when_the_log_ends_is_judged_on_its_last_points() -> None:
+    # tinker-cookbook metrics.jsonl: optim/entropy ~0.32 for steps 0-65, then a steady fall to 0.02-0.06 at the
+    # end, with rebounds (0.22 at step 171); env/all/reward/total flat around 0. The late-window mean stays above
+    # a quarter of the early mean; the last 10 % of the points sit far below it.
+    path = corpus("h137-tinker-multitask-qwen3-30b-entropy-falls-reward-flat/metrics.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    entropy = np.array([r["optim/entropy"] for r in rows])
+    k = math.ceil(0.2 * len(entropy))
+    early, late = entropy[:k].mean(), entropy[-k:].mean()
+    end = float(np.median(entropy[-math.ceil(0.1 * len(entropy)):]))
+    assert late > 0.25 * early > end  # the late mean alone would not fire; the end does
+    f = one(load(path), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.severity == "warn"
+    assert f.evidence["early_mean"] == pytest.approx(early) and f.evidence["end_median"] == pytest.approx(end)
+    assert 120 <= f.onset_step <= 160  # the first of 5 points in a row below the cut
+    # the same series ending half-way through its fall is not judged collapsed: the end is what decides
+    assert one(make_run({"entropy": list(entropy[:120])}), "ENTROPY_COLLAPSE") is None
+
+
 def test_entropy_collapse_not_evaluable_and_too_short() -> None:
     out = one(make_run({"reward_mean": [0.5] * 10}), "ENTROPY_COLLAPSE")
     assert isinstance(out, NotEvaluable) and out.needs == ("entropy",)
@@ -406,7 +425,7 @@ def test_real_trl_dapo_vlm_entropy_collapse() -> None:
     assert isinstance(f, Finding) and f.evidence["rule"] == "relative"
     assert f.evidence["early_mean"] == pytest.approx(early) and f.evidence["late_mean"] == pytest.approx(late)
     assert late / early == pytest.approx(0.124, abs=1e-3)
-    assert f.onset_step == onset == 13
+    assert onset == 13 and f.onset_step == 10 * onset  # log point 13: optimizer step 130 (logging_steps 10)
 
 
 def test_real_trl_dapo_vlm_zero_grad_is_not_suppression() -> None:

@@ -139,6 +139,35 @@ def test_an_evaluation_line_at_the_step_joins_it(tmp_path: Path) -> None:
     assert raw.frame["loss"].to_list() == [float(f"0.0{s}") for s in range(500, 4001, 500)]
 
 
+def test_an_evaluation_block_after_prose_joins_its_step(tmp_path: Path) -> None:
+    # ManiSkill's PPO baseline: 'Evaluating', prose of its own, then one eval_<k>_mean=<v> line per metric
+    lines = []
+    for epoch in range(1, 9):
+        lines.append(f"Epoch: {epoch}, global_step={(epoch - 1) * 100}")
+        if epoch % 2 == 1:
+            lines += ["Evaluating", "Initializing ContextualPandaStick...", "Evaluated 400 steps resulting in 8 episodes",
+                      f"eval_return_mean={epoch / 10}", f"eval_success_once_mean={epoch / 100}"]
+        lines.append(f"SPS: {1000 + epoch}")
+    # after prose, three samples of a batch (a CS336 GRPO loop among its generations): not the step's
+    lines += ["Generating samples for the batch...", "Here are a few rewards:  tensor([1., 0., 1.], device='cuda:1')"]
+    raw = printed.read(_log(tmp_path, "\n".join(lines) + "\n", "ppo.log"))
+    assert raw.frame.height == 8  # one row per epoch line
+    assert raw.frame["eval_return_mean"].to_list() == [0.1, None, 0.3, None, 0.5, None, 0.7, None]
+    assert raw.frame["eval_success_once_mean"].to_list()[::2] == [0.01, 0.03, 0.05, 0.07]
+    assert "rewards_mean" not in raw.frame.columns and "here_are_a_few_rewards_mean" not in raw.frame.columns
+
+
+def test_a_list_of_quoted_numbers_is_read_as_one(tmp_path: Path) -> None:
+    # a hand-written dynamic-sampling GRPO loop prints formatted strings; its discarded groups' lines do not count
+    text = "".join(f"[step {s}/20] correct=2/4 rewards=['0.80', '0.00', '0.01', '0.80'] loss=-0.0{s}\n"
+                   f"  [attempt {s + 100}] SKIP (ALL_WRONG, rewards=[0.0, 0.0, 0.0, 0.0]) — resampling\n"
+                   for s in range(1, 21))
+    raw = printed.read(_log(tmp_path, text, "grpo.log"))
+    assert raw.frame.height == 20
+    assert raw.frame["rewards_mean"].to_list() == pytest.approx([0.4025] * 20)
+    assert raw.frame["rewards_max"].to_list() == [0.8] * 20 and raw.frame["rewards_min"].to_list() == [0.0] * 20
+
+
 def test_the_finest_counter_that_never_goes_back_counts_the_steps(tmp_path: Path) -> None:
     # DeepSpeed-Chat step 3 prints "epoch: 0|step: 33|ppo_ep: 1|act_loss: ...", then the reward on the next line
     block = ("epoch: 0|step: {s}|ppo_ep: 1|act_loss: 0.2|cri_loss: {c}|unsuper_loss: 0.0\n"

@@ -62,6 +62,29 @@ def test_real_console_whose_summary_carries_the_last_steps() -> None:
     assert run.frame["reward/accuracy_reward"].to_list() == [0.0, 0.0]
 
 
+def test_steps_are_the_training_bars_counter_before_each_dict(tmp_path: Path) -> None:
+    # a terminal capture: an eval bar of 2, the training bar of 30 redrawn with \r, a dict every 10 steps
+    bar = "".join(f"\r{k * 100 // 30}%|##| {k}/30 [00:{k:02d}<00:30,  1.00s/it]" for k in range(1, 11))
+    text = (" 50%|##| 1/2 [00:01<00:01]\r100%|##| 2/2 [00:02<00:00]\n" + bar + "\n{'loss': 0.1, 'reward': 0.2}\n"
+            + bar.replace("/30 [00:", "/30 [01:").replace("| 1/30", "| 11/30") + "\r| 20/30 [00:20<00:10]\n"
+            "{'loss': 0.1, 'reward': 0.3}\n\r| 30/30 [00:30<00:00]{'loss': 0.2, 'reward': 0.4}\n")
+    p = tmp_path / "run.log"
+    p.write_text(text)
+    raw = trl_console.read(p)
+    assert raw.frame["step"].to_list() == [10, 20, 30] and raw.metadata["step_from"] == "progress bar"
+    # a counter that goes back (a second training's bar) leaves the order of the dicts
+    p.write_text(text + "| 5/30 [00:05<00:25]\n{'loss': 0.3, 'reward': 0.5}\n")
+    raw = trl_console.read(p)
+    assert raw.metadata["step_from"] == "order of the dicts" and "step" not in raw.frame.columns
+
+
+def test_real_terminal_capture_is_dated_in_optimizer_steps() -> None:
+    # run_terminal.md: 49 dicts, each after the bar's N/29790 with N = 10, 20, 30 ... 490 (logging_steps 10)
+    run = load(real("trl-dapo-vlm-120531/run_terminal.md"))
+    steps = run.frame["step"].to_list()
+    assert len(steps) == 49 and steps[:3] == [10, 20, 30] and steps[-1] == 490
+
+
 def test_truncated_line_is_an_error_with_its_line_number(tmp_path: Path) -> None:
     p = tmp_path / "run.log"
     p.write_text("{'loss': '0.1', 'reward': '0.5'}\nnoise\n{'loss': '0.2', 'reward': '0.\n")

@@ -98,7 +98,7 @@ FLAGGED = [
     ("trl-dapo-vlm-120531", "run_terminal.md", "COMPONENT_COLLAPSE", 1, 10),
     # the A- and U-stage detectors, at their exact onset:
     # entropy 0.956 at the first log point; below 0.25 x its early mean (0.349) from log point 13 on
-    ("trl-dapo-vlm-120531", "run_terminal.md", "ENTROPY_COLLAPSE", 13, 13),
+    ("trl-dapo-vlm-120531", "run_terminal.md", "ENTROPY_COLLAPSE", 130, 130),
     # an excerpt that begins after the collapse: entropy 0.003 to 0.008 from its first step, 383
     ("tinyzero-ppo-entropy-collapse", "part-of-logs.md", "ENTROPY_COLLAPSE", 383, 383),
     # explained variance exactly 0 (within 2.4e-7) from the first update (2048 timesteps): constant observation

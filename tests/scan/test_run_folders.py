@@ -4,8 +4,10 @@ runs are not (advcore.ingest.join_runs), and --per-file keeps one run per file."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from advcore.cli import main
@@ -34,12 +36,22 @@ def test_per_step_metrics_beside_per_group_statistics_are_one_run() -> None:
     assert {"zero_variance_group_frac", "grad_norm", "entropy"} <= set(run.metrics)
 
 
-def test_a_console_without_step_numbers_is_not_aligned_with_a_dump_by_line_order() -> None:
-    # TRL logged every 10 steps: 49 console dicts beside 499 steps of per-sample rewards
+def test_a_console_without_step_numbers_is_not_aligned_with_a_dump_by_line_order(tmp_path: Path) -> None:
+    # TRL logged every 10 steps: 49 console dicts beside 499 steps of per-sample rewards; without its progress
+    # bar (the counters N/29790 removed) the console has no step numbers and stays apart
     console = real("trl-dapo-vlm-120531/run_terminal.md")
     dump = real("trl-dapo-vlm-120531/rollout_results.md")
-    runs = join_runs([load(dump), load(console)])
-    assert [r.path for r in runs] == [str(dump), str(console)]
+    bare, copy = tmp_path / "run_terminal.md", tmp_path / "rollout_results.md"  # one folder, as the run wrote them
+    bare.write_text(re.sub(r"\d+/29790 \[", "[", console.read_text()))
+    copy.write_bytes(dump.read_bytes())
+    runs = join_runs([load(copy), load(bare)])
+    assert [r.path for r in runs] == [str(copy), str(bare)]
+    assert runs[1].metadata["judged_apart"] == [  # and it says why
+        "rollout_results.md: one has no step numbers (its lines are counted 1, 2, 3 ...) and the other's steps are "
+        "not those counts"]
+    # with it, each dict is dated at the bar's step (10, 20, ... 490) and the two files are one run
+    (run,) = join_runs([load(dump), load(console)])
+    assert run.steps == 499 and run.frame.filter(pl.col("step") == 130)["entropy"].item() is not None
 
 
 def test_excerpts_far_apart_stay_apart() -> None:
@@ -56,8 +68,25 @@ def test_two_seeds_in_one_folder_are_two_runs_and_two_exports_one(tmp_path: Path
     assert len(join_runs([load(seed0), load(seed1)])) == 2
     copy = _write(tmp_path / "seed0-export.jsonl", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
     assert [r.files for r in join_runs([load(seed0), load(copy)])] == [(str(seed0), str(copy))]
-    assert len(_scan(capsys, str(tmp_path))) == 2
+    runs = _scan(capsys, str(tmp_path))
+    assert len(runs) == 2 and "judged_apart" not in runs[0]
+    assert runs[1]["judged_apart"] == ["seed0-export.jsonl + seed0.jsonl: they disagree on reward_mean at the steps "
+                                       "both log (two runs, or two seeds)"]
+    assert main(["scan", str(tmp_path)]) == 0  # the human output says it too
+    assert "judged apart from seed0-export.jsonl + seed0.jsonl: they disagree" in " ".join(capsys.readouterr().out.split())
     assert len(_scan(capsys, "--per-file", str(tmp_path))) == 3
+
+
+def test_a_console_that_rounds_what_it_prints_joins_its_full_precision_file(tmp_path: Path) -> None:
+    rng = __import__("numpy").random.default_rng(0)
+    full = rng.uniform(0.01, 0.05, 30)  # a KL: small values, so 1e-3 relative is far below the print's 5e-4
+    exact = _write(tmp_path / "metrics.jsonl", full.tolist())
+    printed = _write(tmp_path / "console.jsonl", [round(v, 3) for v in full.tolist()])  # f"{v:.3f}"
+    # without the print's grain most values would differ beyond 1e-6 + 1e-3 x |v|
+    assert (abs(full - full.round(3)) > 1e-6 + 1e-3 * full).mean() > 0.5
+    assert len(join_runs([load(exact), load(printed)])) == 1
+    other = _write(tmp_path / "seed1.jsonl", [round(v + 0.002, 3) for v in full.tolist()])  # another seed, close
+    assert len(join_runs([load(exact), load(other)])) == 2
 
 
 def test_a_metric_both_files_log_comes_from_the_denser_one(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable
 from advcore.detectors._evidence import PER_SAMPLE
+from advcore.detectors._slices import SLICE_DETECTORS, slice_views, sliced
 from advcore.detectors._windows import MIN_WINDOW
 from advcore.errors import AdvcoreError
 from advcore.model import Run
@@ -64,6 +65,7 @@ def run_detectors(
     only: Iterable[str] = (),
     skip: Iterable[str] = (),
     settings: Mapping[str, Mapping[str, Any]] | None = None,
+    slices: bool = True,
 ) -> tuple[list[Finding], list[NotEvaluable]]:
     """Run the selected detectors; returns the findings and the detectors that could not run.
 
@@ -72,6 +74,11 @@ def run_detectors(
     phase that collapses and a later one that recovers would otherwise average out. A detector
     reports its whole-run finding when it has one, else its finding in the earliest flagged
     phase; ``evidence["phases_flagged"]`` lists every phase (from 0) where it fired.
+
+    With ``slices`` (the default), a run whose samples carry slice labels (:attr:`Run.slices`) is also
+    judged slice by slice by the detectors of :data:`advcore.detectors._slices.SLICE_DETECTORS`
+    (:func:`advcore.detectors._slices.slice_views` says which slices have enough samples); those
+    findings come after the whole run's and name their slice (:attr:`Finding.slice`).
     """
     only, skip, settings = list(only), list(skip), dict(settings or {})
     _check_ids(only, "only")
@@ -95,7 +102,24 @@ def run_detectors(
             if flagged:
                 outcome = replace(outcome, evidence={**outcome.evidence, "phases_flagged": [i for i, _ in flagged]})
             findings.append(outcome)
+    if slices and run.slices is not None:
+        findings.extend(_slice_findings(run, only, skip, settings, {f.id for f in findings}))
     return findings, missing
+
+
+def _slice_findings(run: Run, only: list[str], skip: list[str], settings: Mapping[str, Mapping[str, Any]],
+                    fired: set[str]) -> list[Finding]:
+    views, _ = slice_views(run)
+    out: list[Finding] = []
+    for view in views:
+        for det_id in SLICE_DETECTORS:
+            if (only and det_id not in only) or det_id in skip or det_id not in REGISTRY:
+                continue
+            spec = REGISTRY[det_id]
+            outcome = spec.fn(view.run, spec.resolve(settings.get(det_id, {})))
+            if isinstance(outcome, Finding):
+                out.append(sliced(outcome, view, det_id in fired))
+    return out
 
 
 # The seed detectors (seed card 000) and DEAD_FROM_START; imported here so that they register.
@@ -133,3 +157,8 @@ _AU_STAGE = (baseline_broken.SPEC, update_suppressed.SPEC, update_unstable.SPEC,
 _READ = frozenset(m for spec in (*REGISTRY.values(), *_AU_STAGE, *_T_STAGE) for m in spec.key_metrics)
 _register(nonfinite.spec(_READ), *_AU_STAGE)
 _register(*_T_STAGE)
+
+# The accuracy filter's accounting (SimpleVLA-RL, DAPO-style dynamic sampling): starvation and tasks never trained.
+from advcore.detectors import always_filtered, filter_starvation  # noqa: E402
+
+_register(filter_starvation.SPEC, always_filtered.SPEC)

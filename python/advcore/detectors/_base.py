@@ -80,10 +80,12 @@ class Finding:
     evidence: dict[str, Any]
     message: str
     what_to_try: tuple[str, ...] = ()
+    #: the slice of the samples the finding is about (``"task=open_drawer"``), None for the whole run
+    slice: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The finding as SPEC section 9 spells it."""
-        return {
+        """The finding as SPEC section 9 spells it (``slice`` only on a per-slice finding)."""
+        out: dict[str, Any] = {
             "id": self.id,
             "severity": self.severity,
             "stage": self.stage,
@@ -92,6 +94,9 @@ class Finding:
             "message": self.message,
             "what_to_try": list(self.what_to_try),
         }
+        if self.slice is not None:
+            out["slice"] = self.slice
+        return out
 
 
 @dataclass(frozen=True, slots=True)

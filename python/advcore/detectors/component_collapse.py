@@ -224,7 +224,7 @@ CARD = Card(
         A component that rises to its ceiling and stays there (a format reward learned) is never flagged.
     """,
     knobs_note="""
-        Calibration: fires on trl-dapo-vlm-120531 (mdi_reward, fell, onset at log point 10; no `kl`
+        Calibration: fires on trl-dapo-vlm-120531 (mdi_reward, fell, onset at log point 10 = step 100; no `kl`
         logged) and unsloth-qwen3-vl-8b (correctness, silent). Quiet on chaos-economy-grpo (the
         contrast: six components, none collapsed while the total oscillates), unsloth-llama32-3b
         (all components rise), unsloth-qwen3-4b, gpt-oss-20b, the MAPPO per-agent rewards, and on every

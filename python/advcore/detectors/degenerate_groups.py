@@ -201,6 +201,21 @@ CARD = Card(
         evaluable".
     """,
     related="""
+        **Versus ACR.** The Advantage Collapse Rate (X. He et al. 2026, "Advantage Collapse in Group
+        Relative Policy Optimization: Diagnosis and Mitigation", arXiv:2605.21125) is the share of a step's
+        groups whose reward std is at most an absolute `eps`; averaged over the first steps it predicted final
+        accuracy (R² 0.617 over 245 runs). The tied-group share read here (`zero_variance_group_frac`,
+        `advcore.stats.zero_variance_fraction(...).near_frac`) counts the same groups whenever the ties are
+        exact, as they are for 0/1 rewards: on the lab sweep of `bench/acr_sweep.py` the two are equal on every
+        step. They differ in two ways. The tolerance here is relative to the rewards' magnitude
+        (`max - min <= 1e-8 + 1e-5 * max(|min|, |max|)`), so it does not depend on the reward's unit: rewards
+        in units of 1e-7 are not all tied here, while an absolute eps of 1e-6 calls every group collapsed;
+        rewards near 1000 with float32 noise 1e-4 are tied here and not under ACR (the proxies used when
+        the share is not logged, `reward_std(_within) <= 1e-6`, are absolute tests like ACR's). And a group of one sample
+        is left out here (GROUPING_ERROR reports singletons), while ACR counts it as collapsed (std 0). How
+        well each, measured early, predicts a lab run's final held-out success, against our other early
+        statistics: `docs/evaluation.md`, table 4.
+
         The within-group view upstream of ADV_COLLAPSE; REWARD_STD_DEATH is the whole-batch view. When
         the share is high from the first step, DEAD_FROM_START names it a setup problem.
     """,

@@ -4,8 +4,11 @@ Rule (``entropy``: mean per-token entropy of the policy in nats, as TRL ``entrop
 ``actor/entropy`` or its older ``actor/entropy_loss``, OpenRLHF ``policy_entropy``; SB3's
 ``train/entropy_loss`` read with its sign flipped by the alias table):
 
-* *relative*: the early-window mean is above ``floor`` and the late-window mean is below
-  ``fraction`` (0.25) times it (an entropy that is negative anywhere is a differential entropy of a
+* *relative*: the early-window mean is above ``floor`` and the late-window mean, or the median of
+  the last :data:`END_SHARE` (10 %) of the logged points (at least ``sustain``), is below
+  ``fraction`` (0.25) times it (the end alone catches an entropy still falling when the log stops:
+  h137-tinker-multitask-qwen3-30b-entropy-falls-reward-flat goes from 0.321 to a late mean of 0.095,
+  30 %, but to a median of 0.059, 19 %, over its last 18 points; an entropy that is negative anywhere is a differential entropy of a
   continuous policy, where a share of the early level means nothing: not judged;
   sb3-invertedpendulum-dr-solved goes from 1.2 to -0.42 as its Gaussian narrows on a solved task;
   but a first logged point alone below 0 before every later one at or above 0 is a stray and is
@@ -27,8 +30,9 @@ end of that run of ``sustain``, taken when it comes before the crossing and the 
 ``sustain`` points after it is below the mean of the ``sustain`` points before it by at least
 ``JUMP_SHARE`` (0.2) of the whole fall (early mean - late mean). In the lab, an entropy bonus of
 the wrong sign switched on at step 30 crosses the cut at steps 32 to 42 and changes level at steps
-31 to 33; trl-dapo-vlm-120531 crosses at log point 13, where its level also drops (0.109 -> 0.048,
-27 % of its fall), so its onset stays 13; a steady linear decline keeps its crossing.
+31 to 33; trl-dapo-vlm-120531 crosses at log point 13 (step 130: TRL logged every 10 steps), where
+its level also drops (0.109 -> 0.048, 27 % of its fall), so its onset stays there; a steady linear
+decline keeps its crossing.
 
 Windows: first and last 20 % of the logged points (at least 3 each; 6 points to be judged).
 
@@ -51,6 +55,8 @@ h3-baselines-a2c-minigrid-multiroom-dead) and is judged by the rules above.
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
@@ -65,6 +71,9 @@ ID = "ENTROPY_COLLAPSE"
 JUMP_SHARE = 0.2
 #: Advantages (or their group proxy) that keep at least this share of their early spread still carry contrast.
 CONTRAST_KEPT = 0.5
+#: The end of a log judged on its own (the median of its last points): an entropy still falling when the log
+#: ends has a late-window mean above the cut while its last points are far below it.
+END_SHARE = 0.1
 
 
 def _mean(xs: tuple[float, ...]) -> float:
@@ -100,7 +109,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if min(s.values) < 0.0:  # a differential entropy (a Gaussian policy): no fraction of it means "collapsed"
         return None
     discrete = run.trainer != "sb3"
-    if early > floor and late < fraction * early:
+    end = statistics.median(s.values[-max(sustain, math.ceil(END_SHARE * len(s))):])
+    if early > floor and min(late, end) < fraction * early:  # fallen by the late window, or still falling at the end
         rule, cut = "relative", fraction * early
     elif discrete and late < floor:
         rule, cut = "absolute", floor
@@ -123,6 +133,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         THRESHOLD: cut,
         "early_mean": early,
         "late_mean": late,
+        "end_median": end,
         "late_over_early": late / early if early > 0 else None,
         "fraction": fraction,
         "floor": floor,
@@ -147,9 +158,13 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                    f"{improving['early_median']:.4g} to {improving['late_median']:.4g} and held it{held}: the policy "
                    "sharpened as it learned; nothing says exploration was lost yet.")
         return Finding(ID, "info", "U", s.step_at(idx), dict(evidence), message, WHAT_TO_TRY)
-    if rule == "relative":
+    if rule == "relative" and late < cut:
         message = (f"Policy entropy fell from {early:.3g} early to {late:.3g} late ({100 * late / early:.0f}% of its "
                    "early level): the policy has become nearly deterministic and stopped exploring.")
+    elif rule == "relative":
+        message = (f"Policy entropy fell from {early:.3g} early to a median of {end:.3g} over the last "
+                   f"{100 * END_SHARE:.0f}% of the logged steps ({100 * end / early:.0f}% of its early level), and was "
+                   "still falling when the log ends: the policy is becoming deterministic and has stopped exploring.")
     else:
         message = (f"Policy entropy is {late:.3g} nats per token late in the run (below {floor:g}): the policy "
                    "samples nearly one token sequence and no longer explores.")
@@ -180,8 +195,11 @@ CARD = Card(
     decides="""
         Windows are the first and last 20 % of the logged points (at least 3; 6 points to be judged).
 
-        - *Relative*: the early-window mean is above `floor` and the late-window mean is below
-          `fraction` × the early mean. An entropy that is negative anywhere is the differential entropy
+        - *Relative*: the early-window mean is above `floor` and the late-window mean, or the median of
+          the last 10 % of the logged points (at least `sustain`), is below `fraction` × the early mean
+          (the end alone: an entropy still falling when the log stops,
+          h137-tinker-multitask-qwen3-30b-entropy-falls-reward-flat: 0.321 early, a late mean of 0.095,
+          a median of 0.059 over its last 18 points, while its reward stays flat). An entropy that is negative anywhere is the differential entropy
           of a continuous (Gaussian) policy, where a share of the early level means nothing: not judged
           (sb3-invertedpendulum-dr-solved narrows from 1.2 to -0.42 on a solved task). A first
           logged point alone below 0 (every later one at or above 0) is a stray, dropped before judging. Onset: the first of `sustain` consecutive points below that cut.
@@ -213,7 +231,7 @@ CARD = Card(
         crossing and the `sustain` points after it sit below the `sustain` points before it by at least
         0.2 of the whole fall (early mean - late mean); the crossing stays in `evidence["below_cut_step"]`.
         In the lab this gives steps 31 to 35 (onset error at most 5 steps on 18 runs); trl-dapo-vlm-120531
-        keeps 13 (its level drops there, 0.109 -> 0.048, 27 % of its fall); a steady linear decline keeps
+        keeps log point 13, step 130 (its level drops there, 0.109 -> 0.048, 27 % of its fall); a steady linear decline keeps
         its crossing. The verdict (`advcore.diagnose`) puts an entropy collapse ahead of the tied groups
         and dying reward spread it produces (a deterministic policy samples G identical completions), or
         of a floor the reward fell to after the run began (sb3-chess-entropy-collapse: the policy

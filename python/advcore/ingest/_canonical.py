@@ -8,8 +8,10 @@ from pathlib import Path
 import polars as pl
 
 from advcore.ingest._aliases import AliasTable, reward_by_name
+from advcore.ingest._slices import task_slices
 from advcore.ingest._trainers import trainer_of
 from advcore.model import STEP_COUNTER, STRICT_COUNTER, IngestError, RawLog, Run, counted_nonfinite
+from advcore.trace import slice_frame
 
 __all__ = ["canonicalize"]
 
@@ -191,4 +193,9 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         notes["reward_by_name"] = guessed
     order = ["step", *(["phase"] if "phase" in frame.columns else []), *sorted(c for c in frame.columns if c not in ("step", "phase"))]
     metadata = {**raw.metadata, **notes, "unmapped": unmapped}
-    return Run(str(path), raw.format, trainer, frame.select(order), sources, metadata, errors, raw.trace)
+    slices = slice_frame(raw.trace)
+    per_task = task_slices(raw.frame, sources.get("step"))
+    if per_task is not None:
+        slices = per_task if slices is None else pl.concat([slices, per_task], how="diagonal_relaxed")
+    return Run(str(path), raw.format, trainer, frame.select(order), sources, metadata, errors, raw.trace,
+               slices=slices)

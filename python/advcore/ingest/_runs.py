@@ -15,12 +15,16 @@ The rule (:func:`join_runs`): two files read from the **same folder** are of one
    writes a new event file when a run resumes: frames 4,096 to 5.67 M, then 5.74 M to 194.65 M). A
    run's excerpts from far apart (TinyZero's early steps 2 to 122 every 40 and late steps 383 to 399)
    stay apart. A file without step numbers (TRL's console
-   dicts: the step is the order of the lines, ``metadata["step_inferred"]``) joins only a file
-   with as many rows whose steps are ``1..n``: a console logged every 10 steps has 49 lines for
-   499 steps of a per-sample dump, and its line 5 is step 50, not 5;
+   dicts with no progress bar to date them: the step is the order of the lines,
+   ``metadata["step_inferred"]``) joins only a file with as many rows whose steps are ``1..n``: a
+   console logged every 10 steps has 49 lines for 499 steps of a per-sample dump, and its line 5 is
+   step 50, not 5 (TRL DAPO-VLM's ``run_terminal.md`` is dated by its progress bar, 10 to 490, and
+   joins its ``rollout_results.md``);
 3. files of the **same format** agree on every metric they both log: at the steps both have, at
    least ``AGREE_SHARE`` (90 %) of the values are equal within
-   ``|a - b| <= 1e-6 + 1e-3 x max(|a|, |b|)``. Two seeds or two runs logged by one trainer into
+   ``|a - b| <= 1e-6 + 1e-3 x max(|a|, |b|)``, plus half a unit of the last decimal when one
+   file's values are all printed to at most 6 decimals (a console's ``0.422`` is the file's
+   ``0.421875``). Two seeds or two runs logged by one trainer into
    one folder disagree and stay apart; two exports of one run agree and are joined. Files of one
    format that share no metric are joined only when they log the very same logged step numbers (a
    hand-written loop's ``monitor.csv`` of episode rewards and ``progress.csv`` of losses, both
@@ -41,15 +45,16 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from advcore.ingest.formats import PER_SAMPLE
-from advcore.model import STORE_RUN, Run
+from advcore.model import JUDGED_APART, STORE_RUN, Run
 
-__all__ = ["AGREE_SHARE", "PER_SAMPLE_FORMATS", "RESUME_GAP", "join_runs", "of_one_run"]
+__all__ = ["AGREE_SHARE", "PER_SAMPLE_FORMATS", "RESUME_GAP", "apart", "join_runs", "of_one_run"]
 
 #: Share of the common steps on which two files must agree on a common metric.
 AGREE_SHARE = 0.9
@@ -60,15 +65,38 @@ PER_SAMPLE_FORMATS = PER_SAMPLE
 _ATOL, _RTOL = 1e-6, 1e-3
 
 
-def _joinable(run: Run) -> bool:
+def _not_joinable(run: Run) -> str | None:
+    """Why ``run`` cannot be joined with another file (see the module, rule 1), or None."""
     frame = run.frame
-    return (run.steps > 0 and "phase" not in frame.columns and STORE_RUN not in run.metadata
-            and frame["step"].null_count() == 0
-            and frame["step"].n_unique() == frame.height)
+    if run.steps == 0:
+        return "no step was read from it"
+    if "phase" in frame.columns:
+        return "its step counter restarts"
+    if STORE_RUN in run.metadata:
+        return "it is a run of a tracking store"
+    if frame["step"].null_count() or frame["step"].n_unique() != frame.height:
+        return "it repeats a step"
+    return None
 
 
 def _formats(run: Run) -> set[str]:
     return set(run.format.split("+"))
+
+
+#: Decimals a printed value is looked for at (:func:`_grain`).
+_PRINTED_DECIMALS = range(1, 7)
+
+
+def _grain(values: pl.Series) -> float:
+    """Half a unit of the last decimal when every finite value is a number of at most 6 decimals
+    (a console rounds what it prints: ``f"{v:.3f}"``), else 0."""
+    finite = values.filter(values.is_finite())
+    if finite.is_empty():
+        return 0.0
+    for k in _PRINTED_DECIMALS:
+        if ((finite - finite.round(k)).abs() <= 1e-9 * finite.abs().clip(lower_bound=1.0)).all():
+            return 0.5 * 10.0 ** -k
+    return 0.0
 
 
 def _agree(a: pl.DataFrame, b: pl.DataFrame, metric: str) -> bool:
@@ -77,8 +105,9 @@ def _agree(a: pl.DataFrame, b: pl.DataFrame, metric: str) -> bool:
     ).drop_nulls()
     if both.height == 0:
         return False
+    atol = _ATOL + max(_grain(both["__a"]), _grain(both["__b"]))
     close = ((pl.col("__a") - pl.col("__b")).abs()
-             <= _ATOL + _RTOL * pl.max_horizontal(pl.col("__a").abs(), pl.col("__b").abs()))
+             <= atol + _RTOL * pl.max_horizontal(pl.col("__a").abs(), pl.col("__b").abs()))
     same_nan = pl.col("__a").is_nan() & pl.col("__b").is_nan()
     share = both.select((close | same_nan).mean()).item()
     return share is not None and share >= AGREE_SHARE
@@ -86,23 +115,38 @@ def _agree(a: pl.DataFrame, b: pl.DataFrame, metric: str) -> bool:
 
 def of_one_run(a: Run, b: Run) -> bool:
     """Whether ``a`` and ``b`` (already read, from one folder) are files of one run (see the module)."""
-    if not (_joinable(a) and _joinable(b)):
-        return False
+    return apart(a, b) is None
+
+
+def apart(a: Run, b: Run) -> str | None:
+    """Why ``a`` and ``b`` (already read, from one folder) are not files of one run (see the module), in
+    words for the user; None when they are."""
+    for run in (a, b):
+        if (why := _not_joinable(run)) is not None:
+            return f"{why} ({Path(run.path).name})"
     sa, sb = a.frame["step"].to_list(), b.frame["step"].to_list()
     if a.metadata.get("step_inferred") or b.metadata.get("step_inferred"):
         counted = list(range(1, a.steps + 1))
         if a.steps != b.steps or sa != counted or sb != counted:
-            return False
+            return ("one has no step numbers (its lines are counted 1, 2, 3 ...) and the other's steps are not "
+                    "those counts")
     if max(min(sa), min(sb)) > min(max(sa), max(sb)):
-        return _resumes(a, b)
+        if _resumes(a, b):
+            return None
+        return (f"their steps do not overlap ({min(sa)} to {max(sa)} and {min(sb)} to {max(sb)}) and one does not "
+                "resume the other")
     common = set(a.metrics) & set(b.metrics)
     if _formats(a) & _formats(b):
         if not common:
-            return sa == sb and not a.metadata.get("step_inferred")
-        return all(_agree(a.frame, b.frame, m) for m in common)
-    if _formats(a) & PER_SAMPLE_FORMATS or _formats(b) & PER_SAMPLE_FORMATS:
-        return True  # per-sample values and interval-averaged ones are not expected to agree
-    return all(_agree(a.frame, b.frame, m) for m in common)
+            if sa == sb and not a.metadata.get("step_inferred"):
+                return None
+            return "they share no metric and do not log the same steps"
+    elif _formats(a) & PER_SAMPLE_FORMATS or _formats(b) & PER_SAMPLE_FORMATS:
+        return None  # per-sample values and interval-averaged ones are not expected to agree
+    for m in sorted(common):
+        if not _agree(a.frame, b.frame, m):
+            return f"they disagree on {m} at the steps both log (two runs, or two seeds)"
+    return None
 
 
 def _resumes(a: Run, b: Run) -> bool:
@@ -159,6 +203,7 @@ def _join(a: Run, b: Run) -> Run:
                      else {})},
         errors=(*a.errors, *b.errors),
         trace=a.trace if a.trace is not None else b.trace,
+        slices=a.slices if a.slices is not None else b.slices,
         joined=(*a.files, *b.files),
     )
 
@@ -169,10 +214,15 @@ def join_runs(runs: Sequence[Run]) -> list[Run]:
     out: list[Run] = []
     for run in runs:
         folder = Path(run.path).parent
+        reasons = []
         for i, kept in enumerate(out):
-            if Path(kept.files[0]).parent == folder and of_one_run(kept, run):
+            if Path(kept.files[0]).parent != folder:
+                continue
+            why = apart(kept, run)
+            if why is None:
                 out[i] = _join(kept, run)
                 break
+            reasons.append(f"{' + '.join(Path(f).name for f in kept.files)}: {why}")
         else:
-            out.append(run)
+            out.append(replace(run, metadata={**run.metadata, JUDGED_APART: reasons}) if reasons else run)
     return out

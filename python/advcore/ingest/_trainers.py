@@ -23,6 +23,13 @@ _TRL_PREFIXES = ("rewards / ", "completions / ", "rewards/", "completions/")
 _VERL_KEYS = frozenset({"critic/score/mean", "critic/rewards/mean", "critic/advantages/max", "actor/pg_loss",
                         "actor/entropy", "actor/ppo_kl", "actor/pg_clipfrac"})
 _SB3_KEYS = frozenset({"time/total_timesteps", "rollout/ep_rew_mean"})
+#: RLinf's embodied runners (RLinf/RLinf@a3816b5, rlinf/runners/embodied_runner.py ``_log_step_metrics``,
+#: L373-396): the episodes' success under env/, the advantages under rollout/, the actor's PPO
+#: statistics under train/actor/ (rlinf/algorithms/losses.py L299-310)
+_RLINF_KEYS = frozenset({"env/success_once", "rollout/advantages_mean", "train/actor/approx_kl",
+                         "train/actor/clip_fraction"})
+#: two of them make a run RLinf's (``env/success_once`` alone is also the name its docs teach)
+_RLINF_MIN_KEYS = 2
 #: what PyMARL's episode runner logs every ``runner_log_interval`` (src/runners/episode_runner.py,
 #: ``_log``): the episodes' return and length, and the exploration rate
 _PYMARL_KEYS = frozenset({"return_mean", "return_std", "ep_length_mean", "epsilon"})
@@ -35,14 +42,16 @@ _PFRL_KEYS = frozenset({"steps", "episodes", "elapsed", "mean", "median", "stdev
 
 
 def trainer_of(keys: Iterable[str]) -> str | None:
-    """The trainer whose keys these are (``trl``, ``verl``, ``sb3``, ``pfrl``, ``baselines``, ``rllab``,
-    ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
+    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``sb3``, ``pfrl``, ``baselines``,
+    ``rllab``, ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
     if bare & _TRL_MARKERS or any(k.startswith(_TRL_PREFIXES) for k in bare):
         return "trl"
     if bare & _VERL_KEYS:
         return "verl"
+    if len(keys & _RLINF_KEYS) >= _RLINF_MIN_KEYS:
+        return "rlinf"
     if keys & _SB3_KEYS:
         return "sb3"
     if _PFRL_KEYS <= keys:  # before baselines: PFRL's agents also log n_updates

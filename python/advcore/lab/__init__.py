@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from advcore.lab.compare import Comparison, compare
 from advcore.lab.estimators import ESTIMATORS, Estimator
-from advcore.lab.faults import FAULTS, Fault, Setting
+from advcore.lab.faults import FAULTS, SLICE_FAULTS, Fault, Setting
 from advcore.lab.mitigations import MITIGATIONS, Mitigation
 from advcore.lab.record import FORMATS, write
 from advcore.lab.run import LabConfig, LabResult, run
 
-__all__ = ["ESTIMATORS", "FAULTS", "FORMATS", "MITIGATIONS", "Comparison", "Estimator", "Fault", "LabConfig",
+__all__ = ["ESTIMATORS", "FAULTS", "FORMATS", "SLICE_FAULTS", "MITIGATIONS", "Comparison", "Estimator", "Fault", "LabConfig",
            "LabResult", "Mitigation", "Setting", "compare", "run", "write"]

@@ -25,6 +25,12 @@ def list_() -> None:
         click.echo(f"  {f.name:17} stage {f.stage:4} onset {f.onset:6} expects {', '.join(f.detectors)}")
         click.echo(f"  {'':17} {f.description}")
         click.echo(f"  {'':17} estimators: {', '.join(f.estimators)}")
+    from advcore.lab.faults import SLICE_FAULTS
+
+    click.echo("single-slice faults of the vla pool (the aggregate stays alive; the healthy run: --pool vla):")
+    for f in SLICE_FAULTS.values():
+        click.echo(f"  {f.name:17} stage {f.stage:4} slice {f.slice} expects {', '.join(f.detectors)}")
+        click.echo(f"  {'':17} {f.description}")
     click.echo("estimators (--estimator NAME):")
     for e in ESTIMATORS.values():
         click.echo(f"  {e.name:17} {e.description}")
@@ -48,9 +54,13 @@ def list_() -> None:
               show_default=True, help="Per-step format: canonical JSONL, TRL trainer_state.json or verl console.")
 @click.option("--knob", "knobs", multiple=True, metavar="NAME=VALUE",
               help="Override a setting of the fault's switch (e.g. grouping=singleton, kl_coef=5).")
+@click.option("--pool", type=click.Choice(["standard", "vla"]), default="standard", show_default=True,
+              help="Task pool of the healthy run: the standard curriculum, or VLA-shaped tasks whose families, "
+                   "horizons and visual variations are slice labels (the single-slice faults set it themselves).")
 def run_cmd(fault: str, estimator: str, out: Path, seed: int, steps: int, onset: int, fmt: str,
-            knobs: tuple[str, ...]) -> None:
+            knobs: tuple[str, ...], pool: str) -> None:
     """Train the lab policy with ESTIMATOR and FAULT and write its recording into OUT."""
+    from advcore.lab.faults import Setting
     from advcore.lab.record import write
     from advcore.lab.run import LabConfig, run
 
@@ -62,7 +72,7 @@ def run_cmd(fault: str, estimator: str, out: Path, seed: int, steps: int, onset:
         overrides[name.strip()] = value.strip()
     try:
         result = run(LabConfig(estimator=estimator, fault=fault, seed=seed, steps=steps, onset=onset,
-                               knobs=overrides))
+                               knobs=overrides, base=Setting(pool=pool)))
         files = write(result, out, fmt=fmt)
     except AdvcoreError as e:
         raise click.UsageError(str(e)) from None
@@ -89,7 +99,8 @@ def compare_cmd(fault: str, mitigation: str, estimator: str | None, seeds: int, 
                 fmt: str) -> None:
     """Test MITIGATION as a hypothesis about FAULT: both arms (and a healthy reference) at matched
     rollout and update budgets over several seeds; the verdict counts the mitigation only if the
-    signal is restored and held-out success improves."""
+    signal is restored and held-out success improves (for a single-slice fault: held-out success
+    improves in every affected slice beyond the seed spread and regresses in none)."""
     import json
 
     from advcore.lab.compare import compare, render

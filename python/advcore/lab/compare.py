@@ -37,6 +37,16 @@ Verdict. With paired per-seed differences ``d`` (mitigated - control) and the se
   point of success rate);
 * the mitigation *counts* only when the budgets are matched, the signal is restored and held-out
   success improved. Growing advantages alone never count.
+
+A fault that hits one slice (:data:`advcore.lab.faults.SLICE_FAULTS`, the ``vla`` pool) is judged
+slice by slice: its signal is the advantage std in its slice, its healthy arm is the ``vla`` pool
+without a fault, and held-out success is compared per slice (``heldout_success/<slice>``, the last
+``heldout_window`` steps, paired differences over the seeds). The *affected* slices are the fault's
+own and every slice where the fault cost held-out success (healthy - control beyond ``2 se`` and
+``min_gain``). A slice *improved* when mitigated - control is beyond ``2 se`` and ``min_gain``; it
+*regressed* when it is below ``-2 se`` and ``-min_gain``. Such a mitigation counts only when the
+budgets are matched, the slice's signal is restored, every affected slice improved and no other slice
+regressed; the aggregate held-out success is reported but not required (a slice is a part of it).
 """
 
 from __future__ import annotations
@@ -50,12 +60,13 @@ import numpy as np
 import polars as pl
 
 from advcore.errors import AdvcoreError, AdvcoreWarning
-from advcore.lab.faults import FAULTS, Setting, get_fault
+from advcore.lab.faults import FAULTS, SLICE_FAULTS, Setting, get_fault
 from advcore.lab.mitigations import Mitigation, get_mitigation
 from advcore.lab.run import LabConfig, LabResult, run
 from advcore.trace import GROUP_ATOL, GROUP_RTOL, trace_step
 
-__all__ = ["ARMS", "MECHANICS", "SIGNALS", "TRACE_STATISTICS", "Arm", "Comparison", "Signal", "Spread", "compare"]
+__all__ = ["ARMS", "MECHANICS", "SIGNALS", "TRACE_STATISTICS", "Arm", "Comparison", "Signal", "SliceHeldout", "Spread",
+           "compare"]
 
 ARMS = ("control", "mitigated", "healthy")
 
@@ -139,6 +150,45 @@ def _num(v: float) -> float | None:
 
 
 @dataclass(frozen=True, slots=True)
+class SliceHeldout:
+    """Held-out success of one slice over the seeds, in each arm, and how the mitigation moved it.
+
+    ``gain`` is mitigated - control and ``cost`` healthy - control, paired per seed; ``affected`` says
+    the fault hits the slice (its own, or its held-out success fell beyond the spread); ``improved``
+    and ``regressed`` judge ``gain`` against ``2 se`` and ``min_gain``."""
+
+    slice: str
+    arms: dict[str, Spread]
+    gain: Spread
+    cost: Spread
+    affected: bool
+    improved: bool
+    regressed: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"slice": self.slice, "arms": {k: v.to_json() for k, v in self.arms.items()},
+                "gain": self.gain.to_json(), "gain_se": _num(self.gain.se), "cost": self.cost.to_json(),
+                "affected": self.affected, "improved": self.improved, "regressed": self.regressed}
+
+
+def _heldout_slices(results: dict[str, list[LabResult]], target: str, window: int,
+                    min_gain: float) -> tuple[SliceHeldout, ...]:
+    """Per slice of the held-out tasks, each arm's success (mean of the last ``window`` steps) over the seeds."""
+    names = [c.removeprefix("heldout_success/") for c in results["control"][0].steps.columns
+             if c.startswith("heldout_success/")]
+    out = []
+    for name in names:
+        col = f"heldout_success/{name}"
+        arms = {a: Spread(tuple(float(np.mean(r.steps[col].to_numpy()[-window:])) for r in results[a])) for a in ARMS}
+        gain, cost = _diff(arms["mitigated"], arms["control"]), _diff(arms["healthy"], arms["control"])
+        affected = name == target or (_beyond(cost) and cost.mean > min_gain)
+        improved = _beyond(gain) and gain.mean > min_gain
+        regressed = _beyond(_diff(arms["control"], arms["mitigated"])) and -gain.mean > min_gain
+        out.append(SliceHeldout(name, arms, gain, cost, affected, improved, regressed))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class Arm:
     """One arm over the seeds.
 
@@ -205,6 +255,8 @@ class Comparison:
         Paired per-seed differences mitigated - control.
     verdict : str
         One line.
+    slices : tuple of SliceHeldout
+        Held-out success per slice (a slice fault; empty otherwise).
     """
 
     fault: str
@@ -231,6 +283,7 @@ class Comparison:
     verdict: str
     hypothesis: str = ""
     min_gain: float = field(default=0.01)
+    slices: tuple[SliceHeldout, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (NaN as null)."""
@@ -247,6 +300,7 @@ class Comparison:
             "counts": self.counts, "heldout_gain": self.heldout_gain.to_json(),
             "signal_gain": self.signal_gain.to_json(), "adv_std_gain": self.adv_std_gain.to_json(),
             "min_gain": self.min_gain, "verdict": self.verdict,
+            "heldout_slices": [s.to_json() for s in self.slices],
         }
 
 
@@ -270,7 +324,8 @@ def _trace_late(res: LabResult, late_from: int) -> pl.DataFrame:
                                       "adv_raw": part["adv_raw"].to_numpy(), "adv": part["adv"].to_numpy()}
             if "value" in part.columns and part["value"].null_count() < part.height:
                 arrays.update(baseline=part["value"].to_numpy(), returns=part["return"].to_numpy())
-            frames.append(trace_step(int(part["step"][0]), slices={"tied": _tied_label(part)}, **arrays))
+            labels = {c.removeprefix("slice_"): part[c] for c in part.columns if c.startswith("slice_")}
+            frames.append(trace_step(int(part["step"][0]), slices={"tied": _tied_label(part), **labels}, **arrays))
     if not frames:
         return pl.DataFrame(schema={"step": pl.Int64, "stage": pl.String, "slice": pl.String,
                                     "statistic": pl.String, "value": pl.Float64})
@@ -400,13 +455,15 @@ def compare(fault: str, mitigation: str, *, estimator: str | None = None, seeds:
         raise AdvcoreError(f"`min_gain` must be a non-negative number, got {min_gain!r}")
     knobs = m.knobs(f.setting(onset, onset, Setting()))
     late_from = onset + settle
-    sig = SIGNALS[f.name]
+    sig = SIGNALS[f.name] if f.slice is None else \
+        Signal(f"advantage std in slice {f.slice}", "trace", "std", slice=f.slice)
+    healthy_base = Setting() if f.slice is None else Setting().updated(f.scenario)
     results: dict[str, list[LabResult]] = {a: [] for a in ARMS}
     for seed in seed_list:
         base = {"estimator": est, "seed": seed, "steps": steps, "onset": onset}
         results["control"].append(run(LabConfig(fault=f.name, **base)))  # type: ignore[arg-type]
         results["mitigated"].append(run(LabConfig(fault=f.name, knobs=knobs, **base)))  # type: ignore[arg-type]
-        results["healthy"].append(run(LabConfig(**base)))  # type: ignore[arg-type]
+        results["healthy"].append(run(LabConfig(base=healthy_base, **base)))  # type: ignore[arg-type]
     arms = {a: _arm(a, results[a], sig, late_from, heldout_window) for a in ARMS}
     ctl, mit, hea = arms["control"], arms["mitigated"], arms["healthy"]
     matched = all(r <= c for r, c in zip(mit.rollouts, ctl.rollouts, strict=True)) and \
@@ -424,11 +481,49 @@ def compare(fault: str, mitigation: str, *, estimator: str | None = None, seeds:
     improved = _beyond(held_gain) and held_gain.mean > min_gain
     counts = matched and restored and improved
     cost = _diff(hea.heldout, ctl.heldout)
-    verdict = _verdict(m, f.name, matched, grew, lost, restored, recovered, improved, counts, held_gain, min_gain,
-                       cost)
+    slices: tuple[SliceHeldout, ...] = ()
+    if f.slice is not None:
+        slices = _heldout_slices(results, f.slice, heldout_window, min_gain)
+        affected = [x for x in slices if x.affected]
+        counts = matched and restored and all(x.improved for x in affected) and not any(x.regressed for x in slices)
+        verdict = _slice_verdict(m, f.name, f.slice, matched, lost, restored, recovered, counts, slices)
+    else:
+        verdict = _verdict(m, f.name, matched, grew, lost, restored, recovered, improved, counts, held_gain, min_gain,
+                           cost)
     return Comparison(f.name, m.name, est, f.name in m.targets, seed_list, int(steps), int(onset), late_from,
                       knobs, sig, arms, matched, grew, lost, restored, recovered, improved, counts, held_gain,
-                      sig_gain, adv_gain, verdict, m.hypothesis, float(min_gain))
+                      sig_gain, adv_gain, verdict, m.hypothesis, float(min_gain), slices)
+
+
+def _slice_verdict(m: Mitigation, fault: str, target: str, matched: bool, lost: bool, restored: bool,
+                   recovered: float, counts: bool, slices: tuple[SliceHeldout, ...]) -> str:
+    def gain(x: SliceHeldout) -> str:
+        se = f" ± {2 * x.gain.se:.3f}" if math.isfinite(x.gain.se) else ""
+        return f"{x.slice} {x.gain.mean:+.3f}{se}"
+
+    affected = [x for x in slices if x.affected]
+    improved = [x for x in affected if x.improved]
+    regressed = [x for x in slices if x.regressed]
+    held = "held-out per slice (mitigated - control, ± 2 se): " + ", ".join(gain(x) for x in affected)
+    if not matched:
+        return f"does not count: the budgets are not matched (more rollouts or updates than the control); {held}"
+    if counts:
+        return (f"COUNTS: {m.name} restores the signal in slice {target} ({recovered:.0%} of the gap) and improves "
+                f"held-out success in every affected slice beyond the seed spread without regressing another; {held}: "
+                f"the hypothesis '{m.hypothesis}' is supported for {fault}")
+    why = []
+    if not lost:
+        why.append(f"the control did not lose the signal in slice {target}")
+    elif not restored:
+        why.append(f"the signal in slice {target} is not restored"
+                   + (f" ({recovered:.0%} of the gap)" if math.isfinite(recovered) else ""))
+    missed = [x.slice for x in affected if not x.improved]
+    if missed:
+        why.append(f"held-out does not improve beyond the seed spread in {', '.join(missed)}"
+                   + (f" (improves in {', '.join(x.slice for x in improved)})" if improved else ""))
+    if regressed:
+        why.append(f"it regresses {', '.join(gain(x) for x in regressed)}")
+    return f"does not count: {'; '.join(why) or 'no affected slice'}; {held}"
 
 
 def _verdict(m: Mitigation, fault: str, matched: bool, grew: bool, lost: bool, restored: bool, recovered: float,
@@ -457,6 +552,10 @@ _COMPACT_TRACE = {("reward", "std"), ("adv", "std"), ("adv", "zero_variance_grou
 _COMPACT_MECHANICS = ("entropy", "grad_norm", "step_param_ratio", "kl_step")
 
 
+def _fault(name: str) -> Any:
+    return FAULTS[name] if name in FAULTS else SLICE_FAULTS[name]
+
+
 def render(c: Comparison, console: Any = None, *, compact: bool = False) -> None:
     """Print ``c`` side by side with rich (to ``console``, default a new one); ``compact`` keeps
     a few rows of the trace and of the update mechanics."""
@@ -465,7 +564,7 @@ def render(c: Comparison, console: Any = None, *, compact: bool = False) -> None
 
     con = console if console is not None else Console()
     target = "targets this fault" if c.on_target else "does NOT target this fault (a wrong-hypothesis test)"
-    con.print(f"[bold]advcore lab compare[/bold]: fault [bold]{c.fault}[/bold] ({FAULTS[c.fault].stage}) vs "
+    con.print(f"[bold]advcore lab compare[/bold]: fault [bold]{c.fault}[/bold] ({_fault(c.fault).stage}) vs "
               f"fault + [bold]{c.mitigation}[/bold], estimator {c.estimator}, seeds {list(c.seeds)}, "
               f"{c.steps} steps, onset {c.onset}, late window from step {c.late_from}")
     con.print(f"hypothesis: {c.hypothesis}; the mitigation {target}; knobs {c.knobs}")
@@ -502,6 +601,22 @@ def render(c: Comparison, console: Any = None, *, compact: bool = False) -> None
     mech.add_row(f"signal: {c.signal.label}", *(cell(c.arms[a].signal) for a in ARMS))
     mech.add_row("held-out success (last steps)", *(cell(c.arms[a].heldout, "{:.3f}") for a in ARMS))
     con.print(mech)
+    if c.slices:
+        per = Table(title=f"held-out success per slice (last steps, mean over seeds); fault slice "
+                          f"{_fault(c.fault).slice}")
+        per.add_column("slice")
+        for a in ARMS:
+            per.add_column(a, justify="right")
+        per.add_column("gain ± 2 se", justify="right")
+        per.add_column("", justify="left")
+        for x in c.slices:
+            se = f" ± {2 * x.gain.se:.3f}" if math.isfinite(x.gain.se) else ""
+            mark = "improved" if x.improved else "REGRESSED" if x.regressed else "-"
+            per.add_row(x.slice + (" *" if x.affected else ""), *(f"{x.arms[a].mean:.3f}" for a in ARMS),
+                        f"{x.gain.mean:+.3f}{se}", mark)
+        con.print(per)
+        con.print("* affected: the fault's slice, or one where the fault cost held-out success beyond the spread; "
+                  "gain = mitigated - control, paired by seed")
     yes = {True: "[green]yes[/green]", False: "[red]no[/red]"}
     con.print(f"budgets matched {yes[c.budget_matched]} | advantages grew {yes[c.advantages_grew]} | "
               f"signal restored {yes[c.signal_restored]} | held-out improved {yes[c.heldout_improved]}")

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from advcore.errors import AdvcoreError
 
-__all__ = ["FAULTS", "Fault", "Setting", "get_fault"]
+__all__ = ["FAULTS", "SLICE_FAULTS", "Fault", "Setting", "get_fault"]
 
 GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_pp", "dapo")
 ALL_ESTIMATORS = (*GROUP_ESTIMATORS, "ppo")
@@ -83,6 +83,8 @@ class Setting:
     std_floor : float
         Conditional normalisation (a mitigation): a group whose reward std (ddof 1, on the rewards
         the estimator receives) is below this floor is treated as tied, advantage 0 (0: off).
+    slice_fault : {"", "saturate_family", "truncate_long", "blind_success_check", "scale_family_reward"}
+        A fault that hits one slice of the ``vla`` pool (:mod:`advcore.lab.vla`); "" for none.
     """
 
     pool: str = "standard"
@@ -103,13 +105,15 @@ class Setting:
     inject: str = ""
     drop_tied: bool = False
     std_floor: float = 0.0
+    slice_fault: str = ""
 
     def updated(self, changes: Mapping[str, Any]) -> Setting:
         """A copy with ``changes`` applied (names checked, types coerced to the field's)."""
         return replace(self, **_coerce(changes))
 
 
-_CHOICES = {"pool": ("standard", "easy", "hard", "bimodal"), "reward_dtype": ("float64", "float32", "bfloat16"),
+_CHOICES = {"pool": ("standard", "easy", "hard", "bimodal", "vla"),
+            "slice_fault": ("", "saturate_family", "truncate_long", "blind_success_check", "scale_family_reward"), "reward_dtype": ("float64", "float32", "bfloat16"),
             "grouping": ("prompt", "stride", "singleton"), "critic_input": ("state", "blind", "leak"),
             "inject": ("", "grad", "reward")}
 
@@ -174,6 +178,8 @@ class Fault:
     estimators: tuple[str, ...] = ALL_ESTIMATORS
     scenario: Mapping[str, Any] = field(default_factory=dict)
     switch: Mapping[str, Any] = field(default_factory=dict)
+    #: the slice a single-slice fault hits (``"family=place"``); None for a fault of the whole batch
+    slice: str | None = None
 
     def setting(self, step: int, onset: int, base: Setting, knobs: Mapping[str, Any] | None = None) -> Setting:
         """The setting of ``step`` (1-based) for a fault switching on at ``onset``; ``knobs``
@@ -185,7 +191,7 @@ class Fault:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "stage": self.stage, "detectors": list(self.detectors), "onset": self.onset,
                 "description": self.description, "estimators": list(self.estimators),
-                "scenario": dict(self.scenario), "switch": dict(self.switch)}
+                "scenario": dict(self.scenario), "switch": dict(self.switch), "slice": self.slice}
 
 
 #: Every fault by name, in the order of issue 5, item 2.
@@ -241,10 +247,44 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
 )}
 
 
-def get_fault(name: str | None) -> Fault | None:
-    """The fault called ``name``; None for ``None``, ``""`` or ``"none"`` (the healthy run)."""
+_VLA = _frozen({"pool": "vla"})
+
+#: Faults that hit one slice of the ``vla`` pool (:mod:`advcore.lab.vla`) and leave the others
+#: learning: the aggregate stays alive, the slice loses its signal. Their healthy reference is the
+#: ``vla`` pool without a fault (``LabConfig(base=Setting(pool="vla"))``).
+SLICE_FAULTS: dict[str, Fault] = {f.name: f for f in (
+    Fault("family_saturates", "R", ("REWARD_SATURATION", "DEGENERATE_GROUPS", "REWARD_STD_DEATH"), "switch",
+          "the place family is served in states where any action completes it (a reset bug): that family's "
+          "success pins at 1 and its groups tie while pick and open keep learning",
+          ("grpo", "dr_grpo", "rloo", "reinforce_pp"), scenario=_VLA, switch=_frozen({"slice_fault": "saturate_family"}),
+          slice="family=place"),
+    Fault("long_horizon_floor", "R", ("REWARD_FLOOR",), "switch",
+          "the episode time limit is cut below the long horizon: every long episode times out with reward 0 while "
+          "the short ones keep learning",
+          ("grpo", "dr_grpo", "rloo", "reinforce_pp"), scenario=_VLA, switch=_frozen({"slice_fault": "truncate_long"}),
+          slice="horizon=long"),
+    Fault("perturbation_breaks_reward", "R", ("REWARD_FLOOR",), "switch",
+          "the success check reads the perturbed camera and never confirms success: perturbed episodes score 0 "
+          "whatever the policy does, clean ones keep learning",
+          ("grpo", "dr_grpo", "rloo", "reinforce_pp"), scenario=_VLA,
+          switch=_frozen({"slice_fault": "blind_success_check"}), slice="variation=perturbed"),
+    Fault("family_reward_scale", "T", ("ADV_COLLAPSE",), "switch",
+          "the open family's rewards pass a per-task normaliser that blew up (x 1e-8) before the advantage: its "
+          "logged rewards keep their spread, its advantages collapse",
+          ("grpo", "rloo", "reinforce_pp"), scenario=_VLA, switch=_frozen({"slice_fault": "scale_family_reward"}),
+          slice="family=open"),
+)}
+
+
+def get_fault(name: str | Fault | None) -> Fault | None:
+    """The fault called ``name`` (of :data:`FAULTS` or :data:`SLICE_FAULTS`); None for ``None``, ``""``
+    or ``"none"`` (the healthy run). A :class:`Fault` given itself is returned as is (a schedule built
+    outside those tables, such as the hard negatives of :mod:`advcore.lab.negatives`)."""
+    if isinstance(name, Fault):
+        return name
     if name is None or name in ("", "none", "healthy"):
         return None
-    if name not in FAULTS:
-        raise AdvcoreError(f"`fault`: unknown fault {name!r} (known: none, {', '.join(FAULTS)})")
-    return FAULTS[name]
+    known = {**FAULTS, **SLICE_FAULTS}
+    if name not in known:
+        raise AdvcoreError(f"`fault`: unknown fault {name!r} (known: none, {', '.join(known)})")
+    return known[name]

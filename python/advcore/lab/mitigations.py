@@ -107,6 +107,18 @@ MITIGATIONS: dict[str, Mitigation] = {m.name: m for m in (
                ("kl_pin",), "KL coefficient 10 -> 0.01", lambda s: {"kl_coef": 0.01}),
     Mitigation("entropy_bonus", "the entropy term drives the policy deterministic",
                ("entropy_collapse",), "an entropy bonus of +0.01 instead of the -5", lambda s: {"entropy_coef": 0.01}),
+    # the single-slice faults of the vla pool (advcore.lab.faults.SLICE_FAULTS): each undoes one cause in one slice
+    Mitigation("fix_reset", "the place family is reset into states where any action succeeds",
+               ("family_saturates",), "reset the place tasks into their real initial states",
+               lambda s: {"slice_fault": ""}),
+    Mitigation("restore_time_limit", "the episode time limit is shorter than the long tasks",
+               ("long_horizon_floor",), "give long episodes their full horizon", lambda s: {"slice_fault": ""}),
+    Mitigation("fix_success_check", "the success check cannot see through the perturbed camera",
+               ("perturbation_breaks_reward",), "check success from the simulator state, not the camera",
+               lambda s: {"slice_fault": ""}),
+    Mitigation("per_task_unscaled", "a per-task reward normaliser flattens one family's rewards",
+               ("family_reward_scale",), "feed the open family's rewards to the advantage as scored",
+               lambda s: {"slice_fault": ""}),
 )}
 
 

@@ -19,7 +19,7 @@ score has no sampling noise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +54,9 @@ class TaskSet:
         Which action is correct at each position (all True past the horizon).
     quality : ndarray of float64, shape (T, H, K)
         The graded term of the reward, in [0, 1).
+    labels : dict of str to ndarray of str, shape (T,)
+        Slice labels of each task (the ``vla`` pool: ``family``, ``horizon``, ``variation``); empty for
+        the other pools.
     """
 
     z: F64
@@ -61,6 +64,7 @@ class TaskSet:
     n_correct: I64
     correct: B
     quality: F64
+    labels: dict[str, npt.NDArray[np.str_]] = field(default_factory=dict)
 
     @property
     def size(self) -> int:

@@ -55,6 +55,7 @@ from advcore.errors import AdvcoreError, AdvcoreWarning
 from advcore.lab.estimators import Critic, gae, get_estimator, group_advantages
 from advcore.lab.faults import Fault, Setting, get_fault
 from advcore.lab.policy import POOLS, Policy, TaskSet, make_tasks, make_teacher, softmax
+from advcore.lab.vla import LABELS, family_teachers, make_vla_tasks, observation_dim, reward_factor, slice_effects
 
 __all__ = ["LabConfig", "LabResult", "loss_and_grad", "run", "truth"]
 
@@ -67,7 +68,7 @@ class LabConfig:
     """What to run. ``knobs`` override the fault's switch (:class:`advcore.lab.faults.Setting` fields)."""
 
     estimator: str = "grpo"
-    fault: str | None = None
+    fault: str | Fault | None = None
     seed: int = 0
     steps: int = 80
     onset: int = 30
@@ -85,6 +86,8 @@ class LabConfig:
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("base", "knobs")}
+        if isinstance(self.fault, Fault):
+            out["fault"] = self.fault.name
         out["knobs"] = dict(self.knobs)
         out["base"] = {k: getattr(self.base, k) for k in self.base.__dataclass_fields__}
         return out
@@ -173,6 +176,8 @@ def _generate(rng: np.random.Generator, policy: Policy, tasks: TaskSet, s: Setti
     pos = np.arange(horizon)[None, :]
     ok = tasks.correct[task[:, None], pos, actions]
     success = ok.all(axis=1).astype(np.float64)
+    if s.slice_fault:
+        success = slice_effects(s.slice_fault, tasks, task, np.asarray(success, dtype=np.float64))
     quality = np.where(mask, tasks.quality[task[:, None], pos, actions], 0.0).sum(axis=1) / mask.sum(axis=1)
     scored = _score(rng, success + s.shaping * quality, s)
     return _Batch(task, group, phi, probs, actions, mask, ok, _hold(scored, s), scored)
@@ -295,6 +300,15 @@ def _check(cfg: LabConfig) -> tuple[Fault | None, float]:
         fault.setting(cfg.onset, cfg.onset, cfg.base, cfg.knobs)
     elif cfg.knobs:
         raise AdvcoreError("`knobs` override a fault's switch: name a fault (a healthy run is changed through `base`)")
+    if _uses_vla(cfg, fault):
+        pools = {fault.setting(step, cfg.onset, cfg.base, cfg.knobs).pool if fault is not None else cfg.base.pool
+                 for step in (1, cfg.onset, cfg.steps)}
+        if pools != {"vla"}:
+            raise AdvcoreError("the `vla` pool's tasks are seen through their own features: a run that uses it must "
+                               f"use it at every step (this one uses {sorted(pools)})")
+        if cfg.estimator == "ppo":
+            raise AdvcoreError("`estimator`: the `vla` pool is for the group estimators (its critic has no features "
+                               "for the families)")
     return fault, lr
 
 
@@ -325,11 +339,20 @@ def run(config: LabConfig | None = None, **kw: Any) -> LabResult:
     fault, lr = _check(cfg)
     est = get_estimator(cfg.estimator)
     seq = np.random.SeedSequence(cfg.seed)
-    task_rng, held_rng, rng = (np.random.default_rng(s) for s in seq.spawn(3))
+    # the first three streams are those of every run; the VLA pool draws from two more, so that a run of
+    # the other pools is the same with or without it
+    task_rng, held_rng, rng, vla_rng, vla_held_rng = (np.random.default_rng(s) for s in seq.spawn(5))
     teacher = make_teacher(task_rng, horizon=cfg.horizon, actions=cfg.actions, dim=cfg.dim)
     pools = {name: make_tasks(task_rng, teacher, cfg.train_tasks, name) for name in POOLS}
     heldout = make_tasks(held_rng, teacher, cfg.heldout_tasks, "standard")
-    policy = Policy(cfg.horizon, cfg.actions, cfg.dim)
+    dim = cfg.dim
+    if _uses_vla(cfg, fault):
+        teachers = family_teachers(vla_rng, teacher)
+        pools = {"vla": make_vla_tasks(vla_rng, teachers, cfg.train_tasks)}
+        pools["standard"] = pools["vla"]  # train_success reads the pool the run trains on
+        heldout = make_vla_tasks(vla_held_rng, teachers, cfg.heldout_tasks)
+        dim = observation_dim(cfg.dim)
+    policy = Policy(cfg.horizon, cfg.actions, dim)
     ref = policy.theta.copy()
     ref_synced = False
     critic = Critic(cfg.dim, cfg.horizon) if cfg.estimator == "ppo" else None
@@ -340,8 +363,12 @@ def run(config: LabConfig | None = None, **kw: Any) -> LabResult:
         if s.ref_reset and not ref_synced:
             ref, ref_synced = policy.theta.copy(), True
         tasks = pools[s.pool]
-        row: dict[str, float] = {"heldout_success": float(policy.success(heldout).mean()),
+        held = policy.success(heldout)
+        row: dict[str, float] = {"heldout_success": float(held.mean()),
                                  "train_success": float(policy.success(pools["standard"]).mean())}
+        for label, values in heldout.labels.items():  # held-out success per slice (the vla pool)
+            for value in sorted(set(values.tolist())):
+                row[f"heldout_success/{label}={value}"] = float(held[values == value].mean())
         batch = _generate(rng, policy, tasks, s, cfg.horizon)
         row["n_generated"] = float(batch.reward.shape[0])
         if s.drop_tied and cfg.estimator != "dapo":  # dynamic sampling within the step's rollout budget
@@ -373,6 +400,14 @@ def run(config: LabConfig | None = None, **kw: Any) -> LabResult:
     return LabResult(cfg, fault, steps_frame, samples, truth(cfg, fault))
 
 
+def _uses_vla(cfg: LabConfig, fault: Fault | None) -> bool:
+    """Whether a step of the run may draw from the ``vla`` pool (then the held-out tasks are VLA tasks)."""
+    pools: set[Any] = {cfg.base.pool}
+    if fault is not None:
+        pools |= {fault.scenario.get("pool"), fault.switch.get("pool"), cfg.knobs.get("pool")}
+    return "vla" in pools
+
+
 def truth(cfg: LabConfig, fault: Fault | None) -> dict[str, Any]:
     """The ground truth of a run: fault, stage, onset step (None for a healthy run), expected
     detectors, estimator, seed and every knob."""
@@ -382,6 +417,7 @@ def truth(cfg: LabConfig, fault: Fault | None) -> dict[str, Any]:
         "onset_step": (1 if fault.onset == "start" else cfg.onset) if fault else None,
         "onset_kind": fault.onset if fault else None,
         "expected_detectors": list(fault.detectors) if fault else [],
+        "slice": fault.slice if fault else None,
         "description": fault.description if fault else "healthy run",
         "estimator": cfg.estimator,
         "seed": cfg.seed,
@@ -401,6 +437,8 @@ def _step(cfg: LabConfig, agg: str, lr: float, s: Setting, policy: Policy, ref: 
     out["response_length_mean"] = float(mask.sum(axis=1).mean()) if n else math.nan
     out["truncated_frac"] = 0.0
     r_in = batch.reward * s.reward_scale  # the faulty scaling step (1: none)
+    if s.slice_fault:
+        r_in = r_in * reward_factor(s.slice_fault, tasks, batch.task)
     cols: dict[str, Any] = {}
     if n == 0:  # DAPO found no group with spread: nothing to train on
         return out
@@ -450,6 +488,8 @@ def _step(cfg: LabConfig, agg: str, lr: float, s: Setting, policy: Policy, ref: 
                                       "difficulty": pl.Series(diff, dtype=pl.String),
                                       "reward": pl.Series(batch.reward, dtype=pl.Float64),
                                       "reward_scored": pl.Series(batch.scored, dtype=pl.Float64),
+                                      **{f"slice_{label}": pl.Series(tasks.labels[label][batch.task], dtype=pl.String)
+                                         for label in LABELS if label in tasks.labels},
                                       **{k: pl.Series(v, dtype=pl.Float64) for k, v in cols.items()}}))
     return out
 

@@ -10,9 +10,13 @@ their trace (the 5-95 % and 25-75 % quantile bands and the median), and, when th
 labels, the reward's mean and tied share and the advantage spread of each slice. Several runs get an index table
 first (sortable by a click on a column's head), each row linking to its run.
 
-The figures are inline SVG drawn by matplotlib (text kept as text, long series simplified by
-matplotlib's path simplification), so the page needs no network and no file beside it; ``png_dir``
-also writes each figure as a PNG. Needs matplotlib (``pip install 'advcore[report]'``).
+The figures are inline SVG drawn by matplotlib (text kept as text, fixed margins, a series of more than
+:data:`MAX_POINTS` points thinned to the lowest and highest value of each stretch), so the page needs no
+network and no file beside it; ``png_dir`` also writes each figure as a PNG. A run's figures are held as
+text in an inert ``<script>`` until its section comes near the screen, then drawn by the page's script:
+a page of 1,000 runs (44 MB) reaches its load event in about 1.4 s in headless Chromium and shows its
+first screen in under 3 s (bench/bench_report.py). Many runs are drawn on several processes. Needs
+matplotlib (``pip install 'advcore[report]'``).
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ from __future__ import annotations
 import html
 import io
 import math
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +52,14 @@ PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("U", "update", ("grad_norm", "kl", "kl_step", "entropy", "action_std", "clip_frac", "update_ratio",
                      "step_norm", "lr")),
 )
+#: Points of one series drawn at most (:func:`_thin`).
+MAX_POINTS = 800
+#: Runs from which the figures are drawn on several processes.
+PARALLEL_FROM = 24
 #: Reward components drawn at most.
 MAX_COMPONENTS = 6
+#: Onsets closer than this share of the steps drawn share one label.
+LABEL_GAP = 0.04
 #: Small plots per row of a figure.
 COLUMNS = 3
 #: Line colors of the several series of one plot (two runs compared, the slices of a run).
@@ -69,6 +82,21 @@ const body=th.closest('table').tBodies[0];const rows=[...body.rows];const asc=th
 const key=r=>{const t=r.cells[i].innerText;const n=parseFloat(t);return isNaN(n)?t:n};
 rows.sort((a,b)=>{const x=key(a),y=key(b);return (x>y?1:x<y?-1:0)*(asc?1:-1)});
 th.dataset.asc=asc?'1':'0';rows.forEach(r=>body.appendChild(r));}));
+"""
+
+#: Draws a section's figures (held as text in its inert script) when it comes within two screens of the
+#: view — those of the first two screens at once, as the page loads, so the first paint already shows
+#: them; every figure at once before printing, or when the address ends in ``#all``.
+_DRAW = """
+const draw=d=>{const s=d.querySelector('script[type="text/html"]');if(!s)return;
+d.insertAdjacentHTML('beforeend',s.textContent.replaceAll('<\\\\/script','<'+'/script'));s.remove();d.style.minHeight='';};
+const boxes=document.querySelectorAll('div.figures');
+const drawAll=()=>boxes.forEach(draw);
+if(location.hash==='#all'||!('IntersectionObserver' in window)){drawAll();}else{
+const seen=new IntersectionObserver(es=>es.forEach(e=>{if(e.isIntersecting){draw(e.target);seen.unobserve(e.target);}}),
+{rootMargin:'200% 0px'});let near=true;
+boxes.forEach(b=>{if(near&&b.getBoundingClientRect().top<2*innerHeight){draw(b);}else{near=false;seen.observe(b);}});}
+addEventListener('beforeprint',drawAll);
 """
 
 
@@ -115,8 +143,29 @@ def _series(frame: pl.DataFrame, name: str) -> tuple[list[float], list[float]]:
     """The finite points of ``name`` over ``step`` (of a timeline frame)."""
     part = frame.select("step", pl.col(name).cast(pl.Float64, strict=False)).drop_nulls()
     steps, values = part["step"].to_list(), part[name].to_list()
-    kept = [(s, v) for s, v in zip(steps, values, strict=True) if math.isfinite(v)]
-    return [float(s) for s, _ in kept], [v for _, v in kept]
+    kept = [(float(s), v) for s, v in zip(steps, values, strict=True) if math.isfinite(v)]
+    return _thin([s for s, _ in kept], [v for _, v in kept])
+
+
+def _thin(steps: list[float], values: list[float]) -> tuple[list[float], list[float]]:
+    """At most :data:`MAX_POINTS` points of a series: past that, the lowest and the highest value of each
+    run of consecutive points, in step order, so a one-step spike still shows (a longer series is not
+    drawn any finer in a plot 3.6 inches wide, and makes the page longer to open)."""
+    n = len(steps)
+    if n <= MAX_POINTS:
+        return steps, values
+    buckets = MAX_POINTS // 2
+    out_s: list[float] = []
+    out_v: list[float] = []
+    for b in range(buckets):
+        lo, hi = b * n // buckets, (b + 1) * n // buckets
+        part = range(lo, hi)
+        low = min(part, key=values.__getitem__)
+        high = max(part, key=values.__getitem__)
+        for i in sorted({low, high}):
+            out_s.append(steps[i])
+            out_v.append(values[i])
+    return out_s, out_v
 
 
 #: One small plot: its title (the metric), steps, values, and for a per-sample stage its quantile bands
@@ -140,17 +189,39 @@ def _plots_of(frame: pl.DataFrame, stage: str, names: tuple[str, ...]) -> list[P
     return plots
 
 
+def _grid(plt: Any, n: int) -> tuple[Any, list[Any]]:
+    """A figure of ``n`` small plots, :data:`COLUMNS` per row, with fixed margins in inches (laying the
+    text out to fit, ``tight_layout``, took most of a figure's drawing time) and few ticks."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    cols = min(COLUMNS, n)
+    rows = math.ceil(n / cols)
+    width, height = 3.6 * cols, 1.9 * rows
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
+    left, right, bottom, top, gap_x, gap_y = 0.6, 0.1, 0.3, 0.25, 0.65, 0.55  # inches
+    ax_w = (width - left - right - (cols - 1) * gap_x) / cols
+    ax_h = (height - bottom - top - (rows - 1) * gap_y) / rows
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=gap_x / ax_w, hspace=gap_y / ax_h)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax in axes.flat[:n]:
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+        ax.yaxis.set_major_locator(MaxNLocator(4))
+        # values as they are (4.5e-06), not an offset text above the plot, where the title is
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+        ax.tick_params(labelsize=7)
+    return fig, list(axes.flat[:n])
+
+
 def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | None]],
             shade: list[tuple[float, float]], thresholds: Sequence[tuple[str, float, str]] = ()) -> Any:
     """A figure of small plots: (title, steps, values, quantile bands or None) each; ``markers`` (onset, ID,
     the evidence's metric) drawn on every plot, thicker on the metric named; ``thresholds`` (metric, value,
     ID) drawn across the plot of that metric."""
-    cols = min(COLUMNS, len(panels))
-    rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 1.9 * rows), squeeze=False)
-    for ax in axes.flat[len(panels):]:
-        ax.set_visible(False)
-    for ax, (title, steps, values, bands) in zip(axes.flat, panels, strict=False):
+    fig, axes = _grid(plt, len(panels))
+    labels = _marker_labels(markers, [s for _, steps, _, _ in panels for s in steps[:1] + steps[-1:]])
+    for ax, (title, steps, values, bands) in zip(axes, panels, strict=True):
         for a, b in shade:
             ax.axvspan(a, b, color="#eeeeee", zorder=0)
         if bands:  # 5-95 %, then 25-75 % darker
@@ -161,7 +232,8 @@ def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | 
         for onset, ident, metric in markers:
             named = metric == title
             ax.axvline(onset, color="#b00020", linewidth=1.6 if named else 0.8, linestyle="-" if named else "--")
-            ax.annotate(ident, (onset, 1.0), xycoords=("data", "axes fraction"), fontsize=6, color="#b00020",
+        for onset, label in labels:
+            ax.annotate(label, (onset, 1.0), xycoords=("data", "axes fraction"), fontsize=6.5, color="#b00020",
                         rotation=90, va="top", ha="right")
         for name, value, ident in thresholds:
             if name == title:
@@ -169,9 +241,22 @@ def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | 
                 ax.annotate(f"{ident} threshold", (0.0, value), xycoords=("axes fraction", "data"), fontsize=6,
                             color="#b00020", va="bottom")
         ax.set_title(title, loc="left")
-        ax.tick_params(labelsize=6)
-    fig.tight_layout(pad=0.4)
     return fig
+
+
+def _marker_labels(markers: Sequence[tuple[float, str, str | None]], ends: Sequence[float]) -> list[tuple[float, str]]:
+    """One label per cluster of onsets closer than :data:`LABEL_GAP` of the steps drawn (``ends``: the first and
+    last step of each plot): the IDs of findings that started together, joined at the first onset, rather than
+    printed over one another."""
+    span = (max(ends) - min(ends)) if ends else 0.0
+    out: list[tuple[float, list[str]]] = []
+    for onset, ident, _ in sorted(markers, key=lambda m: (m[0], m[1])):
+        if out and onset - out[-1][0] <= LABEL_GAP * span:
+            if ident not in out[-1][1]:
+                out[-1][1].append(ident)
+        else:
+            out.append((onset, [ident]))
+    return [(onset, ", ".join(ids)) for onset, ids in out]
 
 
 def _svg(fig: Any) -> str:
@@ -194,42 +279,57 @@ def _trace_panels(report: RunReport) -> list[Plot]:
         wide = rows.pivot(on="statistic", index="step", values="value").sort("step").drop_nulls()
         if wide.is_empty() or not set(wanted) <= set(wide.columns):
             continue
+        wide = wide.gather_every(math.ceil(wide.height / MAX_POINTS))
         bands = list(zip(*(wide[c].to_list() for c in wanted[:4]), strict=True))
         out.append((f"{stage} per sample (median, 25-75 %, 5-95 %)", [float(s) for s in wide["step"]],
                     wide["q50"].to_list(), bands))
     return out
 
 
-#: Per-slice plots: (trace stage, statistic, title); the slices drawn at most (the most sampled first).
-_SLICE_PLOTS = (("reward", "mean", "reward mean"), ("reward", "zero_variance_group_frac", "tied groups"),
-                ("adv", "std", "advantage std"))
+#: Per-slice plots: (per-step metric of the slice, title); the slices of one label drawn at most (the lost
+#: ones first, then the most sampled).
+_SLICE_PLOTS = (("reward_mean", "reward mean"), ("zero_variance_group_frac", "tied groups"), ("adv_std", "advantage std"))
 MAX_SLICES = len(_LINE_COLORS)
+SlicePlot = tuple[str, list[tuple[str, list[float], list[float]]]]
 
 
-def _slice_plots(report: RunReport) -> list[tuple[str, list[tuple[str, list[float], list[float]]]]]:
-    """Per labelled slice of a per-sample trace (``slice_<label>`` columns): the reward's mean and tied
-    share and the advantage spread over steps, one line per slice."""
-    trace = report.run.trace
-    if trace is None or trace.is_empty():
-        return []
-    sliced = trace.filter(pl.col("slice") != "all")
-    if sliced.is_empty():
-        return []
-    sizes = (sliced.filter(pl.col("statistic") == "n").group_by("slice").agg(pl.col("value").sum())
-             .sort("value", descending=True))
-    slices = sizes["slice"].to_list()[:MAX_SLICES]
-    out = []
-    for stage, statistic, title in _SLICE_PLOTS:
-        part = sliced.filter(pl.col("stage") == stage, pl.col("statistic") == statistic)
-        lines = []
-        for name in slices:
-            rows = part.filter(pl.col("slice") == name).sort("step").drop_nulls("value")
-            rows = rows.filter(pl.col("value").is_finite())
-            if rows.height:
-                lines.append((name, [float(v) for v in rows["step"]], rows["value"].to_list()))
-        if lines:
-            out.append((f"{title} by slice", lines))
-    return out
+def _slice_plots(report: RunReport) -> tuple[list[SlicePlot], dict[str, int | None]]:
+    """Per slice label (``slice_<label>`` columns of the samples, or a trainer's per-task keys): the
+    reward's mean and tied share and the advantage spread of each of its slices over steps, one line per
+    slice, three plots per label (those of a label with a lost slice first, titled with it); and, per plot
+    of such a label, the onset step of its first lost slice (drawn as a mark)."""
+    frame = report.run.slices
+    if frame is None or frame.is_empty():
+        return [], {}
+    lost = {s.slice: s for s in report.verdict.slices}
+    frame = frame.with_columns(pl.col("slice").str.split_exact("=", 1).struct.field("field_0").alias("__label"))
+    sizes = frame.group_by("slice", "__label").agg(
+        (pl.col("n_samples").sum() if "n_samples" in frame.columns else pl.len()).alias("size"))
+    labels = sorted(sizes["__label"].unique().to_list(),
+                    key=lambda lab: (not any(k.startswith(f"{lab}=") for k in lost), lab))
+    out: list[SlicePlot] = []
+    marks: dict[str, int | None] = {}
+    for label in labels:
+        mine = sizes.filter(pl.col("__label") == label)
+        names = sorted(mine["slice"].to_list(), key=lambda n: (n not in lost, -float(
+            mine.filter(pl.col("slice") == n)["size"][0] or 0), n))[:MAX_SLICES]
+        dead = [n for n in names if n in lost]
+        suffix = f" (lost: {', '.join(dead)})" if dead else ""
+        for metric, title in _SLICE_PLOTS:
+            if metric not in frame.columns:
+                continue
+            lines = []
+            for name in names:
+                rows = frame.filter(pl.col("slice") == name).sort("step").drop_nulls(metric)
+                rows = rows.filter(pl.col(metric).is_finite())
+                if rows.height:
+                    lines.append((name, *_thin([float(v) for v in rows["step"]], rows[metric].to_list())))
+            if lines:
+                plot_title = f"{label}: {title}{suffix}"
+                out.append((plot_title, lines))
+                if dead:
+                    marks[plot_title] = lost[dead[0]].onset
+    return out, marks
 
 
 def _slug(i: int) -> str:
@@ -246,60 +346,105 @@ def _findings_table(report: RunReport) -> str:
             f"<th>what</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
-def _run_section(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> str:
+#: One figure of a run: its ``<figure>`` HTML and its height in inches.
+Figure = tuple[str, float]
+
+
+def _run_head(i: int, report: RunReport) -> str:
+    """A run's heading, verdict, findings and what to try: the text of its section."""
     run, verdict = report.run, report.verdict
     status = verdict.status
     parts = [f"<h2 id='{_slug(i)}'>{html.escape(run.path)}</h2>",
              f"<p>{html.escape(run.format)} | trainer {html.escape(str(run.trainer or 'unknown'))} | {run.steps} steps"
              f" | <span class='{status}'>{status.replace('_', ' ')}</span>"
              + (f", stage {verdict.stage}" if verdict.stage else "") + "</p>",
-             f"<p class='summary'>{html.escape(verdict.summary)}</p>", _findings_table(report)]
+             f"<p class='summary'>{html.escape(verdict.summary)}</p>",
+             "" if verdict.filter is None else f"<p>Accuracy filter: {html.escape(verdict.filter.describe())}</p>",
+             _findings_table(report)]
     if verdict.what_to_try:
         parts.append("<h3>What to try first</h3><ul>" + "".join(f"<li>{html.escape(t)}</li>"
                                                                    for t in verdict.what_to_try[:4]) + "</ul>")
+    return "\n".join(p for p in parts if p)
+
+
+def _run_figures(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> list[Figure]:
+    """A run's figures: one per stage it has metrics of, its per-sample distributions, its slices."""
+    run = report.run
     if "step" not in run.frame.columns:
-        return "\n".join(p for p in parts if p)
+        return []
     offsets, shade = _phase_layout(run.frame)
     frame = _timeline(run.frame, offsets)
+    figures = []
     for stage, title, names in PANELS:
         panels = _plots_of(frame, stage, names)
         if not panels:
             continue
+        # a slice's finding is drawn on the per-slice panels, not on the whole run's series
+        whole = [f for f in report.findings if f.slice is None]
         markers = [(f.onset_step + offsets.get(int(f.evidence.get("onset_phase") or 0), 0.0), f.id,
-                    f.evidence.get("metric")) for f in report.findings if f.stage == stage and f.onset_step is not None]
+                    f.evidence.get("metric")) for f in whole if f.stage == stage and f.onset_step is not None]
         # a threshold on the series the detector judged (not on a proxy the run does not log)
-        thresholds = [(str(f.evidence["metric"]), float(f.evidence[THRESHOLD]), f.id) for f in report.findings
+        thresholds = [(str(f.evidence["metric"]), float(f.evidence[THRESHOLD]), f.id) for f in whole
                       if f.stage == stage and isinstance(f.evidence.get(THRESHOLD), (int, float))
                       and "proxy" not in f.evidence and math.isfinite(f.evidence[THRESHOLD])]
-        parts.append(_figure_html(plt, f"{stage} {title}", panels, markers, shade, png_dir, f"{i}-{stage}",
-                                  thresholds))
+        fig = _figure(plt, panels, markers, shade, thresholds)
+        figures.append(_save_figure(plt, fig, f"{stage} {title}", len(panels), len(markers), png_dir, f"{i}-{stage}"))
     trace_panels = _trace_panels(report)
     if trace_panels:
-        parts.append(_figure_html(plt, "per-sample distributions", trace_panels, [], shade, png_dir, f"{i}-samples"))
-    slice_plots = _slice_plots(report)
+        fig = _figure(plt, trace_panels, [], shade)
+        figures.append(_save_figure(plt, fig, "per-sample distributions", len(trace_panels), 0, png_dir,
+                                    f"{i}-samples"))
+    slice_plots, slice_marks = _slice_plots(report)
     if slice_plots:
-        fig = _lines_figure(plt, slice_plots)
-        parts.append(_save_figure(plt, fig, "per slice", len(slice_plots), 0, png_dir, f"{i}-slices"))
-    return "\n".join(p for p in parts if p)
+        legends = {title for title, _ in slice_plots if title.split(": ", 1)[-1].startswith(_SLICE_PLOTS[0][1])}
+        fig = _lines_figure(plt, slice_plots, slice_marks, mark_text="lost at", legends=legends)
+        figures.append(_save_figure(plt, fig, "per slice", len(slice_plots), 0, png_dir, f"{i}-slices"))
+    return figures
 
 
-def _figure_html(plt: Any, caption: str, panels: list[Plot], markers: list[tuple[float, str, str | None]],
-                 shade: list[tuple[float, float]], png_dir: Path | None, name: str,
-                 thresholds: Sequence[tuple[str, float, str]] = ()) -> str:
-    fig = _figure(plt, panels, markers, shade, thresholds)
-    return _save_figure(plt, fig, caption, len(panels), len(markers), png_dir, name)
-
-
-def _save_figure(plt: Any, fig: Any, caption: str, plots: int, markers: int, png_dir: Path | None, name: str) -> str:
+def _save_figure(plt: Any, fig: Any, caption: str, plots: int, markers: int, png_dir: Path | None,
+                 name: str) -> Figure:
     """The figure as an inline ``<figure>`` of SVG (and as ``png_dir/<name>.png``), then closed."""
     try:
         svg = _svg(fig)
+        height = float(fig.get_figheight())
         if png_dir is not None:
             fig.savefig(png_dir / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png", format="png", dpi=110)
     finally:
         plt.close(fig)
     return (f"<figure data-stage='{html.escape(caption)}' data-plots='{plots}' "
-            f"data-markers='{markers}'><figcaption><h3>{html.escape(caption)}</h3></figcaption>{svg}</figure>")
+            f"data-markers='{markers}'><figcaption><h3>{html.escape(caption)}</h3></figcaption>{svg}</figure>", height)
+
+
+def _drawn(job: tuple[int, RunReport, Path | None]) -> list[Figure]:
+    """:func:`_run_figures` of one run, in a worker process."""
+    return _run_figures(_pyplot(), *job)
+
+
+def _all_figures(reports: Sequence[RunReport], png_dir: Path | None, jobs: int | None) -> list[list[Figure]]:
+    """Every run's figures, drawn on ``jobs`` processes (default: every core) from :data:`PARALLEL_FROM`
+    runs on (a figure takes tens of milliseconds; a worker takes about two seconds to start)."""
+    jobs = jobs or os.cpu_count() or 1
+    work = [(i, r, png_dir) for i, r in enumerate(reports)]
+    if jobs == 1 or len(reports) < PARALLEL_FROM:
+        plt = _pyplot()
+        return [_run_figures(plt, *job) for job in work]
+    # spawn, not fork: Polars' thread pool does not survive a fork (as in advcore.scan)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        return list(pool.map(_drawn, work, chunksize=max(1, len(work) // (jobs * 8))))
+
+
+def _section(i: int, report: RunReport, figures: list[Figure]) -> str:
+    """A run's section: its text, then its figures as HTML text in an inert ``<script>`` the page's script
+    draws when the section comes near the screen (:data:`_DRAW`), so a page of a thousand runs opens as
+    fast as its text; the placeholder has the figures' height, so the page does not jump as they come."""
+    head = _run_head(i, report)
+    if not figures:
+        return f"<section>{head}</section>"
+    inches = sum(h for _, h in figures)
+    body = "".join(f for f, _ in figures).replace("</script", "<\\/script")  # never in matplotlib's SVG
+    return (f"<section>{head}<div class='figures' style='min-height:{round(inches * 96 + 45 * len(figures))}px'>"
+            f"<script type='text/html'>{body}</script></div></section>")
 
 
 def _index(reports: Sequence[RunReport]) -> str:
@@ -313,41 +458,42 @@ def _index(reports: Sequence[RunReport]) -> str:
             f"<th>since step</th><th>steps</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
-def render_html(reports: Sequence[RunReport], *, title: str = "advcore report", png_dir: Path | None = None) -> str:
+def render_html(reports: Sequence[RunReport], *, title: str = "advcore report", png_dir: Path | None = None,
+                jobs: int | None = None) -> str:
     """The page (a string of HTML) for ``reports``; with ``png_dir`` (an existing folder) each figure is
-    also written there as ``<run index>-<stage>.png``. Raises :class:`AdvcoreError` when matplotlib is
-    not installed."""
-    plt = _pyplot()
+    also written there as ``<run index>-<stage>.png``; figures are drawn on ``jobs`` processes (default:
+    every core) when there are many runs. Raises :class:`AdvcoreError` when matplotlib is not installed."""
+    _pyplot()  # before any work: the error says what to install
+    figures = _all_figures(reports, png_dir, jobs)
     lost = sum(r.verdict.status == "lost" for r in reports)
     body = [f"<h1>{html.escape(title)}</h1>",
-            f"<p>{len(reports)} run{'s' if len(reports) != 1 else ''}, {lost} with a lost learning signal.</p>"]
+            f"<p>{len(reports)} run{'s' if len(reports) != 1 else ''}, {lost} with a lost learning signal.</p>",
+            "<noscript><p>The figures are drawn by the page's script: allow JavaScript to see them.</p></noscript>"]
     if len(reports) > 1:
         body.append(_index(reports))
-    body += [_run_section(plt, i, r, png_dir) for i, r in enumerate(reports)]
+    body += [_section(i, r, f) for i, (r, f) in enumerate(zip(reports, figures, strict=True))]
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{_STYLE}</style></head><body>{''.join(body)}<script>{_SORT}</script></body></html>")
+            f"<style>{_STYLE}</style></head><body>{''.join(body)}<script>{_SORT}{_DRAW}</script></body></html>")
 
 
 def _lines_figure(plt: Any, plots: list[tuple[str, list[tuple[str, list[float], list[float]]]]],
-                  marks: dict[str, int | None] | None = None) -> Any:
+                  marks: dict[str, int | None] | None = None, *, mark_text: str = "parts at",
+                  legends: Collection[str] | None = None) -> Any:
     """Small plots of several labelled series each (title, [(label, steps, values)]); ``marks`` (title ->
-    step) draws where two runs part."""
-    cols = min(COLUMNS, len(plots))
-    rows = math.ceil(len(plots) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 1.9 * rows), squeeze=False)
-    for ax in axes.flat[len(plots):]:
-        ax.set_visible(False)
-    for ax, (title, lines) in zip(axes.flat, plots, strict=False):
+    step) draws where two runs part (or, with ``mark_text``, where a slice was lost); ``legends``: the
+    titles of the plots that get a legend (default the first)."""
+    fig, axes = _grid(plt, len(plots))
+    for ax, (title, lines) in zip(axes, plots, strict=True):
         for (label, steps, values), color in zip(lines, _LINE_COLORS, strict=False):
             ax.plot(steps, values, color=color, linewidth=1.0, label=label)
         if (step := (marks or {}).get(title)) is not None:
             ax.axvline(step, color="#b00020", linewidth=1.2)
-            ax.annotate(f"parts at {step}", (step, 1.0), xycoords=("data", "axes fraction"), fontsize=6,
+            ax.annotate(f"{mark_text} {step}", (step, 1.0), xycoords=("data", "axes fraction"), fontsize=6,
                         color="#b00020", rotation=90, va="top", ha="right")
         ax.set_title(title, loc="left")
-        ax.tick_params(labelsize=6)
-    axes.flat[0].legend(fontsize=6, loc="best")
-    fig.tight_layout(pad=0.4)
+    for ax, (title, _) in zip(axes, plots, strict=True):
+        if (title in legends) if legends is not None else ax is axes[0]:
+            ax.legend(fontsize=6, loc="best")
     return fig
 
 
@@ -377,6 +523,6 @@ def render_comparison_html(a: RunReport, b: RunReport, comparison: Comparison) -
             continue
         fig = _lines_figure(plt, [(n, [("A", *_series(frames[0], n)), ("B", *_series(frames[1], n))]) for n in shown],
                             parts)
-        head.append(_save_figure(plt, fig, stage, len(shown), 0, None, stage))
+        head.append(_save_figure(plt, fig, stage, len(shown), 0, None, stage)[0])
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>advcore compare</title>"
             f"<style>{_STYLE}</style></head><body>{''.join(head)}<script>{_SORT}</script></body></html>")

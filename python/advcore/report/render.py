@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from advcore._escape import printable
 from advcore.detectors import PER_SAMPLE, NotEvaluable
+from advcore.model import JUDGED_APART
 from advcore.stages import stage_last
 
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ _TRIES_SHOWN = 4
 ERRORS_SHOWN = 20
 _E = TypeVar("_E")
 
+
+#: Slices not judged that a run's human output names at most.
+_SLICES_SHOWN = 5
 
 def _shown_errors(errors: Sequence[_E]) -> tuple[Sequence[_E], str | None]:
     """The first :data:`ERRORS_SHOWN` of a run's read errors, and a line counting the others (or None)."""
@@ -156,7 +160,7 @@ def _span(run: Run) -> str:
     """What the signal-by-stage line compares: the run's early and late windows, over every phase when
     the step counter restarts (the findings are judged phase by phase)."""
     # medians of windows, not two single steps (a newcomer set it against the demo's step-29 -> step-80 table)
-    span = "medians, first -> last 20 % of steps"
+    span = "medians (a share: its mean), first -> last 20 % of steps"
     return f"{span}, over every phase" if "phase" in run.frame.columns else span
 
 
@@ -223,7 +227,11 @@ def _reward_line(r: RunReport) -> str:
     c = r.verdict.course
     if c is None:
         return ""
-    return f"reward (median, early -> late): {c.early:.4g} -> {c.late:.4g}, {'rose' if c.rose else 'did not rise'}"
+    if c.rose and not c.improved():  # the rise happened inside the early window (RewardCourse.rose_first)
+        course = f"rose from {c.series.values[0]:.4g} at the first logged step within the early window"
+    else:
+        course = "rose" if c.rose else "did not rise"
+    return f"reward (median, early -> late): {c.early:.4g} -> {c.late:.4g}, {course}"
 
 
 def _by_name(run: Run, escape: Callable[[str], str]) -> str:
@@ -252,6 +260,9 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         if unread := _unread(run):
             console.print(_indented(f"not read: {_safe(unread)}", 0, "dim", hang=2, width=console.width),
                           highlight=False)
+        for why in run.metadata.get(JUDGED_APART) or ():
+            console.print(_indented(f"judged apart from {_safe(why)}", 0, "yellow", hang=2, width=console.width),
+                          highlight=False)
         if ungrouped := _ungrouped(run):
             console.print(_indented(f"no groups: {_safe(ungrouped)}", 0, "yellow", hang=2, width=console.width),
                           highlight=False)
@@ -268,6 +279,9 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
                                     width=console.width), highlight=False)
         elif not r.verdict.judged and (last := stage_last(run)):
             console.print(_indented(f"at the last logged step: {_safe('  |  '.join(last))}", 0, "dim", hang=2,
+                                    width=console.width), highlight=False)
+        if r.verdict.filter is not None:
+            console.print(_indented(f"accuracy filter: {_safe(r.verdict.filter.describe())}", 0, "dim", hang=2,
                                     width=console.width), highlight=False)
         if r.verdict.status == "lost" and (trend := _reward_line(r)):
             console.print(_indented(_safe(trend), 0, "dim", hang=2, width=console.width), highlight=False)
@@ -291,6 +305,15 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             console.print("\n[dim]not evaluable (a missing metric is never a pass):[/dim]")
             for line in _not_evaluable_lines(r.not_evaluable):
                 console.print(_indented(_safe(line), 2, "dim", hang=2, width=console.width), highlight=False)
+        unjudged = r.verdict.slices_not_evaluable
+        if unjudged:
+            console.print("\n[dim]slices not judged (too few samples per step, or a label of the samples):[/dim]")
+            for u in unjudged[:_SLICES_SHOWN]:
+                console.print(_indented(_safe(f"{u.name}: {u.reason}"), 2, "dim", hang=2, width=console.width),
+                              highlight=False)
+            if len(unjudged) > _SLICES_SHOWN:
+                console.print(_indented(f"({len(unjudged) - _SLICES_SHOWN} more: --format json lists them)", 2,
+                                        "dim", hang=1, width=console.width), highlight=False)
         shown, more = _shown_errors(run.errors)
         for e in [*shown, *([more] if more else [])]:
             console.print(f"[red]skipped[/red] {_safe(e)}", highlight=False)
@@ -379,6 +402,8 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
             lines += [f"Signal by stage ({_span(run)}): {_md(_levels(r))}", ""]
         elif not r.verdict.judged and (last := stage_last(run)):
             lines += [f"At the last logged step: {_md('  |  '.join(last))}", ""]
+        if r.verdict.filter is not None:
+            lines += [f"Accuracy filter: {_md(r.verdict.filter.describe())}", ""]
         if r.verdict.status == "lost" and (trend := _reward_line(r)):
             lines += [_md(trend[0].upper() + trend[1:]), ""]
         if r.findings:

@@ -43,6 +43,29 @@ impl Groups<'_> {
             Groups::Ids(ids) => crate::error::check_same_len(values_arg, n, "group_ids", ids.len()),
         }
     }
+
+    /// The same grouping as [`Groups::Contiguous`] when the ids are ascending runs of one length
+    /// (`[0, 0, 1, 1, 2, 2]`, how trainers number GRPO groups), else `self`: the contiguous kernels
+    /// skip mapping the ids to dense indices, and the dense order (ascending id) is the run order, so
+    /// every grouped statistic is the same. One pass over the ids, stopped at the first mismatch.
+    #[must_use]
+    pub fn simplified(self) -> Self {
+        let Groups::Ids(ids) = self else { return self };
+        let Some(&first) = ids.first() else { return self };
+        let size = ids.iter().position(|&id| id != first).unwrap_or(ids.len());
+        if !ids.len().is_multiple_of(size) {
+            return self;
+        }
+        let mut previous: Option<i64> = None;
+        for run in ids.chunks_exact(size) {
+            let id = run[0];
+            if previous.is_some_and(|p| p >= id) || run.iter().any(|&x| x != id) {
+                return self;
+            }
+            previous = Some(id);
+        }
+        Groups::Contiguous { size }
+    }
 }
 
 /// Dense group index of a set of `i64` ids.
@@ -147,6 +170,22 @@ mod tests {
         assert_eq!(idx.members(2), &[0, 2]);
         let small = [5i64, 3, 5, 4];
         assert_eq!(dense_ids(&small), (vec![3, 4, 5], vec![2, 0, 2, 1]));
+    }
+
+    #[test]
+    fn sorted_runs_of_one_length_are_contiguous() {
+        let simple = |ids: &[i64]| match Groups::Ids(ids).simplified() {
+            Groups::Contiguous { size } => Some(size),
+            Groups::Ids(_) => None,
+        };
+        assert_eq!(simple(&[3, 3, 7, 7, 9, 9]), Some(2));
+        assert_eq!(simple(&[5, 5, 5]), Some(3));
+        assert_eq!(simple(&[0, 1, 2]), Some(1));
+        assert_eq!(simple(&[0, 0, 1, 1, 1, 2]), None); // unequal runs
+        assert_eq!(simple(&[1, 1, 0, 0]), None); // descending: dense order differs from run order
+        assert_eq!(simple(&[0, 0, 1, 1, 0, 0]), None); // a group in two runs
+        assert_eq!(simple(&[0, 0, 0, 1, 1]), None); // length not a multiple of the first run
+        assert_eq!(simple(&[]), None);
     }
 
     #[test]

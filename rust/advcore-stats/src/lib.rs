@@ -10,6 +10,7 @@
 //! (see [`simd`]).
 
 pub mod census;
+pub mod checks;
 pub mod error;
 pub mod grouped;
 pub mod groups;

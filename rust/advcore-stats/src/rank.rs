@@ -376,19 +376,21 @@ impl<K: RadixKey> RankTable<K> {
         Some(s)
     }
 
-    /// Give each slot the average rank of its key among the `n` values counted.
-    fn finish(&mut self, n: usize) {
+    /// Give each slot the average rank of its key among the `n` values counted; returns the
+    /// occupied slots in ascending key order.
+    fn finish(&mut self, n: usize) -> Vec<usize> {
         let mut occupied: Vec<usize> = (0..TABLE_SLOTS).filter(|&s| self.keys[s] != K::EMPTY).collect();
         occupied.sort_unstable_by_key(|&s| self.keys[s]);
         self.ranks = vec![0; TABLE_SLOTS];
         let mut start = 0;
-        for s in occupied {
+        for &s in &occupied {
             let end = start + self.counts[s];
             let d = (start + end) as i64 - n as i64;
             self.ranks[s] = d;
             self.sum_sq += self.counts[s] as i128 * i128::from(d * d);
             start = end;
         }
+        occupied
     }
 }
 
@@ -778,16 +780,7 @@ fn ranks_of<K: RadixKey>(keys: &[K], out: &mut [i64], order: &mut Vec<(K, u32)>)
     let n = keys.len() as i64;
     let mut sum_sq = 0i128;
     if keys.len() <= SMALL_GROUP {
-        for (o, &v) in out.iter_mut().zip(keys) {
-            let (mut less, mut equal) = (0u32, 0u32);
-            for &k in keys {
-                less += u32::from(k < v);
-                equal += u32::from(k == v);
-            }
-            *o = 2 * i64::from(less) + i64::from(equal) - n;
-            sum_sq += i128::from(*o * *o);
-        }
-        return sum_sq;
+        return i128::from(small_ranks(keys, out));
     }
     order.clear();
     order.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
@@ -801,6 +794,58 @@ fn ranks_of<K: RadixKey>(keys: &[K], out: &mut [i64], order: &mut Vec<(K, u32)>)
         }
         sum_sq += (end - start) as i128 * i128::from(d * d);
         start = end;
+    }
+    sum_sq
+}
+
+/// [`ranks_of`] of at most [`SMALL_GROUP`] keys by counting comparisons (`|d| <= 32`, so `Σ d²`
+/// fits an `i64`); compiled for AVX2 too, where the comparisons run 8 keys at a time.
+fn small_ranks<K: RadixKey>(keys: &[K], out: &mut [i64]) -> i64 {
+    // GRPO's usual group sizes at a fixed length: the loops unroll into whole vectors.
+    match (keys.len(), <&[K; 16]>::try_from(keys), <&mut [i64; 16]>::try_from(&mut *out)) {
+        (16, Ok(k), Ok(o)) => small_ranks_fixed(k, o),
+        _ => match (<&[K; 8]>::try_from(keys), <&mut [i64; 8]>::try_from(&mut *out)) {
+            (Ok(k), Ok(o)) => small_ranks_fixed(k, o),
+            _ => small_ranks_any(keys, out),
+        },
+    }
+}
+
+/// [`small_ranks`] of exactly `N` keys.
+#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+fn small_ranks_fixed<K: RadixKey, const N: usize>(keys: &[K; N], out: &mut [i64; N]) -> i64 {
+    let (mut less, mut equal) = ([0u32; N], [0u32; N]);
+    for &k in keys {
+        for ((l, e), &v) in less.iter_mut().zip(&mut equal).zip(keys) {
+            *l += u32::from(k < v);
+            *e += u32::from(k == v);
+        }
+    }
+    let mut sum_sq = 0i64;
+    for ((o, &l), &e) in out.iter_mut().zip(&less).zip(&equal) {
+        *o = 2 * i64::from(l) + i64::from(e) - N as i64;
+        sum_sq += *o * *o;
+    }
+    sum_sq
+}
+
+/// [`small_ranks`] of any number of keys up to [`SMALL_GROUP`].
+#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+fn small_ranks_any<K: RadixKey>(keys: &[K], out: &mut [i64]) -> i64 {
+    let n = keys.len();
+    // Every key against all keys at once: the counters of all keys sit in vector lanes, so no
+    // lane is summed horizontally.
+    let (mut less, mut equal) = ([0u32; SMALL_GROUP], [0u32; SMALL_GROUP]);
+    for &k in keys {
+        for ((l, e), &v) in less[..n].iter_mut().zip(&mut equal[..n]).zip(keys) {
+            *l += u32::from(k < v);
+            *e += u32::from(k == v);
+        }
+    }
+    let mut sum_sq = 0i64;
+    for ((o, &l), &e) in out.iter_mut().zip(&less[..n]).zip(&equal[..n]) {
+        *o = 2 * i64::from(l) + i64::from(e) - n as i64;
+        sum_sq += *o * *o;
     }
     sum_sq
 }
@@ -883,6 +928,8 @@ pub struct RankedReference {
     ranks: Vec<i32>,
     /// `Σ ranks²`.
     sum_sq: i128,
+    /// Distinct values (runs of equal keys in the sort; infinities included).
+    distinct: u64,
 }
 
 impl RankedReference {
@@ -899,26 +946,77 @@ impl RankedReference {
         if y.is_empty() || y.len() > MAX_LEN || crate::sample::first_nan(y).is_some() {
             return None;
         }
+        if y.len() >= RADIX_MIN_LEN && !looks_continuous(y) {
+            let mut order = Some(order);
+            if let Some(done) = Self::by_table(y, &mut order) {
+                return Some(done);
+            }
+            return Some(Self::by_sort(y, order.take()?));
+        }
+        Some(Self::by_sort(y, order))
+    }
+
+    /// [`RankedReference::new_and`] for a sample with few distinct values: one hashing pass
+    /// ranks it ([`RankTable`]), no sort. `None` (and `order` left unused) past
+    /// [`TABLE_MAX_DISTINCT`] distinct values.
+    fn by_table<B: RankSample, R>(
+        y: &[B],
+        order: &mut Option<impl FnOnce(&dyn Fn(usize) -> f64) -> R>,
+    ) -> Option<(Self, R)> {
+        let mut table = RankTable::new();
+        let mut slots: Vec<u16> = Vec::with_capacity(y.len());
+        for &b in y {
+            slots.push(table.insert(b.rank_key())? as u16);
+        }
+        let levels = table.finish(y.len());
+        let ranks = slots.iter().map(|&s| table.ranks[usize::from(s)] as i32).collect();
+        // The values in ascending order, each level repeated by its count (the MAD walks them),
+        // in this thread's kept buffer.
+        let order = order.take()?;
+        let ordered = with_buffers(y.len(), |sorted: &mut [f64], _| {
+            let mut start = 0;
+            for &s in &levels {
+                sorted[start..start + table.counts[s]].fill(B::key_value(table.keys[s]));
+                start += table.counts[s];
+            }
+            order(&|i| sorted[i])
+        });
+        Some((Self { ranks, sum_sq: table.sum_sq, distinct: levels.len() as u64 }, ordered))
+    }
+
+    /// [`RankedReference::new_and`] by a radix sort of (key, index) pairs.
+    fn by_sort<B: RankSample, R>(y: &[B], order: impl FnOnce(&dyn Fn(usize) -> f64) -> R) -> (Self, R) {
         let mut ranks = vec![0i32; y.len()];
-        let (sum_sq, ordered) = with_buffers(y.len(), |pairs: &mut [Pair<IndexPair<B>>], scratch| {
+        let (sum_sq, distinct, ordered) = with_buffers(y.len(), |pairs: &mut [Pair<IndexPair<B>>], scratch| {
             for (i, (p, &b)) in pairs.iter_mut().zip(y).enumerate() {
                 *p = pair(b.rank_key(), i as u32);
             }
             let (sum_sq, sorted, _) = rank_x(pairs, scratch);
+            // Equal values share a rank, so the runs of equal ranks are the distinct values.
+            let mut distinct = 0u64;
+            let mut prev = None;
             for p in sorted.iter() {
                 ranks[p[1].to_u64() as usize] = p[0].to_rank() as i32;
+                distinct += u64::from(prev != Some(p[0]));
+                prev = Some(p[0]);
             }
             let sorted: &[Pair<IndexPair<B>>] = sorted;
             let ordered = order(&|i| B::key_value(y[sorted[i][1].to_u64() as usize].rank_key()));
-            (sum_sq, ordered)
+            (sum_sq, distinct, ordered)
         });
-        Some((Self { ranks, sum_sq }, ordered))
+        (Self { ranks, sum_sq, distinct }, ordered)
     }
 
     /// Number of samples.
     #[must_use]
     pub fn len(&self) -> usize {
         self.ranks.len()
+    }
+
+    /// Number of distinct values of the reference (`-0.0` and `+0.0` are one; infinities count).
+    #[must_use]
+    pub fn distinct(&self) -> u64 {
+        self.distinct
     }
 
     /// True when there is no sample (never: [`RankedReference::new`] refuses empty input).
@@ -1005,21 +1103,22 @@ enum Members {
 #[derive(Debug, Clone)]
 pub struct GroupedReference {
     members: Members,
-    /// Doubled, centred rank of each sample within its group, group by group in member order.
-    ranks: Vec<i64>,
+    /// Doubled, centred rank of each sample within its group, group by group in member order
+    /// (`i32`: half the memory of `i64`, below the allocator's map threshold at 16,384 samples).
+    ranks: Vec<i32>,
     /// `Σ d²` of each group.
     sum_sq: Vec<i128>,
 }
 
 impl GroupedReference {
-    /// Rank `y` within its groups; `None` when `y` holds NaN.
+    /// Rank `y` within its groups; `None` when `y` holds NaN or more than `i32::MAX` values.
     ///
     /// # Errors
     /// Empty `y`; a bad layout ([`Groups::check`]).
     pub fn new<B: RankSample>(y: &[B], groups: Groups<'_>) -> Result<Option<Self>> {
         check_non_empty("y", y.len())?;
         groups.check("y", y.len())?;
-        if crate::sample::first_nan(y).is_some() {
+        if y.len() > MAX_LEN || crate::sample::first_nan(y).is_some() {
             return Ok(None);
         }
         let members = match groups {
@@ -1027,16 +1126,16 @@ impl GroupedReference {
             Groups::Ids(ids) => Members::Index(GroupIndex::new(ids)?),
         };
         let mut this = Self { members, ranks: Vec::new(), sum_sq: Vec::new() };
-        let mut ranks = vec![0i64; y.len()];
+        let mut ranks = Vec::with_capacity(y.len());
         let mut sum_sq = Vec::with_capacity(this.n_groups(y.len()));
-        let (mut keys, mut order, mut buf) = (Vec::new(), Vec::new(), Vec::new());
-        let mut offset = 0;
+        let (mut keys, mut order, mut d) = (Vec::new(), Vec::new(), Vec::new());
         for g in 0..this.n_groups(y.len()) {
-            let idx = this.group(g, &mut buf);
-            keys.clear();
-            keys.extend(idx.iter().map(|&i| y[i as usize].rank_key()));
-            sum_sq.push(ranks_of(&keys, &mut ranks[offset..offset + idx.len()], &mut order));
-            offset += idx.len();
+            let len = this.keys_of(g, y, &mut keys);
+            d.clear();
+            d.resize(len, 0i64);
+            sum_sq.push(ranks_of(&keys, &mut d, &mut order));
+            // |d| < n <= MAX_LEN = i32::MAX
+            ranks.extend(d.iter().map(|&v| v as i32));
         }
         this.ranks = ranks;
         this.sum_sq = sum_sq;
@@ -1050,16 +1149,15 @@ impl GroupedReference {
         }
     }
 
-    /// The sample indices of group `g` (`buf` holds them for a contiguous layout).
-    fn group<'s>(&'s self, g: usize, buf: &'s mut Vec<u32>) -> &'s [u32] {
+    /// The rank keys of the members of group `g` of `x`, into `keys` (read straight from `x`
+    /// for a contiguous layout); returns the group's size.
+    fn keys_of<A: RankSample>(&self, g: usize, x: &[A], keys: &mut Vec<A::Key>) -> usize {
+        keys.clear();
         match &self.members {
-            Members::Contiguous(size) => {
-                buf.clear();
-                buf.extend((g * size..(g + 1) * size).map(|i| i as u32));
-                buf
-            }
-            Members::Index(index) => index.members(g),
+            Members::Contiguous(size) => keys.extend(x[g * size..(g + 1) * size].iter().map(|v| v.rank_key())),
+            Members::Index(index) => keys.extend(index.members(g).iter().map(|&i| x[i as usize].rank_key())),
         }
+        keys.len()
     }
 
     /// [`within_group_spearman`]`(x, y, groups, ..)` with this reference as `y`; `None` when `x`
@@ -1073,19 +1171,23 @@ impl GroupedReference {
             return Ok(None);
         }
         let n_groups = self.n_groups(x.len());
-        let (mut keys, mut order, mut buf, mut dx) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut keys, mut order, mut dx) = (Vec::new(), Vec::new(), Vec::new());
         let (mut rho, mut n_defined, mut sum) = (Vec::with_capacity(n_groups), 0usize, 0.0f64);
         let mut offset = 0;
         for g in 0..n_groups {
-            let idx = self.group(g, &mut buf);
-            keys.clear();
-            keys.extend(idx.iter().map(|&i| x[i as usize].rank_key()));
+            let len = self.keys_of(g, x, &mut keys);
             dx.clear();
-            dx.resize(idx.len(), 0);
+            dx.resize(len, 0);
             let sxx = ranks_of(&keys, &mut dx, &mut order);
-            let dy = &self.ranks[offset..offset + idx.len()];
-            let sxy = dx.iter().zip(dy).map(|(&a, &b)| i128::from(a * b)).sum();
-            offset += idx.len();
+            let dy = &self.ranks[offset..offset + len];
+            // |dx|, |dy| < 2^31 and a group holds fewer than 2^32 samples... but not both bounds
+            // at once in an i64 sum: small groups (|d| <= 32) sum in i64, large ones in i128.
+            let sxy = if len <= SMALL_GROUP {
+                i128::from(dx.iter().zip(dy).map(|(&a, &b)| a * i64::from(b)).sum::<i64>())
+            } else {
+                dx.iter().zip(dy).map(|(&a, &b)| i128::from(a * i64::from(b))).sum()
+            };
+            offset += len;
             match (RankSums { sxy, sxx, syy: self.sum_sq[g] }).rho() {
                 Some(r) => {
                     n_defined += 1;

@@ -16,6 +16,7 @@
 //! ([`TraceOptions::threads`]), one (stage, slice) cell per task.
 
 use crate::census::{ValueCounts, change_census, value_census};
+use crate::checks::{CheckOptions, GroupColumns, StepChecks, Summaries, step_checks_with};
 use crate::error::{Result, StatsError, check_non_empty, check_same_len};
 use crate::grouped::{GroupStat, Plan, Sink, Tolerance};
 use crate::groups::Groups;
@@ -150,9 +151,11 @@ impl TraceTable {
     }
 }
 
-/// Below this many samples (times stages) the trace runs on the calling thread. A GRPO step of
-/// 16,384 samples and two stages is above it: a second thread took it from 1.0 to 0.8 ms on the
-/// 2-core dev machine at load 1 (and cost ~10% at load 2.5, when the other core was busy).
+/// Below this many samples (times stages) the trace runs on the calling thread when the caller
+/// leaves the thread count to it (`threads = 0`). A GRPO step of 16,384 samples and two stages is
+/// above it: a second thread took `trace` from 1.0 to 0.8 ms on the 2-core dev machine at load 1 (and
+/// cost ~10% at load 2.5, when the other core was busy). `advcore.trace.step_row` asks for one
+/// thread up to 131,072 samples: inside a trainer the other core is rarely free.
 const PARALLEL_MIN: usize = 1 << 15;
 
 /// Trace `stages` (K arrays of N values, in pipeline order) against `reward` (N values).
@@ -172,6 +175,50 @@ pub fn trace<T: RankSample + Select>(
     opts: &TraceOptions,
 ) -> Result<TraceTable> {
     check_inputs(stages, reward, groups, slices, opts)?;
+    Ok(traced(stages, reward, groups.map(Groups::simplified), slices, opts, &[]).0)
+}
+
+/// [`trace`] and the reference checks of the step ([`crate::checks::step_checks`]) of the reward
+/// and of stage `adv_stage` (the advantages, if any), grouped by `groups`. The checks read the
+/// group summaries of the reward and of the advantages off the trace's own scan of the whole
+/// batch instead of summarising them again.
+///
+/// # Errors
+/// As [`trace`] and [`crate::checks::step_checks`]; `adv_stage` not a stage.
+pub fn trace_checked<T: RankSample + Select>(
+    stages: &[&[T]],
+    reward: &[T],
+    groups: Groups<'_>,
+    slices: &[SliceCodes<'_>],
+    opts: &TraceOptions,
+    adv_stage: Option<usize>,
+    check_opts: &CheckOptions,
+) -> Result<(TraceTable, StepChecks)> {
+    check_inputs(stages, reward, Some(groups), slices, opts)?;
+    let groups = groups.simplified();
+    if let Some(j) = adv_stage.filter(|&j| j >= stages.len()) {
+        return Err(StatsError::invalid("adv_stage", format!("stage {j} does not exist ({} stages)", stages.len())));
+    }
+    let reward_stage = stages.iter().position(|s| std::ptr::eq(s.as_ptr(), reward.as_ptr()) && s.len() == reward.len());
+    let keep: Vec<usize> = reward_stage.into_iter().chain(adv_stage).collect();
+    let (table, mut summaries) = traced(stages, reward, Some(groups), slices, opts, &keep);
+    let mut take =
+        |j: Option<usize>| j.and_then(|j| summaries.iter_mut().find(|(s, _)| *s == j)).map(|(_, c)| std::mem::take(c));
+    let (reward_cols, adv_cols) = (take(reward_stage), take(adv_stage));
+    let known = Summaries { reward: reward_cols.as_ref(), adv: adv_cols.as_ref() };
+    let checks = step_checks_with(reward, groups, adv_stage.map(|j| stages[j]), check_opts, known)?;
+    Ok((table, checks))
+}
+
+/// The trace, and the group summaries of the whole batch's stages listed in `keep`.
+fn traced<T: RankSample + Select>(
+    stages: &[&[T]],
+    reward: &[T],
+    groups: Option<Groups<'_>>,
+    slices: &[SliceCodes<'_>],
+    opts: &TraceOptions,
+    keep: &[usize],
+) -> (TraceTable, Vec<(usize, GroupColumns)>) {
     let n = reward.len();
     // The views: the whole batch, then every slice as gathered copies.
     let mut views: Vec<View<'_, T>> = vec![View::whole(stages, reward, groups)];
@@ -202,7 +249,7 @@ pub fn trace<T: RankSample + Select>(
             _ => None,
         })
         .collect();
-    let run_task = |&(s, j): &(usize, usize), out: &mut [f64]| {
+    let run_task = |&(s, j): &(usize, usize), out: &mut [f64]| -> Option<GroupColumns> {
         let v = &views[s];
         let prev = if j == 0 { None } else { Some(v.stage(j - 1)) };
         let reward = Reward {
@@ -212,7 +259,9 @@ pub fn trace<T: RankSample + Select>(
             grouped: grouped[s].as_ref(),
             is_stage: is_reward[j],
         };
-        cell(v.stage(j), prev, &reward, v.groups(), opts, out);
+        let mut kept = (s == 0 && keep.contains(&j)).then(GroupColumns::default);
+        cell(v.stage(j), prev, &reward, v.groups(), opts, out, kept.as_mut());
+        kept
     };
     let threads = match opts.threads {
         0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get).min(2),
@@ -227,12 +276,12 @@ pub fn trace<T: RankSample + Select>(
             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let Some(t) = tasks.get(i) else { break };
             let mut out = vec![f64::NAN; N_STATS];
-            run_task(t, &mut out);
-            done.push((t.0 * k + t.1, out));
+            let kept = run_task(t, &mut out);
+            done.push((t.0 * k + t.1, out, kept));
         }
         done
     };
-    let mut cells: Vec<(usize, Vec<f64>)> = Vec::with_capacity(tasks.len());
+    let mut cells: Vec<(usize, Vec<f64>, Option<GroupColumns>)> = Vec::with_capacity(tasks.len());
     std::thread::scope(|scope| {
         let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
         cells.extend(work());
@@ -243,12 +292,16 @@ pub fn trace<T: RankSample + Select>(
             }
         }
     });
-    for (slot, out) in cells {
+    let mut summaries = Vec::new();
+    for (slot, out, kept) in cells {
         let (s, j) = (slot / k, slot % k);
         let start = (j * n_slices + s) * N_STATS;
         values[start..start + N_STATS].copy_from_slice(&out);
+        if let Some(cols) = kept {
+            summaries.push((j, cols));
+        }
     }
-    Ok(TraceTable { n_stages: k, n_slices, values })
+    (TraceTable { n_stages: k, n_slices, values }, summaries)
 }
 
 /// The samples of one slice: borrowed for the whole batch, gathered for a slice.
@@ -305,18 +358,27 @@ impl<'a, T: Copy> View<'a, T> {
 
 /// Combines the group summaries of one scan into the batch moments, the mean within-group std
 /// (ddof 1, groups of at least two values) and the pooled within-group sum of squares.
+/// Also hands every group summary to `keep`, when set.
 #[derive(Default)]
-struct Pool {
+struct Pool<'a> {
     total: Moments,
     within_m2: f64,
     std_sum: f64,
     std_groups: u64,
+    keep: Option<&'a mut GroupColumns>,
 }
 
-impl Sink for Pool {
-    fn start(&mut self, _: usize) {}
+impl Sink for Pool<'_> {
+    fn start(&mut self, max_groups: usize) {
+        if let Some(cols) = self.keep.as_deref_mut() {
+            cols.start(max_groups);
+        }
+    }
 
-    fn emit(&mut self, _: usize, s: &GroupStat) {
+    fn emit(&mut self, row: usize, s: &GroupStat) {
+        if let Some(cols) = self.keep.as_deref_mut() {
+            cols.emit(row, s);
+        }
         if s.count == 0 {
             return;
         }
@@ -432,6 +494,7 @@ fn cell<T: RankSample + Select>(
     groups: Option<Groups<'_>>,
     opts: &TraceOptions,
     out: &mut [f64],
+    keep: Option<&mut GroupColumns>,
 ) {
     let n = x.len();
     out[idx("n")] = n as f64;
@@ -445,8 +508,13 @@ fn cell<T: RankSample + Select>(
     let (ranked, ordered) =
         if reward.is_stage { (None, reward.ordered.cloned()) } else { ranked_and_ordered(x, reward.ranks) };
     let c = ValueCounts::from_slice(x, opts.near_zero_atol);
-    let n_unique = match ranked {
-        Some((_, distinct)) => distinct,
+    // The reward's own distinct count comes from its ranking's sort (infinities left out).
+    let own = reward
+        .ranks
+        .filter(|_| reward.is_stage)
+        .map(|r| r.distinct() - u64::from(c.n_posinf > 0) - u64::from(c.n_neginf > 0));
+    let n_unique = match ranked.map(|(_, d)| d).or(own) {
+        Some(distinct) => distinct,
         None => match value_census(x, opts.near_zero_atol) {
             Ok(census) => census.n_unique,
             Err(_) => return,
@@ -473,8 +541,11 @@ fn cell<T: RankSample + Select>(
     let layout = groups.unwrap_or(Groups::Contiguous { size: n });
     let mut spread = None;
     if let Ok(plan) = Plan::new(x, layout, NanPolicy::Omit, opts.group_tol) {
-        let mut pool = Pool::default();
+        let mut pool = Pool { keep, ..Pool::default() };
         let info = plan.run(&mut pool);
+        if let Some(cols) = pool.keep.as_deref_mut() {
+            cols.truncate(info.census.n_groups as usize);
+        }
         spread = Some(info.census);
         let m = pool.total;
         out[idx("mean")] = m.mean;

@@ -43,8 +43,9 @@ training: ``Episode 1 Reward: 500`` after ``Episode 1900, Total Reward: 500.00, 
 500``), while one whose step goes on is (``## step = 1000: Average Return = 1.8`` between
 ``## step = 1000: loss = ...`` lines: an evaluation at that step, merged into it). The pairs of the lines that
 follow a step line, up to the first line without a pair or with another step, belong to its step (a block), and so
-does a later line, before the next step, whose names earlier blocks held and the step lacks (ranks interleave their
-prints: another rank's loss-scale lines between DeepSpeed-Chat's step line and its reward); a name seen
+does a later line, before the next step, whose names the step lacks and earlier blocks held (ranks interleave their
+prints: another rank's loss-scale lines between DeepSpeed-Chat's step line and its reward) or that is made of
+one pair only (ManiSkill's PPO baseline prints ``Evaluating``, prose, then ``eval_return_mean=5.66`` lines); a name seen
 twice in one step keeps its first value, except under a header line, where the lines are the step's
 inner updates (``[Update 1/4] PolicyLoss=0.886 ... KL=0.0074`` four times under ``##########  epoch: 0
 ##########``, a Dou Dizhu PPO log): their values are averaged and their counter dropped. A name over
@@ -142,11 +143,12 @@ _PAREN_VALUE = re.compile(rf"([:=])[ \t]*+[(\[]({_NUM})[)\]]", re.IGNORECASE)
 
 #: A list of numbers printed as a value, a torch tensor or a Python list of at least two:
 #: ``rewards: tensor([-1., -1., 0.5], device='cuda:0')`` (lsdefine/simple_GRPO's per-batch line
-#: ``time: 7.21s     rewards: tensor([...])``), read as its ``<name>_mean``, ``_std`` (ddof 0),
+#: ``time: 7.21s     rewards: tensor([...])``), or of quoted numbers (``rewards=['0.80', '0.01']``, a
+#: hand-written GRPO loop printing formatted strings), read as its ``<name>_mean``, ``_std`` (ddof 0),
 #: ``_min`` and ``_max``.
 _LIST_VALUE = re.compile(
-    rf"(?P<key>[^\W\d]\w{{0,40}}+)[ \t]*+(?P<sep>[:=])[ \t]*+(?:tensor\(|array\()?+\[(?P<items>(?:[ \t]*+(?:{_NUM})\.?+[ \t]*+,)++"
-    rf"[ \t]*+(?:{_NUM})\.?+[ \t]*+,?+)\](?:,[ \t]*+(?:device|dtype)=[^)]{{0,60}}+)?+\)?+", re.IGNORECASE)
+    rf"(?P<key>[^\W\d]\w{{0,40}}+)[ \t]*+(?P<sep>[:=])[ \t]*+(?:tensor\(|array\()?+\[(?P<items>(?:[ \t]*+(?P<q>['\"]?+)(?:{_NUM})\.?+(?P=q)[ \t]*+,)++"
+    rf"[ \t]*+(?P<q2>['\"]?+)(?:{_NUM})\.?+(?P=q2)[ \t]*+,?+)\](?:,[ \t]*+(?:device|dtype)=[^)]{{0,60}}+)?+\)?+", re.IGNORECASE)
 
 
 def _list_statistics(m: re.Match[str]) -> str:
@@ -394,11 +396,16 @@ def _goes_on(pairs: list[tuple[str, str]], records: list[tuple[int, dict[str, fl
     return bool(records) and step is not None and step >= records[-1][0]
 
 
-def _strays_into(pairs: list[tuple[str, str]], last: dict[str, float | None], block_names: set[str]) -> bool:
-    """Whether a line of pairs after other output belongs to the last step: every name is one that
-    blocks of earlier steps held and the last step lacks (ranks interleave their prints: DeepSpeed-Chat's
-    ``average reward score`` can come after another rank's loss-scale lines)."""
-    return _step_word(pairs) is None and all(k in block_names and k not in last for k, _ in pairs)
+def _strays_into(pairs: list[tuple[str, str]], only: bool, last: dict[str, float | None],
+                 block_names: set[str]) -> bool:
+    """Whether a line of pairs after other output belongs to the last step: every name is one the last
+    step lacks, and either blocks of earlier steps held it (ranks interleave their prints: DeepSpeed-Chat's
+    ``average reward score`` can come after another rank's loss-scale lines) or the line is one pair and
+    nothing else (an evaluation's ``eval_return_mean=5.66`` lines after ``Evaluating`` and prose of its
+    own: ManiSkill's PPO baseline; not ``Here are a few rewards: tensor([1., 0., 1.])``, three samples
+    of a batch printed among a CS336 GRPO loop's generations)."""
+    single = only and len(pairs) == 1
+    return _step_word(pairs) is None and all(k not in last and (single or k in block_names) for k, _ in pairs)
 
 
 def sniff(path: Path, head: str | None) -> bool:
@@ -440,7 +447,7 @@ def read_text(text: str, path: Path) -> RawLog:
             if not layout.header:  # under a header, prose between its pairs does not end the step
                 block = None
             continue
-        if block is None and records and _strays_into(pairs, records[-1][1], block_names):
+        if block is None and records and _strays_into(pairs, only, records[-1][1], block_names):
             block = records[-1][1]  # another rank's output came between the step and its block
         step_line = _is_step_line(pairs, layout, only)
         if step_line and word is None:  # lines without a counter: numbered as they come

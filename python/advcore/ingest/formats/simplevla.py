@@ -3,20 +3,20 @@ of its console.
 
 SimpleVLA-RL (PRIME-RL/SimpleVLA-RL, a fork of verl 0.2 for vision-language-action models, RL on
 LIBERO and RoboTwin) writes two things this module reads. The sources were read in the code
-library, never copied; paths are inside that repository (or a fork of it where the upstream file
-is not stored):
+library, never copied; paths are inside that repository, at PRIME-RL/SimpleVLA-RL@7c51662 (the
+forks CZtheHusky/SimpleVLA-RL@4e799ca and Jixingyue/simplevla-rl@1ff5325 hold the same code):
 
 * **The file logger** (``verl/utils/logger/aggregate_logger.py``, ``LocalLogger``: lines 79-81
-  and 100-102 in the fork CZtheHusky/SimpleVLA-RL@4e799ca; the same code in
-  Jixingyue/simplevla-rl@409b9f0).
+  and 100-102; ``verl/utils/tracking.py`` L42-45 creates it with ``print_to_console=True``).
   ``trainer.logger=['console']`` creates ``<trainer.default_local_dir>/run_<YYYYmmdd_HHMMSS>.log``
   with two header lines, ``# Log started at <ISO time>`` and the literal
   ``# Format: {timestamp}\\t{step}\\t{data_json}``, then appends one line per ``logger.log`` call:
   ``<datetime.now().isoformat()> TAB <step> TAB <json.dumps(metrics)>`` (full precision, ``NaN``
   as JSON's ``NaN``). The same call prints the verl console line ``step:N - key:value`` (3
   decimals) to stdout.
-* **The accuracy filter** (``verl/trainer/ppo/ray_trainer.py``, ``RayTrainer.filter``;
-  Jixingyue/simplevla-rl@1ff5325). With ``data.filter_accuracy=True`` every batch of tasks drawn
+* **The accuracy filter** (``verl/trainer/ppo/ray_trainer.py``, ``RayTrainer.filter``, L755-816:
+  the accuracy line L772, the size line L815; ``RayTrainer.fit`` prints ``before filtering: N`` and
+  ``after filtering: M`` around it, L575-577, and codetiming's ``gen: 12.3 seconds`` lines). With ``data.filter_accuracy=True`` every batch of tasks drawn
   from the dataloader is rolled out ``data.n_samples`` (G) times, the G binary success flags of
   each task are averaged (``reward_matrix.reshape(-1, n_samples).mean(-1)``) and a
   ``collections.Counter`` of those per-task success rates is printed, sorted by rate, as
@@ -88,6 +88,8 @@ NAME = "simplevla"
 FORMAT_HEADER = "# Format: {timestamp}\t{step}\t{data_json}"
 #: Prefix of the derived per-step columns.
 PREFIX = "accuracy_distribution/"
+#: Prefix of the filter accounting columns (:func:`_filter_columns`).
+FILTER_PREFIX = "filter/"
 
 _STARTED = re.compile(r"^# Log started at (\S+)")
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d")
@@ -97,6 +99,11 @@ _ACCURACY = re.compile(r"^Accuracy distribution:(.*)$")
 _RATE_COUNT = re.compile(r"^(-?\d+(?:\.\d+)?):(\d+)$")
 # A verl console step line (the same lines verl_console reads): ``step:N - ...`` or a bare ``step:N``.
 _STEP_LINE = re.compile(r"^\s*step:(\d+)(?:\s+-\s+|\s*-?\s*$)")
+# ``RayTrainer.filter``: ``print(f"Filtered batch size: {len(filtered_batch)} (from original size: {len(batch)})")``
+_FILTERED = re.compile(r"Filtered batch size: (\d+) \(from original size: (\d+)\)")
+# The config ``main_task`` pprints at start (``'accuracy_lower_bound': 0.1,``) or the Hydra override
+# (``data.accuracy_lower_bound=0.1``).
+_BOUND = re.compile(r"(?:'|\bdata\.)accuracy_(lower|upper)_bound'?\s*[:=]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
 _ENTROPY_KEY = re.compile(r"\bactor_(?:after|before)/entropy_loss_(?:train|eval):")
 
 #: Bytes read past the head while looking for a first accuracy line in a verl-looking console.
@@ -111,6 +118,10 @@ class _Row:
     values: dict[str, Any]
     rates: Counter[float] = field(default_factory=Counter)
     batches: int = 0
+    #: samples before and after the filter (``Filtered batch size: M (from original size: N)``)
+    sampled: int = 0
+    kept: int = 0
+    filtered: int = 0
 
 
 def _accuracy(line: str) -> Counter[float] | str | None:
@@ -137,6 +148,11 @@ def sniff(path: Path, head: str | None) -> bool:
     if any(line.rstrip("\r") == FORMAT_HEADER for line in lines[:5]):
         return True
     if any(_RECORD_HEAD.match(line) for line in lines[:20]):
+        return True
+    # a console of batches that the filter emptied before any step was logged (a cold start): accuracy
+    # lines beside RayTrainer.filter's size lines, and no step line at all
+    if any("Filtered batch size" in line and _FILTERED.search(line) for line in lines) and \
+            any("Accuracy distribution:" in line and _marks(line) for line in lines):
         return True
     if not verl_console.sniff(path, head):
         return False
@@ -183,6 +199,9 @@ def _merge(rows: list[_Row]) -> list[_Row]:
             last.values.update(row.values)
             last.rates.update(row.rates)
             last.batches += row.batches
+            last.sampled += row.sampled
+            last.kept += row.kept
+            last.filtered += row.filtered
         else:
             out.append(row)
     return out
@@ -212,6 +231,36 @@ def _derived(row: _Row) -> tuple[dict[str, float], bool]:
     return out, outside
 
 
+def _filter_columns(row: _Row, bounds: tuple[float | None, float | None]) -> dict[str, float]:
+    """What the accuracy filter removed from the batches of one step (:data:`FILTER_PREFIX` columns).
+
+    From the ``Filtered batch size: M (from original size: N)`` lines: ``samples_sampled`` (sum of N),
+    ``samples_kept`` (sum of M) and ``kept_frac``. From the accuracy lines and the bounds of the
+    config (``data.accuracy_lower_bound`` / ``upper_bound``, as the start of the console prints them):
+    ``groups_removed``, ``removed_all_fail`` and ``removed_all_success`` (groups at 0.00 and 1.00 outside
+    the bounds), and, without the size lines, ``kept_frac`` as the share of groups within the bounds.
+    ``batches``: batches drawn (accuracy lines, else size lines)."""
+    out: dict[str, float] = {}
+    if row.filtered and row.sampled > 0:
+        out.update({f"{FILTER_PREFIX}samples_sampled": float(row.sampled),
+                    f"{FILTER_PREFIX}samples_kept": float(row.kept),
+                    f"{FILTER_PREFIX}kept_frac": row.kept / row.sampled})
+    lo, hi = bounds
+    total = sum(row.rates.values())
+    if total and lo is not None and hi is not None:
+        removed = {r: n for r, n in row.rates.items() if r < lo - 5e-3 or r > hi + 5e-3}  # rates print to 2 decimals
+        out[f"{FILTER_PREFIX}groups_removed"] = float(sum(removed.values()))
+        out[f"{FILTER_PREFIX}removed_all_fail"] = float(removed.get(0.0, 0))
+        out[f"{FILTER_PREFIX}removed_all_success"] = float(removed.get(1.0, 0))
+        out.setdefault(f"{FILTER_PREFIX}kept_frac", 1.0 - sum(removed.values()) / total)
+    if total or row.filtered:
+        out[f"{FILTER_PREFIX}batches"] = float(row.batches or row.filtered)
+    if total:
+        out[f"{FILTER_PREFIX}groups_sampled"] = float(total)
+        out[f"{FILTER_PREFIX}all_fail_frac"] = row.rates.get(0.0, 0) / total
+    return out
+
+
 @dataclass(frozen=True)
 class _Accuracy:
     """One accuracy line: the index of the next file record and of the next console step line
@@ -221,6 +270,17 @@ class _Accuracy:
     step_line: int
     counts: Counter[float]
     line: int
+    #: a ``Filtered batch size`` line instead: samples before and after the filter
+    sizes: tuple[int, int] | None = None
+
+    def add_to(self, row: _Row) -> None:
+        if self.sizes is not None:
+            row.sampled += self.sizes[0]
+            row.kept += self.sizes[1]
+            row.filtered += 1
+        else:
+            row.rates.update(self.counts)
+            row.batches += 1
 
 
 def _attach_to_console_rows(rows: list[_Row], step_lines: list[int], accuracy: list[_Accuracy],
@@ -251,8 +311,7 @@ def _attach_to_console_rows(rows: list[_Row], step_lines: list[int], accuracy: l
         if target is None:
             unattached.append(acc.line)
             continue
-        rows[target].rates.update(acc.counts)
-        rows[target].batches += 1
+        acc.add_to(rows[target])
     return unattached
 
 
@@ -278,6 +337,14 @@ def read(path: Path) -> RawLog:
             meta["log_started"] = started.group(1)
             pure = pure or lineno == 1
             continue
+        sizes = _FILTERED.search(line) if "Filtered batch size" in line else None
+        if sizes is not None:
+            accuracy.append(_Accuracy(len(records), len(step_lines), Counter(), lineno,
+                                      (int(sizes.group(2)), int(sizes.group(1)))))
+            continue
+        if "accuracy_" in line and "_bound" in line:
+            for b in _BOUND.finditer(line):
+                meta.setdefault(f"accuracy_{b.group(1)}_bound", float(b.group(2)))
         counts = _accuracy(line)
         if isinstance(counts, str):
             errors.append(IngestError(str(path), counts, lineno))
@@ -317,9 +384,8 @@ def read(path: Path) -> RawLog:
         rows = records
         for acc in accuracy:
             if acc.record < len(rows):
-                rows[acc.record].rates.update(acc.counts)
-                rows[acc.record].batches += 1
-        unattached = [acc.line for acc in accuracy if acc.record >= len(rows)]
+                acc.add_to(rows[acc.record])
+        pending = [acc for acc in accuracy if acc.record >= len(rows)]
         rows = _merge(rows)
     else:
         console = verl_console.read(path)
@@ -329,12 +395,24 @@ def read(path: Path) -> RawLog:
         meta["logger"] = "console"
         rows = _merge([_Row(int(r["step"]), {k: v for k, v in r.items() if k != "step" and v is not None})
                        for r in console.frame.to_dicts()])
-        unattached = _attach_to_console_rows(rows, step_lines, accuracy, meta)
+        left = set(_attach_to_console_rows(rows, step_lines, accuracy, meta))
+        pending = [acc for acc in accuracy if acc.line in left]
 
+    unattached = [acc.line for acc in pending if acc.sizes is None]
     if unattached:
         meta["unattached_accuracy_lines"] = unattached
-    meta["accuracy_lines"] = len(accuracy)
+    meta["accuracy_lines"] = sum(1 for acc in accuracy if acc.sizes is None)
+    meta["filter_lines"] = sum(1 for acc in accuracy if acc.sizes is not None)
+    bounds = (meta.get("accuracy_lower_bound"), meta.get("accuracy_upper_bound"))
+    if pending:  # batches drawn after the last logged step: no update came of them (yet)
+        tail = _Row(-1, {})
+        for acc in pending:
+            acc.add_to(tail)
+        meta["filter_pending"] = _filter_columns(tail, bounds)
     if not rows:
+        if accuracy:  # batches were drawn and filtered, and no step was ever logged: the filter kept too little
+            return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), trainer=trainer,
+                          metadata=meta, errors=tuple(errors))
         errors.append(IngestError(str(path),
                                   "no SimpleVLA-RL record ('<time>\\t<step>\\t{...}' or 'step:N - k:v') found"))
         return RawLog(NAME, pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)}), trainer=trainer, metadata=meta,
@@ -344,7 +422,7 @@ def read(path: Path) -> RawLog:
     for row in rows:
         derived, out = _derived(row)
         outside = outside or out
-        table.append({"step": row.step, **row.values, **derived})
+        table.append({"step": row.step, **row.values, **derived, **_filter_columns(row, bounds)})
     frame, dropped = records_frame(table, parse=number)
     text_values.update(dropped)
     meta["first_step"], meta["last_step"] = int(frame["step"][0]), int(frame["step"][-1])

@@ -8,7 +8,10 @@ API) are read too; other tensors (histograms, images) are listed in ``metadata["
 The trainer hint is ``sb3``, ``sample_factory`` or ``rl_games`` when their tags are present; with ``rl_games`` the
 step is then the frame count, and rl_games' copies of a tag against epochs (``rewards/iter``) and
 seconds (``rewards/time``) are left out (named in ``metadata["other_axis_tags"]``), as their steps
-would be mistaken for frames.
+would be mistaken for frames. Other files get their trainer from their tags
+(:func:`advcore.ingest._trainers.trainer_of`): a verl run's ``critic/score/mean``, RLinf's ``env/``,
+``rollout/`` and ``train/actor/`` namespaces (``rlinf/utils/metric_logger.py`` in RLinf/RLinf@a3816b5:
+one ``add_scalar(key, value, step)`` per key of each dict the embodied runner logs).
 
 A TFRecord is ``uint64 length, uint32 masked CRC-32C of the length, data, uint32 masked CRC-32C of
 the data`` (tensorflow/core/lib/io/record_writer.cc). A record whose length does not match its CRC,

@@ -3,8 +3,11 @@
 Each dict is read with :func:`ast.literal_eval` (never ``eval``). Values may be numbers or
 numeric strings (``'reward': '0.5'``); ``nan``/``inf`` as Python prints them (``'grad_norm': nan``)
 are read as NaN/inf; keys missing from a dict are null. There is no step
-key: the step is the order of the train-metric dicts. Progress-bar redraws (``\\r``) and any
-other text between the dicts are skipped. The end-of-training summary dict (``train_runtime``)
+key: the step is the counter of the training progress bar (tqdm's ``N/TOTAL``, the total that most of
+the bar's redraws show) last drawn before each dict, the global step ``Trainer`` logs at (its progress
+callback draws step N before the log call of step N), when every dict has one and they increase;
+else the order of the train-metric dicts (``metadata["step_from"]`` says which). Progress-bar
+redraws (``\\r``) and any other text between the dicts are otherwise skipped. The end-of-training summary dict (``train_runtime``)
 goes to ``metadata["summary"]``; when it also carries GRPO step metrics (``reward``,
 ``rewards/...``, ``frac_reward_zero_std``: ``GRPOTrainer.log`` in trl/trainer/grpo_trainer.py merges
 the means of the steps since the last log into every log call, the final one included) those make
@@ -37,6 +40,8 @@ _START = re.compile(
     r"completion_length|completions/[^']*|frac_reward_zero_std|train_runtime|eval_[^']*)'\s*:"
 )
 _SEGMENTS = re.compile(r"\r")
+#: A tqdm counter: ``12/29790 [`` (the elapsed time follows in brackets).
+_COUNTER = re.compile(r"(?<![\d/])(\d+)/(\d+) \[")
 #: Keys of the end-of-training summary alone (``Trainer.train``'s speed metrics, ``train_loss``).
 _SUMMARY_ONLY = re.compile(r"^(?:train_(?:runtime|samples_per_second|steps_per_second|loss)|total_flos|epoch)$")
 #: Keys the GRPO trainer adds to every log call, the summary's included, from its step metrics.
@@ -84,8 +89,12 @@ def read_text(text: str, path: Path | str) -> RawLog:
     errors: list[IngestError] = []
     meta: dict[str, Any] = {}
     evals = 0
+    #: per train-metric row, the progress-bar counters (count, total) drawn since the previous dict
+    counters: list[list[tuple[int, int]]] = []
+    seen: list[tuple[int, int]] = []
     for n, seg in _text.readable_lines(_segments(text), path, errors):
         start = _START.search(seg)
+        seen += [(int(a), int(b)) for a, b in _COUNTER.findall(seg if start is None else seg[:start.start()])]
         if start is None:
             continue
         obj = _parse(seg, start.start())
@@ -98,17 +107,24 @@ def read_text(text: str, path: Path | str) -> RawLog:
             meta["summary"] = {k: number(v) for k, v in obj.items()}
             if any(_STEP_METRIC.match(k) for k in obj):  # the steps since the last log, see the module docstring
                 rows.append({k: v for k, v in obj.items() if not _SUMMARY_ONLY.match(k)})
+                counters.append(seen)
+                seen = []
                 meta["last_row_from_summary"] = True
             continue
         if all(k.startswith("eval_") or k == "epoch" for k in obj):
             evals += 1
             continue
         rows.append(obj)
+        counters.append(seen)
+        seen = []
     if evals:
         meta["eval_dicts_skipped"] = evals
     if not rows:
         errors.append(IngestError(str(path), "TRL console: no train-metric dict lines ({'loss': ...}) found"))
         return RawLog(NAME, pl.DataFrame(), trainer="trl", metadata=meta, errors=tuple(errors))
+    meta["step_from"] = "order of the dicts"
+    if not any("step" in r or "global_step" in r for r in rows) and _bar_steps(rows, counters):
+        meta["step_from"] = "progress bar"
     trainings = _count_trainings(rows)
     if trainings > 1:
         meta["trainings"] = trainings
@@ -116,6 +132,25 @@ def read_text(text: str, path: Path | str) -> RawLog:
     if dropped:
         meta["non_numeric"] = dropped
     return RawLog(NAME, frame, trainer="trl", metadata=meta, errors=tuple(errors))
+
+
+def _bar_steps(rows: list[dict[str, Any]], counters: list[list[tuple[int, int]]]) -> bool:
+    """Number ``rows`` in a ``step`` key by the training bar's counter last drawn before each (see the module
+    docstring); False, and nothing written, when a row has none or they do not increase."""
+    totals = [t for cs in counters for _, t in cs]
+    if not totals:
+        return False
+    main = max(set(totals), key=totals.count)
+    steps: list[int] = []
+    last = None
+    for cs in counters:
+        last = next((c for c, t in reversed(cs) if t == main), last if not cs else None)
+        if last is None or (steps and last <= steps[-1]):
+            return False
+        steps.append(last)
+    for r, step in zip(rows, steps, strict=True):
+        r["step"] = step
+    return True
 
 
 def _count_trainings(rows: list[dict[str, Any]]) -> int:
