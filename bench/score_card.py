@@ -38,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -59,6 +60,8 @@ __all__ = ["Job", "Outcome", "Row", "grid", "join_runs", "main", "replay_online"
 _PPO_FALLBACK = "verl"
 STAGE_TARGET = 0.95
 ONSET_TARGET = 5
+#: the real corpus's absent runs are named up to this many, counted by split beyond it
+ABSENT_NAMED = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,10 +406,12 @@ def full_report(outcomes: Sequence[Outcome], real: tuple[list[Any], list[Any]] |
                                                if c.false_runs) or "none")]
     if real is not None:
         scores, runs = real
-        absent = [r.name for r in runs if not r.present]
+        absent = [r for r in runs if not r.present]
+        named = (f": {', '.join(r.name for r in absent)}" if len(absent) <= ABSENT_NAMED else
+                 " (" + ", ".join(f"{n} {split}" for split, n in sorted(Counter(r.split for r in absent).items())) + ")")
         out += ["", f"Real corpus: {len(scores)} runs scored, {len(absent)} of the manifest absent on this machine "
                 "(shared runs: ../shared/data/real or $ADVCORE_SHARED_REAL; fetched: $ADVCORE_REAL_DATA, "
-                "tests/real/extract.py)" + (f": {', '.join(absent)}" if absent else "")]
+                "tests/real/extract.py)" + (named if absent else "")]
         for split in ("calibration", "validation"):
             n = sum(1 for s_ in scores if s_.split == split)
             note = " (never tuned on: shown, not used to change a threshold)" if split == "validation" else ""
