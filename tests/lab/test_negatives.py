@@ -147,10 +147,11 @@ def test_curriculum_reward_drops_at_the_stage_change_then_rises(name: str, estim
     res = neg(name, estimator)
     reward, held = col(res, "reward_mean"), col(res, "heldout_success")
     at = NEGATIVES[name].at
-    before, after = reward[: at - 1].mean(), reward[at - 1: at + 4].mean()
-    assert before >= 0.85 and after <= before - 0.3
-    # rises again: held-out success (DAPO logs the reward of the groups it keeps, which hovers near 0.5)
-    assert held[-1] >= held[at - 1] + 0.2
+    first, before, after = reward[:5].mean(), reward[at - 6: at - 1].mean(), reward[at - 1: at + 4].mean()
+    # the first stage is learnt (not solved from the start), the next one starts lower
+    assert before >= first + 0.15 and after <= before - 0.2
+    # and the run goes on learning: held-out success rises through the stage change
+    assert held[-1] >= held[at - 1] + 0.1 and held[-1] >= held[0] + 0.3
 
 
 @pytest.mark.parametrize(("name", "estimator"), cases("clip_always_on"))

@@ -37,7 +37,7 @@ class Setting:
 
     Attributes
     ----------
-    pool : {"standard", "easy", "hard", "bimodal"}
+    pool : {"standard", "easy", "hard", "bimodal", "intro", "vla"}
         Task pool the prompts are drawn from (:data:`advcore.lab.policy.POOLS`).
     group_size : int
         Completions per prompt, ``G``.
@@ -112,7 +112,7 @@ class Setting:
         return replace(self, **_coerce(changes))
 
 
-_CHOICES = {"pool": ("standard", "easy", "hard", "bimodal", "vla"),
+_CHOICES = {"pool": ("standard", "easy", "hard", "bimodal", "intro", "vla"),
             "slice_fault": ("", "saturate_family", "truncate_long", "blind_success_check", "scale_family_reward"), "reward_dtype": ("float64", "float32", "bfloat16"),
             "grouping": ("prompt", "stride", "singleton"), "critic_input": ("state", "blind", "leak"),
             "inject": ("", "grad", "reward")}

@@ -34,8 +34,10 @@ B = npt.NDArray[np.bool_]
 #: healthy curriculum (initial success about 0.25); ``easy`` is (nearly) always solved (c = K for
 #: 80 % of the tasks, K - 1 for the rest);
 #: ``hard`` needs ``H`` correct actions in a row of which the last ones were never trained
-#: (success about 1e-3); ``bimodal`` mixes easy and hard half and half.
-POOLS = ("standard", "easy", "hard", "bimodal")
+#: (success about 1e-3); ``bimodal`` mixes easy and hard half and half; ``intro`` is a curriculum's
+#: first stage, easier than ``standard`` but still to be learnt (c = 2 to K - 1, one action: initial
+#: success about 0.55, tasks of varied difficulty as in ``standard``). ``intro`` is drawn last, so that adding it left the other pools' tasks unchanged.
+POOLS = ("standard", "easy", "hard", "bimodal", "intro")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,9 @@ def make_tasks(rng: np.random.Generator, teacher: F64, n: int, pool: str) -> Tas
     elif pool == "hard":
         c = np.ones(n, np.int64)
         h = np.full(n, big_h)
+    elif pool == "intro":
+        c = rng.integers(2, k, n)
+        h = np.ones(n, np.int64)
     elif pool == "bimodal":
         easy = rng.random(n) < 0.5
         c = np.where(easy, k - 1, 1)
