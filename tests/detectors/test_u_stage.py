@@ -643,6 +643,22 @@ def test_a_kl_that_hovers_around_the_peak_minimum_is_not_pinned() -> None:
     assert not isinstance(out, Finding)
 
 
+def test_a_heavy_tailed_kl_whose_level_falls_is_not_pinned() -> None:
+    # the shape of h156-trl-grpo-llama31-8b-sft-v1-base-learns: KL to the reference around 0.02 with spikes,
+    # a stretch whose level reaches 0.25, then a level of about 0.03 again, 1 point in 8 at 0.2 (the policy
+    # keeps leaving its reference: no penalty holds it there); the same low level without the spikes is pinned
+    base = [0.02, 0.03, 0.01, 0.04, 0.02, 0.03, 0.02, 0.2]
+    stretch = [0.3, 0.2, 0.25, 0.4, 0.22, 0.27, 0.3, 0.25, 0.26, 0.24]
+    kl = base * 5 + stretch + base * 12
+    adv = [0.95] * len(kl)
+    out = one(make_run({"kl": kl, "adv_std": adv, "reward_mean": [0.05] * len(kl)}), "UPDATE_SUPPRESSED")
+    assert not isinstance(out, Finding)
+    quiet_tail = [v if v < 0.1 else 0.03 for v in base]
+    held = base * 5 + stretch + quiet_tail * 12
+    f = one(make_run({"kl": held, "adv_std": adv, "reward_mean": [0.05] * len(held)}), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_pinned"
+
+
 def test_update_suppressed_by_a_clip_that_lets_almost_nothing_through() -> None:
     n = 30
     grad = [1.0 + 0.1 * (i % 3) for i in range(n)]  # the trainer's norm before clipping

@@ -51,6 +51,7 @@ __all__ = [
     "change_point",
     "last_onset_index",
     "rolling_level",
+    "running_peak",
     "running_peak_ratio",
     "step_noise",
     "metric",
@@ -256,20 +257,29 @@ def step_noise(values: Sequence[float]) -> float:
     return 1.4826 * statistics.median(abs(d - mid) for d in diffs) / 2 ** 0.5
 
 
-def running_peak_ratio(s: Series, name: str, smooth: int = 5, min_peak: float = 0.0) -> Series:
-    """The trailing rolling median of ``s`` (over ``smooth`` points, fewer at the start) divided by
-    the highest such median over a full ``smooth`` points among the earlier points; ``inf`` where
-    that peak is not above ``min_peak`` (and positive) or there is none yet. How far below its own
-    earlier level a quantity sits, judged on its level rather than on single points (one spike is no
-    peak, not even among the first points; one low point is no fall)."""
-    level = rolling_level(s, name, smooth).values
+def running_peak(s: Series, smooth: int = 5) -> tuple[float, ...]:
+    """At each point of ``s``, the highest trailing rolling median (over ``smooth`` points) among
+    the earlier points that have a full ``smooth`` points; ``-inf`` where there is none yet. One
+    spike is no peak, not even among the first points."""
+    level = rolling_level(s, s.name, smooth).values
     out: list[float] = []
     peak = -math.inf
     for i, v in enumerate(level):
-        out.append(v / peak if peak > 0 and peak >= min_peak else math.inf)
+        out.append(peak)
         if i + 1 >= smooth:
             peak = max(peak, v)
-    return Series(name, s.steps, s.phases, tuple(out), True)
+    return tuple(out)
+
+
+def running_peak_ratio(s: Series, name: str, smooth: int = 5, min_peak: float = 0.0) -> Series:
+    """The trailing rolling median of ``s`` (over ``smooth`` points, fewer at the start) divided by
+    its :func:`running_peak`; ``inf`` where that peak is not above ``min_peak`` (and positive) or
+    there is none yet. How far below its own earlier level a quantity sits, judged on its level
+    rather than on single points (one spike is no peak; one low point is no fall)."""
+    level = rolling_level(s, name, smooth).values
+    out = tuple(v / peak if peak > 0 and peak >= min_peak else math.inf
+                for v, peak in zip(level, running_peak(s, smooth), strict=True))
+    return Series(name, s.steps, s.phases, out, True)
 
 
 def metric(run: Run, name: str) -> Series | None:
