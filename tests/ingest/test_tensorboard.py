@@ -68,6 +68,11 @@ def test_sb3_kl_blowup_has_no_reward() -> None:
     # skrl: "Section / Name" tags
     ("h40-skrl-ppo-isaacgym-satellite-nan-late/events.out.tfevents.1746799858.mushu.986799.0",
      {"Loss / Value loss": "value_loss", "Policy / Standard deviation": "action_std", "Learning / Learning rate": "lr"}),
+    # CleanRL's tags (cleanrl/ppo.py): the episodes' return under charts/, the update under losses/
+    ("h158-cleanrl-style-ppo-cartpole-25k-learns-critic-flat/events.out.tfevents.1691465397.betit.28138.0",
+     {"charts/episodic_return": "reward_mean", "losses/entropy": "entropy", "losses/approx_kl": "kl_step",
+      "losses/clipfrac": "clip_frac", "losses/explained_variance": "vf_explained_var", "charts/learning_rate": "lr",
+      "losses/value_loss": "value_loss"}),
     # a hand-written multi-agent TD3's score per episode (tensorboardX)
     ("h88-matd3-tennis-twin-critic-solved/events.out.tfevents.1579162959.LPCP1630",
      {"score_per_episode": "reward_mean"}),
@@ -108,3 +113,13 @@ def test_real_rl_games_run_keeps_the_frame_axis() -> None:
     assert list(zip(run.frame["step"].to_list(), run.frame["reward_mean"].to_list(), strict=True)) == \
         [(s, pytest.approx(v)) for s, v in reward]
     assert run.metadata["other_axis_tags"] == sorted(t for t in acc.Tags()["scalars"] if t.endswith(("/iter", "/time")))
+
+
+def test_cleanrl_is_told_by_its_return_tag_with_one_of_its_losses() -> None:
+    from advcore.ingest._trainers import trainer_of
+
+    # cleanrl/ppo.py writes charts/episodic_return with losses/*; dqn.py with losses/td_loss, losses/q_values
+    assert trainer_of(["charts/episodic_return", "charts/SPS", "losses/approx_kl"]) == "cleanrl"
+    assert trainer_of(["charts/episodic_return", "losses/td_loss", "losses/q_values"]) == "cleanrl"
+    # the return tag alone names no library (any script can write it)
+    assert trainer_of(["charts/episodic_return", "charts/episodic_length"]) is None

@@ -23,6 +23,11 @@ _TRL_PREFIXES = ("rewards / ", "completions / ", "rewards/", "completions/")
 _VERL_KEYS = frozenset({"critic/score/mean", "critic/rewards/mean", "critic/advantages/max", "actor/pg_loss",
                         "actor/entropy", "actor/ppo_kl", "actor/pg_clipfrac"})
 _SB3_KEYS = frozenset({"time/total_timesteps", "rollout/ep_rew_mean"})
+#: CleanRL's TensorBoard tags (vwxyzjn/cleanrl@020cf0e, cleanrl/ppo.py; dqn.py, sac_continuous_action.py):
+#: the episodes' return under charts/, the update's statistics under losses/
+_CLEANRL_RETURN = "charts/episodic_return"
+_CLEANRL_KEYS = frozenset({"charts/SPS", "losses/approx_kl", "losses/clipfrac", "losses/value_loss", "losses/td_loss",
+                           "losses/q_values", "losses/qf1_loss"})
 #: RLinf's embodied runners (RLinf/RLinf@a3816b5, rlinf/runners/embodied_runner.py ``_log_step_metrics``,
 #: L373-396): the episodes' success under env/, the advantages under rollout/, the actor's PPO
 #: statistics under train/actor/ (rlinf/algorithms/losses.py L299-310)
@@ -42,7 +47,7 @@ _PFRL_KEYS = frozenset({"steps", "episodes", "elapsed", "mean", "median", "stdev
 
 
 def trainer_of(keys: Iterable[str]) -> str | None:
-    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``sb3``, ``pfrl``, ``baselines``,
+    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``sb3``, ``cleanrl``, ``pfrl``, ``baselines``,
     ``rllab``, ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
@@ -54,6 +59,8 @@ def trainer_of(keys: Iterable[str]) -> str | None:
         return "rlinf"
     if keys & _SB3_KEYS:
         return "sb3"
+    if _CLEANRL_RETURN in keys and keys & _CLEANRL_KEYS:
+        return "cleanrl"
     if _PFRL_KEYS <= keys:  # before baselines: PFRL's agents also log n_updates
         return "pfrl"
     if keys & BASELINES_KEYS:
