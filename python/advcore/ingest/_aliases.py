@@ -9,6 +9,9 @@ name), ``canonical``, ``versions`` (empty, or comma-separated ``<0.27``/``>=0.27
 such as stable-baselines3's entropy loss) and an optional ``offset`` added after it (``scale -1,
 offset 1`` turns a share into its complement: Tinker's share of mixed groups into the tied share).
 A key is also tried without a leading ``train/`` or ``update/`` (W&B and TensorBoard prefixes).
+The canonical name :data:`SET_ASIDE` (``-``) keeps a key unread on purpose: an aggregate that a
+``{name}`` row after it would otherwise read as a reward component (Tunix's ``rewards/train/mean``, the
+mean over the reward functions, beside ``rewards/train/{name}``).
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from pathlib import Path
 
 from advcore._escape import excerpt
 
-__all__ = ["Alias", "AliasTable", "load_aliases", "reward_by_name"]
+__all__ = ["SET_ASIDE", "Alias", "AliasTable", "load_aliases", "reward_by_name"]
 
 _BUILTIN = Path(__file__).with_name("aliases.csv")
+#: the canonical name of a key kept unread on purpose
+SET_ASIDE = "-"
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:
@@ -83,7 +88,12 @@ class AliasTable:
                 self._exact.setdefault(row.key, []).append((i, row))
 
     def canonical(self, key: str, trainer: str | None, version: str | None = None) -> tuple[str, Alias] | None:
-        """The canonical name of ``key`` for ``trainer`` at ``version``, and the row that said so."""
+        """The canonical name of ``key`` for ``trainer`` at ``version``, and the row that said so; None
+        when no row names it or the row sets it aside (:data:`SET_ASIDE`)."""
+        hit = self._lookup(key, trainer, version)
+        return None if hit is None or hit[0] == SET_ASIDE else hit
+
+    def _lookup(self, key: str, trainer: str | None, version: str | None) -> tuple[str, Alias] | None:
         candidates = [key.strip()]
         # a training metric named as such (W&B sections, hand-written loops); tianshou 0.5 and later log the
         # policy's learn() results under update/ (tianshou/utils/logger/base.py, log_update_data)

@@ -23,6 +23,12 @@ _TRL_PREFIXES = ("rewards / ", "completions / ", "rewards/", "completions/")
 _VERL_KEYS = frozenset({"critic/score/mean", "critic/rewards/mean", "critic/advantages/max", "actor/pg_loss",
                         "actor/entropy", "actor/ppo_kl", "actor/pg_clipfrac"})
 _SB3_KEYS = frozenset({"time/total_timesteps", "rollout/ep_rew_mean"})
+#: Tunix's metrics (google/tunix@c7d8950: tunix/sft/metrics_logger.py writes ``{role}/{mode}/{name}``;
+#: tunix/rl/grpo/grpo_learner.py the reward scores and completion lengths, tunix/rl/algo_core.py the
+#: actor's kl and pg_clipfrac); two of them make a run Tunix's
+_TUNIX_KEYS = frozenset({"rewards/train/score/mean", "actor/train/pg_clipfrac", "actor/train/kl",
+                         "completions/train/mean_length"})
+_TUNIX_MIN_KEYS = 2
 #: CleanRL's TensorBoard tags (vwxyzjn/cleanrl@020cf0e, cleanrl/ppo.py; dqn.py, sac_continuous_action.py):
 #: the episodes' return under charts/, the update's statistics under losses/
 _CLEANRL_RETURN = "charts/episodic_return"
@@ -47,10 +53,12 @@ _PFRL_KEYS = frozenset({"steps", "episodes", "elapsed", "mean", "median", "stdev
 
 
 def trainer_of(keys: Iterable[str]) -> str | None:
-    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``sb3``, ``cleanrl``, ``pfrl``, ``baselines``,
+    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``tunix``, ``sb3``, ``cleanrl``, ``pfrl``, ``baselines``,
     ``rllab``, ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
+    if len(keys & _TUNIX_KEYS) >= _TUNIX_MIN_KEYS:  # before TRL, whose rewards/ and completions/ prefixes it shares
+        return "tunix"
     if bare & _TRL_MARKERS or any(k.startswith(_TRL_PREFIXES) for k in bare):
         return "trl"
     if bare & _VERL_KEYS:
