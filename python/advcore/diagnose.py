@@ -405,8 +405,8 @@ def _diagnose(
                 summary += (f"; the reward rose from a median of {course.early:.4g} early to "
                             f"{course.late:.4g} late")
             elif course is not None and course.rose:  # not improved(): the rise inside the early window
-                summary += (f"; the reward rose from {course.series.values[0]:.4g} at the first logged step to a "
-                            f"median of {course.early:.4g} early, and held it ({course.late:.4g} late)")
+                summary += (f"; the reward rose from {course.start_text()} to a median of {course.early:.4g} early, "
+                            f"and held it ({course.late:.4g} late)")
             elif course is not None and not course.succeeded:
                 # alive is not learning: say so (a newcomer read "no finding" on legaloom-grpo-v3, flat at
                 # ~0.05 for 40 steps, as "healthy")

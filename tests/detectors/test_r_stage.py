@@ -10,6 +10,7 @@ import csv
 import json
 import math
 import re
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -243,6 +244,34 @@ def test_component_collapse_silent_component_and_logged_total_excluded() -> None
     assert f.evidence["component"] == "reward/correctness" and f.evidence["live_steps"] == len(live)
     assert f.evidence["silent_share"] == 1.0 and f.onset_step == min(live) + 1
     assert f.evidence["collapsed"] == ["reward/correctness"]  # reward/total equals reward_mean: not a component
+
+
+def test_component_collapse_traded_needs_a_significant_fall_and_another_component_rising() -> None:
+    # noisy per-step means (a few samples a step): correctness rises to ~1.0 by step 40, then falls to ~0.3 from
+    # step 120 while the format reward rises from 1 to 2: the total holds, one component was given up
+    rng = np.random.default_rng(7)
+    n = 300
+    correct_level = [min(1.0, 0.3 + i / 40) if i < 120 else 0.3 for i in range(n)]
+    fmt_level = [1.0 + min(1.0, i / 150) for i in range(n)]
+    correct = [v + rng.normal(0, 0.3) for v in correct_level]
+    fmt = [v + rng.normal(0, 0.3) for v in fmt_level]
+    total = [a + b for a, b in zip(correct, fmt, strict=True)]
+    f = one(make_run({"reward/correctness": correct, "reward/format": fmt, "reward_mean": total}), "COMPONENT_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "traded" and f.evidence["rose"] == ["reward/format"]
+    early, late = statistics.fmean(correct[:60]), statistics.fmean(correct[-60:])
+    assert f.evidence["early_mean"] == pytest.approx(early) and f.evidence["late_mean"] == pytest.approx(late)
+    # dated after the component's peak (its level starts low), within a tenth of the run of the fall at 120
+    assert 120 <= f.onset_step <= 150
+    # the same fall with nothing rising beside it is not a trade (the total falls: the other detectors' case)
+    flat = [v - l + 1.0 for v, l in zip(fmt, fmt_level, strict=True)]
+    total = [a + b for a, b in zip(correct, flat, strict=True)]
+    assert one(make_run({"reward/correctness": correct, "reward/format": flat, "reward_mean": total}),
+               "COMPONENT_COLLAPSE") is None
+    # a fall of a fifth of the early level (0.84 -> 0.67) is not a trade, however significant
+    mild = [c if i < 120 else c + 0.37 for i, c in enumerate(correct)]
+    total = [a + b for a, b in zip(mild, fmt, strict=True)]
+    out = one(make_run({"reward/correctness": mild, "reward/format": fmt, "reward_mean": total}), "COMPONENT_COLLAPSE")
+    assert out is None
 
 
 def test_component_collapse_not_evaluable_and_short() -> None:
@@ -531,6 +560,15 @@ def test_a_quiet_verdict_says_whether_the_reward_rose() -> None:
     assert "the reward rose from -1464 at the first logged step" in said and "did not rise" not in said
     one_low = make_run({"reward_mean": [-1464.0, *list(-147.0 + 5 * noise[:59])]})
     assert "did not rise beyond its step-to-step noise" in diagnose(one_low, [], []).summary
+    # a long run of a noisy per-step reward (sd 2) that rises from 0 to 6 over its first 100 of 3,000 steps
+    # (inside its early window of 600) and holds: the median of its first 30 steps is where it started
+    loud = rng.normal(0.0, 2.0, 3000)
+    level = np.minimum(6.0, np.arange(3000) * 0.06)
+    fast = make_run({"reward_mean": list(level + loud)})
+    said = diagnose(fast, [], []).summary
+    start = float(np.median((level + loud)[:30]))
+    assert f"the reward rose from a median of {start:.4g} over its first 30 logged steps" in said
+    assert "no learning shows" not in said
 
 
 def test_floor_from_a_success_rate_that_never_rises() -> None:

@@ -17,6 +17,14 @@ and the run has at least ``min_points`` (20) logged points. It has collapsed whe
   mean is below its run maximum (a component saturated at its ceiling is a learned skill, not a
   collapse): every advantage comes from the other components; onset: the first such step;
 
+* **traded**: its late mean lies below its early mean by at least ``traded_share`` (0.5) x the early
+  mean's size and by more than ``traded_z`` (3) standard errors of the two windows' means, while
+  another judged component rose by more than ``traded_z`` standard errors (the policy gave up one
+  component for another: h161-tunix-grpo-gemma3-1b-g8-lr1e5-correctness-traded-for-format, check_answer
+  0.74 -> 0.345 while both format rewards rose); onset: after the highest point of its level (trailing
+  median over a tenth of the run, at least 5 points) before the late window, the first of ``sustain``
+  points of that level at or below the middle of the two means;
+
 while the total holds: the late mean of ``reward_mean`` is at least its early mean minus
 ``hold_tol`` (0.2) x its span (``max(hi - lo, |hi|, |lo|)`` of the reward means). KL spike: the
 largest ``kl`` over the ``2 x sustain`` points from the onset is at least ``kl_spike`` (5) x the
@@ -26,6 +34,7 @@ reward hacking".
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -121,6 +130,37 @@ def _silent(run: Run, c: Series, k: Mapping[str, float | int]) -> _Collapse | No
                                                   "run_min": min(c.values), "run_max": max(c.values)}, text)
 
 
+def _window_error(c: Series) -> float:
+    """The standard error of the difference of the early and late window means of ``c``."""
+    early, late = c.early(), c.late()
+    return math.sqrt(statistics.pvariance(early) / len(early) + statistics.pvariance(late) / len(late))
+
+
+def _traded(c: Series, others: list[Series], k: Mapping[str, float | int]) -> _Collapse | None:
+    early_mean, late_mean = c.early_mean(), c.late_mean()
+    drop, error, z = early_mean - late_mean, _window_error(c), float(k["traded_z"])
+    if not (drop > z * error and drop >= float(k["traded_share"]) * abs(early_mean) and drop > 0):
+        return None
+    rose = [o.name for o in others if o.late_mean() - o.early_mean() > z * _window_error(o)]
+    if not rose:
+        return None
+    w = max(5, len(c) // 10)
+    level = [statistics.median(c.values[max(0, i + 1 - w): i + 1]) for i in range(len(c))]
+    middle = (early_mean + late_mean) / 2
+    # from the level's highest point before the late window (a component still rising early starts low)
+    peak = max(range(len(c) - len(c.late())), key=level.__getitem__)
+    after = onset_index(level[peak:], lambda v: v <= middle, int(k["sustain"]))
+    if after is None:
+        return None
+    idx = peak + after
+    names = " and ".join(r.removeprefix("reward/") for r in rose)
+    text = (f"reward component {c.name.removeprefix('reward/')} fell from {early_mean:.3g} early to {late_mean:.3g} "
+            f"late ({100 * drop / abs(early_mean) if early_mean else 100:.0f} % of its early level) as {names} rose")
+    return _Collapse(c.name, "traded", idx, c, {"early_mean": early_mean, "late_mean": late_mean,
+                                                "drop_z": drop / error if error > 0 else math.inf, "rose": rose,
+                                                "run_min": min(c.values), "run_max": max(c.values)}, text)
+
+
 def _kl_spike(run: Run, at: Series, onset: int, k: Mapping[str, float | int]) -> dict[str, object]:
     kl = metric(run, "kl")
     if kl is None:
@@ -153,19 +193,16 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     t_early, t_late = total.early_mean(), total.late_mean()
     if not t_late >= t_early - float(knobs["hold_tol"]) * t_span:
         return None
+    judged = [c for c in comps if len(c) >= int(knobs["min_points"]) and 0 < max(c.values) - min(c.values)
+              and max(c.values) - min(c.values) >= float(knobs["relevance"]) * t_width]
     found: list[_Collapse] = []
-    for c in comps:
-        if len(c) < int(knobs["min_points"]):
-            continue
-        width = max(c.values) - min(c.values)
-        if width <= 0 or width < float(knobs["relevance"]) * t_width:
-            continue
-        hit = _fell(c, knobs) or _silent(run, c, knobs)
+    for c in judged:
+        hit = _fell(c, knobs) or _silent(run, c, knobs) or _traded(c, [o for o in judged if o is not c], knobs)
         if hit is not None:
             found.append(hit)
     if not found:
         return None
-    order = {"fell": 0, "silent": 1}
+    order = {"fell": 0, "silent": 1, "traded": 2}
     first = min(found, key=lambda h: (order[h.rule], h.series.keys()[h.onset]))
     kl = _kl_spike(run, first.series, first.onset, knobs)
     evidence: dict[str, object] = {
@@ -215,7 +252,13 @@ CARD = Card(
         - **silent** (needs `reward_std/<name>`): on the steps where the total has spread (`reward_std` or
           `reward_std_within` > 1e-6; at least `sustain` of them) its std is ≤ 1e-6 on at least
           `silent_frac` of them and its late mean is below its maximum (a component saturated at its
-          ceiling is a learned skill, not a collapse); onset: the first such step;
+          ceiling is a learned skill, not a collapse); onset: the first such step; or
+        - **traded**: its late mean is below its early mean by at least `traded_share` × the early mean's
+          size and by more than `traded_z` standard errors of the two windows' means, while another judged
+          component rose by more than `traded_z` standard errors (one component given up for another);
+          onset: after the highest point of its level (trailing median over a tenth of the run, at least 5
+          points) before the late window, the first of `sustain` points of that level at or below the
+          middle of the two means;
 
         and the total holds: late mean of `reward_mean` ≥ early mean − `hold_tol` × its span
         (max(hi − lo, |hi|, |lo|) of the reward means). KL spike:
@@ -225,7 +268,8 @@ CARD = Card(
     """,
     knobs_note="""
         Calibration: fires on trl-dapo-vlm-120531 (mdi_reward, fell, onset at log point 10 = step 100; no `kl`
-        logged) and unsloth-qwen3-vl-8b (correctness, silent). Quiet on chaos-economy-grpo (the
+        logged), unsloth-qwen3-vl-8b (correctness, silent) and h161-tunix-grpo-gemma3-1b-g8-lr1e5 (check_answer,
+        traded: 0.74 → 0.345 while both format rewards rise; its eval correctness falls 1.42 → 0.23). Quiet on chaos-economy-grpo (the
         contrast: six components, none collapsed while the total oscillates), unsloth-llama32-3b
         (all components rise), unsloth-qwen3-4b, gpt-oss-20b, the MAPPO per-agent rewards, and on every
         healthy run. Runs with one component (legaloom-*, csd-pilot) are not evaluable.
@@ -265,6 +309,16 @@ SPEC = DetectorSpec(
         Knob("hold_tol", 0.2, "the total holds when its late mean is at least its early mean minus this fraction "
              "of its span (max(hi - lo, |hi|, |lo|))", low=0.0, high=1.0,
              why="trl-dapo-vlm's total goes 2.74 → 2.38 (10 % of its span 3.7) while mdi_reward loses 0.58."),
+        Knob("traded_share", 0.5, "a component traded away has lost at least this share of its early mean's size",
+             low=0.0, high=1.0,
+             why="h161 tunix g8 lr 1e-5: check_answer lost 53 % (check_numbers 31 %, not flagged). On the 490 "
+                 "calibration runs present on 2026-12-03, the other components that fell by 30 % or more with the "
+                 "total held had no component rising beside them (trl-dapo-vlm's mdi penalty, chaos-economy's "
+                 "diversity penalty)."),
+        Knob("traded_z", 3.0, "the fall of the traded component and the rise of another exceed this many standard "
+             "errors of the early and late window means", low=0.0,
+             why="check_answer's fall is 5.5 standard errors over 672-point windows; chaos-economy's diversity "
+                 "penalty 3.2."),
         Knob("kl_spike", 5.0, "KL after the onset at least this multiple of its median before = spike", low=1.0,
              why="A KL jump of 5× its earlier median (and ≥ 0.01) at the onset = spike."),
         Knob("min_points", 20, "fewest logged points to judge (a late window of 3 cannot tell pinned from quiet)",

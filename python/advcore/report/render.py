@@ -228,7 +228,7 @@ def _reward_line(r: RunReport) -> str:
     if c is None:
         return ""
     if c.rose and not c.improved():  # the rise happened inside the early window (RewardCourse.rose_first)
-        course = f"rose from {c.series.values[0]:.4g} at the first logged step within the early window"
+        course = f"rose from {c.start_text()} within the early window"
     else:
         course = "rose" if c.rose else "no rise beyond its step-to-step noise" if c.late > c.early else "did not rise"
     return f"reward (median, early -> late): {c.early:.4g} -> {c.late:.4g}, {course}"
