@@ -401,10 +401,10 @@ def _diagnose(
                 summary += ")"
             elif not_checked:
                 summary += f" ({len(not_checked)} detectors could not check this log)"
-            if course is not None and course.improved():
+            if course is not None and (course.improved() or course.median_rose):
                 summary += (f"; the reward rose from a median of {course.early:.4g} early to "
                             f"{course.late:.4g} late")
-            elif course is not None and course.rose:  # not improved(): the rise inside the early window
+            elif course is not None and course.rose:  # the rise inside the early window
                 summary += (f"; the reward rose from {course.start_text()} to a median of {course.early:.4g} early, "
                             f"and held it ({course.late:.4g} late)")
             elif course is not None and not course.succeeded:

@@ -569,6 +569,12 @@ def test_a_quiet_verdict_says_whether_the_reward_rose() -> None:
     start = float(np.median((level + loud)[:30]))
     assert f"the reward rose from a median of {start:.4g} over its first 30 logged steps" in said
     assert "no learning shows" not in said
+    # per-episode returns (sd 40) whose level climbs 21 -> 74: each step's noise hides the rise, the medians of
+    # 80-episode windows do not (their standard error is 1.2533 x 40 / sqrt 80)
+    episodes = np.linspace(21.0, 74.0, 400) + rng.normal(0.0, 40.0, 400)
+    said = diagnose(make_run({"reward_mean": list(episodes)}), [], []).summary
+    e, la = np.median(episodes[:80]), np.median(episodes[-80:])
+    assert f"the reward rose from a median of {e:.4g} early to {la:.4g} late" in said
 
 
 def test_floor_from_a_success_rate_that_never_rises() -> None:

@@ -287,9 +287,20 @@ class RewardCourse:
         return self.early - value > SUCCESS_NOISE * error and self.late >= self.early - SUCCESS_NOISE * self.noise
 
     @property
+    def median_rose(self) -> bool:
+        """The late median exceeds the early one by more than ``SUCCESS_NOISE`` standard errors of their
+        difference (each median's 1.2533 x the noise / sqrt of its window's points): a rise that single
+        steps hide in their noise but the windows show (h158-cleanrl-style-ppo-cartpole-25k-learns-critic-
+        flat: per-episode returns, a median of 21 over the first 84 episodes and 74 over the last)."""
+        k = window_len(len(self.series))
+        error = MEDIAN_ERROR * self.noise * math.sqrt(2 / k)
+        return self.late - self.early > SUCCESS_NOISE * error
+
+    @property
     def rose(self) -> bool:
-        """The reward rose: :meth:`improved`, or a rise inside the early window (:attr:`rose_first`)."""
-        return self.improved() or (not self.succeeded and self.rose_first)
+        """The reward rose: :meth:`improved`, :attr:`median_rose`, or a rise inside the early window
+        (:attr:`rose_first`). Said in the verdict and the JSON, not used by a detector."""
+        return self.improved() or self.median_rose or (not self.succeeded and self.rose_first)
 
     @property
     def fell_below_start(self) -> bool:

@@ -227,10 +227,12 @@ def _reward_line(r: RunReport) -> str:
     c = r.verdict.course
     if c is None:
         return ""
-    if c.rose and not c.improved():  # the rise happened inside the early window (RewardCourse.rose_first)
+    if c.improved() or c.median_rose:
+        course = "rose"
+    elif c.rose:  # the rise happened inside the early window (RewardCourse.rose_first)
         course = f"rose from {c.start_text()} within the early window"
     else:
-        course = "rose" if c.rose else "no rise beyond its step-to-step noise" if c.late > c.early else "did not rise"
+        course = "no rise beyond its step-to-step noise" if c.late > c.early else "did not rise"
     return f"reward (median, early -> late): {c.early:.4g} -> {c.late:.4g}, {course}"
 
 
