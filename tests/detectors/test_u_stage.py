@@ -720,3 +720,16 @@ def test_real_verl_csv_with_an_on_policy_ppo_kl_is_not_suppressed() -> None:
     kl = pl.read_csv(path)["actor/ppo_kl"]
     assert (kl < 0).mean() > 0.4  # type: ignore[operator]
     assert "UPDATE_SUPPRESSED" not in fired(load(path))
+
+
+def test_update_suppressed_not_evaluable_names_what_it_read_and_what_it_lacks() -> None:
+    # a CleanRL PPO log: update metrics, no advantage spread or proxy (a newcomer read the needs line as if the
+    # update metrics were missing)
+    run = make_run({"kl_step": [1e-3] * 40, "clip_frac": [0.1] * 40, "reward_mean": [float(i) for i in range(40)]})
+    out = one(run, "UPDATE_SUPPRESSED")
+    assert isinstance(out, NotEvaluable) and len(out.needs) == 1
+    assert out.needs[0].startswith("adv_std (or a proxy") and out.needs[0].endswith(
+        "beside the update metrics it read (clip_frac, kl_step)")
+    # with nothing of the update logged, the update metrics are what it needs
+    bare = one(make_run({"reward_mean": [float(i) for i in range(40)]}), "UPDATE_SUPPRESSED")
+    assert isinstance(bare, NotEvaluable) and bare.needs[0].startswith("grad_norm, update_ratio")

@@ -12,6 +12,7 @@ import pytest
 
 from advcore.cli import main
 from advcore.ingest import join_runs, load
+from advcore.ingest._runs import apart
 from tests._real import corpus, real
 
 
@@ -75,6 +76,18 @@ def test_two_seeds_in_one_folder_are_two_runs_and_two_exports_one(tmp_path: Path
     assert main(["scan", str(tmp_path)]) == 0  # the human output says it too
     assert "judged apart from seed0-export.jsonl + seed0.jsonl: they disagree" in " ".join(capsys.readouterr().out.split())
     assert len(_scan(capsys, "--per-file", str(tmp_path))) == 3
+
+
+def test_files_of_two_trainers_that_disagree_are_said_to_be_by_two_trainers(tmp_path: Path) -> None:
+    sb3 = tmp_path / "progress.csv"
+    sb3.write_text("time/total_timesteps,rollout/ep_rew_mean\n" + "".join(f"{s},{s / 100}\n" for s in range(10, 200, 10)))
+    cleanrl = tmp_path / "cleanrl.csv"
+    cleanrl.write_text("global_step,charts/episodic_return,losses/approx_kl\n"
+                       + "".join(f"{s},{-s / 50},0.01\n" for s in range(10, 200, 10)))
+    a, b = load(sb3), load(cleanrl)
+    assert (a.trainer, b.trainer) == ("sb3", "cleanrl")
+    assert apart(a, b) == ("they disagree on reward_mean at the steps both log (written by two trainers, sb3 and "
+                           "cleanrl)")
 
 
 def test_a_console_that_rounds_what_it_prints_joins_its_full_precision_file(tmp_path: Path) -> None:

@@ -112,6 +112,8 @@ def _relative(run: Run, name: str, drop: float, what: str) -> _Check | None:
     return _Check(name, s, lambda v: v <= cut, f"{what} <= {drop:g} x its early median ({cut:.3g})", bar=cut)
 
 
+#: The metric a check that is named otherwise reads.
+_READ_AS = {"kl_pinned": "kl", "clip_kept": "grad_norm_clipped"}
 #: The share of the late window's KL points (not their level) that must be pinned too.
 PINNED_POINTS = 0.9
 
@@ -200,9 +202,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                                  "clip_frac or early_stop_frac",))
     signal = adv_signal(run)
     if signal is None:
+        present = sorted({_READ_AS.get(c.name, c.name) for c in checks})
         checks = [c for c in checks if not c.needs_signal]
-        if not checks:
-            return NotEvaluable(ID, ADV_NEEDS)
+        if not checks:  # the update metrics are there; what is missing is the signal they would be judged against
+            return NotEvaluable(ID, tuple(f"{need}, beside the update metrics it read ({', '.join(present)})"
+                                          for need in ADV_NEEDS))
     above, share, sustain = float(knobs["signal_above"]), float(knobs["late_share"]), int(knobs["sustain"])
     # Advantages in reward units (Dr. GRPO, RLOO: a logged adv_std, not a proxy on the normalised
     # scale) sit below the normalised bar: their signal counts while it keeps `signal_keep` of its early level.

@@ -145,7 +145,10 @@ def apart(a: Run, b: Run) -> str | None:
         return None  # per-sample values and interval-averaged ones are not expected to agree
     for m in sorted(common):
         if not _agree(a.frame, b.frame, m):
-            return f"they disagree on {m} at the steps both log (two runs, or two seeds)"
+            trainers = [t for t in (a.trainer, b.trainer) if t]
+            why = (f"written by two trainers, {trainers[0]} and {trainers[1]}" if len(set(trainers)) == 2
+                   else "two runs, or two seeds")
+            return f"they disagree on {m} at the steps both log ({why})"
     return None
 
 
