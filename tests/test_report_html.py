@@ -200,3 +200,29 @@ def test_findings_that_start_together_share_one_label() -> None:
     assert LABEL_GAP * 99 >= 3  # steps 1 and 4 are within the gap on a 1-100 axis
     assert labels == [(1.0, "COMPONENT_COLLAPSE, DEGENERATE_GROUPS"), (90.0, "ENTROPY_COLLAPSE")]
     assert _marker_labels(markers, [1.0, 10.0])[:2] == [(1.0, "COMPONENT_COLLAPSE"), (4.0, "DEGENERATE_GROUPS")]
+
+
+def test_a_long_noisy_series_is_drawn_under_its_level() -> None:
+    import statistics
+
+    import polars as pl
+
+    from advcore.report.html import LEVEL_FROM, _level, _plots_of
+
+    rng = np.random.default_rng(11)
+    n = 1000
+    values = list(np.where(np.arange(n) < 500, 1.0, 0.3) + rng.normal(0.0, 0.8, n))
+    frame = pl.DataFrame({"step": [float(s) for s in range(n)], "reward_mean": values})
+    level = _level(frame, "reward_mean")
+    assert level is not None
+    steps, got = level
+    window = max(5, n // 50)
+    assert steps[0] == 0.0 and len(got) == len(steps) <= 800
+    for s, v in zip(steps[::37], got[::37], strict=True):  # the trailing median over 20 points, from the data
+        i = int(s)
+        assert v == pytest.approx(statistics.median(values[max(0, i + 1 - window): i + 1]))
+    # the plot carries it; a short series is drawn as it is
+    (plot,) = _plots_of(frame, "R", ("reward_mean",))
+    assert plot[4] == level
+    short = frame.head(LEVEL_FROM - 1)
+    assert _plots_of(short, "R", ("reward_mean",))[0][4] is None

@@ -54,6 +54,11 @@ PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 #: Points of one series drawn at most (:func:`_thin`).
 MAX_POINTS = 800
+#: A per-step series of at least this many points is drawn faint under its level (:func:`_level`): a
+#: newcomer saw only a solid band where 3,364 noisy steps of a reward component fell by half.
+LEVEL_FROM = 200
+#: The level's trailing median covers this share of the points (at least 5).
+LEVEL_SHARE = 0.02
 #: Runs from which the figures are drawn on several processes.
 PARALLEL_FROM = 24
 #: Reward components drawn at most.
@@ -147,6 +152,20 @@ def _series(frame: pl.DataFrame, name: str) -> tuple[list[float], list[float]]:
     return _thin([s for s, _ in kept], [v for _, v in kept])
 
 
+def _level(frame: pl.DataFrame, name: str) -> tuple[list[float], list[float]] | None:
+    """The level of ``name`` over ``step`` (of a timeline frame): the trailing median of its finite
+    points over ``LEVEL_SHARE`` of them (at least 5), every k-th point kept past :data:`MAX_POINTS`;
+    None under :data:`LEVEL_FROM` points."""
+    part = frame.select("step", pl.col(name).cast(pl.Float64, strict=False).alias("v")).drop_nulls()
+    part = part.filter(pl.col("v").is_finite())
+    if part.height < LEVEL_FROM:
+        return None
+    window = max(5, int(LEVEL_SHARE * part.height))
+    level = part.select("step", pl.col("v").rolling_median(window, min_samples=1).alias("v"))
+    level = level.gather_every(math.ceil(level.height / MAX_POINTS))
+    return [float(s) for s in level["step"]], level["v"].to_list()
+
+
 def _thin(steps: list[float], values: list[float]) -> tuple[list[float], list[float]]:
     """At most :data:`MAX_POINTS` points of a series: past that, the lowest and the highest value of each
     run of consecutive points, in step order, so a one-step spike still shows (a longer series is not
@@ -168,9 +187,9 @@ def _thin(steps: list[float], values: list[float]) -> tuple[list[float], list[fl
     return out_s, out_v
 
 
-#: One small plot: its title (the metric), steps, values, and for a per-sample stage its quantile bands
-#: per step (q05, q95, q25, q75), else None.
-Plot = tuple[str, list[float], list[float], "list[tuple[float, ...]] | None"]
+#: One small plot: its title (the metric), steps, values, for a per-sample stage its quantile bands per
+#: step (q05, q95, q25, q75), else None, and for a long per-step series its level (:func:`_level`), else None.
+Plot = tuple[str, list[float], list[float], "list[tuple[float, ...]] | None", "tuple[list[float], list[float]] | None"]
 
 
 def _plots_of(frame: pl.DataFrame, stage: str, names: tuple[str, ...]) -> list[Plot]:
@@ -184,7 +203,7 @@ def _plots_of(frame: pl.DataFrame, stage: str, names: tuple[str, ...]) -> list[P
             continue
         steps, values = _series(frame, name)
         if steps:
-            plots.append((name, steps, values, None))
+            plots.append((name, steps, values, None, _level(frame, name)))
             components += name.startswith("reward/")
     return plots
 
@@ -220,15 +239,19 @@ def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | 
     the evidence's metric) drawn on every plot, thicker on the metric named; ``thresholds`` (metric, value,
     ID) drawn across the plot of that metric."""
     fig, axes = _grid(plt, len(panels))
-    labels = _marker_labels(markers, [s for _, steps, _, _ in panels for s in steps[:1] + steps[-1:]])
-    for ax, (title, steps, values, bands) in zip(axes, panels, strict=True):
+    labels = _marker_labels(markers, [s for _, steps, _, _, _ in panels for s in steps[:1] + steps[-1:]])
+    for ax, (title, steps, values, bands, level) in zip(axes, panels, strict=True):
         for a, b in shade:
             ax.axvspan(a, b, color="#eeeeee", zorder=0)
         if bands:  # 5-95 %, then 25-75 % darker
             for i, (lo, hi) in enumerate(((0, 1), (2, 3))):
                 ax.fill_between(steps, [q[lo] for q in bands], [q[hi] for q in bands], color="#4a78b5",
                                 alpha=0.18 + 0.17 * i, linewidth=0)
-        ax.plot(steps, values, color="#1f4e8c", linewidth=1.0)
+        if level is None:
+            ax.plot(steps, values, color="#1f4e8c", linewidth=1.0)
+        else:  # the points faint, their level on top
+            ax.plot(steps, values, color="#1f4e8c", linewidth=0.6, alpha=0.3)
+            ax.plot(*level, color="#1f4e8c", linewidth=1.5)
         for onset, ident, metric in markers:
             named = metric == title
             ax.axvline(onset, color="#b00020", linewidth=1.6 if named else 0.8, linestyle="-" if named else "--")
@@ -282,7 +305,7 @@ def _trace_panels(report: RunReport) -> list[Plot]:
         wide = wide.gather_every(math.ceil(wide.height / MAX_POINTS))
         bands = list(zip(*(wide[c].to_list() for c in wanted[:4]), strict=True))
         out.append((f"{stage} per sample (median, 25-75 %, 5-95 %)", [float(s) for s in wide["step"]],
-                    wide["q50"].to_list(), bands))
+                    wide["q50"].to_list(), bands, None))
     return out
 
 
