@@ -118,17 +118,19 @@ _READ_AS = {"kl_pinned": "kl", "clip_kept": "grad_norm_clipped"}
 PINNED_POINTS = 0.9
 
 
-def _late_points_pinned(kl: Series, pin: float, peak_min: float) -> bool:
-    """``PINNED_POINTS`` of the late window's KL points, each taken alone, at or below ``pin`` x the
-    earlier peak of the level. A policy held at its reference stays there (the lab's ``kl_pin``: 9 in
-    10 late points at most 0.16 x the peak, on every estimator and seed); a KL whose level is low
-    only because it is heavy-tailed keeps leaving it (h156-trl-grpo-llama31-8b-sft-v1-base-learns:
-    a level of 0.03 late after 0.25, but 1 point in 10 above 0.15 and one at 0.29, the reward rising
-    from 3.5 to 5; its project's run 4 spikes to 0.87 on its way to a NaN)."""
+def _late_points_pinned(kl: Series, ratio: Series, pin: float) -> bool:
+    """Of the late window's points whose level is pinned (``ratio``, the level over its earlier peak,
+    at or below ``pin``), ``PINNED_POINTS`` are pinned each alone too. A policy held at its reference
+    stays there (the lab's ``kl_pin``: its late points at most 0.16 x the peak on every estimator and
+    seed); a KL whose level is low only because it is heavy-tailed keeps leaving it
+    (h156-trl-grpo-llama31-8b-sft-v1-base-learns: a level of 0.03 late after 0.25, a quarter of the
+    points under that level above 0.05, one at 0.29, the reward rising from 3.5 to 5; its project's
+    run 4 spikes to 0.87 on its way to a NaN). Judged on the pinned points only, so that the check
+    reports a pin as soon as its level does, online as offline."""
     late = len(kl.late())
-    pairs = [(abs(v), peak) for v, peak in zip(kl.values[-late:], running_peak(kl)[-late:], strict=True)
-             if peak > 0 and peak >= peak_min]
-    return bool(pairs) and sum(v <= pin * peak for v, peak in pairs) >= PINNED_POINTS * len(pairs)
+    peaks = running_peak(kl)
+    held = [i for i in range(len(kl) - late, len(kl)) if abs(ratio.values[i]) <= pin]
+    return sum(abs(kl.values[i]) <= pin * peaks[i] for i in held) >= PINNED_POINTS * len(held)
 
 
 def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
@@ -168,8 +170,8 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         # barely moved swings around 0 (h113-bitnet-grpo-g2-gsm8k-tied-groups: -0.47 to 0.54 on its 38
         # updates with a KL coefficient of 0.01), and its level's highs are that noise
         peak_min = max(float(knobs["kl_pin_peak"]), SUCCESS_NOISE * step_noise(kl.values))
-        if _late_points_pinned(kl, pin, peak_min):
-            ratio = running_peak_ratio(kl, "kl / earlier peak", min_peak=peak_min)
+        ratio = running_peak_ratio(kl, "kl / earlier peak", min_peak=peak_min)
+        if _late_points_pinned(kl, ratio, pin):
             out.append(_Check("kl_pinned", ratio, lambda v: abs(v) <= pin,
                               f"|kl to the reference| <= {pin:g} x its earlier peak (peak >= {peak_min:g})"))
     clip = metric(run, "clip_frac")
@@ -342,10 +344,10 @@ CARD = Card(
            healthy run (to 0.1-0.15 in unsloth-llama32-3b, to ~1 in the lab); it falls and stays a fifth
            of its peak only when the reference is re-synced and a penalty holds the policy there (the
            lab's `kl_pin`: 0.001 to 0.1 after a peak of 0.5 to 0.8), so at least `PINNED_POINTS` (9 in
-           10) of the late window's points, each alone, are at or below the same line as well: a
-           heavy-tailed KL has a low level and keeps leaving its reference (h156-trl-grpo-llama31-8b-
-           sft-v1-base-learns: a level of 0.03 after 0.25, one point in ten above 0.15, the reward
-           rising from 3.5 to 5). Pinned is near 0 on both sides: a
+           10) of the late window's points whose level is pinned are, each alone, at or below the same
+           line as well: a heavy-tailed KL has a low level and keeps leaving its reference
+           (h156-trl-grpo-llama31-8b-sft-v1-base-learns: a level of 0.03 after 0.25, a quarter of those
+           points above the line, the reward rising from 3.5 to 5). Pinned is near 0 on both sides: a
            level far below 0 is no KL a penalty holds at its reference but a signed estimate of another
            one (a Dou Dizhu PPO log's `mean(old_logp - logp)` over each update, about -0.2 late; a KL to
            the reference read with the same signed estimator, MiniMind's `KL_ref`, sits within
