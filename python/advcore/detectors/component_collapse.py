@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import TIE_EPS, Series, aligned, metric, onset_index
+from advcore.detectors._windows import TIE_EPS, Series, aligned, metric, onset_index, rolling_level
 from advcore.model import Run
 
 __all__ = ["SPEC", "components", "detect"]
@@ -145,7 +145,7 @@ def _traded(c: Series, others: list[Series], k: Mapping[str, float | int]) -> _C
     if not rose:
         return None
     w = max(5, len(c) // 10)
-    level = [statistics.median(c.values[max(0, i + 1 - w): i + 1]) for i in range(len(c))]
+    level = rolling_level(c, c.name, w).values
     middle = (early_mean + late_mean) / 2
     # from the level's highest point before the late window (a component still rising early starts low)
     peak = max(range(len(c) - len(c.late())), key=level.__getitem__)
