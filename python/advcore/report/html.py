@@ -59,6 +59,9 @@ MAX_POINTS = 800
 LEVEL_FROM = 200
 #: The level's trailing median covers this share of the points (at least 5).
 LEVEL_SHARE = 0.02
+#: Points of a level drawn at most (every k-th: it is smooth over a fiftieth of the series, so four
+#: points a window draw it; fewer points keep an archive's page short).
+LEVEL_POINTS = 200
 #: Runs from which the figures are drawn on several processes.
 PARALLEL_FROM = 24
 #: Reward components drawn at most.
@@ -154,7 +157,7 @@ def _series(frame: pl.DataFrame, name: str) -> tuple[list[float], list[float]]:
 
 def _level(frame: pl.DataFrame, name: str) -> tuple[list[float], list[float]] | None:
     """The level of ``name`` over ``step`` (of a timeline frame): the trailing median of its finite
-    points over ``LEVEL_SHARE`` of them (at least 5), every k-th point kept past :data:`MAX_POINTS`;
+    points over ``LEVEL_SHARE`` of them (at least 5), every k-th point kept past :data:`LEVEL_POINTS`;
     None under :data:`LEVEL_FROM` points."""
     part = frame.select("step", pl.col(name).cast(pl.Float64, strict=False).alias("v")).drop_nulls()
     part = part.filter(pl.col("v").is_finite())
@@ -162,7 +165,7 @@ def _level(frame: pl.DataFrame, name: str) -> tuple[list[float], list[float]] | 
         return None
     window = max(5, int(LEVEL_SHARE * part.height))
     level = part.select("step", pl.col("v").rolling_median(window, min_samples=1).alias("v"))
-    level = level.gather_every(math.ceil(level.height / MAX_POINTS))
+    level = level.gather_every(math.ceil(level.height / LEVEL_POINTS))
     return [float(s) for s in level["step"]], level["v"].to_list()
 
 
