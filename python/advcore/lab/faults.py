@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from advcore.errors import AdvcoreError
+from advcore.lab.vla import SLICE_FAULT_TARGETS
 
 __all__ = ["FAULTS", "SLICE_FAULTS", "Fault", "Setting", "get_fault"]
 
@@ -113,7 +114,7 @@ class Setting:
 
 
 _CHOICES = {"pool": ("standard", "easy", "hard", "bimodal", "intro", "vla"),
-            "slice_fault": ("", "saturate_family", "truncate_long", "blind_success_check", "scale_family_reward"), "reward_dtype": ("float64", "float32", "bfloat16"),
+            "slice_fault": ("", *SLICE_FAULT_TARGETS), "reward_dtype": ("float64", "float32", "bfloat16"),
             "grouping": ("prompt", "stride", "singleton"), "critic_input": ("state", "blind", "leak"),
             "inject": ("", "grad", "reward")}
 
@@ -257,22 +258,22 @@ SLICE_FAULTS: dict[str, Fault] = {f.name: f for f in (
           "the place family is served in states where any action completes it (a reset bug): that family's "
           "success pins at 1 and its groups tie while pick and open keep learning",
           ("grpo", "dr_grpo", "rloo", "reinforce_pp"), scenario=_VLA, switch=_frozen({"slice_fault": "saturate_family"}),
-          slice="family=place"),
+          slice=SLICE_FAULT_TARGETS["saturate_family"]),
     Fault("long_horizon_floor", "R", ("REWARD_FLOOR",), "switch",
           "the episode time limit is cut below the long horizon: every long episode times out with reward 0 while "
           "the short ones keep learning",
           ("grpo", "dr_grpo", "rloo", "reinforce_pp"), scenario=_VLA, switch=_frozen({"slice_fault": "truncate_long"}),
-          slice="horizon=long"),
+          slice=SLICE_FAULT_TARGETS["truncate_long"]),
     Fault("perturbation_breaks_reward", "R", ("REWARD_FLOOR",), "switch",
           "the success check reads the perturbed camera and never confirms success: perturbed episodes score 0 "
           "whatever the policy does, clean ones keep learning",
           ("grpo", "dr_grpo", "rloo", "reinforce_pp"), scenario=_VLA,
-          switch=_frozen({"slice_fault": "blind_success_check"}), slice="variation=perturbed"),
+          switch=_frozen({"slice_fault": "blind_success_check"}), slice=SLICE_FAULT_TARGETS["blind_success_check"]),
     Fault("family_reward_scale", "T", ("ADV_COLLAPSE",), "switch",
           "the open family's rewards pass a per-task normaliser that blew up (x 1e-8) before the advantage: its "
           "logged rewards keep their spread, its advantages collapse",
           ("grpo", "rloo", "reinforce_pp"), scenario=_VLA, switch=_frozen({"slice_fault": "scale_family_reward"}),
-          slice="family=open"),
+          slice=SLICE_FAULT_TARGETS["scale_family_reward"]),
 )}
 
 
