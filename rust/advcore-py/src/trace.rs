@@ -37,6 +37,14 @@ fn traced<T: advcore_stats::rank::RankSample + advcore_stats::quantile::Select>(
     run(py, "trace", || kernel::trace(stages, reward, groups, labels, opts))
 }
 
+/// The slice labels from their Python arguments: one code array (uint32) and one count per label.
+fn slice_labels<'a>(slice_ids: &'a [PyReadonlyArray1<'_, u32>], n_slices: &[usize]) -> PyResult<Vec<SliceCodes<'a>>> {
+    if slice_ids.len() != n_slices.len() {
+        return Err(AdvcoreError::new_err("`n_slices` must give one count per `slice_ids` array"));
+    }
+    slice_ids.iter().zip(n_slices).map(|(a, &n)| Ok(SliceCodes { codes: slice(a, "slice_ids")?, n })).collect()
+}
+
 /// `(stat_names, table)` with `table[stage, slice, stat]` (float64, shape
 /// `(len(stages), 1 + sum(n_slices), len(stat_names))`); slice 0 is the whole batch.
 #[pyfunction]
@@ -58,14 +66,7 @@ fn trace<'py>(
 ) -> PyResult<(Vec<&'static str>, Bound<'py, PyArray3<f64>>)> {
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
     let groups = if group_size.is_none() && ids.is_none() { None } else { Some(layout(group_size, ids)?) };
-    if slice_ids.len() != n_slices.len() {
-        return Err(AdvcoreError::new_err("`n_slices` must give one count per `slice_ids` array"));
-    }
-    let labels: Vec<SliceCodes<'_>> = slice_ids
-        .iter()
-        .zip(&n_slices)
-        .map(|(a, &n)| Ok(SliceCodes { codes: slice(a, "slice_ids")?, n }))
-        .collect::<PyResult<_>>()?;
+    let labels = slice_labels(&slice_ids, &n_slices)?;
     let opts = TraceOptions { near_zero_atol, group_tol: Tolerance { atol, rtol }, change_atol, threads };
     let table = match &reward {
         FloatArray::F32(r) => {
@@ -128,14 +129,7 @@ fn trace_checked<'py>(
 ) -> PyResult<Checked<'py>> {
     let ids = group_ids.as_ref().map(|a| slice(a, "group_ids")).transpose()?;
     let groups = layout(group_size, ids)?;
-    if slice_ids.len() != n_slices.len() {
-        return Err(AdvcoreError::new_err("`n_slices` must give one count per `slice_ids` array"));
-    }
-    let labels: Vec<SliceCodes<'_>> = slice_ids
-        .iter()
-        .zip(&n_slices)
-        .map(|(a, &n)| Ok(SliceCodes { codes: slice(a, "slice_ids")?, n }))
-        .collect::<PyResult<_>>()?;
+    let labels = slice_labels(&slice_ids, &n_slices)?;
     let opts = TraceOptions { near_zero_atol, group_tol: Tolerance { atol, rtol }, change_atol, threads };
     let check_opts = check_options(reward_dtype, reward_input, adv_rtol)?;
     let (table, checks) = match &reward {
