@@ -15,7 +15,11 @@ Groups tied at the top, in a run still learning, are solved prompts (:func:`_sol
 reward rises over the run (Spearman's rho against the step times sqrt(n - 1) >= ``RISE_Z``, 2.5), its
 late mean lies at least ``ROOM_LEFT`` (0.1) of ``ceiling - floor`` below the ceiling, and it is neither
 pinned at that ceiling nor held at its floor (:func:`advcore.detectors._reward.reward_level`), the
-finding is ``info``.
+finding is ``info``. So is a run still learning through its ties (:func:`_still_learning`): over the
+second half of the logged points the reward mean rises (Spearman's z >= ``STILL_RISING_Z``, 2.5), its
+late-window mean gains at least ``STILL_RISING_GAIN`` (0.05) of ``ceiling - floor`` over the middle
+fifth, and ``ROOM_LEFT`` of that range is still left below the ceiling (groups of two agree often by
+chance: RLOO with k = 2 at a success of 0.75 ties most pairs and learns).
 
 Not applicable (None, not "not evaluable") to a run that is evidently not group-based: it logs a
 critic (``vf_explained_var`` or ``value_mean``) and no group statistic (``zero_variance_group_frac``,
@@ -30,7 +34,7 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import reward_level
-from advcore.detectors._windows import Series, aligned, metric, onset_index, plain, run_kind, tied_share, window_len
+from advcore.detectors._windows import Series, aligned, fmean, metric, onset_index, plain, run_kind, tied_share, window_len
 from advcore.model import Run
 from advcore.stats import spearman
 
@@ -56,6 +60,18 @@ RISE_Z = 2.5
 #: saturation they are (the lab's saturation fault under DAPO, seed 0: 0.04, 96 % of the late steps
 #: at the ceiling).
 ROOM_LEFT = 0.1
+#: Spearman's rho of the reward mean against the step over the second half of the logged points, times
+#: sqrt(n - 1), from which the run is still learning while its groups tie (:func:`_still_learning`). The
+#: lab's G = 2 runs that learn (hard negative pairs_tied: 75 % to 85 % of the pairs tied at a late
+#: success of 0.6 to 0.8, as two samples of one prompt agree that often) reach 4.1 to 5.5 over 40
+#: points; the real runs stuck with tied groups reach at most 1.7 (h162 ms-swift food classifier, which
+#: saturates; legaloom-grpo-final 1.5; grpo-dynamics-gate2, G = 2 with no trend, 0.7).
+STILL_RISING_Z = 2.5
+#: ...and the late-window reward mean at least this share of ``ceiling - floor`` above the mean of the
+#: middle fifth of the points (40 % to 60 %): a rise of some size, not a steady creep. pairs_tied gains
+#: 0.09 to 0.14; the lab's small_g fault (99 % of the pairs tied on bimodal prompts, held-out success
+#: flat after the switch) creeps at 0.00 to 0.01 with a z of up to 3.0.
+STILL_RISING_GAIN = 0.05
 
 WHAT_TO_TRY = (
     "Tell saturation from floor: if `reward_mean` is at its ceiling the prompts are too easy; at its floor, too "
@@ -104,6 +120,26 @@ def _solved(run: Run, s: Series) -> dict[str, float] | None:
     return {"late_tied_at_ceiling": solved, "ceiling": level.ceiling, "rise_z": rise, "room_left": room}
 
 
+def _still_learning(run: Run) -> dict[str, float] | None:
+    """The evidence that the reward is still rising over the second half of the run with room left
+    below its ceiling (see :data:`STILL_RISING_Z` and :data:`ROOM_LEFT`), else None."""
+    level = reward_level(run)
+    mean = metric(run, "reward_mean")
+    if level is None or mean is None or level.regime in ("floor", "saturation") or level.ceiling <= level.floor:
+        return None
+    n = len(mean)
+    second = mean.values[n // 2:]
+    if len(second) < 10 or min(second) == max(second):
+        return None
+    width = level.ceiling - level.floor
+    rise = float(spearman(list(range(len(second))), list(second))) * (len(second) - 1) ** 0.5
+    gain = (level.late_mean - fmean(mean.values[2 * n // 5:3 * n // 5])) / width
+    room = (level.ceiling - level.late_mean) / width
+    if not (math.isfinite(rise) and rise >= STILL_RISING_Z and gain >= STILL_RISING_GAIN and room >= ROOM_LEFT):
+        return None
+    return {"second_half_rise_z": rise, "late_gain": gain, "ceiling": level.ceiling, "room_left": room}
+
+
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate DEGENERATE_GROUPS on ``run`` with resolved ``knobs``."""
     if run_kind(run) == "critic":
@@ -147,6 +183,14 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                        f"reward's ceiling ({solved['ceiling']:.4g}) while the reward keeps rising: the policy solves "
                        "those prompts and the untied rest still trains. Add harder prompts before they run out.",
                        WHAT_TO_TRY)
+    learning = _still_learning(run)
+    if learning is not None:
+        evidence.update(learning)
+        return Finding(ID, "info", "R", s.step_at(idx), dict(evidence),
+                       f"{share}, but the reward is still rising over the second half of the run (Spearman z "
+                       f"{learning['second_half_rise_z']:.1f}) with {100 * learning['room_left']:.0f}% of its range left "
+                       "below its ceiling: the untied groups still train. The tied ones cost compute without a "
+                       "gradient.", WHAT_TO_TRY)
     return Finding(ID, "warn", "R", s.step_at(idx), dict(evidence),
                    f"{share}: those groups give zero advantage and no gradient.", WHAT_TO_TRY)
 
@@ -186,7 +230,14 @@ CARD = Card(
         warning) and it is neither pinned at the ceiling (REWARD_SATURATION) nor held at its floor
         (h92-unsloth-trl-gspo-qwen25vl7b-meme-classifier-learns-groups-tie-at-ceiling: 0.77 at the
         ceiling, rise 3.0, accuracy 72 % -> 83 %; the stuck runs tied at their ceiling do not rise:
-        simplevla-terminal-reward-libero, legaloom-grpo-final, tsc-qwen05b-grpo-tied). Onset: the first of `sustain` consecutive points at or above
+        simplevla-terminal-reward-libero, legaloom-grpo-final, tsc-qwen05b-grpo-tied). A run still
+        learning through its ties is info too: over the second half of the logged points the reward
+        mean rises (Spearman's z at least 2.5), its late mean gains at least 5 % of the reward's range
+        over the middle fifth of the points, and a tenth of the range is left below the ceiling. Pairs
+        agree by chance (RLOO with k = 2 at a success of 0.75 ties most of them): the lab's G = 2 runs
+        that learn reach z 4.1 to 5.5 and gains of 0.09 to 0.14; the real runs stuck with tied groups
+        reach a z of at most 1.7, and the lab's small_g fault (99 % of pairs tied, held-out success
+        flat) creeps with a gain of at most 0.01. Onset: the first of `sustain` consecutive points at or above
         `tied_above`, or the
         first tied point from which the share of every remaining stretch stays at or above `tied_above`,
         whichever is earlier. DAPO-style dynamic sampling drops tied groups before metrics are computed,
