@@ -162,6 +162,11 @@ def test_entropy_falling_while_the_reward_rises_and_groups_keep_contrast_is_shar
     # the lab's entropy fault: the reward still rises, but the groups tie as the policy turns deterministic
     tied = make_run({"entropy": entropy, "reward_mean": reward, "adv_std": [0.8] * 50 + [0.2] * 50})
     assert one(tied, "ENTROPY_COLLAPSE").severity == "warn"
+    # the lab's hard negative high_plateau (three times the learning rate) keeps 46 % to 64 %: sharpening
+    kept45 = make_run({"entropy": entropy, "reward_mean": reward, "adv_std": [0.8] * 50 + [0.36] * 50})
+    f = one(kept45, "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.severity == "info"
+    assert f.evidence["contrast_late_over_early"] == pytest.approx(0.45)
     # a reward that falls back while the entropy falls is no sign of learning
     fell = make_run({"entropy": entropy, "reward_mean": reward[:60] + [0.2] * 40})
     assert one(fell, "ENTROPY_COLLAPSE").severity == "warn"
