@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, cast
 
 from advcore.detectors._base import Finding, NotEvaluable
 from advcore.detectors._slices import Unjudged, slice_views
@@ -23,7 +23,7 @@ from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, reward_cour
 from advcore.detectors._windows import REWARD_PROXIES
 from advcore.detectors.filter_starvation import FilterAccounting, accounting
 from advcore.model import Run
-from advcore.stages import StageLevel, had_contrast, stage_signal
+from advcore.stages import StageLevel, had_contrast, stage_of, stage_signal
 
 __all__ = ["Regime", "SliceLoss", "Status", "Verdict", "diagnose", "reward_regime"]
 
@@ -368,6 +368,18 @@ def diagnose(
     return replace(extra, stage=first.stage, summary=summary, onset=first.onset, what_to_try=tuple(tries), judged=True)
 
 
+def _nonfinite_stage(lead: Finding) -> VerdictStage | None:
+    """The stage of a NONFINITE lead (stage "any"): the one every metric that first went non-finite
+    measures (:func:`advcore.stages.stage_of`; TRL's ``grad_norm`` and ``kl`` together are the update),
+    None when they span stages or one of them has no canonical name (then the cause is not known)."""
+    if lead.id != "NONFINITE":
+        return None
+    names = lead.evidence.get("metrics_at_onset") or [lead.evidence.get("metric")]
+    stages = {stage_of(str(n)) for n in names}
+    only = next(iter(stages)) if len(stages) == 1 else None
+    return cast(VerdictStage, only) if only is not None else None
+
+
 def _diagnose(
     run: Run, findings: Sequence[Finding], not_evaluable: Sequence[NotEvaluable], n_detectors: int | None = None,
     *, judged: Collection[str] | None = None,
@@ -442,11 +454,8 @@ def _diagnose(
     if (regime is not None and first.id not in ("REWARD_SATURATION", "REWARD_FLOOR")
             and ids & {"DEAD_FROM_START", "DEGENERATE_GROUPS", "REWARD_STD_DEATH", "ADV_COLLAPSE"}):
         parts.append(_REGIME_TEXT[regime])
-    stage: VerdictStage | None = None
-    for f in ordered:
-        if f.stage != "any":
-            stage = f.stage
-            break
+    # a non-finite lead whose metrics name one stage puts the loss there (what follows is its consequence)
+    stage = _nonfinite_stage(first) or next((f.stage for f in ordered if f.stage != "any"), None)
     signal = stage_signal(run)
     parts.extend(_localize(stage, signal, ids, first.id))
     onset = first.onset_step

@@ -25,7 +25,31 @@ from dataclasses import dataclass
 from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric, reward_spread
 from advcore.model import Run
 
-__all__ = ["StageLevel", "had_contrast", "stage_last", "stage_signal"]
+__all__ = ["METRIC_STAGES", "StageLevel", "had_contrast", "stage_last", "stage_of", "stage_signal"]
+
+
+#: The stage each canonical metric measures (per-component names, ``reward/<name>``, by their prefix):
+#: R the rewards and what they are scored on, A the baseline and returns, T the advantages as trained
+#: on, U the update and the policy it moves.
+METRIC_STAGES: dict[str, str] = {
+    **dict.fromkeys(("reward_mean", "reward_std", "reward_std_within", "reward_max", "reward_min",
+                     "zero_variance_group_frac", "response_length_mean", "response_length_max", "truncated_frac",
+                     "success_rate", "reward_null_frac", "reward/", "reward_std/"), "R"),
+    **dict.fromkeys(("return_mean", "return_std", "value_mean", "value_std", "value_loss", "vf_explained_var",
+                     "vf_explained_var/"), "A"),
+    **dict.fromkeys(("adv_mean", "adv_std", "adv_max", "adv_min", "adv_zero_frac"), "T"),
+    **dict.fromkeys(("entropy", "entropy/", "kl", "kl/", "kl_step", "clip_frac", "clip_frac/", "grad_norm",
+                     "grad_norm_clipped", "step_norm", "param_norm", "update_ratio", "action_std", "lr"), "U"),
+}
+
+
+def stage_of(name: str) -> str | None:
+    """The stage (``"R"``, ``"A"``, ``"T"`` or ``"U"``) canonical metric ``name`` measures
+    (:data:`METRIC_STAGES`), None for a key without a canonical name."""
+    if name in METRIC_STAGES:
+        return METRIC_STAGES[name]
+    head, sep, _ = name.partition("/")
+    return METRIC_STAGES.get(head + sep) if sep else None
 
 
 @dataclass(frozen=True, slots=True)

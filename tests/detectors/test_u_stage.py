@@ -18,6 +18,7 @@ import pytest
 from advcore.detectors import Finding, NotEvaluable, run_detectors
 from advcore.diagnose import diagnose
 from advcore.ingest import Run, load
+from advcore.stages import stage_of
 from tests._real import corpus, real
 from tests.detectors._fixtures import fired as fired_by
 from tests.detectors._fixtures import make_run, one
@@ -98,7 +99,8 @@ def test_nonfinite_comes_before_what_followed_it() -> None:
     findings, missing = run_detectors(run)
     assert {"NONFINITE", "ADV_COLLAPSE"} <= {f.id for f in findings}
     verdict = diagnose(run, findings, missing)
-    assert verdict.headline == "NONFINITE" and verdict.onset == 25 and verdict.stage == "T"
+    # the NaN is a gradient norm's: the update stage, ahead of the advantages' collapse that followed it
+    assert verdict.headline == "NONFINITE" and verdict.onset == 25 and verdict.stage == "U"
     # the advantages collapse at step 31 and grad_norm turns NaN only at step 60: the NaN followed the
     # collapse, which leads (the NaN stays in the findings, after it)
     run = make_run({"adv_std": adv, "grad_norm": [1.0] * 59 + [NAN] * 11, "reward_std": [0.5] * 70})
@@ -106,6 +108,27 @@ def test_nonfinite_comes_before_what_followed_it() -> None:
     verdict = diagnose(run, findings, missing)
     assert verdict.headline == "ADV_COLLAPSE" and verdict.onset == 31
     assert [f.id for f in verdict.findings][-1] == "NONFINITE"
+
+
+def test_a_nonfinite_lead_puts_the_verdict_at_the_stage_of_its_metrics() -> None:
+    # h156-trl-grpo-qwen15b-unlearning-run4-kl-drift-nan-crash: grad_norm and kl NaN on one row, nothing else
+    ok = [0.3 + 0.01 * i + 0.02 * (-1) ** i for i in range(20)]  # a noisy rise
+    run = make_run({"grad_norm": [1.0] * 12 + [NAN] * 8, "kl": [0.01] * 12 + [NAN] * 8, "reward_mean": ok})
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.headline == "NONFINITE" and verdict.stage == "U"
+    run = make_run({"reward_mean": ok[:12] + [NAN] * 8, "grad_norm": [1.0] * 20})
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.headline == "NONFINITE" and verdict.stage == "R"
+    # a NaN reward and a NaN gradient norm on the same row: which one came first is not known
+    run = make_run({"reward_mean": ok[:12] + [NAN] * 8, "grad_norm": [1.0] * 12 + [NAN] * 8})
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.headline == "NONFINITE" and verdict.stage is None
+
+
+def test_stage_of_canonical_metrics() -> None:
+    assert [stage_of(m) for m in ("reward_mean", "reward/format", "value_loss", "adv_std", "kl", "entropy/agent_0")] \
+        == ["R", "R", "A", "T", "U", "U"]
+    assert stage_of("Loss / Policy loss") is None and stage_of("my/unknown") is None
 
 
 def test_nonfinite_end_to_end_from_a_trainer_state(tmp_path: Path) -> None:
