@@ -37,6 +37,9 @@ __all__ = ["PREFIX", "Monitor", "flat_metrics", "to_host"]
 #: Every metric the monitor hands to a tracker starts with this.
 PREFIX = "advcore/"
 _RANK = {"info": 0, "warn": 1, "error": 2}
+#: Findings reported on the first pass that finds them (``confirm`` does not apply): a non-finite value
+#: is a fact of the log, not a reading of a window that one more step could change.
+CONFIRMED_AT_ONCE = frozenset({"NONFINITE"})
 
 
 def _is_device_tensor(x: Any) -> bool:
@@ -97,7 +100,7 @@ class Monitor:
     tolerance), ``advcore/findings`` (findings reported so far), ``advcore/errors`` (failed
     observe calls so far) and ``advcore/monitor_ms`` (the wall time of this call).
 
-    Each finding is reported once, when it first appears: to ``logger`` at WARNING
+    Each finding is reported once, when it is first confirmed (``confirm``): to ``logger`` at WARNING
     (``"<ID> since step <onset> (detected at step <step>): <message>"``) and to ``callback(finding)``.
 
     Parameters
@@ -146,12 +149,19 @@ class Monitor:
     alert_trackers : bool, default True
         Also send each new warning or error to ``wandb.alert`` when a W&B run is active and to
         ``trackio.alert`` when Trackio is imported.
+    confirm : int, default 2
+        A warning or an error is reported once this many detector passes in a row have found it
+        (NONFINITE on the first; the last pass, in :meth:`close`, reports what it finds): a window
+        rule read on a history a few steps long can flicker for one pass (in the lab's hard
+        negatives, a critic still warming up, or the reward's drop when a curriculum moves on,
+        looked like a fault on one pass and not the next). An info finding is reported when it first
+        appears, and again if it later becomes a warning or an error.
 
     Raises
     ------
     AdvcoreError
-        Unknown detector IDs, a bad ``min_steps``, ``detect_every``, ``history``, ``detect_budget``
-        or ``stop_on`` (at construction, whatever ``strict`` is).
+        Unknown detector IDs, a bad ``min_steps``, ``detect_every``, ``history``, ``detect_budget``,
+        ``confirm`` or ``stop_on`` (at construction, whatever ``strict`` is).
     """
 
     def __init__(
@@ -171,6 +181,7 @@ class Monitor:
         prefix: str = PREFIX,
         notify: str | None = None,
         alert_trackers: bool = True,
+        confirm: int = 2,
     ) -> None:
         if stop_on is not None and stop_on not in ("error", "warn"):
             raise AdvcoreError(f"`stop_on` must be 'error', 'warn' or None, got {stop_on!r}")
@@ -193,6 +204,11 @@ class Monitor:
         #: the steps kept: the detectors' bounded history and the recording
         self.recording = Recording(history=history)
         self._findings: list[Finding] = []
+        if isinstance(confirm, bool) or not isinstance(confirm, int) or confirm < 1:
+            raise AdvcoreError(f"`confirm` must be a positive integer, got {confirm!r}")
+        self.confirm = confirm
+        #: consecutive detector passes that found each warning or error, by (ID, slice)
+        self._streak: dict[tuple[str, str | None], int] = {}
         if isinstance(detect_every, bool) or not isinstance(detect_every, int) or detect_every < 0:
             raise AdvcoreError(f"`detect_every` must be a non-negative integer, got {detect_every!r}")
         self.detect_every = detect_every
@@ -336,12 +352,15 @@ class Monitor:
 
     def _scheduled_pass(self) -> None:
         """The one schedule of the detector passes: once ``detect_every`` steps have passed since the
-        last pass *and* the wall time since it is at least its duration over ``detect_budget``."""
+        last pass *and* the wall time since it is at least its duration over ``detect_budget``, or
+        ``detect_every`` steps after a pass that found a warning not yet confirmed (``confirm``): the
+        pass that confirms it is not held back by the budget."""
         n = self.recording.steps_observed
         if not self.detect_every or n < self.min_steps or n - self._last_pass_at < self.detect_every:
             return
         now = time.perf_counter()
-        if self.detect_budget is None or now - self._pass_end >= self._pass_s / self.detect_budget:
+        confirming = any(k not in self._reported_keys() for k in self._streak)
+        if confirming or self.detect_budget is None or now - self._pass_end >= self._pass_s / self.detect_budget:
             self._last_pass_at = n
             self.detect()
             self._pass_end = time.perf_counter()
@@ -372,10 +391,23 @@ class Monitor:
                 return []
             self._step = self.recording.last_step
             found, _ = run_detectors(self.recording.run(), only=self._only, settings=self._settings)
-            seen = {(f.id, f.slice) for f in self._findings}
-            new = [f for f in found if (f.id, f.slice) not in seen]
-            for f in new:
-                self._findings.append(f)
+            alarms = {(f.id, f.slice) for f in found if f.severity != "info"}
+            self._streak = {k: self._streak.get(k, 0) + 1 for k in alarms}
+            reported = {(f.id, f.slice): i for i, f in enumerate(self._findings)}
+            new: list[Finding] = []
+            for f in found:
+                key = (f.id, f.slice)
+                at = reported.get(key)
+                if at is not None and _RANK[f.severity] <= _RANK[self._findings[at].severity]:
+                    continue  # reported already, at this severity or a worse one
+                if (f.severity != "info" and f.id not in CONFIRMED_AT_ONCE and not self._closing
+                        and self._streak[key] < self.confirm):
+                    continue  # not yet found on `confirm` passes in a row
+                if at is None:
+                    self._findings.append(f)
+                else:
+                    self._findings[at] = f  # an info finding that became a warning or an error
+                new.append(f)
                 self._logger.warning("%s since step %s (detected at step %s): %s", f.id, f.onset_step,
                                      self.recording.last_step, f.message)
                 self._found(f)
@@ -385,6 +417,10 @@ class Monitor:
             return []
         finally:
             self._step = None
+
+    def _reported_keys(self) -> set[tuple[str, str | None]]:
+        """The (ID, slice) of every finding reported as a warning or an error."""
+        return {(f.id, f.slice) for f in self._findings if f.severity != "info"}
 
     @property
     def findings(self) -> list[Finding]:

@@ -87,7 +87,8 @@ def test_dead_signal_reported_once_within_the_sustain_window_and_stops(caplog: p
     assert "DEGENERATE_GROUPS" in ids and len(ids) == len(set(ids)) and seen == ids
     onset = next(f for f in mon.findings if f.id == "DEGENERATE_GROUPS").onset_step
     assert onset == 4
-    assert mon.reported_at["DEGENERATE_GROUPS"] <= onset + sustain
+    # found within the sustain window, reported once a second pass in a row confirms it
+    assert mon.reported_at["DEGENERATE_GROUPS"] <= onset + sustain + mon.confirm - 1
     assert mon.should_stop
     assert out["advcore/findings"] == len(ids)
     assert caplog.text.count("DEGENERATE_GROUPS since step 4 (detected at step") == 1
@@ -99,7 +100,7 @@ def test_stop_on_error_for_a_signal_dead_from_the_start() -> None:
     while not mon.should_stop and steps < 20:
         steps += 1
         mon.observe(steps, rewards=np.full(32, 0.5), group_size=G, advantages=np.zeros(32))
-    assert mon.should_stop and steps == 6  # the first detector pass (min_steps)
+    assert mon.should_stop and steps == 7  # the second detector pass (min_steps, then confirm = 2)
     assert any(f.severity == "error" for f in mon.findings)
     assert not advcore.Monitor(stop_on="error").should_stop
 
@@ -244,3 +245,57 @@ def test_a_misspelt_keyword_is_logged_and_counted_not_raised(caplog: pytest.LogC
     assert out["advcore/errors"] == 1.0 and m.steps_frame.height == 1
     with pytest.raises(AdvcoreError, match="did you mean 'group_size'"):
         advcore.Monitor(strict=True).observe(1, rewards=rewards, groupsize=2)
+
+
+def _scripted(monkeypatch: pytest.MonkeyPatch, script: dict[int, list[tuple[str, str]]]) -> list[int]:
+    """Make every detector pass return the findings ``script`` gives for the step it runs at (ID and
+    severity); returns the steps the passes ran at."""
+    import advcore.detectors
+
+    ran: list[int] = []
+
+    def fake(run: object, **_: object) -> tuple[list[advcore.detectors.Finding], list[object]]:
+        step = int(run.frame["step"].max())  # type: ignore[attr-defined]
+        ran.append(step)
+        return [advcore.detectors.Finding(i, sev, "R", 1, {}, f"{i} at {step}", ()) for i, sev in script.get(step, [])], []
+
+    monkeypatch.setattr(advcore.detectors, "run_detectors", fake)
+    return ran
+
+
+def test_a_warning_is_reported_once_two_passes_in_a_row_find_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    flicker, held = [("BASELINE_BROKEN", "warn")], [("DEGENERATE_GROUPS", "warn")]
+    ran = _scripted(monkeypatch, {7: flicker, 9: held, 10: held, 11: held + [("NONFINITE", "error")]})
+    seen: list[tuple[str, int]] = []
+    mon = advcore.Monitor(min_steps=6, detect_budget=None, alert_trackers=False,
+                          callback=lambda f: seen.append((f.id, mon.recording.last_step)))
+    for step in range(1, 13):
+        mon.observe(step, metrics={"reward_mean": 0.5})
+    assert ran == list(range(6, 13))
+    # the one-pass flicker at step 7 is never reported; the held warning on its second pass (10);
+    # NONFINITE on its first
+    assert seen == [("DEGENERATE_GROUPS", 10), ("NONFINITE", 11)]
+    assert mon.reported_at == {"DEGENERATE_GROUPS": 10, "NONFINITE": 11}
+
+
+def test_confirm_one_reports_at_once_and_an_info_that_becomes_a_warning_is_reported_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _scripted(monkeypatch, {6: [("ENTROPY_COLLAPSE", "info")], 7: [("ENTROPY_COLLAPSE", "info")],
+                            8: [("ENTROPY_COLLAPSE", "warn")], 9: [("BASELINE_BROKEN", "warn")]})
+    mon = advcore.Monitor(min_steps=6, detect_budget=None, alert_trackers=False, confirm=1)
+    for step in range(1, 10):
+        mon.observe(step, metrics={"reward_mean": 0.5})
+    assert [(f.id, f.severity) for f in mon.findings] == [("ENTROPY_COLLAPSE", "warn"), ("BASELINE_BROKEN", "warn")]
+    assert mon.reported_at == {"ENTROPY_COLLAPSE": 8, "BASELINE_BROKEN": 9}
+    with pytest.raises(AdvcoreError, match="confirm"):
+        advcore.Monitor(confirm=0)
+
+
+def test_the_last_pass_in_close_reports_what_it_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    _scripted(monkeypatch, {8: [("REWARD_FLOOR", "warn")]})
+    mon = advcore.Monitor(min_steps=6, detect_budget=None, alert_trackers=False)
+    for step in range(1, 9):
+        mon.observe(step, metrics={"reward_mean": 0.5})
+    assert mon.findings == []
+    mon.close()  # the run ended: its last pass is the scan's verdict, nothing is left to confirm it
+    assert [f.id for f in mon.findings] == ["REWARD_FLOOR"]
