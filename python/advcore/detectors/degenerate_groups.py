@@ -34,7 +34,8 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import reward_level
-from advcore.detectors._windows import Series, aligned, fmean, metric, onset_index, plain, run_kind, tied_share, window_len
+from advcore.detectors._windows import (Series, aligned, fmean, metric, onset_index, plain, run_kind, tied_share,
+                                        window_len)
 from advcore.model import Run
 from advcore.stats import spearman
 
@@ -99,6 +100,12 @@ def _tail_onset(values: tuple[float, ...], above: float) -> int | None:
     return best
 
 
+def _rise_z(values: tuple[float, ...]) -> float:
+    """Spearman's rho of ``values`` against their order, times sqrt(n - 1): about a z-score of a
+    monotone rise (NaN when the values are constant)."""
+    return float(spearman(list(range(len(values))), list(values))) * math.sqrt(len(values) - 1)
+
+
 def _solved(run: Run, s: Series) -> dict[str, float] | None:
     """The evidence that the late ties are solved prompts in a run still learning (see the module
     docstring), else None: the share of the late all-tied steps whose reward mean is within the
@@ -113,7 +120,7 @@ def _solved(run: Run, s: Series) -> dict[str, float] | None:
     if len(rewards) < 10 or not at_tie or min(rewards) == max(rewards):
         return None
     solved = sum(1 for r in at_tie if abs(r - level.ceiling) <= level.tol) / len(at_tie)
-    rise = float(spearman(list(range(len(rewards))), list(rewards))) * (len(rewards) - 1) ** 0.5
+    rise = _rise_z(rewards)
     room = (level.ceiling - level.late_mean) / (level.ceiling - level.floor) if level.ceiling > level.floor else 0.0
     if not (solved >= SOLVED_SHARE and math.isfinite(rise) and rise >= RISE_Z and room >= ROOM_LEFT):
         return None
@@ -132,7 +139,7 @@ def _still_learning(run: Run) -> dict[str, float] | None:
     if len(second) < 10 or min(second) == max(second):
         return None
     width = level.ceiling - level.floor
-    rise = float(spearman(list(range(len(second))), list(second))) * (len(second) - 1) ** 0.5
+    rise = _rise_z(second)
     gain = (level.late_mean - fmean(mean.values[2 * n // 5:3 * n // 5])) / width
     room = (level.ceiling - level.late_mean) / width
     if not (math.isfinite(rise) and rise >= STILL_RISING_Z and gain >= STILL_RISING_GAIN and room >= ROOM_LEFT):
