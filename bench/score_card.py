@@ -390,8 +390,9 @@ def full_report(outcomes: Sequence[Outcome], real: tuple[list[Any], list[Any]] |
     delay, over = ev.delay_rows(outcomes)
     out += ["", title("2. Detection delay per lab fault (steps after the true onset; negative = before it)"),
             ev.render_table(ev.DELAY_HEAD, delay, markdown), "",
-            "online: the step at which advcore.Monitor (default settings, a detector pass after every step) first "
-            "reported an expected detector, minus the true onset; offline: the scan's onset of the first expected "
+            "online: the step at which advcore.Monitor (default settings, a detector pass after every step; a "
+            "warning is reported once two passes in a row find it, confirm=2) first reported an expected detector, "
+            "minus the true onset; offline: the scan's onset of the first expected "
             "detector (both recordings joined) minus the true onset. worst = the largest in absolute value.",
             "A rule on the late-window mean (the last 20 % of the points seen so far) can only see a change at "
             "step s once that window lies mostly after s, about 1.25 s steps into the run: online, such detectors "
