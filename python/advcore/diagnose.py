@@ -276,6 +276,24 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
     return [f"the rewards had lost their contrast too ({reward.describe()}): start from the reward"]
 
 
+#: A later stage's signal whose late level is at most this share of its early level died with the stage
+#: blamed (trl-dapo-vlm-120531: grad_norm 23.9 -> 0 behind 95 % tied groups; a newcomer saw the line with
+#: nothing that explained it).
+DIED = 1e-3
+
+
+def _downstream(stage: VerdictStage | None, signal: Sequence[StageLevel]) -> list[str]:
+    """The later stages whose signal died with the stage blamed (late level at most :data:`DIED`
+    of the early one), said as what followed from it."""
+    if stage is None:
+        return []
+    dead = [s for s in signal if _RANK.get(s.stage, 0) > _RANK[stage] and s.early > 0 and math.isfinite(s.late)
+            and s.late <= DIED * s.early]
+    if not dead:
+        return []
+    return [f"the later stages lost their signal with it ({'; '.join(s.describe() for s in dead)})"]
+
+
 #: Fewer logged steps than this cannot tell a collapse from noise (early and late windows of 3).
 MIN_STEPS = 6
 #: A reward course over fewer logged steps than this cannot show learning against its noise: a quiet
@@ -458,6 +476,7 @@ def _diagnose(
     stage = _nonfinite_stage(first) or next((f.stage for f in ordered if f.stage != "any"), None)
     signal = stage_signal(run)
     parts.extend(_localize(stage, signal, ids, first.id))
+    parts.extend(_downstream(stage, signal))
     onset = first.onset_step
     summary = "; ".join(parts)
     if onset is not None:

@@ -401,3 +401,19 @@ def test_degenerate_groups_pairs_tied_after_the_rise_stopped_warn(seed: int) -> 
     for tail in ([2.5] * (n // 2), list(np.linspace(2.5, 2.6, n // 2))):
         f = one(make_run(_pair_steps(np.r_[np.linspace(-1.0, 2.5, n // 2), tail], seed)), "DEGENERATE_GROUPS")
         assert isinstance(f, Finding) and f.severity == "warn" and "second_half_rise_z" not in f.evidence
+
+
+def test_a_later_stage_that_died_with_the_one_blamed_is_said() -> None:
+    # trl-dapo-vlm-120531: 95 % of the groups tied late, grad_norm 23.9 -> 0 (the line a newcomer saw unexplained)
+    n = 50
+    tied = [0.2] * 10 + [1.0] * 40
+    grad = [24.0 + (i % 3) for i in range(10)] + [0.0] * 40
+    run = make_run({"zero_variance_group_frac": tied, "reward_mean": [0.5 + 0.01 * (-1) ** i for i in range(n)],
+                    "grad_norm": grad})
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.stage == "R"
+    assert "the later stages lost their signal with it (U grad_norm 25 -> 0)" in verdict.summary
+    # a gradient norm that only halves did not die with it
+    run = make_run({"zero_variance_group_frac": tied, "reward_mean": [0.5 + 0.01 * (-1) ** i for i in range(n)],
+                    "grad_norm": grad[:10] + [12.0] * 40})
+    assert "later stages" not in diagnose(run, *run_detectors(run)).summary
