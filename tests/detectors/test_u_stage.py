@@ -18,6 +18,7 @@ import pytest
 from advcore.detectors import Finding, NotEvaluable, run_detectors
 from advcore.diagnose import diagnose
 from advcore.ingest import Run, load
+from advcore.detectors._reward import reward_course
 from advcore.stages import stage_of
 from tests._real import corpus, real
 from tests.detectors._fixtures import fired as fired_by
@@ -761,3 +762,20 @@ def test_update_suppressed_not_evaluable_names_what_it_read_and_what_it_lacks() 
     # with nothing of the update logged, the update metrics are what it needs
     bare = one(make_run({"reward_mean": [float(i) for i in range(40)]}), "UPDATE_SUPPRESSED")
     assert isinstance(bare, NotEvaluable) and bare.needs[0].startswith("grad_norm, update_ratio")
+
+
+def test_a_noisy_rise_the_window_medians_show_makes_a_fall_near_the_cut_sharpening() -> None:
+    # h12-handwritten-reinforce-meal-planning-slow-learner: per-episode returns 2.2 -> 11.8 with a
+    # step-to-step noise of about 8; entropy at 25 % of its start, 21 % at the end
+    rng = np.random.default_rng(3)
+    n = 300
+    reward = list(np.linspace(2.0, 12.0, n) + 8.0 * rng.standard_normal(n))
+    course = reward_course(make_run({"reward_mean": reward}))
+    assert course is not None and course.median_rose and not course.improved()  # the ground truth of the case
+    entropy = [2.8] * 60 + list(np.linspace(2.8, 0.6, 140)) + [0.6] * 100  # 21 % of its start late
+    f = one(make_run({"entropy": entropy, "reward_mean": reward}), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.severity == "info"
+    # the same noisy rise does not excuse an entropy that fell to a few percent of its start
+    deep = [2.8] * 60 + list(np.linspace(2.8, 0.02, 140)) + [0.02] * 100
+    f = one(make_run({"entropy": deep, "reward_mean": reward}), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.severity == "warn"

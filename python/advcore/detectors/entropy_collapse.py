@@ -41,7 +41,10 @@ Sharpening is not collapse. When the reward rose and held its gain
 at most a quarter of it given back) and the advantages (or their group proxy) kept at least
 ``CONTRAST_KEPT`` (0.4) of their early spread where they are logged, the finding is ``info``: the
 policy sharpened as it learned (not when the reward stopped being logged before the entropy's late
-window: no episode ended any more, h30-mlagents-ppo-cubeagent3-lr1e3-entropy-collapse).
+window: no episode ended any more, h30-mlagents-ppo-cubeagent3-lr1e3-entropy-collapse). A rise that
+only the windows' medians show through per-episode noise
+(:attr:`advcore.detectors._reward.RewardCourse.median_rose`) counts too when the entropy fell to no
+less than ``NOISY_RISE_DEPTH`` (half) of the cut.
 h13-cs336-grpo-reinforce-baseline-learns-low-entropy falls from
 0.19 to 0.03 nats (16 %) while its reward goes 0.49 -> 0.77 and its advantage std keeps 72 %; the
 lab's entropy fault also raises the training reward, but its groups tie as the policy turns
@@ -60,7 +63,7 @@ import statistics
 from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import improving_reward
+from advcore.detectors._reward import improving_reward, reward_course
 from advcore.detectors._windows import Series, adv_signal, change_point, metric, onset_index
 from advcore.model import Run
 
@@ -76,6 +79,12 @@ JUMP_SHARE = 0.2
 #: learning rate: 0.46 to 0.64, its entropy at 25 % to 34 % of its start; h13-cs336-grpo-reinforce-baseline-
 #: learns-low-entropy 0.72).
 CONTRAST_KEPT = 0.4
+#: A reward whose late median rose beyond the error of the two windows' medians (but not above 3 x its
+#: step-to-step noise: per-episode returns) is taken as learning for an entropy that fell to no less than
+#: this share of the cut: h12-handwritten-reinforce-meal-planning-slow-learner, returns 2.2 -> 11.8 with a
+#: noise of about 8, entropy at 25 % of its start (21 % at the end); not h67-doudizhu-transformer-ppo-
+#: entropy-collapse-plateau, whose entropy reaches 0.0000 while its reward plateaus.
+NOISY_RISE_DEPTH = 0.5
 #: The end of a log judged on its own (the median of its last points): an entropy still falling when the log
 #: ends has a late-window mean above the cut while its last points are far below it.
 END_SHARE = 0.1
@@ -148,6 +157,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         **s.where(idx),
     }
     improving = improving_reward(run)
+    course = reward_course(run)
+    if (improving is None and course is not None and course.median_rose and rule == "relative"
+            and min(late, end) >= NOISY_RISE_DEPTH * cut):
+        # a rise the windows' medians show through per-episode noise: learning, for a fall near the cut
+        improving = {"early_median": course.early, "late_median": course.late}
     reward = metric(run, "reward_mean")
     if improving is not None and reward is not None and reward.steps[-1] < s.steps[len(s) - len(s.late())]:
         improving = None  # the reward stopped being logged before the entropy's late window: it did not hold
@@ -216,8 +230,11 @@ CARD = Card(
 
         - *Sharpening, not collapse* (severity info): the reward rose above 3 × its step-to-step noise
           and kept at least three quarters of that gain, and the advantages (or their tied-group
-          proxy), where logged, kept at least 40 % of their early spread (the lab's hard negative high_plateau,
-          which learns at three times the learning rate: 46 % to 64 %).
+          proxy), where logged, kept at least 40 % of their early spread (the lab's hard negative
+          high_plateau, which learns at three times the learning rate: 46 % to 64 %); a rise that only
+          the two windows' medians show through per-episode noise counts when the entropy fell to no
+          less than half the cut (h12-handwritten-reinforce-meal-planning-slow-learner: returns 2.2 →
+          11.8 with a step-to-step noise of about 8, entropy at 25 % of its start).
           h13-cs336-grpo-reinforce-baseline-learns-low-entropy: 0.19 → 0.03 nats while the reward goes
           0.49 → 0.77 and the advantage std keeps 72 %; in the lab's entropy fault the reward rises too
           but the advantage std falls to 30 % or less as the groups tie: a warning.
