@@ -17,7 +17,7 @@ round (``batch``) in which a run was collected:
 * the batches in :data:`CALIBRATION_BATCHES` are *calibration*: each was the validation half once,
   but its misses were read and classed, and the detector fixes they drove were made on it, so it
   can no longer be called unseen;
-* the newest batch is *validation*: collected from repositories used nowhere else (a run of a
+* the newer batches (not yet studied) are *validation*: collected from repositories used nowhere else (a run of a
   repository that has calibration runs is calibration too), its
   expectations written before any scan, never tuned on (:func:`split_of`).
 
