@@ -359,7 +359,8 @@ class Monitor:
         if not self.detect_every or n < self.min_steps or n - self._last_pass_at < self.detect_every:
             return
         now = time.perf_counter()
-        confirming = any(k not in self._reported_keys() for k in self._streak)
+        reported = self._reported_keys()
+        confirming = any(k not in reported for k in self._streak)
         if confirming or self.detect_budget is None or now - self._pass_end >= self._pass_s / self.detect_budget:
             self._last_pass_at = n
             self.detect()

@@ -33,7 +33,7 @@ import math
 from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import reward_level
+from advcore.detectors._reward import RewardLevel, reward_level
 from advcore.detectors._windows import (Series, aligned, fmean, metric, onset_index, plain, run_kind, tied_share,
                                         window_len)
 from advcore.model import Run
@@ -106,11 +106,10 @@ def _rise_z(values: tuple[float, ...]) -> float:
     return float(spearman(list(range(len(values))), list(values))) * math.sqrt(len(values) - 1)
 
 
-def _solved(run: Run, s: Series) -> dict[str, float] | None:
+def _solved(run: Run, s: Series, level: RewardLevel | None) -> dict[str, float] | None:
     """The evidence that the late ties are solved prompts in a run still learning (see the module
     docstring), else None: the share of the late all-tied steps whose reward mean is within the
     reward's tolerance of its ceiling, and the rise's Spearman z."""
-    level = reward_level(run)
     mean = metric(run, "reward_mean")
     if level is None or mean is None or level.regime in ("floor", "saturation"):
         return None
@@ -127,10 +126,9 @@ def _solved(run: Run, s: Series) -> dict[str, float] | None:
     return {"late_tied_at_ceiling": solved, "ceiling": level.ceiling, "rise_z": rise, "room_left": room}
 
 
-def _still_learning(run: Run) -> dict[str, float] | None:
+def _still_learning(run: Run, level: RewardLevel | None) -> dict[str, float] | None:
     """The evidence that the reward is still rising over the second half of the run with room left
-    below its ceiling (see :data:`STILL_RISING_Z` and :data:`ROOM_LEFT`), else None."""
-    level = reward_level(run)
+    below its ceiling (see :data:`STILL_RISING_Z`, :data:`STILL_RISING_GAIN` and :data:`ROOM_LEFT`), else None."""
     mean = metric(run, "reward_mean")
     if level is None or mean is None or level.regime in ("floor", "saturation") or level.ceiling <= level.floor:
         return None
@@ -182,7 +180,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     share = (f"{100 * late:.0f}% of GRPO groups ({plain(s.name)}) are tied late in the run ({pct:.0f}% overall)"
              if late >= above else
              f"{pct:.0f}% of GRPO groups ({plain(s.name)}) are tied over the run ({100 * late:.0f}% late)")
-    solved = _solved(run, s)
+    level = reward_level(run)
+    solved = _solved(run, s, level)
     if solved is not None:
         evidence.update(solved)
         return Finding(ID, "info", "R", s.step_at(idx), dict(evidence),
@@ -190,7 +189,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                        f"reward's ceiling ({solved['ceiling']:.4g}) while the reward keeps rising: the policy solves "
                        "those prompts and the untied rest still trains. Add harder prompts before they run out.",
                        WHAT_TO_TRY)
-    learning = _still_learning(run)
+    learning = _still_learning(run, level)
     if learning is not None:
         evidence.update(learning)
         return Finding(ID, "info", "R", s.step_at(idx), dict(evidence),

@@ -130,7 +130,7 @@ def _late_points_pinned(kl: Series, ratio: Series, pin: float) -> bool:
     late = len(kl.late())
     peaks = running_peak(kl)
     held = [i for i in range(len(kl) - late, len(kl)) if abs(ratio.values[i]) <= pin]
-    return sum(abs(kl.values[i]) <= pin * peaks[i] for i in held) >= PINNED_POINTS * len(held)
+    return bool(held) and sum(abs(kl.values[i]) <= pin * peaks[i] for i in held) >= PINNED_POINTS * len(held)
 
 
 def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
