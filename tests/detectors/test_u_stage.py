@@ -83,8 +83,10 @@ def test_nonfinite_placeholders_before_the_first_finite_value_do_not_count() -> 
 
 def test_nonfinite_placeholder_in_a_key_without_a_canonical_name(tmp_path: Path) -> None:
     # ingest records an unmapped key's first counted non-finite value under the same rule
+    # ... and a key without a canonical name that is never finite is undefined for the run, not a fault
+    # (ML-Agents SAC's `Policy/Discrete Entropy Coeff`, the mean of no discrete branches)
     rows = [{"step": s, "reward": 0.1 * s, "best_so_far": "-inf" if s < 3 else 0.1 * s,
-             "other": "nan" if s == 4 else 1.0} for s in range(1, 7)]
+             "other": "nan" if s == 4 else 1.0, "Policy/Discrete Entropy Coeff": "nan"} for s in range(1, 7)]
     p = tmp_path / "m.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     run = load(p)

@@ -4,8 +4,9 @@ Rule: any numeric key of the run (its canonical metric columns, ``step`` and ``p
 and the keys without a canonical name as ingest recorded them; not ``vf_explained_var``, which SB3
 sets to NaN by design) holds a value that is not null and not finite, after that key's first finite
 value (a NaN or -inf before it is the metric not defined yet: a running best initialised to -inf, the
-mean of no episodes; a key that is never finite counts from its first row). The finding names the *first* non-finite value in log
-order (its metric, step, phase and value ``nan``/``inf``/``-inf``; several metrics when they went
+mean of no episodes; a canonical metric that is never finite counts from its first row, a key without
+a canonical name that is never finite is a quantity undefined for this run and does not). The finding
+names the *first* non-finite value in log order (its metric, step, phase and value ``nan``/``inf``/``-inf``; several metrics when they went
 non-finite on the same row), the last finite value that metric had before it, and every other
 metric that went non-finite later (``evidence["then"]``, with its first step), so that the cause is
 read ahead of its consequences; :func:`advcore.diagnose.diagnose` orders this finding before
@@ -163,9 +164,12 @@ CARD = Card(
         before a metric's first finite value: the CS294 DQN logger starts `best_mean_reward` at `-inf`
         until 100 episodes have ended (h79-cs294-dqn-pong-pixels-slow-start-learns: four rows), and a
         notebook loop prints `Avg reward: nan` at epoch 0, the mean of no episodes
-        (h82-ppo-unity-reacher20-learns-std-decays); a metric that is never finite counts from its first
-        row, and every non-finite value after a finite one counts. The evidence names that
-        metric, its step (and phase), its value (`nan`, `inf`, `-inf`), the other metrics that went
+        (h82-ppo-unity-reacher20-learns-std-decays). A canonical metric that is never finite counts from
+        its first row (`grad_norm` is NaN at all 20 steps of
+        h140-unsloth-trl-grpo-qwen3-4b-dapo-math-gradnorm-nan-kl0); a key without a canonical name that is
+        never finite does not (ML-Agents' SAC logs `Policy/Discrete Entropy Coeff`, the mean over no
+        discrete action branches, as NaN at every point of a continuous-action run); every non-finite
+        value after a finite one counts. The evidence names that metric, its step (and phase), its value (`nan`, `inf`, `-inf`), the other metrics that went
         non-finite on the same row, the last finite value of the metric before it, every metric that went
         non-finite afterwards with its first step (`then`), and the count per metric. `advcore.diagnose`
         orders this finding before every finding that began at or after it (what began earlier, a reward

@@ -105,14 +105,18 @@ def _with_steps(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, object]]:
 def _nonfinite_unmapped(raw: pl.DataFrame, unmapped: list[str], step_col: str | None) -> list[dict[str, object]]:
     """The first NaN or +-inf of every numeric key without a canonical name: ``{"key", "step", "value",
     "count"}`` (``step`` as logged, else the row's position from 1). Placeholders before a key's first
-    finite value are not counted (:func:`advcore.model.counted_nonfinite`)."""
+    finite value are not counted (:func:`advcore.model.counted_nonfinite`), nor is a key that is never
+    finite: a quantity the trainer logs although it is undefined for this run (ML-Agents' SAC trainer,
+    ``ml-agents/mlagents/trainers/sac/optimizer_torch.py``, logs ``Policy/Discrete Entropy Coeff`` as the
+    mean of its discrete branches, NaN at every point for an agent with continuous actions only). A
+    canonical metric never finite still counts (a ``grad_norm`` NaN from the first step)."""
     out: list[dict[str, object]] = []
     numeric = [k for k in unmapped if raw[k].dtype == pl.Float64]
     if not numeric:
         return out
     # one pass says which columns hold a non-finite value; only those are searched, on their own
     # columns (a line of 16,000 keys must not cost 16,000 copies of a 16,000-column frame)
-    flags = raw.select([counted_nonfinite(k).any().alias(k) for k in numeric]).row(0)
+    flags = raw.select([(counted_nonfinite(k).any() & pl.col(k).is_finite().any()).alias(k) for k in numeric]).row(0)
     keep = [step_col] if step_col is not None and step_col in raw.columns else []
     for key in (k for k, flagged in zip(numeric, flags, strict=True) if flagged):
         rows = raw.select([*keep, key]).with_row_index("__row", offset=1)
