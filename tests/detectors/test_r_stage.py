@@ -493,6 +493,20 @@ def test_an_episode_return_held_at_its_floor_without_a_spread_metric() -> None:
     assert one(make_run({"reward_mean": climbing}, trainer="sb3"), "REWARD_FLOOR") is None
 
 
+def test_a_reward_that_never_left_one_positive_level_is_no_floor() -> None:
+    # a positive reward that never moved has no floor to tell from its ceiling: it scores the same whatever the
+    # policy does (DEAD_FROM_START), or it is a format reward at its maximum from the start (tied groups);
+    # at 0 or below it is a floor
+    constant = make_run({"reward_mean": [2000.0] * 26})
+    assert one(constant, "REWARD_FLOOR") is None
+    f = one(constant, "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.stage == "R" and f.evidence["reward_constant"] == 2000.0 and f.onset_step == 1
+    near_max = make_run({"reward_mean": [0.984] * 10 + [1.0] * 90, "reward_std": [0.004] * 10 + [0.0] * 90})
+    assert one(near_max, "REWARD_FLOOR") is None and one(near_max, "DEAD_FROM_START") is None
+    penalty = make_run({"reward_mean": [-200.0] * 50})
+    assert isinstance(one(penalty, "REWARD_FLOOR"), Finding) and one(penalty, "DEAD_FROM_START") is None
+
+
 def test_the_floor_onset_is_where_the_reward_settled_there_for_good() -> None:
     # near the floor for 20 points, away for 50 (it learned), back at the floor for the last 30
     reward = [0.01] * 20 + [0.8] * 50 + [0.0] * 30

@@ -182,7 +182,13 @@ def reward_level(run: Run, *, rel_tol: float = REL_TOL, spread_gone: float = SPR
     # on 39 of its last 40 points)
     late_pinned = sum(1 for v in late if abs(v - floor) <= tol) / len(late)
     regime: Regime | None = None
-    if not moves and no_spread and zero_share == 1.0:
+    if hi - lo <= tol and lo > 0.0:
+        # a reward that never left the tolerance of one positive level has no floor to tell from its ceiling,
+        # and a positive level is something earned (h172-trl-grpo-qwen25-3b-bbq-format-only-reward-saturated-
+        # from-start: a format reward 0.984 -> 1.0, its maximum; h104-handwritten-a2c-ca-pattern-reward-pinned-
+        # 2000: 2000 at all 26 episodes): no regime; at 0 or below (-200 at every MountainCar episode) a floor
+        regime = None
+    elif not moves and no_spread and zero_share == 1.0:
         regime = "floor"
     elif (zero_share >= ZERO_SHARE and holds_share(late_zero, len(late))
           and (gone is not False or _zero_steps_tied(mean, spread, spread_gone * (ceiling - floor)))):

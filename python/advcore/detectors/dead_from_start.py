@@ -8,10 +8,11 @@ at every point from one in the early window to the end (the first update or two 
 h70-dreamerv3-cartpole-actor-frozen logs an actor gradient norm of 6e-4 and 2e-3, then 0 and
 1e-10 at its 99 other points; the onset is the first of those). A run too short for windows (2 to 5 logged
 points) is judged on every point. Onset: the first logged step (the gradient's: the first point
-of its dead stretch). This is a setup problem (reward not
-wired, prompts all solved or all failed, rollouts broken), not a collapse. Windows: first and last
-20 % of the logged points. A third way to see no update: the policy never left its initialization
-(:func:`_frozen`: its entropy bit-for-bit constant at every logged point, or within ``FLAT_TOL``
+of its dead stretch). This is a setup problem (reward not wired, prompts all solved or all failed,
+rollouts broken), not a collapse. Windows: first and last 20 % of the logged points. A reward mean of
+one positive value at every logged point, with no spread between samples, is no signal either (stage
+R; at 0 or below it is REWARD_FLOOR's). A third way to see no update: the policy never left its
+initialization (:func:`_frozen`: its entropy bit-for-bit constant at every logged point, or within ``FLAT_TOL``
 (0.1 %) of its level, or at ln K, a uniform choice
 among K <= 10 actions, within ``UNIFORM_TOL`` (0.5 %) at every point, while the reward did not rise and
 hold; h14-spinup-vanilla-ac-lunarlander-policy-frozen-entropy-max sits at 1.382 to 1.383 nats, ln 4 =
@@ -33,7 +34,7 @@ from typing import Literal
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import improving_reward
 from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, metric, one_advantage_per_step,
-                                        plain)
+                                        plain, reward_spread)
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -99,8 +100,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     sig = adv_signal(run)
     grad = metric(run, "grad_norm")
     entropy = metric(run, "entropy")
-    if sig is None and grad is None and entropy is None:
-        return NotEvaluable(ID, (*ADV_NEEDS, "or grad_norm, or entropy"))
+    reward = metric(run, "reward_mean")
+    if sig is None and grad is None and entropy is None and reward is None:
+        return NotEvaluable(ID, (*ADV_NEEDS, "or grad_norm, or entropy, or reward_mean"))
     reasons: list[str] = []
     evidence: dict[str, object] = {}
     # windows on a judgeable series; on a shorter one (2 to 5 points) every point: a fact, not a trend
@@ -120,6 +122,15 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             signal_dead = True
             reasons.append(f"{plain(sig.name)} was {early:.3g} early and {late:.3g} late" if sig.judgeable
                            else f"{plain(sig.name)} was at most {early:.3g} at all {len(sig)} logged steps")
+    spread = reward_spread(run)
+    if (not signal_dead and reward is not None and reward.judgeable and min(reward.values) == max(reward.values)
+            and reward.values[0] > 0.0 and (spread is None or max(spread.values) == 0.0)):
+        # one positive reward value at every logged step, with no spread between samples: whatever the policy
+        # did scored the same (h104-handwritten-a2c-ca-pattern-reward-pinned-2000: 2000.0 at all 26 episodes);
+        # at 0 or below it is REWARD_FLOOR's (advcore.detectors._reward.reward_level)
+        signal_dead = True
+        evidence["reward_constant"] = reward.values[0]
+        reasons.append(f"the reward was {reward.values[0]:.6g} at all {len(reward)} logged steps")
     grad_from = 0
     if grad is not None and len(grad) >= POINT_FACT_MIN:
         # the first point from which every grad_norm is at or below the bar: dead from the start when it
@@ -139,7 +150,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return None
     # One stage from the evidence: no signal is the reward's (R); a signal with no update is the update's (U).
     stage: Literal["R", "U"] = "R" if signal_dead else "U"
-    series = sig if stage == "R" and sig is not None else grad if grad is not None and frozen is None else entropy
+    series = ((sig if "reward_constant" not in evidence else reward) if stage == "R"
+              else grad if grad is not None and frozen is None else entropy)
     assert series is not None
     for name in ("reward_mean", "reward_std"):
         s = metric(run, name)
@@ -198,6 +210,11 @@ CARD = Card(
         magnitude at most points: a Gaussian policy with a fixed sigma keeps a constant entropy while its
         mean learns (h74-rl-games-amp-humanoid-walk-learns-fixed-sigma-negative-kl: -41.47 at all 619
         epochs, the KL -0.02 to -0.04). Stage U (`evidence["policy_frozen"]`).
+
+        A fourth sign of no signal: the reward mean is one positive value at every logged point of a
+        judgeable run, with no spread between samples (none logged, or 0): whatever the policy did scored
+        the same (h104-handwritten-a2c-ca-pattern-reward-pinned-2000: 2000.0 at all 26 episodes; stage R,
+        `evidence["reward_constant"]`). At 0 or below, one value held from the first step is REWARD_FLOOR's.
 
         The finding has one stage, from the evidence: **R** when the signal is absent (no signal, so no
         update is expected either: grpo-dynamics-csd-pilot-dead has every reward, `grad_norm` and `kl`

@@ -138,8 +138,8 @@ def _finding(mean: Series, idx: int | None, evidence: dict[str, object], level: 
                    f"({level.late_mean:.4g} late): the run sits at 0, where everything fails or the reward is not "
                    "wired, with excursions rather than a trend.")
     elif min(mean.values) == max(mean.values):
-        # one value from the first step: no floor and no ceiling to tell apart (h104-handwritten-a2c-ca-pattern-
-        # reward-pinned-2000: 2000.0 at all 26 episodes)
+        # one value at 0 or below from the first step (h139-sb3-ppo-mountaincar-reward-floor-never-learns: -200 at
+        # all 49 points; a positive one is no floor, advcore.detectors._reward.reward_level)
         message = (f"The reward is {level.late_mean:.4g} at every one of the {len(mean)} logged steps, with no "
                    "spread: whatever the policy does scores the same, so there is nothing to learn; the reward does "
                    "not depend on the actions, or is not wired.")
@@ -207,6 +207,13 @@ CARD = Card(
         for windows (fewer than six logged reward means) is still judged on the point fact: a reward mean
         of exactly 0 at every one of at least two logged steps fires, with onset at the first. Not
         evaluable without `reward_mean` or `success_rate`.
+
+        A reward that never left the tolerance of one positive level over the whole run is not at a
+        floor: nothing tells its floor from its ceiling, and a positive level is something earned
+        (h172-trl-grpo-qwen25-3b-bbq-format-only-reward-saturated-from-start: a format reward at 0.984,
+        then at its maximum 1.0 for 980 steps, its groups tied; h104-handwritten-a2c-ca-pattern-reward-pinned-2000:
+        2000 at all 26 episodes, DEAD_FROM_START's). At 0 or below, one value held from the first step is
+        a floor (h139-sb3-ppo-mountaincar-reward-floor-never-learns: -200, the time-out, at all 49 points).
     """,
     related="""
         DEAD_FROM_START fires with it when the floor holds from the first step (a setup problem);
