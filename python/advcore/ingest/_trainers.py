@@ -41,6 +41,12 @@ _RLINF_KEYS = frozenset({"env/success_once", "rollout/advantages_mean", "train/a
                          "train/actor/clip_fraction"})
 #: two of them make a run RLinf's (``env/success_once`` alone is also the name its docs teach)
 _RLINF_MIN_KEYS = 2
+#: AReaL's PPO actor (inclusionAI/AReaL, areal/engine/ppo/actor.py ``ppo_update``): per-sequence statistics
+#: under ppo_actor/ (the task reward, the share of sequences at the padded length, the advantages), the
+#: loss function's under ppo_actor/update/; two of them make a run AReaL's
+_AREAL_KEYS = frozenset({"ppo_actor/task_reward/avg", "ppo_actor/advantages/avg", "ppo_actor/no_eos_ratios/avg",
+                         "ppo_actor/update/entropy/avg"})
+_AREAL_MIN_KEYS = 2
 #: what PyMARL's episode runner logs every ``runner_log_interval`` (src/runners/episode_runner.py,
 #: ``_log``): the episodes' return and length, and the exploration rate
 _PYMARL_KEYS = frozenset({"return_mean", "return_std", "ep_length_mean", "epsilon"})
@@ -53,7 +59,7 @@ _PFRL_KEYS = frozenset({"steps", "episodes", "elapsed", "mean", "median", "stdev
 
 
 def trainer_of(keys: Iterable[str]) -> str | None:
-    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``tunix``, ``sb3``, ``cleanrl``, ``pfrl``, ``baselines``,
+    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``areal``, ``tunix``, ``sb3``, ``cleanrl``, ``pfrl``, ``baselines``,
     ``rllab``, ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
@@ -65,6 +71,8 @@ def trainer_of(keys: Iterable[str]) -> str | None:
         return "verl"
     if len(keys & _RLINF_KEYS) >= _RLINF_MIN_KEYS:
         return "rlinf"
+    if len(keys & _AREAL_KEYS) >= _AREAL_MIN_KEYS:
+        return "areal"
     if keys & _SB3_KEYS:
         return "sb3"
     if _CLEANRL_RETURN in keys and keys & _CLEANRL_KEYS:
