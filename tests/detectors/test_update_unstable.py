@@ -437,6 +437,19 @@ def test_a_fall_to_the_floor_is_the_floors_to_report() -> None:
     assert "REWARD_FLOOR" in fired(make_run(cols))
 
 
+def test_a_collapse_in_the_last_points_of_a_long_run() -> None:
+    # a return that learned and held for 982 points, then fell far below its start in its last 18 (h176 rsl_rl
+    # humanoid: -159 to -2,205 after 30 to 211): the late window's median still holds, the tail does not
+    rng = np.random.default_rng(4)
+    held = [min(140.0, 30.0 + i) + 15.0 * rng.standard_normal() for i in range(982)]
+    fall = [-150.0 - 100.0 * i for i in range(18)]
+    f = one(make_run({"reward_mean": held + fall}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.onset_step == 983 and f.evidence["collapsed_tail_points"] == 18
+    assert "over its last 18 logged points" in f.message
+    # four bad points at the end are not yet a collapse
+    assert not isinstance(one(make_run({"reward_mean": held + fall[:4]}), "UPDATE_UNSTABLE"), Finding)
+
+
 def test_real_dcg_smac_run_whose_return_collapsed_without_a_win() -> None:
     # PyMARL DCG on SMAC 3s5z (sacred info.json): return_mean deciles 10.4 ... 12.3, 11.7, 8.5, 4.8 ... 4.6,
     # battle_won_mean at most 0.10 and 0 late, grad_norm 0.28 -> 9.17: the updates destroyed what it could do

@@ -316,6 +316,20 @@ class RewardCourse:
         drop = self.early - self.late
         return self.noise > 0 and drop > FALL_NOISE * self.noise and drop >= 0.5 * (max(held) - min(held))
 
+    @property
+    def collapsed_tail(self) -> int:
+        """How many of the last logged values lie, every one, more than ``FALL_NOISE`` x the noise below the
+        early median: a run that ended collapsed, however late (h176-rslrl-ppo-h1-humanoid-teleop-learns-then-
+        collapses-at-59k: 18 returns between -159 and -2,205 after 982 between 30 and 211, the late window's
+        median still 138)."""
+        bar = self.early - FALL_NOISE * self.noise
+        n = 0
+        for v in reversed(self.series.values):
+            if v >= bar:
+                break
+            n += 1
+        return n
+
     def gave_back(self) -> float:
         """The share of the gain lost by the late window."""
         return (self.level[self.peak] - self.late) / self.gain

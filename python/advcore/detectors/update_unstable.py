@@ -59,7 +59,9 @@ collapses the same way when its late median lies ``FALL_NOISE`` (10) times its n
 half its level's range, below its early median (:attr:`~advcore.detectors._reward.RewardCourse.fell_below_start`),
 and does not end held at its floor (REWARD_FLOOR's to report):
 h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse, a return of 11.8 early and 4.4 late, grad
-norm 20 times higher over the fall.
+norm 20 times higher over the fall. So does one whose last ``TAIL_POINTS`` (5) or more logged values,
+fewer than half the late window, all lie that far below its early median (:func:`_collapsed_tail`: a
+collapse too late for the late window's median to show it), its late window not held at its floor.
 
 Fires when a check has at least ``min_points`` (3) unstable points, and for the single-update checks
 (``kl_step``, ``clip_frac``) on at least ``MIN_POINT_SHARE`` (1 %) of the run too: a spike that
@@ -159,28 +161,47 @@ def _fell_above_floor(run: Run, c: RewardCourse) -> bool:
     return level is None or level.regime != "floor"
 
 
+def _collapsed_tail(run: Run, c: RewardCourse) -> int:
+    """The number of last points in which the reward collapsed too late for the late window's median to
+    show it (:attr:`~advcore.detectors._reward.RewardCourse.collapsed_tail`: at least ``TAIL_POINTS``,
+    fewer than half the late window), on a run whose late window is not held at its floor (REWARD_FLOOR's
+    to report); else 0."""
+    tail = c.collapsed_tail
+    if not TAIL_POINTS <= tail < window_len(len(c.series)) // 2:
+        return 0
+    level = reward_level(run)
+    return 0 if level is not None and level.regime == "floor" else tail
+
+
 def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str, object]] | None:
     """The reward's points from where it collapsed to the end, and the evidence; None when the reward
     neither succeeded and then gave back ``giveback`` of its gain nor fell far below where it started
     and does not end at its floor (:func:`_fell_above_floor`; module docstring)."""
     c = reward_course(run)
-    if c is None or not ((c.succeeded and c.gave_back() >= giveback) or _fell_above_floor(run, c)):
+    if c is None:
+        return None
+    gave_back = c.succeeded and c.gave_back() >= giveback
+    late_tail = 0 if gave_back or _fell_above_floor(run, c) else _collapsed_tail(run, c)
+    if not (gave_back or _fell_above_floor(run, c) or late_tail):
         return None
     s, w, peak = c.series, c.w, c.peak
     start = max(0, peak - w // 2)
-    cut = change_point(s.values[start:], fall=True)
-    first = start + (cut or 0)
-    # a gradual decline has its change point half-way down: it began at the top of the level's descent into
-    # it. Walking back from the change point (a trailing median over w points falls (w - 1) // 2 points
-    # after the values it covers), up the descent, across dips smaller than the noise, to the peak's height
-    # or to a rise before the descent (h57 rl_games peg-in-hole: a dip and a recovery between the peak and
-    # the final fall)
-    tol = SUCCESS_NOISE * c.noise
-    lag = (w - 1) // 2
-    top = min(len(s) - 1, first + lag)
-    while top > peak and c.level[top - 1] > c.level[top] - tol and c.level[top] < c.level[peak] - tol:
-        top -= 1
-    first = min(first, max(start, top + 1 - lag))
+    if late_tail:  # ended collapsed after the late window's median: its first point is the fall's
+        first = len(s) - late_tail
+    else:
+        cut = change_point(s.values[start:], fall=True)
+        first = start + (cut or 0)
+        # a gradual decline has its change point half-way down: it began at the top of the level's descent
+        # into it. Walking back from the change point (a trailing median over w points falls (w - 1) // 2
+        # points after the values it covers), up the descent, across dips smaller than the noise, to the
+        # peak's height or to a rise before the descent (h57 rl_games peg-in-hole: a dip and a recovery
+        # between the peak and the final fall)
+        tol = SUCCESS_NOISE * c.noise
+        lag = (w - 1) // 2
+        top = min(len(s) - 1, first + lag)
+        while top > peak and c.level[top - 1] > c.level[top] - tol and c.level[top] < c.level[peak] - tol:
+            top -= 1
+        first = min(first, max(start, top + 1 - lag))
     moved = _update_moved(run, s.steps[max(0, peak - w)], s.steps[peak], s.steps[first])
     logged = [name for name in _MOVERS if run.has(name)]
     if not moved and logged:  # the update metrics were there and stayed put: not the updates
@@ -190,10 +211,14 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
                                    "early_median": c.early, "peak_level": c.level[peak], "succeeded": c.succeeded,
                                    "peak_step": s.steps[peak], "late_median": c.late,
                                    **({"gave_back": c.gave_back()} if c.succeeded else {}),
-                                   "noise": c.noise, "level_points": w}
+                                   "noise": c.noise, "level_points": w,
+                                   **({"collapsed_tail_points": late_tail} if late_tail else {})}
     return tail, evidence
 
 
+#: A reward that succeeded and whose last this many logged values all lie far below where it started
+#: (:attr:`~advcore.detectors._reward.RewardCourse.collapsed_tail`) collapsed, however late in the run.
+TAIL_POINTS = 5
 #: The update metrics that can corroborate a collapse.
 _MOVERS = ("kl_step", "clip_frac", "kl", "entropy", "grad_norm")
 #: An update metric corroborates a collapse when its median over the fall is this many times (or, for
@@ -425,7 +450,9 @@ def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | N
                                    "condition": what, **ev, **tail.where(0)}
     message = (f"The reward collapsed {'after success' if ev['succeeded'] else 'far below where it started'}: its "
                f"level peaked at {ev['peak_level']:.4g} at step {ev['peak_step']}, then fell from step {onset} to "
-               f"{ev['late_median']:.4g} by the end (its early median was {ev['early_median']:.4g}): the updates "
+               + (f"a median of {statistics.median(tail.values):.4g} over its last {len(tail)} logged points"
+                  if "collapsed_tail_points" in ev else f"{ev['late_median']:.4g} by the end")
+               + f" (its early median was {ev['early_median']:.4g}): the updates "
                f"destroyed what the policy {'had learned' if ev['succeeded'] else 'could do'}"
                + (" (no update metric was logged to confirm it: log the KL, clip fraction or entropy)."
                   if isinstance(ev["update_moved"], str) else "."))
@@ -565,8 +592,12 @@ CARD = Card(
         its floor (REWARD_FLOOR's to report): no healthy run of the
         corpus falls even 3 noises below its start, runs that never learn drift 3 to 5 below, while
         h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse falls 28 (11.8 to 4.4, grad norm 20
-        times higher) and h73-cs285f22-dqn-lunarlander-lr3e-2-td-loss-blowup 12. Runs with curriculum
-        phases are not judged this way.
+        times higher) and h73-cs285f22-dqn-lunarlander-lr3e-2-td-loss-blowup 12. A collapse too late for
+        the late window's median to show it counts too: the last `TAIL_POINTS` (5) or more logged values
+        (fewer than half the late window) all lie 10 noises below the early median, and the late window is
+        not held at the floor (h176-rslrl-ppo-h1-humanoid-teleop-learns-then-collapses-at-59k: 982 returns
+        between 30 and 211, then 18 between -159 and -2,205; onset the first of them,
+        `evidence["collapsed_tail_points"]`). Runs with curriculum phases are not judged this way.
     """,
     related="""
         The opposite of UPDATE_SUPPRESSED (the update is ~0). A clip fraction pinned near 1 with a KL
