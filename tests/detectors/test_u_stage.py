@@ -176,6 +176,16 @@ def test_entropy_collapse_absolute_floor_for_a_log_that_begins_after_it() -> Non
     assert one(make_run({"entropy": [0.03, 0.02, 0.04, 0.035] * 5}, trainer="verl"), "ENTROPY_COLLAPSE") is None
 
 
+def test_a_deterministic_policy_whose_entropy_rounds_below_zero_is_still_discrete() -> None:
+    # ML-Agents logs -1.19e-07 (-2**-23, float32 rounding of 0) once a PPO policy is deterministic: a collapse,
+    # not a Gaussian's differential entropy; a clearly negative entropy still is one
+    collapsed = [0.98 * 0.7**i for i in range(15)] + [-1.1920929e-07] * 85
+    f = one(make_run({"entropy": collapsed}, trainer=None), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "relative"
+    gaussian = [0.98 * 0.7**i for i in range(15)] + [-0.01] * 85
+    assert one(make_run({"entropy": gaussian}, trainer=None), "ENTROPY_COLLAPSE") is None
+
+
 def test_entropy_falling_while_the_reward_rises_and_groups_keep_contrast_is_sharpening() -> None:
     n = 100
     entropy = [1.0] * 30 + [0.05] * 70
