@@ -171,3 +171,25 @@ def test_history_keys_name_the_trainer_and_bookkeeping_is_not_offered(tmp_path: 
     assert not {"_runtime", "_timestamp"} & set(run.metadata["unmapped"])
     p.write_text("".join(json.dumps({**r, "train/reward_std": 0.2}) + "\n" for r in rows))
     assert load(p).trainer == "trl"
+
+
+def test_slime_sections_share_the_rollout_step(tmp_path: Path) -> None:
+    # slime charts rollout/* against rollout/step and train/* against train/step (slime/utils/wandb_utils.py):
+    # a rollout record, then its two updates, each record with its own W&B _step
+    records, step = [], 0
+    for r in range(8):
+        records.append(_history(step, {"rollout/step": r, "rollout/raw_reward": 0.1 * r, "rollout/truncated": 0.05}))
+        step += 1
+        for k in range(2):
+            records.append(_history(step, {"train/step": 2 * r + k, "train/grad_norm": 1.0 + r + k,
+                                           "train/ppo_kl": 0.01, "train/pg_clipfrac": 0.1}))
+            step += 1
+    p = tmp_path / "run-slime.wandb"
+    p.write_bytes(_leveldb_log(records))
+    run = load(p)
+    assert run.trainer == "slime"
+    assert run.frame["step"].to_list() == list(range(8))
+    assert run.frame["reward_mean"].to_list() == pytest.approx([0.1 * r for r in range(8)])
+    # the rollout's two updates, averaged onto its step
+    assert run.frame["grad_norm"].to_list() == pytest.approx([1.5 + r for r in range(8)])
+    assert run.frame["truncated_frac"].to_list() == pytest.approx([0.05] * 8)

@@ -47,6 +47,12 @@ _RLINF_MIN_KEYS = 2
 _AREAL_KEYS = frozenset({"ppo_actor/task_reward/avg", "ppo_actor/advantages/avg", "ppo_actor/no_eos_ratios/avg",
                          "ppo_actor/update/entropy/avg"})
 _AREAL_MIN_KEYS = 2
+#: slime's W&B sections (THUDM/slime: slime/ray/rollout.py logs the rollout batch's means under rollout/,
+#: slime/backends/megatron_utils/loss.py the policy loss's statistics under train/); two of them make a run
+#: slime's
+_SLIME_KEYS = frozenset({"rollout/raw_reward", "rollout/truncated", "train/pg_clipfrac", "train/ppo_kl",
+                         "train/entropy_loss"})
+_SLIME_MIN_KEYS = 2
 #: what PyMARL's episode runner logs every ``runner_log_interval`` (src/runners/episode_runner.py,
 #: ``_log``): the episodes' return and length, and the exploration rate
 _PYMARL_KEYS = frozenset({"return_mean", "return_std", "ep_length_mean", "epsilon"})
@@ -59,7 +65,7 @@ _PFRL_KEYS = frozenset({"steps", "episodes", "elapsed", "mean", "median", "stdev
 
 
 def trainer_of(keys: Iterable[str]) -> str | None:
-    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``areal``, ``tunix``, ``sb3``, ``cleanrl``, ``pfrl``, ``baselines``,
+    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``areal``, ``slime``, ``tunix``, ``sb3``, ``cleanrl``, ``pfrl``, ``baselines``,
     ``rllab``, ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
@@ -73,6 +79,8 @@ def trainer_of(keys: Iterable[str]) -> str | None:
         return "rlinf"
     if len(keys & _AREAL_KEYS) >= _AREAL_MIN_KEYS:
         return "areal"
+    if len(keys & _SLIME_KEYS) >= _SLIME_MIN_KEYS:
+        return "slime"
     if keys & _SB3_KEYS:
         return "sb3"
     if _CLEANRL_RETURN in keys and keys & _CLEANRL_KEYS:

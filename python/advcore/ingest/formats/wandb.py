@@ -118,8 +118,21 @@ def trainer_of(keys: list[str]) -> str:
     return "wandb"
 
 
+#: slime charts its sections against their own step metrics (THUDM/slime, slime/utils/wandb_utils.py,
+#: ``_init_wandb_common``: ``define_metric("rollout/*", step_metric="rollout/step")``, ``train/*`` against
+#: ``train/step``, ``eval/*`` against ``eval/step``): each history record carries one of them.
+_ROLLOUT_STEP, _SECTION_STEPS = "rollout/step", ("train/step", "eval/step")
+
+
 def _with_step(frame: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
-    """Put a ``step`` column first, from the trainer's own step key when there is one."""
+    """Put a ``step`` column first, from the trainer's own step key when there is one. With slime's
+    per-section step metrics, the rollout's: a ``train/`` or ``eval/`` record belongs to the rollout
+    logged last before it (a rollout's updates follow it), so the reward and the updates it drove share a
+    step (several updates of one rollout are averaged when the run is made canonical)."""
+    if _ROLLOUT_STEP in frame.columns and any(k in frame.columns for k in _SECTION_STEPS):
+        rollout = frame[_ROLLOUT_STEP].forward_fill().backward_fill().cast(pl.Int64, strict=False).alias("step")
+        drop = ["step", _ROLLOUT_STEP, *_SECTION_STEPS]
+        return frame.drop(drop, strict=False).insert_column(0, rollout), _ROLLOUT_STEP
     for key in _STEP_KEYS:
         if key in frame.columns and frame[key].null_count() < frame.height:
             step = frame[key].cast(pl.Int64, strict=False).alias("step")
