@@ -36,6 +36,7 @@ import polars as pl
 from advcore.model import Run
 
 __all__ = [
+    "ENTROPY_ROUNDING",
     "MIN_WINDOW",
     "POINT_FACT_MIN",
     "TIE_EPS",
@@ -70,6 +71,12 @@ WINDOW_FRAC = 0.2
 MIN_WINDOW = 3
 #: Fewest logged points for a point fact (a value at every logged step: no trend, so no windows).
 POINT_FACT_MIN = 2
+#: A negative entropy of at most this magnitude (nats) is a discrete entropy of 0 computed in float32, not a
+#: differential one: ML-Agents logs -1.19e-07 (-2^-23) for a PPO policy that has turned deterministic
+#: (h183-mlagents-ppo-2048-illegal-move-penalty-entropy-collapse, from step 90,000 of 2,270,000). An entropy
+#: below ``-ENTROPY_ROUNDING`` anywhere is a continuous policy's differential entropy, of which no ratio means
+#: anything.
+ENTROPY_ROUNDING = 1e-6
 #: A reward spread at or below this is "tied" (float32 rounding of 0/1 or partial-credit rewards).
 TIE_EPS = 1e-6
 

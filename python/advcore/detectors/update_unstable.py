@@ -17,7 +17,8 @@ A logged point is *unstable* when any of these holds there:
   reward rose and held (an early excursion);
 * the level of ``entropy`` at or above ``entropy_rise`` (10) x its start level (the early window's
   median, or its first half's when lower: a blow-up inside the early window lifts the median; judged
-  when that is positive): the policy blew up into noise; the same factor for ``action_std``, the standard
+  when that is positive, and not for an entropy below ``-ENTROPY_ROUNDING`` anywhere, a differential
+  entropy crossing 0): the policy blew up into noise; the same factor for ``action_std``, the standard
   deviation of a Gaussian policy (SB3 ``train/std``), whose differential entropy cannot be judged
   as a ratio (sb3-acrobot-effort-std-blowup: std 1.0 -> 81.7, 10x by step 498,688);
 * the level of ``value_loss`` at or above ``value_loss_rise`` (100) x its early median, times the
@@ -50,7 +51,8 @@ sb3-acrobot-collapse-after-success: -7514 early, a level of -5261 at step 291,84
 episode at the time limit). A fall of the reward alone does not say the updates caused it (a reward
 that stops being paid falls the same way): when the log has an update metric, the collapse counts only
 when one moved with it, ``kl_step``, ``clip_frac``, ``kl`` or ``grad_norm`` (median over the fall at least ``MOVED``
-(2) times its median over the success before the peak) or ``entropy`` (that factor either way), named
+(2) times its median over the success before the peak) or ``entropy`` (that factor either way; not
+a differential entropy below ``-ENTROPY_ROUNDING`` somewhere, whose ratios mean nothing), named
 in ``evidence["update_moved"]`` (the acrobot run: clip fraction 4.7 times). A log with none of them
 (classic-control loggers write the return and the losses) is judged on the reward alone, and the
 finding says that nothing confirmed it (h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse: a return
@@ -89,7 +91,8 @@ from dataclasses import dataclass
 from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome,
                                      first_of_checks)
 from advcore.detectors._reward import SUCCESS_NOISE, RewardCourse, improving_reward, reward_course, reward_level
-from advcore.detectors._windows import MIN_WINDOW, Series, change_point, metric, rolling_level, window_len
+from advcore.detectors._windows import (ENTROPY_ROUNDING, MIN_WINDOW, Series, change_point, metric, rolling_level,
+                                        window_len)
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -203,7 +206,7 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
             top -= 1
         first = min(first, max(start, top + 1 - lag))
     moved = _update_moved(run, s.steps[max(0, peak - w)], s.steps[peak], s.steps[first])
-    logged = [name for name in _MOVERS if run.has(name)]
+    logged = [name for name in _MOVERS if _mover(run, name) is not None]
     if not moved and logged:  # the update metrics were there and stayed put: not the updates
         return None
     tail = Series("reward_mean", s.steps[first:], s.phases[first:] if s.phases else None, s.values[first:])
@@ -226,13 +229,20 @@ _MOVERS = ("kl_step", "clip_frac", "kl", "entropy", "grad_norm")
 MOVED = 2.0
 
 
+def _mover(run: Run, name: str) -> Series | None:
+    """The update metric ``name`` of :data:`_MOVERS` when it can corroborate a collapse: not a differential
+    entropy (below ``-ENTROPY_ROUNDING`` somewhere), whose ratios mean nothing."""
+    s = metric(run, name)
+    return None if s is None or (name == "entropy" and min(s.values) < -ENTROPY_ROUNDING) else s
+
+
 def _update_moved(run: Run, success_from: int, success_to: int, fall_from: int) -> dict[str, float]:
     """The update metrics whose level moved between the success (steps ``success_from`` to
     ``success_to``) and the fall (from ``fall_from``): ``kl_step``, ``clip_frac``, ``kl`` or ``grad_norm``
     grown at least ``MOVED`` times, or ``entropy`` changed by that factor either way; name -> ratio."""
     out: dict[str, float] = {}
     for name in _MOVERS:
-        s = metric(run, name)
+        s = _mover(run, name)
         if s is None:
             continue
         before = [v for st, v in zip(s.steps, s.values, strict=True) if success_from <= st <= success_to]
@@ -362,6 +372,10 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         s = metric(run, name)
         if s is None or not s.judgeable:
             continue
+        if name == "entropy" and min(s.values) < -ENTROPY_ROUNDING:
+            # a differential entropy (a Gaussian policy) that crosses 0 has no level a ratio can be taken of
+            # (h181-mlagents-sac-lstm-seeker-learns-then-collapses-below-random: -1.08 to 1.04 in its early window)
+            continue
         # a critic's loss starts tiny while it fits the first returns and grows with them: judged on the whole early
         # window (h26-tianshou-ddpg-pendulum-learns: a median of 0.018 over its first 480 of 4,800 points, 0.044
         # over its first 960, 2.8 over the last 960)
@@ -454,7 +468,7 @@ def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | N
                   if "collapsed_tail_points" in ev else f"{ev['late_median']:.4g} by the end")
                + f" (its early median was {ev['early_median']:.4g}): the updates "
                f"destroyed what the policy {'had learned' if ev['succeeded'] else 'could do'}"
-               + (" (no update metric was logged to confirm it: log the KL, clip fraction or entropy)."
+               + (" (no update metric logged could confirm it: log the KL, clip fraction or gradient norm)."
                   if isinstance(ev["update_moved"], str) else "."))
     return Finding(ID, "error", "U", onset, evidence, message, WHAT_TO_TRY)
 
@@ -575,7 +589,10 @@ CARD = Card(
         alone does not say the updates caused it (a reward that stops being paid falls the same way: the
         lab's `floor` fault), so when the log has an update metric, it counts only when one moved with
         it: `kl_step`, `clip_frac`, `kl` or `grad_norm` at least 2 times higher over the fall than over the success,
-        or `entropy` changed by that factor either way (`evidence["update_moved"]`). A log without any
+        or `entropy` changed by that factor either way (`evidence["update_moved"]`; not an entropy that
+        goes below 0, a Gaussian policy's differential entropy, whose ratios mean nothing:
+        h181-mlagents-sac-lstm-seeker-learns-then-collapses-below-random swings between -1.08 and 1.04
+        while it learns). A log without any
         (classic-control loggers write the return and the losses only) is judged on the reward alone,
         and the finding says nothing confirmed it: h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse
         reaches a return of about 270 by iteration 210 and falls to -131 at 240 for good. Onset: where
