@@ -13,6 +13,7 @@ value), and lists what could not be checked.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, cast
@@ -282,6 +283,26 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
 DIED = 1e-3
 
 
+#: A stretch before an onset longer than this many times the run's median step spacing is a gap in the log.
+GAP_SPACINGS = 10
+
+
+def _unlogged_before(run: Run, onset: int) -> str:
+    """``"; nothing logged between step M and it"`` when the logged step before ``onset`` lies more than
+    ``GAP_SPACINGS`` median spacings before it: the change happened somewhere in that gap, not at ``onset``
+    (a newcomer joined a TinyZero console excerpt of steps 2 to 122 with one of steps 383 to 399 and read
+    "since step 383" as the collapse's date); else ``""``. Not for runs with curriculum phases."""
+    if "phase" in run.frame.columns or run.frame.height < 3:
+        return ""
+    steps = sorted({int(v) for v in run.frame["step"].drop_nulls().to_list()})
+    if onset not in steps or steps.index(onset) == 0:
+        return ""
+    i = steps.index(onset)
+    spacing = statistics.median(b - a for a, b in zip(steps, steps[1:], strict=False))
+    gap = onset - steps[i - 1]
+    return f"; nothing logged between step {steps[i - 1]} and it" if gap > GAP_SPACINGS * spacing else ""
+
+
 def _downstream(stage: VerdictStage | None, signal: Sequence[StageLevel]) -> list[str]:
     """The later stages whose signal died with the stage blamed (late level at most :data:`DIED`
     of the early one), said as what followed from it."""
@@ -481,7 +502,11 @@ def _diagnose(
     summary = "; ".join(parts)
     if onset is not None:
         phase = first.evidence.get("onset_phase")
-        summary += f" (since step {onset}" + (f", phase {phase}" if phase is not None else "") + ")"
+        if first.evidence.get("already_low_at_first_logged_step"):
+            summary += f" (before step {onset}, where the log begins)"
+        else:
+            summary += (f" (since step {onset}" + (f", phase {phase}" if phase is not None else "")
+                        + _unlogged_before(run, onset) + ")")
     if run.steps < MIN_STEPS:  # a newcomer took the silence of the trend detectors on 3 steps for a pass
         summary += (f"; only {run.steps} {'step' if run.steps == 1 else 'steps'} logged: the detectors that "
                     f"compare early and late windows need {MIN_STEPS}, so what they would find is not known")

@@ -791,3 +791,21 @@ def test_a_noisy_rise_the_window_medians_show_makes_a_fall_near_the_cut_sharpeni
     deep = [2.8] * 60 + list(np.linspace(2.8, 0.02, 140)) + [0.02] * 100
     f = one(make_run({"entropy": deep, "reward_mean": reward}), "ENTROPY_COLLAPSE")
     assert isinstance(f, Finding) and f.severity == "warn"
+
+
+def test_the_verdict_dates_a_collapse_the_log_did_not_see() -> None:
+    # an excerpt that begins collapsed: the collapse is before its first step, not at it
+    low = make_run({"entropy": [0.006, 0.005, 0.006, 0.005, 0.007, 0.006, 0.005, 0.006]}, steps=list(range(383, 391)),
+                   trainer="verl")
+    v = diagnose(low, *run_detectors(low))
+    assert v.stage == "U" and "(before step 383, where the log begins)" in v.summary
+    # two excerpts joined: steps 2..122 every 40 steps, then 383..399 every step; the entropy fell in the gap
+    steps = [2, 42, 82, 122, *range(383, 400)]
+    entropy = [1.2, 1.3, 0.9, 0.8] + [0.006] * 17
+    joined = make_run({"entropy": entropy}, steps=steps, trainer="verl")
+    v = diagnose(joined, *run_detectors(joined))
+    assert "(since step 383; nothing logged between step 122 and it)" in v.summary
+    # evenly logged: no gap to mention
+    even = make_run({"entropy": [1.0] * 10 + [0.005] * 10}, trainer="verl")
+    v = diagnose(even, *run_detectors(even))
+    assert "nothing logged" not in v.summary and "(since step 11)" in v.summary

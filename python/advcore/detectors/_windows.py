@@ -37,6 +37,7 @@ from advcore.model import Run
 
 __all__ = [
     "ENTROPY_ROUNDING",
+    "differential",
     "MIN_WINDOW",
     "POINT_FACT_MIN",
     "TIE_EPS",
@@ -77,6 +78,13 @@ POINT_FACT_MIN = 2
 #: below ``-ENTROPY_ROUNDING`` anywhere is a continuous policy's differential entropy, of which no ratio means
 #: anything.
 ENTROPY_ROUNDING = 1e-6
+
+
+def differential(entropy: Series) -> bool:
+    """Whether ``entropy`` is a continuous policy's differential entropy: below ``-ENTROPY_ROUNDING`` somewhere
+    (a Gaussian's narrows below 0: sb3-invertedpendulum-dr-solved, 1.2 -> -0.42), so that no ratio of it
+    means anything."""
+    return min(entropy.values) < -ENTROPY_ROUNDING
 #: A reward spread at or below this is "tied" (float32 rounding of 0/1 or partial-credit rewards).
 TIE_EPS = 1e-6
 

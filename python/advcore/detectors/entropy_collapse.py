@@ -9,7 +9,8 @@ Rule (``entropy``: mean per-token entropy of the policy in nats, as TRL ``entrop
   ``fraction`` (0.25) times it (the end alone catches an entropy still falling when the log stops:
   h137-tinker-multitask-qwen3-30b-entropy-falls-reward-flat goes from 0.321 to a late mean of 0.095,
   30 %, but to a median of 0.059, 19 %, over its last 18 points; an entropy that is negative anywhere
-  (beyond :data:`~advcore.detectors._windows.ENTROPY_ROUNDING`, 1e-6 nats: float32 rounding of a deterministic policy's 0) is a differential entropy of a
+  (beyond :data:`~advcore.detectors._windows.ENTROPY_ROUNDING`, 1e-6 nats: float32 rounding of a
+  deterministic policy's 0) is a differential entropy of a
   continuous policy, where a share of the early level means nothing: not judged;
   sb3-invertedpendulum-dr-solved goes from 1.2 to -0.42 as its Gaussian narrows on a solved task;
   but a first logged point alone below 0 before every later one at or above 0 is a stray and is
@@ -65,7 +66,7 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import improving_reward, reward_course
-from advcore.detectors._windows import ENTROPY_ROUNDING, Series, adv_signal, change_point, metric, onset_index
+from advcore.detectors._windows import Series, adv_signal, change_point, differential, metric, onset_index
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -121,7 +122,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         if not s.judgeable:
             return None
     early, late = s.early_mean(), s.late_mean()
-    if min(s.values) < -ENTROPY_ROUNDING:  # a differential entropy (a Gaussian policy): no fraction of it means "collapsed"
+    if differential(s):  # a Gaussian policy's entropy: no fraction of it means "collapsed"
         return None
     discrete = run.trainer != "sb3"
     end = statistics.median(s.values[-max(sustain, math.ceil(END_SHARE * len(s))):])
@@ -222,7 +223,8 @@ CARD = Card(
           a median of 0.059 over its last 18 points, while its reward stays flat). An entropy that is
           negative anywhere (by more than 1e-6 nats: ML-Agents logs -1.19e-07, float32 rounding of 0,
           for a policy turned deterministic, h183-mlagents-ppo-2048-illegal-move-penalty-entropy-collapse)
-          is the differential entropy of a continuous (Gaussian) policy, where a share of the early level means nothing: not judged
+          is the differential entropy of a continuous (Gaussian) policy, where a share of the early
+          level means nothing: not judged
           (sb3-invertedpendulum-dr-solved narrows from 1.2 to -0.42 on a solved task). A first
           logged point alone below 0 (every later one at or above 0) is a stray, dropped before judging. Onset: the first of `sustain` consecutive points below that cut.
         - *Absolute*: otherwise, the late-window mean is below `floor` nats per token, for a discrete

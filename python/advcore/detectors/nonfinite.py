@@ -6,11 +6,11 @@ sets to NaN by design) holds a value that is not null and not finite, after that
 value (a NaN or -inf before it is the metric not defined yet: a running best initialised to -inf, the
 mean of no episodes; a canonical metric that is never finite counts from its first row, a key without
 a canonical name that is never finite is a quantity undefined for this run and does not). The finding
-names the *first* non-finite value in log order (its metric, step, phase and value ``nan``/``inf``/``-inf``; several metrics when they went
-non-finite on the same row), the last finite value that metric had before it, and every other
-metric that went non-finite later (``evidence["then"]``, with its first step), so that the cause is
-read ahead of its consequences; :func:`advcore.diagnose.diagnose` orders this finding before
-what began at or after it.
+names the *first* non-finite value in log order (its metric, step, phase and value ``nan``/``inf``/``-inf``;
+several metrics when they went non-finite on the same row), the last finite value that metric had before it,
+and every other metric that went non-finite later (``evidence["then"]``, with its first step), so that the
+cause is read ahead of its consequences; :func:`advcore.diagnose.diagnose` orders this finding before what
+began at or after it.
 
 Ingest keeps NaN and +-inf as float values (one parser for every format); a value a format writes
 as "missing" (an empty CSV cell) stays null and is not counted here, but a trainer convention that
@@ -169,13 +169,14 @@ CARD = Card(
         h140-unsloth-trl-grpo-qwen3-4b-dapo-math-gradnorm-nan-kl0); a key without a canonical name that is
         never finite does not (ML-Agents' SAC logs `Policy/Discrete Entropy Coeff`, the mean over no
         discrete action branches, as NaN at every point of a continuous-action run); every non-finite
-        value after a finite one counts. The evidence names that metric, its step (and phase), its value (`nan`, `inf`, `-inf`), the other metrics that went
-        non-finite on the same row, the last finite value of the metric before it, every metric that went
-        non-finite afterwards with its first step (`then`), and the count per metric. `advcore.diagnose`
-        orders this finding before every finding that began at or after it (what began earlier, a reward
-        at its floor from the first step, leads it). Not evaluable: a log
-        with no metric column, or whose metrics are all finite and none of them is read by another
-        detector (a log of `lr` only), so that such a run is reported as not judged rather than clean.
+        value after a finite one counts. The evidence names that metric, its step (and phase), its value
+        (`nan`, `inf`, `-inf`), the other metrics that went non-finite on the same row, the last
+        finite value of the metric before it, every metric that went non-finite afterwards with its
+        first step (`then`), and the count per metric. `advcore.diagnose` orders this finding before
+        every finding that began at or after it (what began earlier, a reward at its floor from the
+        first step, leads it). Not evaluable: a log with no metric column, or whose metrics are all
+        finite and none of them is read by another detector (a log of `lr` only), so that such a run
+        is reported as not judged rather than clean.
     """,
     knobs_note="""
         No knobs: one non-finite value is already a finding. Of the 36 shared real logs (31 runs) only

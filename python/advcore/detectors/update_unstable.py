@@ -91,7 +91,7 @@ from dataclasses import dataclass
 from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome,
                                      first_of_checks)
 from advcore.detectors._reward import SUCCESS_NOISE, RewardCourse, improving_reward, reward_course, reward_level
-from advcore.detectors._windows import (ENTROPY_ROUNDING, MIN_WINDOW, Series, change_point, metric, rolling_level,
+from advcore.detectors._windows import (MIN_WINDOW, Series, change_point, differential, metric, rolling_level,
                                         window_len)
 from advcore.model import Run
 
@@ -178,8 +178,9 @@ def _collapsed_tail(run: Run, c: RewardCourse) -> int:
 
 def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str, object]] | None:
     """The reward's points from where it collapsed to the end, and the evidence; None when the reward
-    neither succeeded and then gave back ``giveback`` of its gain nor fell far below where it started
-    and does not end at its floor (:func:`_fell_above_floor`; module docstring)."""
+    neither succeeded and then gave back ``giveback`` of its gain, nor fell far below where it started
+    and does not end at its floor (:func:`_fell_above_floor`), nor ended collapsed in a tail too short for
+    the late window's median (:func:`_collapsed_tail`; module docstring)."""
     c = reward_course(run)
     if c is None:
         return None
@@ -219,7 +220,7 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
     return tail, evidence
 
 
-#: A reward that succeeded and whose last this many logged values all lie far below where it started
+#: A reward whose last this many logged values all lie far below where it started
 #: (:attr:`~advcore.detectors._reward.RewardCourse.collapsed_tail`) collapsed, however late in the run.
 TAIL_POINTS = 5
 #: The update metrics that can corroborate a collapse.
@@ -231,9 +232,9 @@ MOVED = 2.0
 
 def _mover(run: Run, name: str) -> Series | None:
     """The update metric ``name`` of :data:`_MOVERS` when it can corroborate a collapse: not a differential
-    entropy (below ``-ENTROPY_ROUNDING`` somewhere), whose ratios mean nothing."""
+    entropy (:func:`~advcore.detectors._windows.differential`), whose ratios mean nothing."""
     s = metric(run, name)
-    return None if s is None or (name == "entropy" and min(s.values) < -ENTROPY_ROUNDING) else s
+    return None if s is None or (name == "entropy" and differential(s)) else s
 
 
 def _update_moved(run: Run, success_from: int, success_to: int, fall_from: int) -> dict[str, float]:
@@ -372,8 +373,8 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         s = metric(run, name)
         if s is None or not s.judgeable:
             continue
-        if name == "entropy" and min(s.values) < -ENTROPY_ROUNDING:
-            # a differential entropy (a Gaussian policy) that crosses 0 has no level a ratio can be taken of
+        if name == "entropy" and differential(s):
+            # a Gaussian policy's entropy that crosses 0 has no level a ratio can be taken of
             # (h181-mlagents-sac-lstm-seeker-learns-then-collapses-below-random: -1.08 to 1.04 in its early window)
             continue
         # a critic's loss starts tiny while it fits the first returns and grows with them: judged on the whole early

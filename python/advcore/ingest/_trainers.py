@@ -65,8 +65,9 @@ _PFRL_KEYS = frozenset({"steps", "episodes", "elapsed", "mean", "median", "stdev
 
 
 def trainer_of(keys: Iterable[str]) -> str | None:
-    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``areal``, ``slime``, ``tunix``, ``sb3``, ``cleanrl``, ``pfrl``, ``baselines``,
-    ``rllab``, ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
+    """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``areal``, ``slime``, ``tunix``, ``sb3``,
+    ``cleanrl``, ``pfrl``, ``baselines``, ``rllab``, ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are
+    tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
     if len(keys & _TUNIX_KEYS) >= _TUNIX_MIN_KEYS:  # before TRL, whose rewards/ and completions/ prefixes it shares

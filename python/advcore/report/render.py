@@ -160,7 +160,7 @@ def _span(run: Run) -> str:
     """What the signal-by-stage line compares: the run's early and late windows, over every phase when
     the step counter restarts (the findings are judged phase by phase)."""
     # medians of windows, not two single steps (a newcomer set it against the demo's step-29 -> step-80 table)
-    span = "medians (a share: its mean), first -> last 20 % of steps"
+    span = "first -> last 20 % of steps: medians, a share of groups as its mean"
     return f"{span}, over every phase" if "phase" in run.frame.columns else span
 
 
@@ -232,7 +232,7 @@ def _reward_line(r: RunReport) -> str:
     elif c.rose:  # the rise happened inside the early window (RewardCourse.rose_first)
         course = f"rose from {c.start_text()} within the early window"
     else:
-        course = "no rise beyond its step-to-step noise" if c.late > c.early else "did not rise"
+        course = (f"no rise beyond its step-to-step noise ({c.noise:.3g})" if c.late > c.early else "did not rise")
     return f"reward (median, early -> late): {c.early:.4g} -> {c.late:.4g}, {course}"
 
 
