@@ -507,6 +507,19 @@ def test_a_reward_that_never_left_one_positive_level_is_no_floor() -> None:
     assert isinstance(one(penalty, "REWARD_FLOOR"), Finding) and one(penalty, "DEAD_FROM_START") is None
 
 
+def test_a_floor_after_success_is_told_as_a_collapse() -> None:
+    # a return that rose to 1,400 and held, then fell to 40 and stayed (h176 ML-Agents SAC crawler): not
+    # "everything fails", but what was learned is gone
+    reward = [40.0 + 68.0 * i for i in range(20)] + [1400.0] * 30 + [30.0] * 50  # peak level at step 26
+    f = one(make_run({"reward_mean": reward}), "REWARD_FLOOR")
+    assert isinstance(f, Finding) and f.evidence["peak_level"] == 1400.0
+    assert f.message.startswith("The reward collapsed after success: it rose from 40 at the first logged step")
+    assert "to a level of 1400 at step 26" in f.message
+    # a floor the run never rose from keeps the floor's own story
+    g = one(make_run({"reward_mean": [-40.0] * 100}), "REWARD_FLOOR")
+    assert isinstance(g, Finding) and "peak_level" not in g.evidence
+
+
 def test_the_floor_onset_is_where_the_reward_settled_there_for_good() -> None:
     # near the floor for 20 points, away for 50 (it learned), back at the floor for the last 30
     reward = [0.01] * 20 + [0.8] * 50 + [0.0] * 30

@@ -31,12 +31,14 @@ point, whatever the noisy return around its floor does; unless that return rose 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import (
     REL_TOL,
     SPREAD_GONE,
     ZERO_SHARE,
+    RewardCourse,
     RewardLevel,
     reward_course,
     reward_level,
@@ -89,7 +91,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     course = reward_course(run)
     settled = course is None or course.succeeded
     idx = level.pinned_onset(0.0 if at_zero else level.floor, int(knobs["sustain"]), settled=settled)
-    return _finding(level.mean, idx, {**level.evidence(), "all_zero": all_zero}, None if all_zero else level)
+    finding = _finding(level.mean, idx, {**level.evidence(), "all_zero": all_zero}, None if all_zero else level)
+    return _after_success(finding, course) if course is not None and course.succeeded else finding
 
 
 def _never_succeeds(run: Run, below: float) -> Finding | None:
@@ -125,6 +128,22 @@ def _never_succeeds(run: Run, below: float) -> Finding | None:
     evidence = {"metric": "success_rate", "rule": "never_succeeds", "success_level_max": max(level),
                 "success_late_mean": late, "success_below": below, "points": len(success), **success.where(0)}
     return Finding(ID, "error", "R", success.step_at(0), evidence, message, WHAT_TO_TRY)
+
+
+def _after_success(finding: Finding, course: RewardCourse) -> Finding:
+    """``finding`` told as a collapse after success when the reward, before it settled at its floor, rose
+    and held (:attr:`~advcore.detectors._reward.RewardCourse.succeeded`) and the late window gave back all
+    of that gain: "everything fails" would be the wrong story for a run that had learned
+    (h176-mlagents-sac-crawler-with-attacker-learns-then-collapses-for-good: a level of 1,432 at step
+    540,000, 47 late, where its early median was 343)."""
+    if course.gave_back() < 1.0:
+        return finding
+    peak, peak_step = course.level[course.peak], course.series.steps[course.peak]
+    message = (f"The reward collapsed after success: it rose from {course.start_text()} to a level of {peak:.4g} at "
+               f"step {peak_step}, fell, and sits at its floor from step {finding.onset_step} ({course.late:.4g} late): "
+               "what the policy had learned is gone.")
+    evidence = {**finding.evidence, "peak_level": peak, "peak_step": peak_step, "start_level": course.start[0]}
+    return replace(finding, message=message, evidence=evidence)
 
 
 def _finding(mean: Series, idx: int | None, evidence: dict[str, object], level: RewardLevel | None) -> Finding:
@@ -214,6 +233,10 @@ CARD = Card(
         then at its maximum 1.0 for 980 steps, its groups tied; h104-handwritten-a2c-ca-pattern-reward-pinned-2000:
         2000 at all 26 episodes, DEAD_FROM_START's). At 0 or below, one value held from the first step is
         a floor (h139-sb3-ppo-mountaincar-reward-floor-never-learns: -200, the time-out, at all 49 points).
+        A floor reached after a success (the reward rose and held, and the late window gave back all of
+        that gain) is told as the collapse it is, with the peak's level and step in the evidence
+        (h176-mlagents-sac-crawler-with-attacker-learns-then-collapses-for-good: a level of 1,432 at step
+        540,000, 47 late): "everything fails" would be the wrong story for a run that had learned.
     """,
     related="""
         DEAD_FROM_START fires with it when the floor holds from the first step (a setup problem);
