@@ -56,3 +56,13 @@ def test_detectors_and_the_run_model_read_no_log_format() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     assert _imports(PACKAGE / "model.py", _modules()) == set()  # the ground floor imports no advcore module
+
+
+def test_scan_many_is_listed_but_loaded_on_first_use() -> None:
+    # dir(advcore) names it (a newcomer looked there); importing advcore still reads no log format
+    code = ("import sys, advcore\n"
+            "print('scan_many' in dir(advcore), any(m.startswith('advcore.ingest') for m in sys.modules))\n"
+            "advcore.scan_many\n"
+            "print(any(m.startswith('advcore.ingest') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False", "True"]

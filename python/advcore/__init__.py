@@ -22,3 +22,9 @@ def __getattr__(name: str) -> object:
 
         return scan_many
     raise AttributeError(f"module 'advcore' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names, ``scan_many`` among them though it is imported on first use (a newcomer looked
+    for it in ``dir(advcore)``)."""
+    return sorted(set(globals()) | set(__all__))
