@@ -184,9 +184,9 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
     c = reward_course(run)
     if c is None:
         return None
-    gave_back = c.succeeded and c.gave_back() >= giveback
-    late_tail = 0 if gave_back or _fell_above_floor(run, c) else _collapsed_tail(run, c)
-    if not (gave_back or _fell_above_floor(run, c) or late_tail):
+    fell = (c.succeeded and c.gave_back() >= giveback) or _fell_above_floor(run, c)
+    late_tail = 0 if fell else _collapsed_tail(run, c)
+    if not (fell or late_tail):
         return None
     s, w, peak = c.series, c.w, c.peak
     start = max(0, peak - w // 2)
