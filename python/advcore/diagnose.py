@@ -12,6 +12,7 @@ value), and lists what could not be checked.
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Collection, Sequence
@@ -283,6 +284,18 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
 DIED = 1e-3
 
 
+def _downstream(stage: VerdictStage | None, signal: Sequence[StageLevel]) -> list[str]:
+    """The later stages whose signal died with the stage blamed (late level at most :data:`DIED`
+    of the early one), said as what followed from it."""
+    if stage is None:
+        return []
+    dead = [s for s in signal if _RANK.get(s.stage, 0) > _RANK[stage] and s.early > 0 and math.isfinite(s.late)
+            and s.late <= DIED * s.early]
+    if not dead:
+        return []
+    return [f"the later stages lost their signal with it ({'; '.join(s.describe() for s in dead)})"]
+
+
 #: A stretch before an onset longer than this many times the run's median step spacing is a gap in the log.
 GAP_SPACINGS = 10
 
@@ -295,24 +308,12 @@ def _unlogged_before(run: Run, onset: int) -> str:
     if "phase" in run.frame.columns or run.frame.height < 3:
         return ""
     steps = sorted({int(v) for v in run.frame["step"].drop_nulls().to_list()})
-    if onset not in steps or steps.index(onset) == 0:
+    i = bisect.bisect_left(steps, onset)
+    if i == 0 or i == len(steps) or steps[i] != onset:
         return ""
-    i = steps.index(onset)
     spacing = statistics.median(b - a for a, b in zip(steps, steps[1:], strict=False))
     gap = onset - steps[i - 1]
     return f"; nothing logged between step {steps[i - 1]} and it" if gap > GAP_SPACINGS * spacing else ""
-
-
-def _downstream(stage: VerdictStage | None, signal: Sequence[StageLevel]) -> list[str]:
-    """The later stages whose signal died with the stage blamed (late level at most :data:`DIED`
-    of the early one), said as what followed from it."""
-    if stage is None:
-        return []
-    dead = [s for s in signal if _RANK.get(s.stage, 0) > _RANK[stage] and s.early > 0 and math.isfinite(s.late)
-            and s.late <= DIED * s.early]
-    if not dead:
-        return []
-    return [f"the later stages lost their signal with it ({'; '.join(s.describe() for s in dead)})"]
 
 
 #: Fewer logged steps than this cannot tell a collapse from noise (early and late windows of 3).

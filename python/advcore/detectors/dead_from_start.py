@@ -86,6 +86,12 @@ def _frozen(entropy: Series | None, run: Run) -> str | None:
     return None
 
 
+def _no_spread(run: Run) -> bool:
+    """No reward spread between samples: none logged, or 0 at every logged point."""
+    spread = reward_spread(run)
+    return spread is None or max(spread.values) == 0.0
+
+
 def _zero_from(values: tuple[float, ...], bar: float) -> int:
     """The index from which every value is at or below ``bar`` (``len(values)`` when the last is above it)."""
     i = len(values)
@@ -122,9 +128,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             signal_dead = True
             reasons.append(f"{plain(sig.name)} was {early:.3g} early and {late:.3g} late" if sig.judgeable
                            else f"{plain(sig.name)} was at most {early:.3g} at all {len(sig)} logged steps")
-    spread = reward_spread(run)
     if (not signal_dead and reward is not None and reward.judgeable and min(reward.values) == max(reward.values)
-            and reward.values[0] > 0.0 and (spread is None or max(spread.values) == 0.0)):
+            and reward.values[0] > 0.0 and _no_spread(run)):
         # one positive reward value at every logged step, with no spread between samples: whatever the policy
         # did scored the same (h104-handwritten-a2c-ca-pattern-reward-pinned-2000: 2000.0 at all 26 episodes);
         # at 0 or below it is REWARD_FLOOR's (advcore.detectors._reward.reward_level)
