@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import math
 import reprlib
 import shutil
@@ -27,7 +28,7 @@ import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -140,15 +141,34 @@ def _key_columns(stages: tuple[str, ...], slices: tuple[str, ...], names: tuple[
     ])
 
 
-def _long(
-    step: int, stages: list[str], slices: list[str], names: list[str], table: npt.NDArray[np.float64]
-) -> pl.DataFrame:
-    """The long frame of one step from a ``(stage, slice, statistic)`` table: the cached key columns
-    with the step and the values beside them (no copy of the keys)."""
-    keys = _key_columns(tuple(stages), tuple(slices), tuple(names))
-    n = table.size
-    return keys.hstack([pl.Series("value", table.reshape(-1), dtype=pl.Float64)]).insert_column(
-        0, pl.Series("step", np.full(n, step, dtype=np.int64)))
+class _Table(NamedTuple):
+    """One step's ``(stage, slice, statistic)`` table before it becomes long rows: tables are
+    turned into frames in bulk (:func:`_long`), not one Polars frame per step."""
+
+    step: int
+    stages: tuple[str, ...]
+    slices: tuple[str, ...]
+    names: tuple[str, ...]
+    #: the values, flat in row order (stage, then slice, then statistic), float64
+    values: npt.NDArray[np.float64]
+
+
+def _long(tables: Sequence[_Table]) -> pl.DataFrame:
+    """The long frame of ``tables`` in their order: per run of tables of one shape, the cached key
+    columns repeated, the steps and the values beside them."""
+    frames = []
+    for shape, run in itertools.groupby(tables, key=lambda t: (t.stages, t.slices, t.names)):
+        same = list(run)
+        keys = _key_columns(*shape)
+        if len(same) > 1:
+            keys = pl.concat([keys] * len(same), rechunk=True)
+        values = np.concatenate([t.values.reshape(-1) for t in same])
+        steps = np.repeat(np.array([t.step for t in same], dtype=np.int64), values.size // len(same))
+        frames.append(keys.hstack([pl.Series("value", values, dtype=pl.Float64)])
+                      .insert_column(0, pl.Series("step", steps, dtype=pl.Int64)))
+    if not frames:
+        return pl.DataFrame(schema=_SCHEMA)
+    return frames[0] if len(frames) == 1 else pl.concat(frames)
 
 
 def _token_cells(
@@ -301,9 +321,9 @@ def _trace(
 ) -> tuple[pl.DataFrame, Cells]:
     """:func:`trace_step` and the ``slice == "all"`` values by ``(stage, statistic)`` (no frame lookup);
     ``threads`` for the Rust core (0: up to 2)."""
-    frame, cell, _ = _traced(step, rewards, group_ids, group_size, baseline, returns, adv_raw, adv, adv_clipped,
-                             token_adv, response_mask, token_sample_index, slices, threads=threads)
-    return frame, cell
+    tables, cell, _ = _traced(step, rewards, group_ids, group_size, baseline, returns, adv_raw, adv, adv_clipped,
+                              token_adv, response_mask, token_sample_index, slices, threads=threads)
+    return _long(tables), cell
 
 
 def _traced(
@@ -311,10 +331,10 @@ def _traced(
     returns: Any = None, adv_raw: Any = None, adv: Any = None, adv_clipped: Any = None, token_adv: Any = None,
     response_mask: Any = None, token_sample_index: Any = None, slices: Mapping[str, Any] | None = None,
     *, threads: int = 0, checked: bool = False,
-) -> tuple[pl.DataFrame, Cells, dict[str, float] | None]:
-    """:func:`_trace`, and with ``checked`` and groups the reference checks of
-    :func:`advcore.reference.step_checks` (rewards and ``adv``, else ``adv_raw``) from the same
-    Rust call (None without groups)."""
+) -> tuple[list[_Table], Cells, dict[str, float] | None]:
+    """:func:`_trace` with the step's tables instead of its frame (:func:`_long` makes it), and with
+    ``checked`` and groups the reference checks of :func:`advcore.reference.step_checks` (rewards and
+    ``adv``, else ``adv_raw``) from the same Rust call (None without groups)."""
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
         raise AdvcoreError(f"`step` must be an integer, got {step!r}")
     if rewards is None:
@@ -368,7 +388,7 @@ def _traced(
     else:
         names, table = _core.trace(stage_arrays, stage_arrays[0], size, ids, codes, counts,
                                    NEAR_ZERO_ATOL, GROUP_ATOL, GROUP_RTOL, 0.0, threads)
-    frame = _long(int(step), stage_names, slice_names, names, table)
+    tables = [_Table(int(step), tuple(stage_names), tuple(slice_names), tuple(names), np.asarray(table))]
     whole = np.asarray(table).reshape(len(stage_names), len(slice_names), len(names))[:, 0, :]
     cell = {(st, name): float(v) for st, row in zip(stage_names, whole.tolist(), strict=True)
             for name, v in zip(names, row, strict=True)}
@@ -379,8 +399,8 @@ def _traced(
             members.extend(code == j for j in range(k))
         cells = _token_cells(token_adv, response_mask, token_sample_index,
                              None if seq is None else seq.astype(np.float64), n, members)
-        frame = pl.concat([frame, _long(int(step), ["adv_token"], slice_names, list(TOKEN_STATISTICS), cells[None])])
-    return frame, cell, checks
+        tables.append(_Table(int(step), ("adv_token",), tuple(slice_names), tuple(TOKEN_STATISTICS), cells))
+    return tables, cell, checks
 
 
 def _float_ids(group_ids: Any) -> bool:
@@ -522,15 +542,22 @@ def step_row(step: int, **arrays: Any) -> tuple[pl.DataFrame, dict[str, float]]:
     (bench/README.md). Errors are those of :func:`trace_step` first, then those of
     :func:`advcore.reference.step_checks`.
     """
+    tables, row = _step_tables(step, **arrays)
+    return _long(tables), row
+
+
+def _step_tables(step: int, **arrays: Any) -> tuple[list[_Table], dict[str, float]]:
+    """:func:`step_row` with the step's tables instead of its frame (:class:`Recording` turns the
+    tables of many steps into one frame)."""
     try:
         n = len(arrays["rewards"])
     except (KeyError, TypeError):  # no or unsized rewards: _traced raises the right error
         n = 0
-    frame, cell, checks = _traced(step, **arrays, checked=True, threads=1 if n < STEP_ROW_SERIAL_MAX else 0)
+    tables, cell, checks = _traced(step, **arrays, checked=True, threads=1 if n < STEP_ROW_SERIAL_MAX else 0)
     row = _canonical(cell)
     if checks is None:
-        return frame, row
-    return frame, {**{k: v for k, v in checks.items() if not math.isnan(v)}, **row}
+        return tables, row
+    return tables, {**{k: v for k, v in checks.items() if not math.isnan(v)}, **row}
 
 
 def _numbers(metrics: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
@@ -582,8 +609,10 @@ class Recording:
         if isinstance(history, bool) or not isinstance(history, int) or history < 64:
             raise AdvcoreError(f"`history` must be an integer of at least 64, got {history!r}")
         self._history = history
-        #: the recording's long trace rows and per-step rows (wide) not yet written to a part (or dropped)
+        #: the recording's long trace rows and per-step rows (wide) not yet written to a part (or dropped);
+        #: the latest steps' trace tables, after ``_parts``, are made long rows when they are read
         self._parts: list[pl.DataFrame] = []
+        self._tables: list[_Table] = []
         self._wide: list[pl.DataFrame] = []
         self._part_steps = 0
         self._spill_dir: Path | None = None
@@ -630,10 +659,10 @@ class Recording:
                                "restarts its counter: pass a step that keeps counting, or start a new Monitor)")
         given, bad = _numbers(metrics or {})
         if arrays or metrics is None:
-            part, row = step_row(step, **arrays)
-            self._parts.append(part)
+            tables, row = _step_tables(step, **arrays)
+            self._tables.extend(tables)
             if arrays.get("slices"):
-                sliced = slice_frame(part)
+                sliced = slice_frame(_long(tables))
                 if sliced is not None:
                     self._slice_rows.append(sliced)
         else:
@@ -668,8 +697,15 @@ class Recording:
     def _unwritten(self) -> pl.DataFrame | None:
         """The recording's rows in memory as one long frame (None when there are none)."""
         self._flush()
+        self._long_tables()
         parts = [*self._parts, *([_long_steps(pl.concat(self._wide, how="diagonal_relaxed"))] if self._wide else [])]
         return pl.concat(parts, how="diagonal_relaxed") if parts else None
+
+    def _long_tables(self) -> None:
+        """Turn the pending trace tables into long rows at the end of ``_parts``."""
+        if self._tables:
+            self._parts.append(_long(self._tables))
+            self._tables = []
 
     def _spill_or_trim(self) -> None:
         """Write the recording's rows so far to a part file (``spill``), or keep only the last
@@ -695,6 +731,7 @@ class Recording:
     def frame(self) -> pl.DataFrame:
         """The long trace rows in memory (the columns of :func:`trace_step`): every step's until
         the recording spills or is trimmed (see the class)."""
+        self._long_tables()
         rows = [p.filter(pl.col("stage") != "step") for p in self._parts]
         return pl.concat(rows, how="diagonal_relaxed") if rows else pl.DataFrame(schema=_SCHEMA)
 

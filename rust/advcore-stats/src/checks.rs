@@ -490,13 +490,13 @@ fn numpy_mean_std(values: &mut [f64], ddof: usize) -> (f64, f64) {
 }
 
 /// Number of finite values.
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn count_finite<T: Sample>(xs: &[T]) -> usize {
     xs.iter().map(|v| usize::from(v.to_f64().is_finite())).sum()
 }
 
 /// Number of samples whose reward and advantage are both finite.
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn count_both_finite<T: Sample, A: Sample>(x: &[T], a: &[A]) -> usize {
     x.iter().zip(a).map(|(x, a)| usize::from(x.to_f64().is_finite() & a.to_f64().is_finite())).sum()
 }
@@ -1139,7 +1139,7 @@ impl<'a, T: Sample> Rewards<'a, T> {
 
 /// `max_i |a_i - b_i| / max(1, |b_i|)` with `b_i = (x_i - m_g) f_g` over contiguous groups of
 /// `size`, and whether every `b_i` is finite.
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn affine_disagreement<T: Sample, A: Sample>(xs: &[T], adv: &[A], size: usize, m: &[f64], f: &[f64]) -> (f64, bool) {
     let (mut worst, mut all_ref) = (0.0f64, true);
     for (((xg, ag), &mg), &fg) in xs.chunks_exact(size).zip(adv.chunks_exact(size)).zip(m).zip(f) {

@@ -464,7 +464,7 @@ fn contiguous<T: Sample, S: Sink>(xs: &[T], size: usize, omit: bool, tol: Tolera
 /// Power-of-two G known at compile time: blocks of [`BLOCK`] groups summarised side by side
 /// (one SIMD lane per group), then handed to the sink and the census as whole columns. A block
 /// holding a NaN, an infinity or an overflow is redone group by group on the exact path.
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn contiguous_fixed<T: Sample, S: Sink, const G: usize>(
     xs: &[T],
     omit: bool,
@@ -540,7 +540,7 @@ fn tree<V: Copy, const G: usize>(mut v: [V; G], op: impl Fn(V, V) -> V) -> V {
 }
 
 /// Any G: the same two-pass summary with four interleaved accumulators.
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn contiguous_any<T: Sample, S: Sink>(xs: &[T], size: usize, omit: bool, tol: Tolerance, sink: &mut S) -> SpreadCensus {
     let mut census = SpreadCensus::default();
     for (row, chunk) in xs.chunks_exact(size).enumerate() {
@@ -660,7 +660,7 @@ struct IdSummary {
 }
 
 /// `ids` must not be empty.
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn summarise_ids(ids: &[i64]) -> IdSummary {
     let (mut lo, mut hi) = (ids[0], ids[0]);
     let (mut changes, mut descents) = (0usize, 0usize);
@@ -676,7 +676,7 @@ fn summarise_ids(ids: &[i64]) -> IdSummary {
 /// Sorted ids: each run of equal ids is one group, summarised as it streams past by the
 /// shifted sums of [`insert`], in the same order and with the same shift (so the results do
 /// not depend on which path the ids took). No table, no partition: one pass.
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn runs<T: Sample, S: Sink>(
     ids: &[i64],
     n_runs: usize,
@@ -815,14 +815,14 @@ fn insert<T: Sample>(a: &mut Acc<T>, x: T) {
     a.count += 1;
 }
 
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn accumulate<T: Sample>(table: &mut [Acc<T>], keys: impl Iterator<Item = u32>, xs: &[T], base: usize) {
     for (k, &x) in keys.zip(xs) {
         insert(&mut table[k as usize - base], x);
     }
 }
 
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn accumulate_records<T: Sample>(table: &mut [Acc<T>], records: &[(u32, T)], base: usize) {
     for &(k, x) in records {
         insert(&mut table[k as usize - base], x);

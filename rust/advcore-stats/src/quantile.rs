@@ -554,7 +554,7 @@ where
 }
 
 /// The non-NaN keys of a small input, their minimum and maximum (0 when there is none).
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn small_keys<T: Copy, K: RadixKey>(values: &[T], key: impl Fn(T) -> K) -> (Vec<K>, u64, u64) {
     // Map everything (vectorised), then drop the NaN keys only when there are some.
     let mut keys: Vec<K> = values.iter().map(|&x| key(x)).collect();
@@ -630,7 +630,7 @@ where
 /// Count the keys in `lo..=hi` by bucket into `hist`, those of the `hot` buckets into the
 /// [`HOT_SLOTS`] instead; return the smallest and largest key in the range (`(MAX, MIN)` if
 /// none).
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn histogram_pass<T, K, F>(values: &[T], key: F, lo: K, hi: K, shift: u32, hot: [u32; 2], hist: &mut [u32]) -> (K, K)
 where
     T: Copy,
@@ -695,7 +695,7 @@ where
 
 /// Append every key in `range` whose bucket has a slot in `lut` to that slot's buffer; with
 /// a `watch` range, return the smallest and largest key in it (`(MAX, MIN)` if none).
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn gather_pass<T, K, F>(
     values: &[T],
     key: F,
@@ -779,7 +779,7 @@ where
 }
 
 /// Smallest and largest key in `lo..=hi` (`(MAX, MIN)` if none).
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn min_max_pass<T, K, F>(values: &[T], key: F, lo: K, hi: K) -> (K, K)
 where
     T: Copy,

@@ -197,7 +197,7 @@ fn radix_sort_from<'a, I: Copy, K: RadixKey>(
     (src, dst)
 }
 
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn scatter<I: Copy, K: RadixKey>(
     src: &[I],
     dst: &mut [I],
@@ -245,7 +245,7 @@ impl RankSums {
 }
 
 /// Digit histograms of the keys `key` picks from `items`.
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn histograms<I, K: RadixKey>(items: &[I], key: impl Fn(&I) -> K) -> Vec<Histogram> {
     let mut hist = vec![[0usize; RADIX]; K::PASSES];
     for it in items {
@@ -486,7 +486,7 @@ pub struct Spearman {
 
 /// Write the pairs of raw keys to `out` (at least as long as `x`); returns how many were
 /// written and whether some pair holds NaN. When `omit`, NaN pairs are dropped.
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn pack<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool, out: &mut [PairOf<A, B>]) -> (usize, bool) {
     let mut nan = false;
     if !omit {
@@ -530,7 +530,7 @@ enum Slots {
 /// Count x in `table`, writing each x's slot to `slots` ([`NO_SLOT`] for a NaN pair dropped
 /// when `omit`), and count y's digit histograms over the kept pairs; `None` when x has too
 /// many distinct values for the table.
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn count_slots<A: RankSample, B: RankSample>(
     x: &[A],
     y: &[B],
@@ -572,7 +572,7 @@ fn count_slots<A: RankSample, B: RankSample>(
 
 /// The first radix pass by y, reading the inputs: scatter the pairs (x's slot, y's raw key)
 /// of the kept pairs to `out` by y's lowest digit. `offsets` are the bucket starts.
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn scatter_slots<A: RankSample, B: RankSample>(
     slots: &[u16],
     y: &[B],
@@ -812,7 +812,7 @@ fn small_ranks<K: RadixKey>(keys: &[K], out: &mut [i64]) -> i64 {
 }
 
 /// [`small_ranks`] of exactly `N` keys.
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn small_ranks_fixed<K: RadixKey, const N: usize>(keys: &[K; N], out: &mut [i64; N]) -> i64 {
     let (mut less, mut equal) = ([0u32; N], [0u32; N]);
     for &k in keys {
@@ -830,7 +830,7 @@ fn small_ranks_fixed<K: RadixKey, const N: usize>(keys: &[K; N], out: &mut [i64;
 }
 
 /// [`small_ranks`] of any number of keys up to [`SMALL_GROUP`].
-#[crate::simd::dispatch(targets("x86_64+avx2+fma"))]
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn small_ranks_any<K: RadixKey>(keys: &[K], out: &mut [i64]) -> i64 {
     let n = keys.len();
     // Every key against all keys at once: the counters of all keys sit in vector lanes, so no

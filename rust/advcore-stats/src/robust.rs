@@ -57,8 +57,9 @@ pub fn median_abs_deviation<T: Select>(values: &[T], scale: f64, nan_policy: Nan
 /// then hold NaN or infinities that [`median_abs_deviation`] resolves by selection).
 ///
 /// The deviations `|x - m|` fall from the first value to the median and rise after it (rounding is
-/// monotone), so their middle order statistics come from merging the two runs outward from the
-/// median: `n / 2 + 1` steps, no selection.
+/// monotone): two ascending runs, the values left of the median read outward and the values right
+/// of it. Their middle order statistics are found by bisecting how many of them the left run
+/// gives (the k-th smallest of two sorted arrays): `O(log n)` reads, no merge, no selection.
 #[must_use]
 pub fn sorted_median_abs_deviation(value: &dyn Fn(usize) -> f64, n: usize) -> Option<f64> {
     if n == 0 {
@@ -69,34 +70,36 @@ pub fn sorted_median_abs_deviation(value: &dyn Fn(usize) -> f64, n: usize) -> Op
     if !center.is_finite() {
         return None;
     }
-    let deviation = |i: usize| (value(i) - center).abs();
     // first rank at or right of the centre
     let (mut lo, mut hi) = (0, n);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         if value(mid) < center { lo = mid + 1 } else { hi = mid }
     }
-    let (mut left, mut right) = (lo, lo); // next candidates: rank left - 1 and rank right
-    let (rank_lo, rank_hi) = if n % 2 == 1 { (n / 2, n / 2) } else { (n / 2 - 1, n / 2) };
-    let mut at_lo = f64::NAN;
-    for k in 0..=rank_hi {
-        let take_left = right >= n || (left > 0 && deviation(left - 1) <= deviation(right));
-        let d = if take_left {
-            left -= 1;
-            deviation(left)
-        } else {
-            right += 1;
-            deviation(right - 1)
-        };
-        if k == rank_lo {
-            at_lo = d;
-        }
-        if k == rank_hi {
-            #[allow(clippy::manual_midpoint)]
-            return Some(if rank_lo == rank_hi { d } else { (at_lo + d) / 2.0 });
-        }
+    let split = lo;
+    // The left run, ascending: the values below the centre read from the centre outward.
+    let left = |i: usize| center - value(split - 1 - i);
+    let right = |j: usize| value(split + j) - center;
+    let kth = |k: usize| kth_of_two(&left, split, &right, n - split, k);
+    #[allow(clippy::manual_midpoint)]
+    Some(if n % 2 == 1 { kth(n / 2) } else { (kth(n / 2 - 1) + kth(n / 2)) / 2.0 })
+}
+
+/// The `k`-th smallest (0-based) of two ascending runs `a` (`na` values) and `b` (`nb`),
+/// `k < na + nb`: the smallest count `i` taken from `a` such that `a(i) >= b(k - i)` (the
+/// predicate flips once as `i` grows), then the larger of the two last values taken.
+fn kth_of_two(a: &dyn Fn(usize) -> f64, na: usize, b: &dyn Fn(usize) -> f64, nb: usize, k: usize) -> f64 {
+    let taken = k + 1;
+    let (mut lo, mut hi) = (taken.saturating_sub(nb), taken.min(na));
+    while lo < hi {
+        let i = lo + (hi - lo) / 2;
+        // `i < hi <= na` and `taken - i > taken - hi >= 0`: both reads are in range.
+        if a(i) < b(taken - i - 1) { lo = i + 1 } else { hi = i }
     }
-    None
+    let (i, j) = (lo, taken - lo);
+    let last_a = if i > 0 { a(i - 1) } else { f64::NEG_INFINITY };
+    let last_b = if j > 0 { b(j - 1) } else { f64::NEG_INFINITY };
+    last_a.max(last_b)
 }
 
 /// The median of `|x - center|` over the non-NaN `x`, from the values' top-level histogram and
@@ -205,7 +208,7 @@ fn weighted_rank(brackets: &[Bracket], centre: usize, rank: usize, bound: impl F
 /// Count the `|x - center|` below `t_lo` and equal to it; append those in `(t_lo, t_hi]` to
 /// `inside`, giving up (`None`) once it holds more than `cap`. NaN deviations are in none of
 /// them.
-#[dispatch(targets("x86_64+avx2+fma"))]
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn deviations_in<T: Select>(
     values: &[T],
     center: f64,
