@@ -83,6 +83,24 @@ def dict_literal_numbers(literal: str) -> dict[str, float | None] | None:
     return {k: number(v) for k, v in obj.items()}
 
 
+#: A number wrapped as numpy or torch print it (``np.float64(0.5)``, ``tensor(0.5, device='cuda:0')``,
+#: ``tensor([536.2], device='cuda:0')``) inside a printed literal: the wrapper is dropped before parsing.
+_WRAPPER = re.compile(r"\b(?:np\.|numpy\.)?(?:float|int|uint)\d*\(\s*([^()]*?)\s*\)|\btensor\(\s*([^(),]*?)\s*(?:,[^()]*)?\)")
+
+
+def printed_dict(literal: str) -> dict[Any, Any] | None:
+    """A dict a Python program printed (``print(metrics)``), its numpy and torch number wrappers and
+    bare ``nan``/``inf`` read (:func:`ast.literal_eval`, never ``eval``); None when it does not
+    parse (a truncated line) or is no dict. A one-element tensor's value comes back as a
+    one-element list."""
+    text = _WRAPPER.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), literal)
+    try:
+        obj = ast.literal_eval(quote_nonfinite(text))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def is_missing(v: Any) -> bool:
     """True for values that mean "not logged" (None, empty string, NaN, 'nan')."""
     if v is None:

@@ -7,7 +7,7 @@ in :mod:`advcore.ingest._parse`, the per-sample reduction in :mod:`advcore.inges
 from __future__ import annotations
 
 from advcore.ingest._format import Format
-from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, halos_console, json_records,
+from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, dict_lines, halos_console, json_records,
                                     mlflow_store, nemo_rl, notebook, openrlhf, plain, prime_rl, printed, rl4lms,
                                     rlinf_table, sample_factory, samples, sb3_console, simplevla, tensorboard,
                                     text_table, trace_recording, trackio_db, trainer_state, trl_completions,
@@ -20,7 +20,7 @@ __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 #: its outputs may hold any console text; columnar JSON takes any object of arrays and hands one whose
 #: arrays differ in length to json_records after parsing it once; OpenRLHF, SB3, RLinf, CleanRL, Sample
 #: Factory, HALOs and RL4LMs consoles before TRL's, whose dict lines may follow any prefix, ``Global
-#: step N:`` included; lists of records without a ``step`` before ``trainer_state``, which takes any
+#: step N:`` included; any other printed metric dict after TRL's; lists of records without a ``step`` before ``trainer_state``, which takes any
 #: list of objects; a hand-written loop's printed progress after every named console and before CSV,
 #: whose sniffer would take a tab-separated line; a blank-aligned text table after CSV, so that a
 #: tab-separated file stays CSV's).
@@ -28,7 +28,7 @@ ORDER: list[Format] = [m.FORMAT for m in (
     mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, prime_rl, wandb, json_records,
     columnar_json,
     simplevla, openrlhf, sb3_console, rlinf_table, cleanrl_console, sample_factory, halos_console, rl4lms,
-    trl_console,
+    trl_console, dict_lines,
     trainer_state, verl_jsonl, trace_recording, samples, verl_rollouts, verl_console, tensorboard, printed, csv_table,
     text_table, plain,
 )]

@@ -11,7 +11,6 @@ Ray prefixes and ANSI codes are stripped; ``np.float64(x)``/``tensor(x)`` wrappe
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -20,29 +19,18 @@ import polars as pl
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest._text import open_text, readable_lines
-from advcore.ingest._parse import clean, quote_nonfinite, records_frame, value
+from advcore.ingest._parse import clean, printed_dict, records_frame, value
 from advcore.ingest._format import Format
 
 NAME = "openrlhf"
 
 _LINE = re.compile(r"^\s*Global step (\d+)\s*:\s*(\{.*)$")
-_WRAP = re.compile(r"\b(?:np\.|numpy\.)?(?:float|int|uint)\d*\(\s*([^()]*?)\s*\)|\btensor\(\s*([^(),]*?)\s*(?:,[^()]*)?\)")
 
 
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
     return any(_LINE.match(clean(line)) for line in head.splitlines() if "Global step" in line)
-
-
-def _literal(text: str) -> dict[str, Any] | None:
-    text = _WRAP.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
-    text = quote_nonfinite(text)
-    try:
-        obj = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return None
-    return obj if isinstance(obj, dict) else None
 
 
 def read(path: Path) -> RawLog:
@@ -56,7 +44,7 @@ def read(path: Path) -> RawLog:
             m = _LINE.match(clean(physical))
             if m is None:
                 continue
-            obj = _literal(m.group(2).strip())
+            obj = printed_dict(m.group(2).strip())
             if obj is None:
                 errors.append(IngestError(str(path), "expected a Python dict literal after 'Global step N:'", lineno))
                 continue
