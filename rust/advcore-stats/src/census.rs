@@ -9,6 +9,7 @@
 use crate::error::{Result, StatsError, check_non_empty, check_same_len};
 use crate::rank::{Histogram, RADIX, RadixKey, RankSample, radix_sort_by, with_buffers};
 use crate::sample::Sample;
+use crate::simd::{LANES, by_lane};
 
 /// Values per block of the counting loops: the block's counts fit in `u32` lanes, which
 /// vectorise twice as wide as `u64`.
@@ -245,10 +246,6 @@ fn changed(before: f64, after: f64, d: f64, atol: f64) -> bool {
     (before.is_nan() != after.is_nan()) || d > atol
 }
 
-/// Independent accumulators of [`count_changes`]: one running sum and maximum per lane, so the
-/// loop vectorises instead of waiting on one addition chain (4 cycles a pair).
-const LANES: usize = 8;
-
 #[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn count_changes<A: Sample, B: Sample>(before: &[A], after: &[B], atol: f64) -> ChangeCounts {
     let mut total = ChangeCounts::default();
@@ -256,7 +253,7 @@ fn count_changes<A: Sample, B: Sample>(before: &[A], after: &[B], atol: f64) -> 
         // Block sums keep the rounding of the running total to O((BLOCK + n / BLOCK) eps).
         let (mut n_changed, mut n_finite) = ([0u32; LANES], [0u32; LANES]);
         let (mut sum, mut max) = ([0.0f64; LANES], [0.0f64; LANES]);
-        let mut lane = |k: usize, b: &A, a: &B| {
+        let lane = |k: usize, b: &A, a: &B| {
             let (b, a) = (b.to_f64(), a.to_f64());
             let d = (a - b).abs();
             let finite = b.is_finite() & a.is_finite();
@@ -266,16 +263,7 @@ fn count_changes<A: Sample, B: Sample>(before: &[A], after: &[B], atol: f64) -> 
             sum[k] += kept;
             max[k] = max[k].max(kept);
         };
-        let (b8, a8) = (bs.chunks_exact(LANES), as_.chunks_exact(LANES));
-        let (b_rest, a_rest) = (b8.remainder(), a8.remainder());
-        for (b, a) in b8.zip(a8) {
-            for k in 0..LANES {
-                lane(k, &b[k], &a[k]);
-            }
-        }
-        for (k, (b, a)) in b_rest.iter().zip(a_rest).enumerate() {
-            lane(k, b, a);
-        }
+        by_lane(bs, as_, lane);
         total = total.combine(&ChangeCounts {
             n: bs.len() as u64,
             n_changed: n_changed.iter().map(|&c| u64::from(c)).sum(),

@@ -21,6 +21,7 @@ use crate::grouped::{GroupStat, Plan, Sink, Tolerance};
 use crate::groups::{Groups, dense_ids};
 use crate::rank::with_buffers;
 use crate::sample::{NanPolicy, Sample};
+use crate::simd::{LANES, by_lane};
 
 /// A floating-point precision rewards or advantages may have been held in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1145,27 +1146,15 @@ impl<'a, T: Sample> Rewards<'a, T> {
 fn affine_disagreement<T: Sample, A: Sample>(xs: &[T], adv: &[A], size: usize, m: &[f64], f: &[f64]) -> (f64, bool) {
     let (mut worst, mut fin) = ([0.0f64; LANES], [true; LANES]);
     for (((xg, ag), &mg), &fg) in xs.chunks_exact(size).zip(adv.chunks_exact(size)).zip(m).zip(f) {
-        let mut lane = |k: usize, x: &T, a: &A| {
+        let lane = |k: usize, x: &T, a: &A| {
             let b = (x.to_f64() - mg) * fg;
             fin[k] &= b.is_finite();
             worst[k] = worst[k].max((a.to_f64() - b).abs() / b.abs().max(1.0));
         };
-        let (x8, a8) = (xg.chunks_exact(LANES), ag.chunks_exact(LANES));
-        let (x_rest, a_rest) = (x8.remainder(), a8.remainder());
-        for (x, a) in x8.zip(a8) {
-            for k in 0..LANES {
-                lane(k, &x[k], &a[k]);
-            }
-        }
-        for (k, (x, a)) in x_rest.iter().zip(a_rest).enumerate() {
-            lane(k, x, a);
-        }
+        by_lane(xg, ag, lane);
     }
     (worst.iter().fold(0.0f64, |w, &v| w.max(v)), fin.iter().all(|&b| b))
 }
-
-/// Independent accumulators of [`affine_disagreement`].
-const LANES: usize = 8;
 
 /// Picks the reward or its baseline-centred value from a kept `(advantage, reward, centred)`.
 type Pick = fn(&(f64, f64, f64)) -> f64;
