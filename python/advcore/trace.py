@@ -149,7 +149,7 @@ class _Table(NamedTuple):
     stages: tuple[str, ...]
     slices: tuple[str, ...]
     names: tuple[str, ...]
-    #: the values, flat in row order (stage, then slice, then statistic), float64
+    #: the values in row order (stage, then slice, then statistic), float64, of any shape (read flat)
     values: npt.NDArray[np.float64]
 
 
