@@ -190,12 +190,15 @@ fn distinct_by_sort<T: RankSample>(values: &[T]) -> u64 {
 }
 
 /// Inputs of 32-bit keys at least this long count their distinct values by bucket: below, the
-/// 65,536 buckets cost more than the sort they save.
+/// 65,536 buckets cost more than the sort they save (at 1e5 on the Intel VM: 1.44 ms against the
+/// sort's 0.86 ms; at 1e6: 7-10 ms against 22).
 const BUCKET_MIN_LEN: usize = 1 << 18;
 /// Bits of a 32-bit key that choose its bucket; the other 16 are a bit of the bucket's bitmap.
 const BUCKET_BITS: u32 = 16;
-/// A bucket with fewer keys than this sorts them instead of clearing and counting a bitmap.
-const BITMAP_MIN: usize = 2048;
+/// A bucket with fewer keys than this sorts them instead of clearing and counting a bitmap (the
+/// bitmap's 1,024 words cost about as much as sorting 64 keys; a few hundred keys per bucket, as
+/// 1e6 normal values give, took 22 ms to sort bucket by bucket and 7 ms by bitmap).
+const BITMAP_MIN: usize = 64;
 
 /// The distinct finite values of `values` (32-bit keys): one pass counts the keys by their high
 /// [`BUCKET_BITS`] bits, one scatters each key's low 16 bits into its bucket, and each bucket counts
