@@ -165,7 +165,7 @@ fn keys_and_histograms<T: RankSample>(values: &[T], keys: &mut [T::Key]) -> Vec<
 /// infinite keys sort to the ends and are skipped. Long inputs of 32-bit keys are counted by
 /// bucket instead ([`distinct_by_buckets`]).
 fn count_distinct_finite<T: RankSample>(values: &[T]) -> u64 {
-    if values.len() >= BUCKET_MIN_LEN && std::mem::size_of::<T::Key>() == 4 {
+    if (BUCKET_MIN_LEN..=u32::MAX as usize).contains(&values.len()) && std::mem::size_of::<T::Key>() == 4 {
         distinct_by_buckets(values)
     } else {
         distinct_by_sort(values)
@@ -193,15 +193,16 @@ fn distinct_by_sort<T: RankSample>(values: &[T]) -> u64 {
 /// 65,536 buckets cost more than the sort they save (at 1e5 on the Intel VM: 1.44 ms against the
 /// sort's 0.86 ms; at 1e6: 7-10 ms against 22).
 const BUCKET_MIN_LEN: usize = 1 << 18;
-/// Bits of a 32-bit key that choose its bucket; the other 16 are a bit of the bucket's bitmap.
-const BUCKET_BITS: u32 = 16;
+/// Buckets of [`distinct_by_buckets`]: a 32-bit key's high half chooses its bucket, its low half
+/// (a `u16`) is a bit of the bucket's bitmap.
+const BUCKETS: usize = 1 << 16;
 /// A bucket with fewer keys than this sorts them instead of clearing and counting a bitmap (the
 /// bitmap's 1,024 words cost about as much as sorting 64 keys; a few hundred keys per bucket, as
 /// 1e6 normal values give, took 22 ms to sort bucket by bucket and 7 ms by bitmap).
 const BITMAP_MIN: usize = 64;
 
-/// The distinct finite values of `values` (32-bit keys): one pass counts the keys by their high
-/// [`BUCKET_BITS`] bits, one scatters each key's low 16 bits into its bucket, and each bucket counts
+/// The distinct finite values of `values` (32-bit keys, fewer than 2^32): one pass counts the keys
+/// by their high 16 bits, one scatters each key's low 16 bits into its bucket, and each bucket counts
 /// its distinct low halves in a 65,536-bit bitmap (8 KiB, in L1) or, when small, by sorting them. No
 /// full sort: two passes over memory instead of the four of an 8-bit radix sort. A bucket whose
 /// range of keys holds a non-finite one (the finite keys are one contiguous range) is counted key
@@ -217,7 +218,7 @@ fn distinct_by_buckets<T: RankSample>(values: &[T]) -> u64 {
         let lows: &mut [u16] = &mut bytemuck::cast_slice_mut(scratch)[..n];
         let mut next = starts[..counts.len()].to_vec();
         scatter_lows(keys, lows, &mut next);
-        let mut bitmap = vec![0u64; 1 << (16 - 6)];
+        let mut bitmap = vec![0u64; (1 << 16) / 64];
         let mut distinct = 0u64;
         for b in 0..counts.len() {
             let bucket = &mut lows[starts[b]..starts[b + 1]];
@@ -249,7 +250,7 @@ fn distinct_by_buckets<T: RankSample>(values: &[T]) -> u64 {
 /// Each value's 32-bit key into `keys`, and the count of keys per bucket (high 16 bits).
 #[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn bucket_keys<T: RankSample>(values: &[T], keys: &mut [u32]) -> Vec<u32> {
-    let mut counts = vec![0u32; 1 << BUCKET_BITS];
+    let mut counts = vec![0u32; BUCKETS];
     for (k, &x) in keys.iter_mut().zip(values) {
         // a 32-bit key (the caller checked its width): lossless
         *k = x.rank_key().to_u64() as u32;
