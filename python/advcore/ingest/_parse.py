@@ -71,14 +71,10 @@ def quote_nonfinite(literal: str) -> str:
 
 
 def dict_literal_numbers(literal: str) -> dict[str, float | None] | None:
-    """The numeric values (:func:`number`) of a Python dict literal printed by a logger (read with
-    :func:`ast.literal_eval`, never ``eval``; ``nan``/``inf`` as Python prints them); None when it does
-    not parse (a truncated line) or is no dict of string keys."""
-    try:
-        obj = ast.literal_eval(quote_nonfinite(literal))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    if not isinstance(obj, dict) or not all(isinstance(k, str) for k in obj):
+    """The numeric values (:func:`number`) of a Python dict literal printed by a logger
+    (:func:`printed_dict`); None when it does not parse (a truncated line) or is no dict of string keys."""
+    obj = printed_dict(literal)
+    if obj is None or not all(isinstance(k, str) for k in obj):
         return None
     return {k: number(v) for k, v in obj.items()}
 
@@ -88,14 +84,20 @@ def dict_literal_numbers(literal: str) -> dict[str, float | None] | None:
 _WRAPPER = re.compile(r"\b(?:np\.|numpy\.)?(?:float|int|uint)\d*\(\s*([^()]*?)\s*\)|\btensor\(\s*([^(),]*?)\s*(?:,[^()]*)?\)")
 
 
+def _unwrapped(m: re.Match[str]) -> str:
+    """The number inside a :data:`_WRAPPER` match; a one-element tensor's brackets dropped too."""
+    if m.group(1) is not None:
+        return m.group(1)
+    inner = m.group(2)
+    return inner[1:-1].strip() if inner.startswith("[") and inner.endswith("]") else inner
+
+
 def printed_dict(literal: str) -> dict[Any, Any] | None:
-    """A dict a Python program printed (``print(metrics)``), its numpy and torch number wrappers and
-    bare ``nan``/``inf`` read (:func:`ast.literal_eval`, never ``eval``); None when it does not
-    parse (a truncated line) or is no dict. A one-element tensor's value comes back as a
-    one-element list."""
-    text = _WRAPPER.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), literal)
+    """A dict a Python program printed (``print(metrics)``), its numpy and torch number wrappers
+    (a one-element ``tensor([x])`` too) and bare ``nan``/``inf`` read (:func:`ast.literal_eval`, never
+    ``eval``); None when it does not parse (a truncated line) or is no dict."""
     try:
-        obj = ast.literal_eval(quote_nonfinite(text))
+        obj = ast.literal_eval(quote_nonfinite(_WRAPPER.sub(_unwrapped, literal)))
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None

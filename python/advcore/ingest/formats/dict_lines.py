@@ -51,11 +51,11 @@ def _dict_text(line: str) -> str | None:
 
 
 def _row(literal: str) -> dict[str, Any] | None:
-    """A dict line's string keys and values, one-element lists unwrapped (a ``tensor([x])``)."""
+    """A dict line's string keys and values, or None."""
     obj = printed_dict(literal)
-    if obj is None or not obj or not all(isinstance(k, str) for k in obj):
+    if not obj or not all(isinstance(k, str) for k in obj):
         return None
-    return {k: v[0] if isinstance(v, list) and len(v) == 1 else v for k, v in obj.items()}
+    return obj
 
 
 def sniff(path: Path, head: str | None) -> bool:
