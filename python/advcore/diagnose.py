@@ -202,10 +202,17 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
             rank = 0.5
         if blowup_first and f.id == "UPDATE_UNSTABLE":
             rank = 0.4
+        if f.evidence.get("dead") == "no_rise":
+            rank = NO_RISE_RANK  # a symptom: any other finding says more about why
         onset = float(f.onset_step) if f.onset_step is not None else math.inf
         return (rank, 0 if f.id == "DEAD_FROM_START" else 1, onset)
 
     return sorted(findings, key=key)
+
+
+#: DEAD_FROM_START's no-rise sign (the reward never rose) follows every other finding: it says that nothing was
+#: learned, the others say why (h186-mlagents-poca-object-collector-constant-beta-entropy-grows: REWARD_FLOOR).
+NO_RISE_RANK = 5.5
 
 
 def reward_regime(run: Run, *, rel_tol: float = REL_TOL) -> Regime | None:
@@ -473,9 +480,11 @@ def _diagnose(
     first = ordered[0]
     regime = _regime(run, ids, judged)
     # the lead's own message opens the summary unless the seed card's readings below interpret it
-    lead_is_read = first.id in ("DEAD_FROM_START", *_SEED)
+    # DEAD_FROM_START's no-rise sign is read as its message says (no learning shows), not as a dead signal
+    dead = next((f for f in ordered if f.id == "DEAD_FROM_START" and f.evidence.get("dead") != "no_rise"), None)
+    lead_is_read = first.id in _SEED or first is dead
     parts: list[str] = [] if lead_is_read else [first.message.rstrip(".")]
-    if "DEAD_FROM_START" in ids:
+    if dead is not None:
         parts.append("no usable signal from the first steps: a setup problem, not a collapse")
     adv = next((f for f in ordered if f.id == "ADV_COLLAPSE"), None)
     if all(i in ids for i in _SEED):

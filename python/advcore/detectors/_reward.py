@@ -330,6 +330,27 @@ class RewardCourse:
             n += 1
         return n
 
+    def never_rose(self) -> bool:
+        """No sign of a rise anywhere: not :attr:`rose`, not :attr:`succeeded`; the late window's median and
+        mean lie at most one standard error above the early window's (the medians' 1.2533 x the noise x
+        sqrt(2 / k), the means' pooled standard deviation x sqrt(2 / k), k points per window); and no level
+        after the first window lies more than ``SUCCESS_NOISE`` x the noise above the start (:attr:`start`).
+        A mean that rose while the median stayed at the floor is a rise (h138-sb3-zoo-tqc-her-panda-
+        pickplace-partial: the median episode at -50, the share of episodes at that floor 84 % -> 56 %), and
+        so is a rise inside the first window (h7-rllab-trpo-foot-hopper-learns-plateau: 121 at iteration 0,
+        a level of 220 by iteration 56, then a plateau near 178)."""
+        if self.rose or self.succeeded:
+            return False
+        early, late = self.series.early(), self.series.late()
+        k = min(len(early), len(late))
+        root = math.sqrt(2 / k)
+        if self.late - self.early > MEDIAN_ERROR * self.noise * root:
+            return False
+        spread = math.sqrt((statistics.pvariance(early) + statistics.pvariance(late)) / 2)
+        if fmean(late) - fmean(early) > spread * root:
+            return False
+        return max(self.level[self.w - 1:]) - self.start[0] <= SUCCESS_NOISE * self.noise
+
     def gave_back(self) -> float:
         """The share of the gain lost by the late window."""
         return (self.level[self.peak] - self.late) / self.gain

@@ -8,7 +8,8 @@ at every point from one in the early window to the end (the first update or two 
 h70-dreamerv3-cartpole-actor-frozen logs an actor gradient norm of 6e-4 and 2e-3, then 0 and
 1e-10 at its 99 other points; the onset is the first of those). A run too short for windows (2 to 5 logged
 points) is judged on every point. Onset: the first logged step (the gradient's: the first point
-of its dead stretch). This is a setup problem (reward not wired, prompts all solved or all failed,
+of its dead stretch). A fifth sign, a warning: the reward never rose over at least ``no_rise_points``
+logged points from the run's start (:func:`_no_rise`). This is a setup problem (reward not wired, prompts all solved or all failed,
 rollouts broken), not a collapse. Windows: first and last 20 % of the logged points. A reward mean of
 one positive value at every logged point, with no spread between samples, is no signal either (stage
 R; at 0 or below it is REWARD_FLOOR's). A third way to see no update: the policy never left its
@@ -28,11 +29,12 @@ advantage not formed within groups, which ADV_REWARD_DECORRELATION judges.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import improving_reward
+from advcore.detectors._reward import improving_reward, reward_course
 from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, metric, one_advantage_per_step,
                                         plain, reward_spread)
 from advcore.model import Run
@@ -48,8 +50,15 @@ WHAT_TO_TRY = (
     "Check the prompts' difficulty: all-solved (ceiling) or all-failed (floor) groups give no advantage.",
     "Check the rollouts themselves: truncation at the length cap, repeated tokens, a broken generation config (e.g. "
     "gradient checkpointing corrupting TRL 0.14 rollouts in csd-pilot-dead).",
+    "When the reward only never rose: check that the update runs at all (the optimizer steps, the learning rate is "
+    "above 0, exploration decays) before giving the run more steps.",
 )
 
+
+#: A log whose first step lies more than this many median spacings after step 0 was resumed: the no-rise sign
+#: does not judge it (verl-ppo-qwen7b-gsm8k-resumed begins at step 101 of a run logged every step, at the 0.95
+#: plateau its first 100 steps reached).
+RESUMED_SPACINGS = 10
 
 #: An entropy whose lowest and highest logged values are within this share of its level never moved: a
 #: policy that learns moves its entropy by percents (h51-proteinfold-ppo-gnn-maxaction-policy-stuck-uniform:
@@ -98,6 +107,35 @@ def _zero_from(values: tuple[float, ...], bar: float) -> int:
     while i > 0 and values[i - 1] <= bar:
         i -= 1
     return i
+
+
+def _resumed(series: Series) -> bool:
+    """The log begins more than ``RESUMED_SPACINGS`` median step spacings after step 0: the run was resumed
+    (or its start not logged), and whatever it learned before is not in the log."""
+    steps = series.steps
+    spacing = statistics.median(b - a for a, b in zip(steps, steps[1:], strict=False))
+    return steps[0] > RESUMED_SPACINGS * max(spacing, 1)
+
+
+def _no_rise(run: Run, min_points: int) -> Finding | None:
+    """The fifth sign, a warning: over at least ``min_points`` logged points from the run's start, the
+    reward never rose (:meth:`advcore.detectors._reward.RewardCourse.never_rose`)."""
+    course = reward_course(run)
+    if course is None or len(course.series) < min_points or _resumed(course.series) or not course.never_rose():
+        return None
+    s = course.series
+    start, k = course.start
+    evidence: dict[str, object] = {
+        "dead": "no_rise", "metric": s.name, "points": len(s), "start": start, "start_points": k,
+        "early_median": course.early, "late_median": course.late, "highest_level": max(course.level[course.w - 1:]),
+        "noise": course.noise, **s.where(0)}
+    return Finding(
+        ID, "warn", "R", s.steps[0], evidence,
+        f"No learning shows in {len(s)} logged steps: the reward never rose above where it started ("
+        f"{course.start_text()}; a median of {course.early:.4g} early and {course.late:.4g} late, its highest "
+        f"level {evidence['highest_level']:.4g}, against a step-to-step noise of {course.noise:.3g}).",
+        WHAT_TO_TRY,
+    )
 
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
@@ -152,7 +190,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         evidence["policy_frozen"] = True
         reasons.append(frozen)
     if not reasons:
-        return None
+        return _no_rise(run, int(knobs["no_rise_points"]))
     # One stage from the evidence: no signal is the reward's (R); a signal with no update is the update's (U).
     stage: Literal["R", "U"] = "R" if signal_dead else "U"
     series = ((sig if "reward_constant" not in evidence else reward) if stage == "R"
@@ -226,6 +264,20 @@ CARD = Card(
         exactly 0), **U** when only the update is dead while the rewards vary
         (`evidence["dead"]` says which).
 
+        A fifth sign, a **warning** at stage R (`evidence["dead"] == "no_rise"`): over at least
+        `no_rise_points` logged points from the run's start, the reward never rose. Not a rise of the
+        level, nor of the windows, nor inside the first window (`RewardCourse.rose`); the late fifth's
+        median and mean are at most one standard error above the early fifth's (for the medians 1.2533 x
+        the step-to-step noise x sqrt(2 / k), for the means the windows' pooled standard deviation x
+        sqrt(2 / k)); and no trailing-median level after the first window is more than 3 noises above the
+        start (the median of the first 5 points). A bar of 1.5 standard errors would also warn on a healthy
+        slow learner (h69-unsloth-trl-grpo-qwen3-4b-mmlupro-physics-flat-but-alive, 1.29 for the means); at
+        one, a run with no trend is caught about seven times in ten, a conservative claim. A log that begins
+        more than 10 median spacings after step 0 is resumed and not judged (verl-ppo-qwen7b-gsm8k-resumed
+        begins at step 101, at its 0.95 plateau). It says nothing was learned, not why: every other finding
+        leads it in the verdict (h20-ppg-pendulum-never-learns: 639 returns, a median of -1212 over the
+        first fifth and -1322 over the last).
+
         An `adv_std` of 0 is not a dead signal when `adv_mean` is non-zero on most of those steps:
         every sample of a step got one non-zero advantage (deepretrieval-grpo-0p8b-inverted-adv,
         +-0.75 to 0.92), which no group-relative estimator gives; ADV_REWARD_DECORRELATION judges it.
@@ -249,6 +301,12 @@ SPEC = DetectorSpec(
              why="The seed's `collapse_below`, so a run is either healthy-then-collapsed (ADV_COLLAPSE) or never "
                  "healthy (here). f1-strategist: 0.028 early, 0.007 late; unsloth-qwen3-vl: 0.08 / 0.0; the llama31 "
                  "user run, tied for its first ten steps, is 0.42 early and stays quiet."),
+        Knob("no_rise_points", 200, "a reward that never rose over at least this many logged points = no learning",
+             low=10, integer=True,
+             why="Calibration runs (batches 1-37 and the shared logs): at 200 the sign warns on 36 runs expected lost "
+                 "(h20-ppg-pendulum-never-learns, h190-sb3-td3-lunarlandercontinuous-100k-never-learns-crashes, ...) "
+                 "and on no healthy run; at 100 it also warns on h36-tinker-rlvr-rubric-qwen3-4b-slow-learner (113 "
+                 "steps whose rise the windows cannot yet show)."),
         Knob("no_update_below", 1e-8, "grad_norm at or below this at every early and late point = no update", low=0.0,
              why="grpo-dynamics-csd-pilot-dead logs exactly 0; f1-strategist's LoRA grad norm of ~0.002 is small "
                  "but real."),

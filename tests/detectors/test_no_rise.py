@@ -1,0 +1,115 @@
+"""DEAD_FROM_START's no-rise sign: a reward that never rose over a long run from its start is a warning
+at stage R, led by any other finding. Synthetic fixtures whose windows numpy measures, and real runs
+read from their raw files (not through our ingest)."""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+
+import numpy as np
+
+from advcore.detectors import Finding
+from advcore.diagnose import diagnose
+from advcore.detectors import run_detectors
+from advcore.ingest import load
+from tests._real import corpus, real
+from tests.detectors._fixtures import fired, make_run, one
+
+POINTS = 200  # the knob's default: DEAD_FROM_START.no_rise_points
+
+
+def _flat(n: int, seed: int = 3) -> list[float]:
+    """``n`` normal returns (mean -100, sd 20) whose late fifth is the early fifth reversed: the windows hold
+    the same values, so neither their medians nor their means differ (the sign's bar is one standard error)."""
+    x = np.random.default_rng(seed).normal(-100.0, 20.0, n)
+    k = math.ceil(0.2 * n)
+    x[-k:] = x[:k][::-1]
+    return list(x)
+
+
+def test_a_flat_noisy_reward_over_a_long_run_did_not_rise() -> None:
+    reward = _flat(300)
+    f = one(make_run({"reward_mean": reward}), "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.severity == "warn" and f.stage == "R"
+    assert f.evidence["dead"] == "no_rise" and f.onset_step == 1 and f.evidence["points"] == 300
+    k = math.ceil(0.2 * 300)  # the early and late windows: a fifth of the points each
+    assert f.evidence["early_median"] == np.median(reward[:k])
+    assert f.evidence["late_median"] == np.median(reward[-k:])
+    assert f.evidence["start"] == np.median(reward[:5])
+
+
+def test_fewer_points_than_the_knob_are_not_judged() -> None:
+    run = make_run({"reward_mean": _flat(POINTS - 1)})
+    assert one(run, "DEAD_FROM_START") is None
+    assert isinstance(one(run, "DEAD_FROM_START", no_rise_points=POINTS - 1), Finding)
+
+
+def test_a_rise_of_the_windows_of_the_first_window_or_of_the_mean_is_a_rise() -> None:
+    rng = np.random.default_rng(11)
+    noise = rng.normal(0.0, 20.0, 300)
+    slow = noise + np.linspace(-100.0, -80.0, 300)  # a slow climb the windows' medians show
+    assert np.median(slow[-60:]) - np.median(slow[:60]) > 3 * 20.0 * 1.2533 * math.sqrt(2 / 60)
+    early = noise + np.concatenate([np.linspace(-200.0, -100.0, 20), np.full(280, -100.0)])  # inside the first window
+    # a bimodal return whose median stays at its floor while the share of successes grows (HER tasks)
+    success = rng.random(300) < np.linspace(0.1, 0.45, 300)
+    bimodal = np.where(success, rng.uniform(-30.0, 0.0, 300), -50.0)
+    assert np.median(bimodal[:60]) == np.median(bimodal[-60:]) == -50.0
+    for reward in (slow, early, bimodal):
+        assert one(make_run({"reward_mean": list(reward)}), "DEAD_FROM_START") is None
+
+
+def test_a_resumed_log_is_not_judged() -> None:
+    # logged every step from step 101: the first 100 steps, and whatever they learned, are not in the log
+    reward = _flat(300)
+    assert one(make_run({"reward_mean": reward}, steps=list(range(101, 401))), "DEAD_FROM_START") is None
+    assert isinstance(one(make_run({"reward_mean": reward}, steps=list(range(5, 305))), "DEAD_FROM_START"), Finding)
+
+
+def test_any_other_finding_leads_the_no_rise_sign() -> None:
+    # flat at the floor 0 with rare excursions: REWARD_FLOOR says why nothing rose, and leads
+    rng = np.random.default_rng(2)
+    reward = np.where(rng.random(300) < 0.05, 0.5, 0.0)
+    run = make_run({"reward_mean": list(reward)})
+    findings, not_evaluable = run_detectors(run)
+    ids = [f.id for f in findings if f.severity in ("warn", "error")]
+    assert "REWARD_FLOOR" in ids
+    verdict = diagnose(run, findings, not_evaluable)
+    assert verdict.findings[0].id != "DEAD_FROM_START"
+
+
+def test_real_pendulum_run_that_never_learns() -> None:
+    """h20-ppg-pendulum-never-learns: 639 episode returns, a median of -1212 over the first fifth and -1322 over
+    the last (numpy on the raw file); the verdict is lost at stage R with DEAD_FROM_START at the first episode."""
+    path = corpus("h20-ppg-pendulum-never-learns/rewards.txt")
+    returns = [float(m.group(1)) for m in re.finditer(r"Reward\s+(-?[\d.]+)", path.read_text())]
+    k = math.ceil(0.2 * len(returns))
+    run = load(path)
+    f = fired(run)["DEAD_FROM_START"]
+    assert f.evidence["dead"] == "no_rise" and f.evidence["points"] == len(returns) == 639
+    assert f.evidence["early_median"] == np.median(returns[:k])
+    assert f.evidence["late_median"] == np.median(returns[-k:])
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.status == "lost" and verdict.stage == "R" and verdict.headline == "DEAD_FROM_START"
+    assert "No learning shows in 639 logged steps" in verdict.summary
+
+
+def test_real_hopper_that_learned_in_its_first_iterations_stays_quiet() -> None:
+    """h7-rllab-trpo-foot-hopper-learns-plateau: AverageReturn 121 at iteration 0, a median above 200 over
+    iterations 40-60, then a plateau near 178: the rise is inside the first window, the run is healthy."""
+    path = corpus("h7-rllab-trpo-foot-hopper-learns-plateau/progress.csv")
+    returns = [float(r["AverageReturn"]) for r in csv.DictReader(path.read_text().splitlines())]
+    assert returns[0] < 125 and np.median(returns[40:60]) > 200
+    assert "DEAD_FROM_START" not in fired(load(path))
+
+
+def test_real_resumed_verl_run_at_its_plateau_stays_quiet() -> None:
+    """verl-ppo-qwen7b-gsm8k-resumed: the console begins at step 101 (a resumed run, SOURCE.md: a saturated
+    plateau at 0.95, nothing left to learn)."""
+    path = real("verl-ppo-qwen7b-gsm8k-resumed/verl_demo.log")
+    steps = [int(s) for s in re.findall(r" step:(\d+) - global_seqlen", path.read_text())]
+    assert min(steps) == 1 + 100 and len(set(steps)) >= POINTS
+    run = load(path)
+    assert "DEAD_FROM_START" not in fired(run)
+    assert diagnose(run, *run_detectors(run)).status == "quiet"
