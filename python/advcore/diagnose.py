@@ -415,6 +415,23 @@ def diagnose(
     return replace(extra, stage=first.stage, summary=summary, onset=first.onset, what_to_try=tuple(tries), judged=True)
 
 
+#: The unread columns a verdict names, at most.
+UNREAD_SHOWN = 4
+
+
+def _unread_columns(run: Run) -> str:
+    """The log's columns that no alias named (``metadata["unmapped"]``), a few of them, with how to map
+    one (the reward column of a hand-written loop: h139-numpy-dqn-poker-selfplay-learns logs ``bb100_recent``
+    beside ``mains`` and ``perte``); "" when every column was read."""
+    unmapped = [str(k) for k in run.metadata.get("unmapped", ()) or ()]
+    if not unmapped:
+        return ""
+    shown = ", ".join(unmapped[:UNREAD_SHOWN]) + (f" and {len(unmapped) - UNREAD_SHOWN} more"
+                                                  if len(unmapped) > UNREAD_SHOWN else "")
+    return (f"not read: {shown}; name the reward column with --metric-map: a CSV with the header trainer,key,canonical and a "
+            "row *,COLUMN,reward_mean")
+
+
 def _nonfinite_stage(lead: Finding) -> VerdictStage | None:
     """The stage of a NONFINITE lead (stage "any"): the one every metric that first went non-finite
     measures (:func:`advcore.stages.stage_of`; TRL's ``grad_norm`` and ``kl`` together are the update),
@@ -442,10 +459,13 @@ def _diagnose(
         return Verdict(None, f"no sign that the learning signal was lost; {notes}", None, tuple(ordered), None, (),
                        not_checked, signal=stage_signal(run), course=course)
     if not ordered:
+        unread = _unread_columns(run)
         if run.steps == 0:
-            summary = "nothing to judge: no steps were read"
+            summary = ("nothing to judge: no steps were read" if not unread else
+                       f"nothing to judge: no column of this log names a metric advcore knows ({unread})")
         elif n_detectors is not None and len(not_evaluable) >= n_detectors:
-            summary = "could not check: no detector found the metrics it needs in this log"
+            summary = "could not check: no detector found the metrics it needs in this log" + (
+                f" ({unread})" if unread else "")
         elif run.steps < MIN_STEPS:
             step_word = "step" if run.steps == 1 else "steps"
             summary = f"too short to judge: {run.steps} {step_word} logged; no detector fired"

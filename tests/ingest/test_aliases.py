@@ -132,6 +132,8 @@ def test_real_verl_csv_export_reads_as_verl() -> None:
     # a Gym environment id names the env, not the measure (h125, Lizhi-sjtu/DRL-code-pytorch)
     (["step_rewards_LunarLander-v2"], "step_rewards_LunarLander-v2"),
     (["eval/reward_ALE/Pong-v5", "reward_std_Hopper-v4"], None),
+    # OpenAI baselines' one-word episode reward, copied by its forks' loggers (h14 NSI PPO progress.csv)
+    (["rew_mean_IDN", "eprew_recent", "ext_reward", "eprew"], "eprew_recent"),
 ])
 def test_a_reward_found_by_its_words(keys: list[str], expected: str | None) -> None:
     from advcore.ingest._aliases import reward_by_name

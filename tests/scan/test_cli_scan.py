@@ -387,3 +387,21 @@ def test_a_per_sample_run_header_names_what_was_read_not_our_statistics(tmp_path
     out = capsys.readouterr().out
     assert "metrics: per-sample rewards, advantages (80 samples), reduced per step to" in " ".join(out.split())
     assert "adv_bound_excess" not in out and "reward_onepass_relerr" not in out
+
+
+def test_a_table_of_unknown_columns_names_them_and_how_to_map_the_reward(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # a hand-written loop's CSV in its own words (h139-numpy-dqn-poker-selfplay-learns: mains, perte, bb100_recent)
+    log = tmp_path / "progress.csv"
+    log.write_text("mains,epsilon,perte,bb100_recent\n" + "".join(
+        f"{100 * i},{1 - i / 100:.2f},0.5,{-1800 + 30 * i}\n" for i in range(1, 41)))
+    _, doc = scan_json(capsys, str(log))
+    (verdict,) = [r["verdict"] for r in doc["runs"]]
+    assert verdict["status"] == "not_judged"
+    assert "bb100_recent" in verdict["summary"] and "--metric-map" in verdict["summary"]
+    # the row the summary suggests makes the run judged, the reward read from that column
+    mapping = tmp_path / "map.csv"
+    mapping.write_text("trainer,key,canonical\n*,bb100_recent,reward_mean\n")
+    _, doc = scan_json(capsys, str(log), "--metric-map", str(mapping))
+    (run,) = doc["runs"]
+    assert run["verdict"]["status"] == "quiet" and "reward_mean" in json.dumps(run)

@@ -159,7 +159,10 @@ def load_aliases(extra: Path | None = None) -> AliasTable:
 
 
 #: words that name a reward or return ...
-_REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns", "rew"})
+_REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns", "rew",
+                           # OpenAI baselines' episode reward, one word (eprew, eprewmean): its forks and
+                           # loggers copied it (h14-nsi-ppo-frozenlake-solved-reward-pinned-at-1: eprew_recent)
+                           "eprew", "eprewmean"})
 #: ... and the words that may qualify it without making it something else (a component, a spread, an
 #: evaluation): an average over the step's or the last episodes, from training
 _MEAN_WORDS = frozenset({"mean", "avg", "average", "ave"})
