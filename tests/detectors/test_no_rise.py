@@ -113,3 +113,22 @@ def test_real_resumed_verl_run_at_its_plateau_stays_quiet() -> None:
     run = load(path)
     assert "DEAD_FROM_START" not in fired(run)
     assert diagnose(run, *run_detectors(run)).status == "quiet"
+
+
+def test_real_pendulum_that_fell_below_its_start_is_dated_by_the_change_down() -> None:
+    """h171-handwritten-cacla-pendulum-collapses-below-random-and-stays: episode returns near -1,300 at first,
+    near -1,600 from about episode 200 on. The onset is the least-squares change down of the returns
+    (numpy over every split), not episode 0."""
+    path = corpus("h171-handwritten-cacla-pendulum-collapses-below-random-and-stays/output.log")
+    found = re.findall(r"Episode: (\d+), .*Reward: (-?[\d.]+)", path.read_text())
+    episodes, returns = [int(e) for e, _ in found], np.array([float(r) for _, r in found])
+    n = len(returns)
+    cum = np.cumsum(returns)[:-1]
+    k = np.arange(1, n)
+    diff = cum / k - (returns.sum() - cum) / (n - k)
+    stat = np.where(diff > 0, k * (n - k) / n * diff ** 2, -1.0)
+    change = int(np.argmax(stat)) + 1
+    f = fired(load(path))["DEAD_FROM_START"]
+    assert f.evidence["dead"] == "no_rise" and f.evidence["fell"] is True
+    assert f.onset_step == episodes[change] and 100 < f.onset_step < 300
+    assert "it fell from" in f.message and f.what_to_try[0].startswith("When the reward never rose")

@@ -34,9 +34,9 @@ from collections.abc import Mapping
 from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import improving_reward, reward_course
-from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, metric, one_advantage_per_step,
-                                        plain, reward_spread)
+from advcore.detectors._reward import MEDIAN_ERROR, SUCCESS_NOISE, improving_reward, reward_course
+from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, change_point, metric,
+                                        one_advantage_per_step, plain, reward_spread)
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -50,9 +50,12 @@ WHAT_TO_TRY = (
     "Check the prompts' difficulty: all-solved (ceiling) or all-failed (floor) groups give no advantage.",
     "Check the rollouts themselves: truncation at the length cap, repeated tokens, a broken generation config (e.g. "
     "gradient checkpointing corrupting TRL 0.14 rollouts in csd-pilot-dead).",
-    "When the reward only never rose: check that the update runs at all (the optimizer steps, the learning rate is "
+    "When the reward never rose and nothing else fired: check that the update runs at all (the optimizer steps, the learning rate is "
     "above 0, exploration decays) before giving the run more steps.",
 )
+#: The no-rise sign's tips, in its order: the update first, then the rollouts and the reward (any trainer), then
+#: what concerns groups and prompts
+NO_RISE_TRIES = (WHAT_TO_TRY[4], WHAT_TO_TRY[0], WHAT_TO_TRY[1], WHAT_TO_TRY[3], WHAT_TO_TRY[2])
 
 
 #: A log whose first step lies more than this many median spacings after step 0 was resumed: the no-rise sign
@@ -125,16 +128,23 @@ def _no_rise(run: Run, min_points: int) -> Finding | None:
         return None
     s = course.series
     start, k = course.start
+    highest = max(course.level[course.w - 1:])
+    # a reward that fell from its start is dated by the change down (h171-handwritten-cacla-pendulum-collapses-
+    # below-random-and-stays: about -1,300 over the first 100 episodes, -1,620 from episode 200 on)
+    fell = start - course.late > SUCCESS_NOISE * MEDIAN_ERROR * course.noise * math.sqrt(1 / k + 1 / len(s.late()))
+    onset = (change_point(s.values, fall=True) or 0) if fell else 0
     evidence: dict[str, object] = {
         "dead": "no_rise", "metric": s.name, "points": len(s), "start": start, "start_points": k,
-        "early_median": course.early, "late_median": course.late, "highest_level": max(course.level[course.w - 1:]),
-        "noise": course.noise, **s.where(0)}
+        "early_median": course.early, "late_median": course.late, "highest_level": highest,
+        "noise": course.noise, "fell": fell, **s.where(onset)}
+    course_text = (f"it fell from {course.start_text()} to a median of {course.late:.4g} late, the change down at "
+                   f"step {s.steps[onset]}" if fell else
+                   f"{course.start_text()}; a median of {course.early:.4g} early and {course.late:.4g} late")
     return Finding(
-        ID, "warn", "R", s.steps[0], evidence,
+        ID, "warn", "R", s.steps[onset], evidence,
         f"No learning shows in {len(s)} logged steps: the reward never rose above where it started ("
-        f"{course.start_text()}; a median of {course.early:.4g} early and {course.late:.4g} late, its highest "
-        f"level {evidence['highest_level']:.4g}, against a step-to-step noise of {course.noise:.3g}).",
-        WHAT_TO_TRY,
+        f"{course_text}; its highest level {highest:.4g}, against a step-to-step noise of {course.noise:.3g}).",
+        NO_RISE_TRIES,
     )
 
 
@@ -276,7 +286,12 @@ CARD = Card(
         more than 10 median spacings after step 0 is resumed and not judged (verl-ppo-qwen7b-gsm8k-resumed
         begins at step 101, at its 0.95 plateau). It says nothing was learned, not why: every other finding
         leads it in the verdict (h20-ppg-pendulum-never-learns: 639 returns, a median of -1212 over the
-        first fifth and -1322 over the last).
+        first fifth and -1322 over the last). A reward whose late median lies more than 3 standard errors
+        below its start (the two medians' 1.2533 x the noise x sqrt(1 / k_start + 1 / k_late)) fell: the
+        finding says so and dates it by the change down of the series (least squares, Hinkley 1970), not
+        the first step (h171-handwritten-cacla-pendulum-collapses-below-random-and-stays: a median of -1219
+        over the first 15 episodes, -1589 late, the change down at episode 162). Its tips put the update
+        first, then the rollouts and the reward: the run need not be a language model's.
 
         An `adv_std` of 0 is not a dead signal when `adv_mean` is non-zero on most of those steps:
         every sample of a step got one non-zero advantage (deepretrieval-grpo-0p8b-inverted-adv,

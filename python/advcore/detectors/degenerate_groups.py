@@ -177,9 +177,12 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if s.proxy:
         evidence["proxy"] = s.name
     pct = 100 * overall if math.isfinite(overall) else float("nan")
-    share = (f"{100 * late:.0f}% of GRPO groups ({plain(s.name)}) are tied late in the run ({pct:.0f}% overall)"
+    # a per-step indicator counts steps, not groups: say so (a newcomer read "75% of GRPO groups" of a log whose
+    # only spread metric is reward_std as a share of groups)
+    unit = "of the logged steps have every group" if s.name.startswith("1[") else "of GRPO groups are"
+    share = (f"{100 * late:.0f}% {unit} tied ({plain(s.name)}) late in the run ({pct:.0f}% overall)"
              if late >= above else
-             f"{pct:.0f}% of GRPO groups ({plain(s.name)}) are tied over the run ({100 * late:.0f}% late)")
+             f"{pct:.0f}% {unit} tied ({plain(s.name)}) over the run ({100 * late:.0f}% late)")
     level = reward_level(run)
     solved = _solved(run, s, level)
     if solved is not None:
