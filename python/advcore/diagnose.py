@@ -183,6 +183,11 @@ def _blowup_leads(findings: Sequence[Finding], tolerance: float) -> bool:
     return not others or blowup.onset_step <= min(others) + tolerance
 
 
+#: DEAD_FROM_START's no-rise sign (the reward never rose) follows every other finding: it says that nothing was
+#: learned, the others say why (h186-mlagents-poca-object-collector-constant-beta-entropy-grows: REWARD_FLOOR).
+NO_RISE_RANK = 5.5
+
+
 def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
     tolerance = _tolerance(run)
     first_step = int(run.frame["step"].min()) if "step" in run.frame.columns and run.frame.height else None  # type: ignore[arg-type]
@@ -208,11 +213,6 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
         return (rank, 0 if f.id == "DEAD_FROM_START" else 1, onset)
 
     return sorted(findings, key=key)
-
-
-#: DEAD_FROM_START's no-rise sign (the reward never rose) follows every other finding: it says that nothing was
-#: learned, the others say why (h186-mlagents-poca-object-collector-constant-beta-entropy-grows: REWARD_FLOOR).
-NO_RISE_RANK = 5.5
 
 
 def reward_regime(run: Run, *, rel_tol: float = REL_TOL) -> Regime | None:
@@ -428,8 +428,8 @@ def _unread_columns(run: Run) -> str:
         return ""
     shown = ", ".join(unmapped[:UNREAD_SHOWN]) + (f" and {len(unmapped) - UNREAD_SHOWN} more"
                                                   if len(unmapped) > UNREAD_SHOWN else "")
-    return (f"not read: {shown}; name the reward column with --metric-map: a CSV with the header trainer,key,canonical and a "
-            "row *,COLUMN,reward_mean")
+    return (f"not read: {shown}; name the reward column with --metric-map: a CSV with the header "
+            "trainer,key,canonical and a row *,COLUMN,reward_mean")
 
 
 def _nonfinite_stage(lead: Finding) -> VerdictStage | None:

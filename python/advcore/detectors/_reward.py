@@ -42,8 +42,8 @@ from advcore.detectors._windows import (Series, aligned, fmean, last_onset_index
                                        rolling_level, step_noise, window_len)
 from advcore.model import Run
 
-__all__ = ["FALL_NOISE", "HELD_SHARE", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "ZERO_SHARE", "Regime", "RewardCourse",
-           "RewardLevel", "episodic_reward", "improving_reward", "reward_course", "reward_level"]
+__all__ = ["FALL_NOISE", "HELD_SHARE", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE",
+           "ZERO_SHARE", "Regime", "RewardCourse", "RewardLevel", "episodic_reward", "improving_reward", "reward_course", "reward_level"]
 
 Regime = Literal["saturation", "floor", "tied_groups"]
 

@@ -8,9 +8,10 @@ at every point from one in the early window to the end (the first update or two 
 h70-dreamerv3-cartpole-actor-frozen logs an actor gradient norm of 6e-4 and 2e-3, then 0 and
 1e-10 at its 99 other points; the onset is the first of those). A run too short for windows (2 to 5 logged
 points) is judged on every point. Onset: the first logged step (the gradient's: the first point
-of its dead stretch). A fifth sign, a warning: the reward never rose over at least ``no_rise_points``
-logged points from the run's start (:func:`_no_rise`). This is a setup problem (reward not wired, prompts all solved or all failed,
-rollouts broken), not a collapse. Windows: first and last 20 % of the logged points. A reward mean of
+of its dead stretch). This is a setup problem (reward not wired, prompts all solved or all failed,
+rollouts broken), not a collapse. A fifth sign, a warning: the reward never rose over at least
+``no_rise_points`` logged points from the run's start (:func:`_no_rise`). Windows: first and last 20 %
+of the logged points. A reward mean of
 one positive value at every logged point, with no spread between samples, is no signal either (stage
 R; at 0 or below it is REWARD_FLOOR's). A third way to see no update: the policy never left its
 initialization (:func:`_frozen`: its entropy bit-for-bit constant at every logged point, or within ``FLAT_TOL``
@@ -50,8 +51,8 @@ WHAT_TO_TRY = (
     "Check the prompts' difficulty: all-solved (ceiling) or all-failed (floor) groups give no advantage.",
     "Check the rollouts themselves: truncation at the length cap, repeated tokens, a broken generation config (e.g. "
     "gradient checkpointing corrupting TRL 0.14 rollouts in csd-pilot-dead).",
-    "When the reward never rose and nothing else fired: check that the update runs at all (the optimizer steps, the learning rate is "
-    "above 0, exploration decays) before giving the run more steps.",
+    "When the reward never rose and nothing else fired: check that the update runs at all (the optimizer steps, "
+    "the learning rate is above 0, exploration decays) before giving the run more steps.",
 )
 #: The no-rise sign's tips, in its order: the update first, then the rollouts and the reward (any trainer), then
 #: what concerns groups and prompts
@@ -280,7 +281,7 @@ CARD = Card(
         median and mean are at most one standard error above the early fifth's (for the medians 1.2533 x
         the step-to-step noise x sqrt(2 / k), for the means the windows' pooled standard deviation x
         sqrt(2 / k)); and no trailing-median level after the first window is more than 3 noises above the
-        start (the median of the first 5 points). A bar of 1.5 standard errors would also warn on a healthy
+        start (the median of the first 5 points, or of the first 1 % when that is more). A bar of 1.5 standard errors would also warn on a healthy
         slow learner (h69-unsloth-trl-grpo-qwen3-4b-mmlupro-physics-flat-but-alive, 1.29 for the means); at
         one, a run with no trend is caught about seven times in ten, a conservative claim. A log that begins
         more than 10 median spacings after step 0 is resumed and not judged (verl-ppo-qwen7b-gsm8k-resumed
