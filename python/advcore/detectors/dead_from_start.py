@@ -281,7 +281,8 @@ CARD = Card(
         median and mean are at most one standard error above the early fifth's (for the medians 1.2533 x
         the step-to-step noise x sqrt(2 / k), for the means the windows' pooled standard deviation x
         sqrt(2 / k)); and no trailing-median level after the first window is more than 3 noises above the
-        start (the median of the first 5 points, or of the first 1 % when that is more). A bar of 1.5 standard errors would also warn on a healthy
+        start (the median of the first 5 points, or of the first 1 % when that is more). A bar of 1.5
+        standard errors would also warn on a healthy
         slow learner (h69-unsloth-trl-grpo-qwen3-4b-mmlupro-physics-flat-but-alive, 1.29 for the means); at
         one, a run with no trend is caught about seven times in ten, a conservative claim. A log that begins
         more than 10 median spacings after step 0 is resumed and not judged (verl-ppo-qwen7b-gsm8k-resumed
