@@ -217,6 +217,37 @@ def test_a_table_of_one_column(tmp_path: Path) -> None:
     assert load(p).steps == 0
 
 
+def test_a_column_of_numbers_without_a_header_is_named_by_the_file(tmp_path: Path) -> None:
+    import numpy as np
+
+    returns = np.array([-20.0, -21.0, -19.0, -3.5, 12.0])
+    p = tmp_path / "rewards.csv"
+    np.savetxt(p, returns)  # numpy's default: one '%.18e' value per line, no header
+    run = load(p)
+    assert run.format == "csv_table" and run.frame["reward_mean"].to_list() == returns.tolist()
+    assert run.frame["step"].to_list() == [1, 2, 3, 4, 5]
+    # a stem that names no metric leaves the column unread, and says so
+    q = tmp_path / "values.csv"
+    np.savetxt(q, returns)
+    assert "reward_mean" not in load(q).frame.columns and load(q).metadata["unmapped"] == ["values"]
+    # two numbers are no table; a word among the numbers is no column of numbers
+    q.write_text("1.0\n2.0\n")
+    assert not csv_table.sniff(q, q.read_text())
+    q.write_text("1.0\n2.0\nnan?\n4.0\n")
+    assert not csv_table.sniff(q, q.read_text())
+
+
+def test_real_headerless_rewards_of_a_pong_dqn() -> None:
+    """h199-handwritten-double-dqn-pong-learns-to-win: ``numpy.savetxt`` of one return per episode."""
+    import numpy as np
+
+    path = corpus("h199-handwritten-double-dqn-pong-learns-to-win/rewards.csv")
+    returns = np.loadtxt(path)
+    run = load(path)
+    assert run.steps == len(returns) == 520
+    assert run.frame["reward_mean"].to_list() == returns.tolist()
+
+
 def test_rllib_progress_csv_learner_stats() -> None:
     # ray/rllib result dicts flattened into progress.csv: per iteration, the policy's learner stats
     path = corpus("h29-rllib-ppo-deepcomp-central-critic-dead/progress.csv")

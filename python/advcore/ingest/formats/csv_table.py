@@ -8,7 +8,9 @@ numeric value (reason strings, JSON lists in a quoted field) are dropped and lis
 fields is an error with its line number. The row index that pandas' ``DataFrame.to_csv`` writes first (an
 empty header cell over 0, 1, 2 ...) is dropped: the rows are numbered from 1. A header with tabs and no comma makes the table
 tab-separated (Spinning Up's and rllab's ``progress.txt``). A table of one column is read when
-its name is a word and every row a number (a loop that writes one reward per line).
+its name is a word and every row a number (a loop that writes one reward per line); a column of
+numbers with no header at all is read under the file's stem (``rewards.csv`` of
+h199-handwritten-double-dqn-pong-learns-to-win: one episode's return per line, ``numpy.savetxt``).
 
 TensorBoard's "Download CSV" of one scalar (``Wall time,Step,Value``) names its metric only in the
 file name, ``run-<run>-tag-<tag>.csv`` with the tag's ``/`` written as ``_``
@@ -91,6 +93,8 @@ def sniff(path: Path, head: str | None) -> bool:
     if len(rows) < 2:
         return False
     header = rows[0]
+    if len(header) == 1 and number(header[0]) is not None:  # one column of numbers, no header
+        return len(rows) >= 3 and all(len(r) == 1 and number(r[0]) is not None for r in rows)
     if len(header) == 1:  # one column: a word over numbers
         word = header[0].strip()
         return (bool(word) and not word[0].isdigit() and set(word) <= _WORD and len(rows) >= 3
@@ -165,9 +169,13 @@ def read(path: Path) -> RawLog:
     header, rows, errors = csv_records(path, "CSV")
     if header is None or not rows:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
+    meta: dict[str, Any] = {}
+    if len(header) == 1 and number(header[0]) is not None:
+        # no header: the first line is the first value, named by the file's stem (``rewards.csv``)
+        rows = [{path.stem: header[0]}, *({path.stem: v} for row in rows for v in row.values())]
+        meta["headerless"] = path.stem
     if "" in header:  # pandas' row index: rows without a step counter are numbered anyway
         rows = [{k: v for k, v in row.items() if k} for row in rows]
-    meta: dict[str, Any] = {}
     if header == _TENSORBOARD_HEADER:
         named = _TENSORBOARD_NAME.match(path.name)
         tag = named.group("tag") if named is not None else path.stem
