@@ -10,14 +10,13 @@ import re
 
 import numpy as np
 
-from advcore.detectors import Finding
+from advcore.detectors import REGISTRY, Finding, run_detectors
 from advcore.diagnose import diagnose
-from advcore.detectors import run_detectors
 from advcore.ingest import load
 from tests._real import corpus, real
 from tests.detectors._fixtures import fired, make_run, one
 
-POINTS = 200  # the knob's default: DEAD_FROM_START.no_rise_points
+POINTS = int(REGISTRY["DEAD_FROM_START"].resolve({})["no_rise_points"])
 
 
 def _flat(n: int, seed: int = 3) -> list[float]:
