@@ -79,6 +79,11 @@ def _pandas_index(rows: list[list[str]]) -> int:
     return int(not rows[0][0].strip() and all(r[0].strip() == str(i) for i, r in enumerate(rows[1:]) if r))
 
 
+def _headerless(first: list[str]) -> bool:
+    """The first row is one number: a column of values without a header (``numpy.savetxt``)."""
+    return len(first) == 1 and number(first[0]) is not None
+
+
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
@@ -93,7 +98,7 @@ def sniff(path: Path, head: str | None) -> bool:
     if len(rows) < 2:
         return False
     header = rows[0]
-    if len(header) == 1 and number(header[0]) is not None:  # one column of numbers, no header
+    if _headerless(header):  # one column of numbers, no header
         return len(rows) >= 3 and all(len(r) == 1 and number(r[0]) is not None for r in rows)
     if len(header) == 1:  # one column: a word over numbers
         word = header[0].strip()
@@ -170,7 +175,7 @@ def read(path: Path) -> RawLog:
     if header is None or not rows:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
     meta: dict[str, Any] = {}
-    if len(header) == 1 and number(header[0]) is not None:
+    if _headerless(header):
         # no header: the first line is the first value, named by the file's stem (``rewards.csv``)
         rows = [{path.stem: header[0]}, *({path.stem: v} for row in rows for v in row.values())]
         meta["headerless"] = path.stem
