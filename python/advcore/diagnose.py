@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import statistics
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, cast
@@ -22,7 +21,7 @@ from typing import Literal, cast
 from advcore.detectors._base import Finding, NotEvaluable
 from advcore.detectors._slices import Unjudged, slice_views
 from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, reward_course, reward_level
-from advcore.detectors._windows import REWARD_PROXIES
+from advcore.detectors._windows import REWARD_PROXIES, median_spacing
 from advcore.detectors.filter_starvation import FilterAccounting, accounting
 from advcore.model import Run
 from advcore.stages import StageLevel, had_contrast, stage_of, stage_signal
@@ -318,9 +317,8 @@ def _unlogged_before(run: Run, onset: int) -> str:
     i = bisect.bisect_left(steps, onset)
     if i == 0 or i == len(steps) or steps[i] != onset:
         return ""
-    spacing = statistics.median(b - a for a, b in zip(steps, steps[1:], strict=False))
     gap = onset - steps[i - 1]
-    return f"; nothing logged between step {steps[i - 1]} and it" if gap > GAP_SPACINGS * spacing else ""
+    return f"; nothing logged between step {steps[i - 1]} and it" if gap > GAP_SPACINGS * median_spacing(steps) else ""
 
 
 #: Fewer logged steps than this cannot tell a collapse from noise (early and late windows of 3).

@@ -37,6 +37,7 @@ from advcore.model import Run
 
 __all__ = [
     "ENTROPY_ROUNDING",
+    "median_spacing",
     "differential",
     "MIN_WINDOW",
     "POINT_FACT_MIN",
@@ -191,6 +192,12 @@ def fmean(values: Iterable[float]) -> float:
         return scale * (math.fsum(x / scale for x in xs) / len(xs))
     except ValueError:  # inf and -inf
         return math.nan
+
+
+def median_spacing(steps: Sequence[int]) -> float:
+    """The median distance between successive logged steps (at least two steps): the log's own unit of
+    "a while", by which a gap or a late first step is judged."""
+    return statistics.median(b - a for a, b in zip(steps, steps[1:], strict=False))
 
 
 def window_len(n: int) -> int:

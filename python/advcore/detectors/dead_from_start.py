@@ -30,14 +30,13 @@ advantage not formed within groups, which ADV_REWARD_DECORRELATION judges.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping
 from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import MEDIAN_ERROR, SUCCESS_NOISE, improving_reward, reward_course
-from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, change_point, metric,
-                                        one_advantage_per_step, plain, reward_spread)
+from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, change_point, median_spacing,
+                                        metric, one_advantage_per_step, plain, reward_spread)
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -116,9 +115,7 @@ def _zero_from(values: tuple[float, ...], bar: float) -> int:
 def _resumed(series: Series) -> bool:
     """The log begins more than ``RESUMED_SPACINGS`` median step spacings after step 0: the run was resumed
     (or its start not logged), and whatever it learned before is not in the log."""
-    steps = series.steps
-    spacing = statistics.median(b - a for a, b in zip(steps, steps[1:], strict=False))
-    return steps[0] > RESUMED_SPACINGS * max(spacing, 1)
+    return series.steps[0] > RESUMED_SPACINGS * max(median_spacing(series.steps), 1)
 
 
 def _no_rise(run: Run, min_points: int) -> Finding | None:
