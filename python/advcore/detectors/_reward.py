@@ -38,7 +38,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Literal
 
-from advcore.detectors._windows import (Series, aligned, fmean, last_onset_index, metric, onset_index, reward_spread,
+from advcore.detectors._windows import (Series, aligned, fmean, held_since, last_onset_index, metric, onset_index, reward_spread,
                                        rolling_level, step_noise, window_len)
 from advcore.model import Run
 
@@ -105,6 +105,9 @@ class RewardLevel:
     spread_gone: bool | None
     #: share of the logged reward means that are exactly 0
     zero_share: float = 0.0
+    #: index of the first point of the stretch at the floor or the ceiling that decided the regime, when the
+    #: late window did not (:func:`_held_at`; ``late_mean`` and ``late_range`` are then the stretch's)
+    held_from: int | None = None
 
     def pinned_onset(self, level: float, sustain: int, *, settled: bool = True) -> int | None:
         """Index of the first of ``sustain`` consecutive reward means within ``tol`` of ``level``,
@@ -132,6 +135,7 @@ class RewardLevel:
             "spread_late": self.spread_late,
             "tied_late": self.tied_late,
             "zero_share": self.zero_share,
+            **({"held_since_step": self.mean.steps[self.held_from]} if self.held_from is not None else {}),
         }
 
 
@@ -206,8 +210,43 @@ def reward_level(run: Run, *, rel_tol: float = REL_TOL, spread_gone: float = SPR
         regime = "tied_groups"
     elif tied_late is not None and tied_late >= TIED_LATE:
         regime = "tied_groups" if moves else ("saturation" if late_mean >= hi - tol else "floor")
+    held_from = None
+    if regime in (None, "tied_groups") and hi - lo > tol:  # a stretch at a bound says more than ties that move
+        bounds: tuple[tuple[Regime, float], ...] = (("floor", floor), ("saturation", ceiling))
+        for name, at in bounds:
+            held_from = _held_at(mean, at, tol, spread, tied, spread_gone * (ceiling - floor))
+            if held_from is not None and (name == "floor" or at > lo + tol):
+                regime, late_mean = name, fmean(mean.values[held_from:])
+                late_range = max(mean.values[held_from:]) - min(mean.values[held_from:])
+                break
+            held_from = None
     return RewardLevel(regime, mean, late_mean, late_range, ceiling, ceiling_from, floor, floor_from, tol, moves,
-                       spread, spread_late, tied_late, gone, zero_share)
+                       spread, spread_late, tied_late, gone, zero_share, held_from)
+
+
+#: Fewest points of the stretch at the floor or the ceiling that a run ends in (:func:`_held_at`): the seed
+#: card's ``sustain``.
+HELD_POINTS = 5
+
+
+def _held_at(mean: Series, at: float, tol: float, spread: Series | None, tied: Series | None,
+             gone_below: float) -> int | None:
+    """Index of the first reward mean of the stretch within ``tol`` of ``at`` that the run ends in, when
+    that stretch has at least ``HELD_POINTS`` points, is longer than any earlier one
+    (:func:`advcore.detectors._windows.held_since`) and has lost its spread there (the stretch's mean
+    spread at most ``gone_below``, else its mean tied share at least ``TIED_LATE``); else None. Without a
+    spread or a tied share a held level says nothing of the spread, and is not judged. The late window
+    sees such a stretch only once it lies mostly inside it: inside a trainer, the lab's floor fault (every
+    reward 0 from step 30) was reported 8 steps late, at the stretch 5."""
+    since = held_since(mean.values, lambda v: abs(v - at) <= tol, HELD_POINTS)
+    if since is None:
+        return None
+    first = mean.keys()[since]
+    for s, sign, bar in ((spread, 1.0, gone_below), (tied, -1.0, TIED_LATE)):  # spread at most, tied share at least
+        if s is not None:
+            values = [v for k, v in zip(s.keys(), s.values, strict=True) if k >= first]
+            return since if values and sign * fmean(values) <= sign * bar else None
+    return None
 
 
 #: A rise of the reward's level is a success when it exceeds this many times its step-to-step noise.

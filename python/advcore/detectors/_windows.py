@@ -51,6 +51,7 @@ __all__ = [
     "adv_signal",
     "aligned",
     "fmean",
+    "held_since",
     "change_point",
     "last_onset_index",
     "rolling_level",
@@ -229,6 +230,30 @@ def last_onset_index(values: tuple[float, ...], pred: Callable[[float], bool], s
             start = i + 1
     idx = onset_index(values[start:], pred, sustain)
     return None if idx is None else start + idx
+
+
+def held_since(values: tuple[float, ...], pred: Callable[[float], bool], sustain: int) -> int | None:
+    """Index of the first point of the stretch of values satisfying ``pred`` that the series ends in,
+    when that stretch has at least ``sustain`` points and is longer than every earlier one; else None.
+
+    A state the run has been in for its last ``sustain`` points, and never for as long before, is a
+    change now in progress: a monitor can report it ``sustain`` points after it began, while a rule on
+    the late window's mean (the last 20 % of the points) sees it only once that window lies mostly
+    after it (about a quarter of the run's age later). Longer than every earlier stretch keeps a
+    series that visits the state on and off (a tied step now and then) from qualifying on a visit.
+    """
+    end = len(values)
+    while end and pred(values[end - 1]):
+        end -= 1
+    tail = len(values) - end
+    if tail < sustain:
+        return None
+    run = 0
+    for v in values[:end]:
+        run = run + 1 if pred(v) else 0
+        if run >= tail:
+            return None
+    return end
 
 
 def change_point(values: tuple[float, ...], end: int | None = None, *, fall: bool = False) -> int | None:

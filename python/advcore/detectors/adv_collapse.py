@@ -2,7 +2,10 @@
 
 Rule: the late-window mean of ``adv_std`` (advantage units; ~1 under group/batch normalisation)
 is below ``collapse_below`` (0.1) while the early-window mean was above ``healthy_early`` (0.5);
-the onset is the first of ``sustain`` (5) consecutive logged points below ``collapse_below``. A run
+or the series ends in a stretch of at least ``sustain`` (5) points below it that is longer than any
+earlier one (:func:`advcore.detectors._windows.held_since`; not on a 0/1 per-step proxy), so that a
+monitor reports a collapse ``sustain`` steps after it began instead of once the late window has
+moved past it; the onset is the first of ``sustain`` consecutive logged points below ``collapse_below``. A run
 whose advantages were never healthy is left to DEAD_FROM_START (the healthy-early guard). Without
 ``adv_std`` the SPEC section 4 proxies of :mod:`advcore.detectors._windows` are used and named in
 ``evidence["proxy"]``. Windows: first and last 20 % of the logged points.
@@ -23,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import ADV_NEEDS, adv_signal, onset_index, plain, reward_spread
+from advcore.detectors._windows import ADV_NEEDS, adv_signal, fmean, held_since, onset_index, plain, reward_spread
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -48,18 +51,35 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return None
     below, healthy, sustain = float(knobs["collapse_below"]), float(knobs["healthy_early"]), int(knobs["sustain"])
     early, late = s.early_mean(), s.late_mean()
+    # a per-step indicator (a 0/1 proxy) is too coarse for a stretch of a few points to mean anything
+    coarse = s.name.startswith("1[")
+
+    def held(cut: float) -> int | None:
+        return None if coarse else held_since(s.values, lambda v: v < cut, sustain)
+
     rule, cut = "seed", below
     extra: dict[str, object] = {}
-    if not (late < below and early > healthy):
+    since = held(below) if early > healthy and not late < below else None
+    if not (early > healthy and (late < below or since is not None)):
         spread = None if s.proxy else reward_spread(run)
         if spread is None or not spread.judgeable:
             return None
         r_early = spread.early_mean()
-        if not (r_early > 0 and early >= healthy * r_early and late < below * early):
+        if not (r_early > 0 and early >= healthy * r_early):
+            return None
+        since = held(below * early) if not late < below * early else None
+        if not (late < below * early or since is not None):
             return None
         rule, cut = "relative", below * early
         extra = {"reward_spread": spread.name, "reward_spread_early_mean": r_early, "cut": cut}
     idx = onset_index(s.values, lambda v: v < cut, sustain)
+    if since is not None:
+        now = fmean(s.values[since:])
+        extra["held_since_step"] = s.steps[since]
+        extra["mean_since"] = now
+        late_said = f"{now:.3g} over its last {len(s) - since} points"
+    else:
+        late_said = f"{late:.3g} late"
     evidence: dict[str, object] = {
         "metric": s.name,
         "rule": rule,
@@ -75,7 +95,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         evidence["proxy"] = s.name
     return Finding(
         ID, "warn", "T", s.step_at(idx), dict(evidence),
-        f"Advantage spread ({plain(s.name)}) fell from {early:.3g} early to {late:.3g} late: the learning signal has vanished.",
+        f"Advantage spread ({plain(s.name)}) fell from {early:.3g} early to {late_said}: the learning signal has vanished.",
         WHAT_TO_TRY,
     )
 
@@ -99,7 +119,13 @@ CARD = Card(
     """,
     decides="""
         Fires when the late-window mean of `adv_std` is below `collapse_below` while the early-window mean
-        was above `healthy_early` (windows: first and last 20 % of the logged points, at least 3 each).
+        was above `healthy_early` (windows: first and last 20 % of the logged points, at least 3 each), or
+        when the series ends in a stretch of at least `sustain` points below `collapse_below`, longer than
+        any stretch below it before (`evidence["held_since_step"]`; not on the 0/1 per-step proxies, too
+        coarse for a few points to mean anything). A late-window rule sees a collapse at step s only once
+        that window lies mostly after s, about s / 4 steps later; inside a trainer the stretch reports it
+        `sustain` steps after it began (the lab's `reward_scale` fault, onset 30: reported at delay 5 on
+        every estimator instead of 6 to 8).
         The onset is the first of `sustain` consecutive logged points below `collapse_below`. A run that
         never had usable advantages is a setup problem the healthy-early guard refuses to misdiagnose
         (DEAD_FROM_START reports it).
@@ -115,7 +141,7 @@ CARD = Card(
         A reward-derived proxy cannot tell a plumbing bug from a reward-side collapse; the diagnosis says so.
 
         **Extension: advantages in reward units** (`evidence["rule"] == "relative"`; the seed rule above is
-        unchanged and is tried first, `evidence["rule"] == "seed"`). Dr. GRPO, RLOO and plain REINFORCE do
+        unchanged and is tried first, `evidence["rule"] == "seed"`; the stretch counts for it too). Dr. GRPO, RLOO and plain REINFORCE do
         not divide by a std: their `adv_std` is a share of the reward spread (0.35 to 0.45 for 0/1 rewards
         in the collapse lab) and never clears `healthy_early`, so the seed rule cannot see their collapse
         (the lab's `reward_scale` fault, rewards x 1e-8 before the advantage, went unflagged on all 6 Dr.

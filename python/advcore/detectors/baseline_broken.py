@@ -8,8 +8,14 @@ judged on its own: PPO's first updates often have a negative explained variance 
 value head learns. Beyond it, medians are used because one bad batch can give -95 (tinyzero).
 
 * *explains nothing*: the median after the warm-up and the late-window median are both at or
-  below ``explains_below`` (0.05): the advantage is the return minus a baseline that carries no
-  information about it (a critic that cannot see the state, or value targets it cannot fit);
+  below ``explains_below`` (0.05), and, on fewer than ``SHORT_AFTER x sustain`` (20) points after the
+  warm-up, at most ``SHORT_ABOVE`` (a quarter) of them above it: the advantage is the return minus a baseline that carries no
+  information about it (a critic that cannot see the state, or value targets it cannot fit); or the
+  critic went flat after the warm-up: the series ends in a stretch of at least ``sustain`` points
+  within ``FLAT`` of 0, longer than any before (:func:`advcore.detectors._windows.held_since`), its
+  values no longer moving at all (judged that way without waiting for the medians: the lab's
+  ``baseline_broken`` fault, a constant value head from step 30, is reported at delay 5 inside a
+  trainer instead of 14 to 19);
 * *explains everything*: both medians are at or above ``leak_above`` (0.999): the residual
   ``returns - values``, hence the advantage, is ~0 (a value input that sees the return, or a
   return that does not depend on the actions).
@@ -46,7 +52,7 @@ from collections.abc import Callable, Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import REL_TOL
-from advcore.detectors._windows import Series, aligned, last_onset_index, metric, run_kind, window_len
+from advcore.detectors._windows import Series, aligned, held_since, last_onset_index, metric, run_kind, window_len
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -95,6 +101,15 @@ def _pinned_from(run: Run, sustain: int) -> int | None:
 #: the 8th (seed 1: 0.00 to 0.13 over its first 13): judged on its first 6 points (a warm-up of 3), a
 #: monitor inside the trainer warned on every healthy PPO run.
 WARMUP_MIN = 6
+#: On fewer than this many times ``sustain`` points after the warm-up, a critic whose values move explains
+#: nothing only when at most ``SHORT_ABOVE`` of those points lie above ``explains_below`` (not just half):
+#: inside a trainer, a critic still fitting slowly explains 0.0 to 0.1 of the return for its first 20 to 25
+#: updates, a third of its points above 0.05 (the lab's hard negatives slow_lr, a learning rate 4 times
+#: smaller, and curriculum_reset under PPO: judged on the median alone, a monitor warned on seeds 1 and 2 at
+#: their 16th to 19th update), while carla-sb3-ppo-kl-blowup's critic, 10 points after its warm-up, has none
+#: above it.
+SHORT_AFTER = 4
+SHORT_ABOVE = 0.25
 #: An explained variance within this of 0 at every point after the warm-up (or, from the spreads of
 #: values and returns, a bound at most ``PROXY_BELOW``) is a critic whose values do not move: judged
 #: after the usual warm-up (carla-sb3-ppo-constant-obs: 0 within 2.4e-7 over its 13 points;
@@ -162,22 +177,29 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if s.proxy:  # returns-to-go under discounting spread less than episode returns: only a flat critic counts
         below = min(below, PROXY_BELOW)
     warmup = window_len(len(s))
-    if max(abs(v) for v in s.values[warmup:]) > (below if s.proxy else FLAT):
+    flat = below if s.proxy else FLAT
+    # a critic that went flat after the warm-up, for longer than it ever was before: its values stopped moving
+    went_flat = held_since(s.values, lambda v: abs(v) <= flat, sustain)
+    went_flat = went_flat if went_flat is not None and went_flat >= warmup else None
+    if max(abs(v) for v in s.values[warmup:]) > flat:
         # a critic whose values move may still be fitting: a longer warm-up, and more points after it
         warmup = max(warmup, WARMUP_MIN)
-        if len(s) - warmup < 2 * sustain:
+        if len(s) - warmup < 2 * sustain and went_flat is None:
             return None
     post = statistics.median(s.values[warmup:])
     late = statistics.median(s.late())
     pred: Callable[[float], bool]
     try_: tuple[str, ...]
-    if post <= below and late <= below:
+    above = sum(1 for v in s.values[warmup:] if v > below) / (len(s) - warmup)
+    # on a short history the median alone is not enough: few points may lie above the bar
+    by_medians = post <= below and late <= below and (len(s) - warmup >= SHORT_AFTER * sustain or above <= SHORT_ABOVE)
+    if by_medians or went_flat is not None:
         rule, pred, try_ = "explains_nothing", (lambda v: v <= below), WHAT_TO_TRY_NOTHING
     elif post >= leak and late >= leak and not s.proxy:  # an upper bound says nothing of a leak
         rule, pred, try_ = "explains_everything", (lambda v: v >= leak), WHAT_TO_TRY_EVERYTHING
     else:
         return None
-    idx = last_onset_index(s.values, pred, sustain)
+    idx = went_flat if went_flat is not None and not by_medians else last_onset_index(s.values, pred, sustain)
     if idx is None:
         start = len(s) - window_len(len(s))
         idx = next(i for i in range(start, len(s)) if pred(s.values[i]))
@@ -200,8 +222,14 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if rule == "explains_nothing":
         measured = ("explained variance" if not s.proxy
                     else "explained variance at most (from the spreads of values and returns)")
-        message = (f"The value baseline explains nothing of the return: {measured} {post:.3g} (median after "
-                   f"the first {warmup} points, the warm-up), {late:.3g} late. The advantages are returns minus an "
+        if by_medians:
+            said = f"{measured} {post:.3g} (median after the first {warmup} points, the warm-up), {late:.3g} late"
+        else:
+            assert went_flat is not None
+            evidence["flat_since_step"] = s.steps[went_flat]
+            said = (f"{measured} within {flat:g} of 0 at each of its last {len(s) - went_flat} points, from step "
+                    f"{s.steps[went_flat]} (its values stopped moving; {post:.3g} median after the warm-up)")
+        message = (f"The value baseline explains nothing of the return: {said}. The advantages are returns minus an "
                    "uninformative baseline.")
     else:
         message = (f"The value baseline explains all of the return (explained variance {late:.4g} late): "
@@ -240,11 +268,21 @@ CARD = Card(
     decides="""
         The early window (first 20 % of the logged points, at least 3) is the critic's warm-up and is
         not judged on its own; a critic whose explained variance moves (beyond 1e-3 of 0) gets a warm-up
-        of at least 6 points and is judged only on 10 or more after it: it may still be fitting. Medians are used, not means, because one bad batch can give -95.6
-        (tinyzero step 395) or -13.9 (carla kl-blowup).
+        of at least 6 points and is judged only on 10 or more after it: it may still be fitting. On fewer
+        than 20 points after the warm-up, it explains nothing only when at most a quarter of them lie above
+        `explains_below` (inside a trainer, judged on the median alone, the lab's slowly fitting PPO critics
+        of the hard negatives slow_lr and curriculum_reset, at 0.0 to 0.1 for their first 20 to 25 updates
+        with a third of them above 0.05, were warned about; carla kl-blowup has none above it). Medians are
+        used, not means, because one bad batch can give -95.6 (tinyzero step 395) or -13.9 (carla
+        kl-blowup).
 
         - *Explains nothing*: the median after the warm-up **and** the late-window median are at or
-          below `explains_below`.
+          below `explains_below`; or the critic went flat after the warm-up, whatever the medians: the
+          series ends in a stretch of at least `sustain` points within 1e-3 of 0 (of 0.002 for the bound
+          below), longer than any before. A value head whose output stopped moving is seen `sustain`
+          points after it stopped (the lab's `baseline_broken` fault, onset 30: reported inside a trainer
+          at delay 5 instead of 14 to 19, while the medians wait for half of the points after the
+          warm-up).
         - *Explains everything*: both medians are at or above `leak_above`.
 
         Without `vf_explained_var`, an upper bound stands in for it where the log has the spread of the
@@ -266,7 +304,8 @@ CARD = Card(
         (h3-sb3-a2c-breakout-mlp-entropy-collapse idles at 3.6 to 3.9) and gets the info too.
 
         Onset: the first of `sustain` consecutive logged points in that state after the last stretch of
-        `sustain` points out of it, else the first such point of the late window. Counting from after the
+        `sustain` points out of it, else the first such point of the late window (for a critic that went
+        flat, the first point of its flat stretch). Counting from after the
         last healthy stretch dates the break the run ends in, not a warm-up it recovered from: in the
         collapse lab a healthy critic sits below 0.05 for its first 5 updates on one seed of six (seed 4),
         then explains 0.05 to 0.3 until the observation is cut at step 30; counted from the start, the

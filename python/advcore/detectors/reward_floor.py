@@ -19,6 +19,10 @@ floor too, when the spread is gone or is gone at the late steps whose mean is 0 
 the run, not constancy, names the regime; onset: where it settled at 0); so is, without a logged
 spread, a late window at least 3/4 of whose points sit within the tolerance of the run's floor. On a run too short for windows, a reward mean of exactly 0 at every one of
 at least two logged steps is a point fact and fires too.
+The run may also end in a stretch at its floor: its last ``HELD_POINTS`` (5) or more reward means
+within the tolerance of the floor, longer than any such stretch before, with the spread gone over
+that stretch (a logged spread or tied share is needed) — a collapse the late window would see only
+once it lies mostly inside it; judged where the late window finds no regime or only ties that move.
 
 A logged success rate (``success_rate``: the share of episodes that reached the goal, SB3's
 ``rollout/success_rate``) decides first where it exists: when its level (trailing median over a
@@ -202,6 +206,15 @@ CARD = Card(
         reward had succeeded; else from the first such stretch (h109-cs294-dqn-montezuma-reward-floor:
         a mean over 100 episodes of 0, of 1.0 at 5 points while one rewarded episode stays in that
         window, then 0 again, is at its floor from the first log).
+
+        A run can also end in a stretch at its floor that the late window has not yet taken in: its
+        last 5 or more reward means within the tolerance of the floor, longer than any such stretch
+        before, with the spread gone over that stretch (its mean spread ≤ `spread_gone` × (ceiling −
+        floor), else ≥ 80 % tied groups; without either it is not judged), when the late window finds
+        no regime or only ties that move (`evidence["held_since_step"]`; `late_mean` is then the
+        stretch's). A late window sees a collapse at step s only once it lies mostly after s, about s / 4
+        steps later: inside a trainer, the lab's floor fault (every reward 0 from step 30) was reported
+        8 steps after its onset, now 5.
 
         The level over the run, not constancy, names the regime: a reward mean of exactly 0 on at least
         3/4 of the logged steps and of the late window, with excursions near it, sits at its floor too,
