@@ -385,21 +385,52 @@ def test_degenerate_groups_pairs_tied_by_chance_while_the_reward_still_rises_are
     assert np.mean(cols["zero_variance_group_frac"][-n // 5:]) >= 0.75  # the ground truth: most pairs tie late
     second = cols["reward_mean"][n // 2:]
     z = scipy.stats.spearmanr(np.arange(len(second)), second).statistic * (len(second) - 1) ** 0.5
-    run = make_run(cols)
+    # without reward_min / reward_max the tied pairs' score is not bounded (test below): the rise makes it info
+    run = make_run(_unbounded(cols))
     f = one(run, "DEGENERATE_GROUPS")
-    assert isinstance(f, Finding) and f.severity == "info"
+    assert isinstance(f, Finding) and f.severity == "info" and "tied_score_at_least" not in f.evidence
     assert f.evidence["second_half_rise_z"] == pytest.approx(z)
     late, middle = np.mean(cols["reward_mean"][-n // 5:]), np.mean(cols["reward_mean"][2 * n // 5:3 * n // 5])
-    assert f.evidence["late_gain"] == pytest.approx(late - middle)  # the range is 0..1
+    width = max(cols["reward_mean"]) - min(cols["reward_mean"])  # the range of the means, without reward_min / max
+    assert f.evidence["late_gain"] == pytest.approx((late - middle) / width)
     assert diagnose(run, *run_detectors(run)).status == "quiet"
+
+
+def _unbounded(cols: dict[str, list[float]]) -> dict[str, list[float]]:
+    return {k: v for k, v in cols.items() if k not in ("reward_min", "reward_max")}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_degenerate_groups_tied_high_in_a_run_that_rose_are_info_on_the_bound(seed: int) -> None:
+    # pairs tied mostly because both samples are right: the reward rose to about 0.85 and holds there, no step has
+    # every pair tied, and reward_min / reward_max bound the tied pairs' mean score at (r - (1 - t)) / t of the
+    # late means, r the reward mean and t the tied share (the lab's hard negative high_plateau)
+    n = 80
+    cols = _pair_steps(np.r_[np.linspace(-1.0, 2.5, n // 2), [2.5] * (n // 2)], seed)
+    late_r, late_t = np.mean(cols["reward_mean"][-n // 5:]), np.mean(cols["zero_variance_group_frac"][-n // 5:])
+    assert late_t >= 0.75 and max(cols["zero_variance_group_frac"]) < 1.0  # tied late, never every pair at once
+    f = one(make_run(cols), "DEGENERATE_GROUPS")
+    assert isinstance(f, Finding) and f.severity == "info"
+    assert f.evidence["tied_score_at_least"] == pytest.approx((late_r - (1 - late_t)) / late_t)
+    assert f.evidence["tied_score_at_least"] >= 2 / 3 and "late_tied_at_ceiling" not in f.evidence
+    # bimodal prompts (each always solved or never): the reward rose to 0.5 and holds there with 95 % of the groups
+    # tied, as many wrong as right; the bound, (0.5 - 0.05) / 0.95 = 0.47, says no solved prompts: a warning
+    rng = np.random.default_rng(seed)
+    mean = np.r_[np.linspace(0.3, 0.5, n // 2), np.full(n // 2, 0.5)] + 0.01 * rng.standard_normal(n)
+    low = {"reward_mean": list(mean), "zero_variance_group_frac": [0.95] * n, "reward_std": [0.5] * n,
+           "reward_max": [1.0] * n, "reward_min": [0.0] * n}
+    g = one(make_run(low), "DEGENERATE_GROUPS")
+    assert isinstance(g, Finding) and g.severity == "warn"
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_degenerate_groups_pairs_tied_after_the_rise_stopped_warn(seed: int) -> None:
-    # the same pairs once the reward has stopped rising halfway, flat or creeping by 0.1 logit over 40 steps
+    # the same pairs once the reward has stopped rising halfway, flat or creeping by 0.1 logit over 40 steps, in a
+    # log without reward_min / reward_max (with them, the ties are bounded high: info, the test above)
     n = 80
     for tail in ([2.5] * (n // 2), list(np.linspace(2.5, 2.6, n // 2))):
-        f = one(make_run(_pair_steps(np.r_[np.linspace(-1.0, 2.5, n // 2), tail], seed)), "DEGENERATE_GROUPS")
+        cols = _unbounded(_pair_steps(np.r_[np.linspace(-1.0, 2.5, n // 2), tail], seed))
+        f = one(make_run(cols), "DEGENERATE_GROUPS")
         assert isinstance(f, Finding) and f.severity == "warn" and "second_half_rise_z" not in f.evidence
 
 

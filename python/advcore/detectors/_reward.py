@@ -38,7 +38,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Literal
 
-from advcore.detectors._windows import (Series, aligned, fmean, held_since, last_onset_index, metric, onset_index, reward_spread,
+from advcore.detectors._windows import (Series, aligned, change_point, fmean, held_since, last_onset_index, metric, onset_index, reward_spread,
                                        rolling_level, step_noise, window_len)
 from advcore.model import Run
 
@@ -115,10 +115,17 @@ class RewardLevel:
         the reward settled at the level it ends at, not an earlier visit it left again
         (sb3-acrobot-collapse-after-success starts near its floor, learns, and falls back to it);
         without ``settled``, from the first such stretch (a run that never succeeded was at its level
-        before a lucky stretch too)."""
+        before a lucky stretch too). A regime read from the stretch the run ends in (``held_from``) is
+        dated by the change point of the reward's level (:func:`advcore.detectors._windows.change_point`)
+        when it lies at or before that stretch."""
         def near(v: float) -> bool:
             return abs(v - level) <= self.tol
 
+        if self.held_from is not None:
+            # a stretch the run ends in, not yet the late window: dated where the level changed towards it (the
+            # lab's saturation fault under DAPO: rewards of 0.88 to 1.0 from step 30, held at 1.0 from step 75)
+            cp = change_point(self.mean.values)
+            return cp if cp is not None and cp <= self.held_from else self.held_from
         return (last_onset_index if settled else onset_index)(self.mean.values, near, sustain)
 
     def evidence(self) -> dict[str, object]:

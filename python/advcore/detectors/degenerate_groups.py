@@ -10,8 +10,10 @@ steps alternate, the first point from which the running share over the rest of t
 above ``tied_above``. A share near 0.5 is normal for 0/1 rewards at moderate success rates and
 stays quiet. Windows: first and last 20 % of the logged points.
 
-Groups tied at the top, in a run still learning, are solved prompts (:func:`_solved`): when at least
-``SOLVED_SHARE`` (2/3) of the late steps whose every group is tied score the reward's ceiling, the
+Groups tied at the top, in a run that learned, are solved prompts (:func:`_solved`): when at least
+``SOLVED_SHARE`` (2/3) of the late steps whose every group is tied score the reward's ceiling (or, with
+``reward_min`` and ``reward_max`` logged, the late means bound the tied groups' mean score at 2/3 of the
+way from the floor to the ceiling or more: :func:`_tied_high`), the
 reward rises over the run (Spearman's rho against the step times sqrt(n - 1) >= ``RISE_Z``, 2.5), its
 late mean lies at least ``ROOM_LEFT`` (0.1) of ``ceiling - floor`` below the ceiling, and it is neither
 pinned at that ceiling nor held at its floor (:func:`advcore.detectors._reward.reward_level`), the
@@ -106,24 +108,59 @@ def _rise_z(values: tuple[float, ...]) -> float:
     return float(spearman(list(range(len(values))), list(values))) * math.sqrt(len(values) - 1)
 
 
+def _tied_high(s: Series, level: RewardLevel) -> float | None:
+    """A lower bound, from the late window's means, on the mean score of the tied groups scaled to 0 (the
+    floor) .. 1 (the ceiling); None when it cannot be bounded. Every reward lies within ``[min(reward_min),
+    max(reward_max)]`` (both logged), so with a tied share ``t`` and a reward mean scaled to ``r`` the untied
+    groups score at most 1 and the tied ones on average at least ``(r - (1 - t)) / t``. Read only from a
+    logged ``zero_variance_group_frac`` (a per-step proxy counts steps, not groups). The lab's hard negative
+    high_plateau (three times the learning rate: a reward of 0.88 with 82 % of the groups tied late, none of
+    its steps with all 16 groups tied) has at least 0.85; a run tied at its floor 0 or less."""
+    if s.proxy or level.ceiling_from != "reward_max" or level.floor_from != "reward_min" or level.ceiling <= level.floor:
+        return None
+    t = s.late_mean()
+    if not t > 0.0:
+        return None
+    r = (level.late_mean - level.floor) / (level.ceiling - level.floor)
+    return (r - (1.0 - t)) / t
+
+
 def _solved(run: Run, s: Series, level: RewardLevel | None) -> dict[str, float] | None:
-    """The evidence that the late ties are solved prompts in a run still learning (see the module
+    """The evidence that the late ties are solved prompts in a run that learned (see the module
     docstring), else None: the share of the late all-tied steps whose reward mean is within the
-    reward's tolerance of its ceiling, and the rise's Spearman z."""
+    reward's tolerance of its ceiling and the bound on the tied groups' mean score (:func:`_tied_high`),
+    where each can be read, and the rise's Spearman z."""
     mean = metric(run, "reward_mean")
     if level is None or mean is None or level.regime in ("floor", "saturation"):
         return None
     rewards, tied, _ = aligned(mean, s)
+    if len(rewards) < 10 or min(rewards) == max(rewards):
+        return None
     late_from = len(rewards) - window_len(len(rewards))
     at_tie = [r for i, (r, t) in enumerate(zip(rewards, tied, strict=True)) if i >= late_from and t >= 1.0 - 1e-9]
-    if len(rewards) < 10 or not at_tie or min(rewards) == max(rewards):
+    evidence: dict[str, float] = {}
+    if at_tie:
+        evidence["late_tied_at_ceiling"] = sum(1 for r in at_tie if abs(r - level.ceiling) <= level.tol) / len(at_tie)
+    high = _tied_high(s, level)
+    if high is not None:
+        evidence["tied_score_at_least"] = high
+    if not evidence:
         return None
-    solved = sum(1 for r in at_tie if abs(r - level.ceiling) <= level.tol) / len(at_tie)
     rise = _rise_z(rewards)
     room = (level.ceiling - level.late_mean) / (level.ceiling - level.floor) if level.ceiling > level.floor else 0.0
-    if not (solved >= SOLVED_SHARE and math.isfinite(rise) and rise >= RISE_Z and room >= ROOM_LEFT):
+    if not (max(evidence.values()) >= SOLVED_SHARE and math.isfinite(rise) and rise >= RISE_Z and room >= ROOM_LEFT):
         return None
-    return {"late_tied_at_ceiling": solved, "ceiling": level.ceiling, "rise_z": rise, "room_left": room}
+    return {**evidence, "ceiling": level.ceiling, "rise_z": rise, "room_left": room}
+
+
+def _how_high(solved: dict[str, float]) -> str:
+    """What :func:`_solved` read, as a message says it."""
+    at_ceiling = solved.get("late_tied_at_ceiling", -math.inf)
+    if at_ceiling >= solved.get("tied_score_at_least", -math.inf):
+        return (f"{100 * at_ceiling:.0f}% of the late fully tied steps score the reward's ceiling "
+                f"({solved['ceiling']:.4g})")
+    return (f"the tied groups score on average at least {100 * solved['tied_score_at_least']:.0f}% of the way from "
+            f"the reward's floor to its ceiling ({solved['ceiling']:.4g}) late in the run")
 
 
 def _still_learning(run: Run, level: RewardLevel | None) -> dict[str, float] | None:
@@ -188,9 +225,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if solved is not None:
         evidence.update(solved)
         return Finding(ID, "info", "R", s.step_at(idx), dict(evidence),
-                       f"{share}, but {100 * solved['late_tied_at_ceiling']:.0f}% of the late fully tied steps score the "
-                       f"reward's ceiling ({solved['ceiling']:.4g}) while the reward keeps rising: the policy solves "
-                       "those prompts and the untied rest still trains. Add harder prompts before they run out.",
+                       f"{share}, but {_how_high(solved)} in a run whose reward rose (Spearman z "
+                       f"{solved['rise_z']:.1f}): the policy solves those prompts and the untied rest still trains. "
+                       "Add harder prompts before they run out.",
                        WHAT_TO_TRY)
     learning = _still_learning(run, level)
     if learning is not None:
@@ -233,7 +270,12 @@ CARD = Card(
         untie: h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, steps 1-46 of 50 tied), and the
         share has settled there (an onset exists). Ties at the top of a run that still learns are
         solved prompts, reported as info: when at least 2/3 of the late steps whose every group is tied
-        score the reward's ceiling, the reward mean rises over the run (Spearman's rho against the step
+        score the reward's ceiling (or, with `reward_min` and `reward_max` logged, when the late means
+        bound the tied groups' mean score at 2/3 of the way from the floor to the ceiling or more: the
+        untied groups score at most the ceiling, so with a tied share t and a reward mean r scaled to
+        0..1 the tied groups average at least (r - (1 - t)) / t; the lab's hard negative high_plateau,
+        0.88 with 82 % tied and no step with all 16 groups tied, has 0.85: a monitor inside its trainer
+        warned before, while the second half's rise was still below its bar), the reward mean rises over the run (Spearman's rho against the step
         times sqrt(n - 1) at least 2.5), its late mean is still a tenth of the reward's range or more
         below the ceiling (room left: 0.18 to 0.24 there; the lab's saturation fault, 0.04, stays a
         warning) and it is neither pinned at the ceiling (REWARD_SATURATION) nor held at its floor
