@@ -395,8 +395,13 @@ def full_report(outcomes: Sequence[Outcome], real: tuple[list[Any], list[Any]] |
             "minus the true onset; offline: the scan's onset of the first expected "
             "detector (both recordings joined) minus the true onset. worst = the largest in absolute value.",
             "A rule on the late-window mean (the last 20 % of the points seen so far) can only see a change at "
-            "step s once that window lies mostly after s, about 1.25 s steps into the run: online, such detectors "
-            "report about s / 4 steps after the onset (7 to 8 steps at the lab's onset 30) whatever their sustain.",
+            "step s once that window lies mostly after s, about 1.25 s steps into the run (s / 4 steps late); a "
+            "state the run ends in, held for sustain points and longer than ever before, is reported without "
+            "waiting for it (advcore.detectors._windows.held_since: ADV_COLLAPSE, BASELINE_BROKEN, REWARD_FLOOR, "
+            "REWARD_SATURATION). With confirm=2 a state first seen at the onset step is reported sustain steps "
+            "after it at the earliest; one that shows a step after the fault (an entropy measured on the policy "
+            "before the step's update) or crosses its detector's cut only once it has fallen far enough "
+            "(ENTROPY_COLLAPSE: below a quarter of the early entropy) comes later.",
             "sustain: the detector's own knob, or the seed card's 5 (seed) for a detector without one.",
             f"faults whose online median delay exceeds the sustain yardstick or is negative: {', '.join(over) or 'none'}"]
     out += ["", title("3. Per-detector precision and recall"), "",

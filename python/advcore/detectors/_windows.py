@@ -318,12 +318,15 @@ def running_peak(s: Series, smooth: int = 5) -> tuple[float, ...]:
     return tuple(out)
 
 
-def running_peak_ratio(s: Series, name: str, smooth: int = 5, min_peak: float = 0.0) -> Series:
-    """The trailing rolling median of ``s`` (over ``smooth`` points, fewer at the start) divided by
-    its :func:`running_peak`; ``inf`` where that peak is not above ``min_peak`` (and positive) or
-    there is none yet. How far below its own earlier level a quantity sits, judged on its level
-    rather than on single points (one spike is no peak; one low point is no fall)."""
-    level = rolling_level(s, name, smooth).values
+def running_peak_ratio(s: Series, name: str, smooth: int = 5, min_peak: float = 0.0,
+                       level_points: int | None = None) -> Series:
+    """The trailing rolling median of ``s`` (over ``level_points`` points, default ``smooth``; fewer at
+    the start) divided by its :func:`running_peak` (over ``smooth``); ``inf`` where that peak is not
+    above ``min_peak`` (and positive) or there is none yet. How far below its own earlier level a
+    quantity sits, judged on its level rather than on single points (one spike is no peak; one low
+    point is no fall). A shorter level than peak sees a fall sooner: a median of 3 falls at the second
+    low point, one of 5 at the third."""
+    level = rolling_level(s, name, level_points or smooth).values
     out = tuple(v / peak if peak > 0 and peak >= min_peak else math.inf
                 for v, peak in zip(level, running_peak(s, smooth), strict=True))
     return Series(name, s.steps, s.phases, out, True)

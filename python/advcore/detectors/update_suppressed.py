@@ -116,6 +116,10 @@ def _relative(run: Run, name: str, drop: float, what: str) -> _Check | None:
 _READ_AS = {"kl_pinned": "kl", "clip_kept": "grad_norm_clipped"}
 #: The share of the late window's KL points (not their level) that must be pinned too.
 PINNED_POINTS = 0.9
+#: The KL's level is its trailing median over this many points (its peak over 5): pinned from the second
+#: point at the reference. Over 5, the lab's ``kl_pin`` fault (the KL at 0.001 of its peak from step 30) was
+#: reported inside a trainer 6 steps after its onset, one more than the detector's ``sustain``.
+KL_LEVEL_POINTS = 3
 
 
 def _late_points_pinned(kl: Series, ratio: Series, pin: float) -> bool:
@@ -170,7 +174,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         # barely moved swings around 0 (h113-bitnet-grpo-g2-gsm8k-tied-groups: -0.47 to 0.54 on its 38
         # updates with a KL coefficient of 0.01), and its level's highs are that noise
         peak_min = max(float(knobs["kl_pin_peak"]), SUCCESS_NOISE * step_noise(kl.values))
-        ratio = running_peak_ratio(kl, "kl / earlier peak", min_peak=peak_min)
+        ratio = running_peak_ratio(kl, "kl / earlier peak", min_peak=peak_min, level_points=KL_LEVEL_POINTS)
         if _late_points_pinned(kl, ratio, pin):
             out.append(_Check("kl_pinned", ratio, lambda v: abs(v) <= pin,
                               f"|kl to the reference| <= {pin:g} x its earlier peak (peak >= {peak_min:g})"))
@@ -332,8 +336,9 @@ CARD = Card(
         3. only when `grad_norm` is not logged: |`kl`| ≤ `kl_below` (a `kl` read from an update KL — verl
            `actor/ppo_kl`, now `kl_step` — never counts); or
         4. the policy is pinned to its reference: `kl` (to the reference; not SB3's `approx_kl` or an
-           update KL), judged on its level — the trailing rolling median of 5 points — at or below
-           `kl_pin_frac` x the highest earlier level, which must have reached `kl_pin_peak` and 3 times
+           update KL), judged on its level — the trailing rolling median of 3 points, low from the second
+           point at the reference (over 5, a monitor reported the lab's `kl_pin` fault 6 steps after its
+           onset instead of 5) — at or below `kl_pin_frac` x the highest earlier level (of 5 points), which must have reached `kl_pin_peak` and 3 times
            the KL's step-to-step noise (a signed per-batch estimate of a policy that barely moved
            swings around 0, and its level's highs are that noise: h113-bitnet-grpo-g2-gsm8k-tied-groups,
            -0.47 to 0.54 over 38 updates with a KL coefficient of 0.01). On levels,
