@@ -235,3 +235,26 @@ def test_real_pymarl_q_learner_td_loss_is_the_critics_loss() -> None:
     assert run.sources["value_loss"] == "loss"
     assert loss["step"].to_list() == doc["loss_T"]
     assert loss["value_loss"].to_list() == [v if isinstance(v, float) else v["value"] for v in doc["loss"]]
+
+
+def test_a_config_object_before_per_episode_records(tmp_path: Path) -> None:
+    # h200's PaddlePaddle DQN: {"config": {...}, "training": [per-episode records], "validation": [...]}
+    training = [{"episode": i, "score": 10 * i, "steps": 40 + i, "epsilon": 0.5} for i in range(6)]
+    validation = [{"episode": 0, "mean_score": 5.0}, {"episode": 5, "mean_score": 55.0}]
+    p = _write(tmp_path, {"config": {"seed": 42, "gamma": 0.99}, "training": training, "validation": validation})
+    assert detect(p) is columnar_json.FORMAT
+    run = load(p)
+    assert not run.errors
+    frame = run.frame.sort("step")
+    assert frame["step"].to_list() == list(range(6))  # the episode numbers
+    assert frame["reward_mean"].to_list() == [10.0 * i for i in range(6)]
+
+
+def test_per_episode_arrays_beside_records_without_a_step(tmp_path: Path) -> None:
+    # h202's hand-written PPO: 200 per-episode arrays and 26 per-update records with no step key
+    doc = {"episode_rewards": [0.1 * i for i in range(8)], "episode_lengths": [273] * 8,
+           "training_metrics": [{"loss": 0.5, "policy_loss": -0.01}] * 3}
+    p = _write(tmp_path, doc, "final_metrics.json")
+    run = load(p)
+    assert not run.errors and run.metadata["unaligned"] == ["training_metrics"]
+    assert run.frame.sort("step")["reward_mean"].to_list() == doc["episode_rewards"]

@@ -43,9 +43,10 @@ from advcore.ingest._format import Format
 
 NAME = "columnar_json"
 
-#: an object whose first array comes after any number of scalar entries (``{"beta": 0.05, "seed": 42,
-#: "rewards_curve": [...]}``)
-_COLUMNAR = re.compile(r'^\{(?:\s*"[^"]*"\s*:\s*(?:"[^"]*"|[-+\w.]+)\s*,)*\s*"[^"]*"\s*:\s*\[')
+#: an object whose first array comes after any number of scalar entries or flat objects (``{"beta": 0.05,
+#: "seed": 42, "rewards_curve": [...]}``; ``{"config": {"seed": 42, ...}, "training": [...]}``: h200's
+#: PaddlePaddle DQN)
+_COLUMNAR = re.compile(r'^\{(?:\s*"[^"]*"\s*:\s*(?:"[^"]*"|[-+\w.]+|\{[^{}\[\]]*\})\s*,)*\s*"[^"]*"\s*:\s*\[')
 _GROUP_STATS = re.compile(r'^\[\s*\{[^{}\[]*"n_degenerate"\s*:', re.S)
 
 
@@ -135,8 +136,14 @@ def read(path: Path) -> RawLog:
     # a list of names (``"topologies": ["buck", "boost", ...]``) describes the run; it is not a metric
     names = {k for k, v in doc.items() if isinstance(v, list) and v
              and all(isinstance(x, str) and number(x) is None for x in v)}
-    arrays = {k: v for k, v in doc.items() if isinstance(v, list) and k not in names}
+    # a list of records without a step key beside per-point arrays (a hand-written loop's per-update losses next
+    # to its per-episode returns: h202-handwritten-ppo-btc-trading-2023-window-learns-steadily, 26 records and
+    # 200 episodes) cannot be placed on their points: it is listed, the arrays are read
+    records = {k for k, v in doc.items() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)}
+    arrays = {k: v for k, v in doc.items() if isinstance(v, list) and k not in names and k not in records}
     meta: dict[str, Any] = {k: v for k, v in doc.items() if not isinstance(v, (list, dict)) or k in names}
+    if records:
+        meta["unaligned"] = sorted(records)
     if not arrays:
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "columnar JSON: no arrays found"),))
     lengths = {k: len(v) for k, v in arrays.items()}

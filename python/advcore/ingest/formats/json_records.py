@@ -73,7 +73,7 @@ NAME = "json_records"
 
 #: step keys of a list's records, in order of preference
 _RECORD_STEP_KEYS = ("step", "global_step", "timestep", "timesteps", "total_timesteps", "num_timesteps",
-                    "iteration", "iter", "update", "epoch")
+                    "iteration", "iter", "update", "epoch", "episode")
 #: the name of an array of step numbers: ``timesteps``, ``ep_timesteps``, and the episode or iteration
 #: counters of hand-written loops (``episodes`` beside ``q_eval_episodes``, h104 Double DQN on LunarLander)
 _STEP_ARRAY = re.compile(r"^(?:(?P<prefix>.+?[_/])?(?:(?:time)?steps?|episodes|iterations|updates|epochs))$")
