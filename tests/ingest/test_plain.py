@@ -165,3 +165,15 @@ def test_real_grpo_log_with_reward_lists() -> None:
     assert [r["step"] for r in main] == list(range(1, 202))
     run = load(path)
     assert run.frame["reward_std"].to_list()[-201:] == [float(np.std(r["rewards"])) for r in main]
+
+
+def test_json_lines_after_a_leading_console_line(tmp_path: Path) -> None:
+    # a logger's warning printed into the file before the first record (h200-trl-codegrpo): the records are read,
+    # the warning is the one line lost, named
+    p = tmp_path / "train.txt"
+    p.write_text("[2026-03-17 09:54:59] WARNING transformers.modeling_utils: Could not estimate the number of tokens\n"
+                 + "".join(json.dumps({"step": s, "reward": 0.1 * s}) + "\n" for s in range(1, 6)))
+    assert detect(p) is plain.FORMAT
+    run = load(p)
+    assert run.frame.sort("step")["reward_mean"].to_list() == [0.1 * s for s in range(1, 6)]
+    assert [e.line for e in run.errors] == [1]

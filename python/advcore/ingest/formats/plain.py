@@ -22,10 +22,18 @@ from advcore.ingest._format import Format
 NAME = "plain"
 
 
+#: Console lines that may precede the first JSON record (a logger's warning printed into the same file before
+#: training starts: h200-trl-codegrpo-qwen25-coder-7b-mbpp, a transformers warning on line 1); each is reported
+#: as a line that is not JSON.
+LEADING_LINES = 5
+
+
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return path.suffix.lower() == ".parquet" or is_parquet(path)
-    first = first_json_line(head)
+    lines = head.splitlines()
+    skip = next((i for i, line in enumerate(lines[:LEADING_LINES + 1]) if line.lstrip().startswith("{")), 0)
+    first = first_json_line("\n".join(lines[skip:]))
     if first is None or not isinstance(first[1], dict) or not first[1]:
         return False
     record = first[1]
