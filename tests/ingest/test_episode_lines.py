@@ -37,7 +37,8 @@ def test_a_csv_table_is_not_episode_lines(tmp_path: Path) -> None:
 def test_real_airsim_drone_dqn_episode_lines() -> None:
     """h205-handwritten-dqn-airsim-drone: 2,000 lines ``Episode: i,<step rewards>``; the returns recomputed
     here from the file's text, line by line."""
-    path = corpus("h205-handwritten-dqn-airsim-drone-linear-qnet-lr1-freezes-on-one-4-step-trajectory/rewards_final.csv")
+    run_name = "h205-handwritten-dqn-airsim-drone-linear-qnet-lr1-freezes-on-one-4-step-trajectory"
+    path = corpus(f"{run_name}/rewards_final.csv")
     expected = {}
     for line in path.read_text().splitlines():
         label, *cells = line.split(",")

@@ -38,8 +38,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Literal
 
-from advcore.detectors._windows import (Series, aligned, change_point, fmean, held_since, last_onset_index, metric, onset_index, reward_spread,
-                                       rolling_level, step_noise, window_len)
+from advcore.detectors._windows import (Series, aligned, change_point, fmean, held_since, last_onset_index, metric,
+                                       onset_index, reward_spread, rolling_level, step_noise, window_len)
 from advcore.model import Run
 
 __all__ = ["FALL_NOISE", "HELD_SHARE", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE",
@@ -244,7 +244,7 @@ def _held_at(mean: Series, at: float, tol: float, spread: Series | None, tied: S
     spread at most ``gone_below``, else its mean tied share at least ``TIED_LATE``); else None. Without a
     spread or a tied share a held level says nothing of the spread, and is not judged. The late window
     sees such a stretch only once it lies mostly inside it: inside a trainer, the lab's floor fault (every
-    reward 0 from step 30) was reported 8 steps late, at the stretch 5."""
+    reward 0 from step 30) was reported 8 steps after its onset by the late window, 5 by the stretch."""
     since = held_since(mean.values, lambda v: abs(v - at) <= tol, HELD_POINTS)
     if since is None:
         return None

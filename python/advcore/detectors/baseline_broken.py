@@ -9,8 +9,8 @@ value head learns. Beyond it, medians are used because one bad batch can give -9
 
 * *explains nothing*: the median after the warm-up and the late-window median are both at or
   below ``explains_below`` (0.05), and, on fewer than ``SHORT_AFTER x sustain`` (20) points after the
-  warm-up, at most ``SHORT_ABOVE`` (a quarter) of them above it: the advantage is the return minus a baseline that carries no
-  information about it (a critic that cannot see the state, or value targets it cannot fit); or the
+  warm-up, at most ``SHORT_ABOVE`` (a quarter) of them above it: the advantage is the return minus a
+  baseline that carries no information about it (a critic that cannot see the state, or value targets it cannot fit); or the
   critic went flat after the warm-up: the series ends in a stretch of at least ``sustain`` points
   within ``FLAT`` of 0, longer than any before (:func:`advcore.detectors._windows.held_since`), its
   values no longer moving at all (judged that way without waiting for the medians: the lab's

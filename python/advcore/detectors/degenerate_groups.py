@@ -116,7 +116,8 @@ def _tied_high(s: Series, level: RewardLevel) -> float | None:
     logged ``zero_variance_group_frac`` (a per-step proxy counts steps, not groups). The lab's hard negative
     high_plateau (three times the learning rate: a reward of 0.88 with 82 % of the groups tied late, none of
     its steps with all 16 groups tied) has at least 0.85; a run tied at its floor 0 or less."""
-    if s.proxy or level.ceiling_from != "reward_max" or level.floor_from != "reward_min" or level.ceiling <= level.floor:
+    bounded = level.ceiling_from == "reward_max" and level.floor_from == "reward_min"
+    if s.proxy or not bounded or level.ceiling <= level.floor:
         return None
     t = s.late_mean()
     if not t > 0.0:
@@ -275,7 +276,8 @@ CARD = Card(
         untied groups score at most the ceiling, so with a tied share t and a reward mean r scaled to
         0..1 the tied groups average at least (r - (1 - t)) / t; the lab's hard negative high_plateau,
         0.88 with 82 % tied and no step with all 16 groups tied, has 0.85: a monitor inside its trainer
-        warned before, while the second half's rise was still below its bar), the reward mean rises over the run (Spearman's rho against the step
+        warned before, while the second half's rise was still below its bar), the reward mean rises
+        over the run (Spearman's rho against the step
         times sqrt(n - 1) at least 2.5), its late mean is still a tenth of the reward's range or more
         below the ceiling (room left: 0.18 to 0.24 there; the lab's saturation fault, 0.04, stays a
         warning) and it is neither pinned at the ceiling (REWARD_SATURATION) nor held at its floor

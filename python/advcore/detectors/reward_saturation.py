@@ -8,10 +8,8 @@ run's lowest mean, and the reward spread is gone (late spread <= ``spread_gone``
 ``ceiling - floor``; or >= 80 % tied groups; or, with no spread logged, a bit-identical late
 mean). Onset: the first of ``sustain`` (5) consecutive logged reward means within the tolerance of
 the ceiling. This is the honest collapse: the task is exhausted, not the plumbing broken.
-The run may also end in a stretch at its ceiling: its last ``HELD_POINTS`` (5) or more reward means
-within the tolerance of the ceiling, longer than any such stretch before, with the spread gone over
-that stretch (a logged spread or tied share is needed) — a collapse the late window would see only
-once it lies mostly inside it; judged where the late window finds no regime or only ties that move.
+The run may also end in a stretch at its ceiling (:func:`advcore.detectors._reward.reward_level`'s held
+stretch, the rule REWARD_FLOOR's docstring states for the floor).
 """
 
 from __future__ import annotations
@@ -95,14 +93,10 @@ CARD = Card(
           metric, ≥ 80 % tied groups (`zero_variance_group_frac`) or, with neither, a bit-identical late
           reward mean.
 
-        A run can also end in a stretch at its ceiling that the late window has not yet taken in: its
-        last 5 or more reward means within the tolerance of the ceiling, longer than any such stretch
-        before, with the spread gone over that stretch (its mean spread ≤ `spread_gone` × (ceiling −
-        floor), else ≥ 80 % tied groups; without either it is not judged), when the late window finds
-        no regime or only ties that move (`evidence["held_since_step"]`; `late_mean` is then the
-        stretch's). A late window sees a collapse at step s only once it lies mostly after s, about s / 4
-        steps later: inside a trainer, the lab's saturation fault (every prompt solved from step 30) was
-        reported 8 steps after its onset, now 5 on most estimators.
+        A run can also end in a stretch at its ceiling that the late window has not yet taken in, read by
+        the rule of REWARD_FLOOR's stretch at its floor (see that card; `evidence["held_since_step"]`):
+        inside a trainer, the lab's saturation fault (every prompt solved from step 30) was reported 8
+        steps after its onset, now 5 on most estimators.
 
         Onset: the first of `sustain` consecutive logged reward means within the tolerance of the
         ceiling. Not evaluable without `reward_mean`.

@@ -338,7 +338,8 @@ CARD = Card(
         4. the policy is pinned to its reference: `kl` (to the reference; not SB3's `approx_kl` or an
            update KL), judged on its level — the trailing rolling median of 3 points, low from the second
            point at the reference (over 5, a monitor reported the lab's `kl_pin` fault 6 steps after its
-           onset instead of 5) — at or below `kl_pin_frac` x the highest earlier level (of 5 points), which must have reached `kl_pin_peak` and 3 times
+           onset instead of 5) — at or below `kl_pin_frac` x the highest earlier level (of 5 points),
+           which must have reached `kl_pin_peak` and 3 times
            the KL's step-to-step noise (a signed per-batch estimate of a policy that barely moved
            swings around 0, and its level's highs are that noise: h113-bitnet-grpo-g2-gsm8k-tied-groups,
            -0.47 to 0.54 over 38 updates with a KL coefficient of 0.01). On levels,

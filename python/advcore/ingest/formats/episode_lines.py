@@ -58,7 +58,8 @@ def read(path: Path) -> RawLog:
     if not steps:
         errors.append(IngestError(str(path), "no 'Episode: N,reward,...' line found"))
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
-    frame = pl.DataFrame({"step": pl.Series(steps, dtype=pl.Int64), "reward_mean": pl.Series(returns, dtype=pl.Float64)})
+    frame = pl.DataFrame({"step": pl.Series(steps, dtype=pl.Int64),
+                          "reward_mean": pl.Series(returns, dtype=pl.Float64)})
     meta = {"reward": "the episode's return: the sum of the step rewards on its line (undiscounted)",
             "steps_per_episode": statistics.median(lengths)}
     return RawLog(NAME, frame, metadata=meta, errors=tuple(errors))
