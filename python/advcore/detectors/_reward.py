@@ -290,6 +290,14 @@ class RewardCourse:
     noise: float
 
     @property
+    def peak_step(self) -> int:
+        """The step in the middle of the window whose trailing median is the peak level: a trailing median over
+        ``w`` points lags the values it covers by ``(w - 1) // 2`` points, so the level's own step would date the
+        peak after a fall that began under it (h207-rslrl-legged-gym-a1-64envs: a fall from step 911 after a
+        level "peaking at step 973")."""
+        return self.series.steps[max(0, self.peak - (self.w - 1) // 2)]
+
+    @property
     def gain(self) -> float:
         return self.level[self.peak] - self.early
 

@@ -142,7 +142,7 @@ def _after_success(finding: Finding, course: RewardCourse) -> Finding:
     540,000, 47 late, where its early median was 343)."""
     if course.gave_back() < 1.0:
         return finding
-    peak, peak_step = course.level[course.peak], course.series.steps[course.peak]
+    peak, peak_step = course.level[course.peak], course.peak_step
     message = (f"The reward collapsed after success: it rose from {course.start_text()} to a level of {peak:.4g} at "
                f"step {peak_step}, fell, and sits at its floor from step {finding.onset_step} ({course.late:.4g} late): "
                "what the policy had learned is gone.")

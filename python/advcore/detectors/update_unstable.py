@@ -213,7 +213,7 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
     tail = Series("reward_mean", s.steps[first:], s.phases[first:] if s.phases else None, s.values[first:])
     evidence: dict[str, object] = {"update_moved": moved if logged else "no update metric logged",
                                    "early_median": c.early, "peak_level": c.level[peak], "succeeded": c.succeeded,
-                                   "peak_step": s.steps[peak], "late_median": c.late,
+                                   "peak_step": c.peak_step, "late_median": c.late,
                                    **({"gave_back": c.gave_back()} if c.succeeded else {}),
                                    "noise": c.noise, "level_points": w,
                                    **({"collapsed_tail_points": late_tail} if late_tail else {})}
