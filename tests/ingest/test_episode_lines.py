@@ -48,3 +48,15 @@ def test_real_airsim_drone_dqn_episode_lines() -> None:
     got = dict(zip(run.frame["step"].to_list(), run.frame["reward_mean"].to_list(), strict=True))
     assert len(got) == len(expected) == 2000
     assert all(math.isclose(got[k], v, abs_tol=1e-9) for k, v in expected.items())
+
+
+def test_a_long_line_that_is_almost_of_the_form_costs_that_line(tmp_path: Path) -> None:
+    # 20,000 rewards and a stray word at the end: the line is reported (a backtracking pattern would try every
+    # split of every number before giving up), the episodes around it are read
+    p = tmp_path / "rewards.csv"
+    p.write_text("Episode: 0,1.5,\nEpisode: 1,0.5,\nEpisode: 2," + ",".join(["123456789"] * 20_000) + ",oops\n"
+                 "Episode: 3,2.5,\n")
+    run = load(p)
+    assert run.format == "episode_lines"
+    assert run.frame.sort("step")["reward_mean"].to_list() == [1.5, 0.5, 2.5]
+    assert [e.line for e in run.errors] == [3]

@@ -127,6 +127,10 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 #: What a list of numbers logged under one key at one step is summarised as (``<key>_<statistic>``).
 LIST_STATISTICS = ("mean", "std", "min", "max")
 
+#: A printed number as a regular-expression source: sign, digits, fraction, exponent, or ``nan``/``inf`` (match
+#: case-insensitively). Possessive throughout, so that a line it fails on costs time linear in its length.
+NUMBER = r"[-+]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][-+]?\d++)?|nan|inf"
+
 
 def list_statistics(values: Sequence[float]) -> dict[str, float]:
     """The :data:`LIST_STATISTICS` of a non-empty list of numbers: mean, std (ddof 0), min, max."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from advcore.ingest._format import Format
 from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, dict_lines, episode_lines, halos_console,
-                                    json_records, mlflow_store, nemo_rl, notebook, openrlhf, plain, prime_rl, printed, rl4lms,
-                                    rlinf_table, sample_factory, samples, sb3_console, simplevla, tensorboard,
+                                    json_records, mlflow_store, nemo_rl, notebook, openrlhf, plain, prime_rl, printed,
+                                    rl4lms, rlinf_table, sample_factory, samples, sb3_console, simplevla, tensorboard,
                                     text_table, trace_recording, trackio_db, trainer_state, trl_completions,
                                     trl_console, trl_rollouts_md, verl_console, verl_jsonl, verl_rollouts, wandb)
 
@@ -20,10 +20,11 @@ __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 #: its outputs may hold any console text; columnar JSON takes any object of arrays and hands one whose
 #: arrays differ in length to json_records after parsing it once; OpenRLHF, SB3, RLinf, CleanRL, Sample
 #: Factory, HALOs and RL4LMs consoles before TRL's, whose dict lines may follow any prefix, ``Global
-#: step N:`` included; any other printed metric dict after TRL's; lists of records without a ``step`` before ``trainer_state``, which takes any
-#: list of objects; a hand-written loop's per-episode lines of step rewards, then its printed progress,
-#: after every named console and before CSV, whose sniffer would take a tab-separated line; a blank-aligned text table after CSV, so that a
-#: tab-separated file stays CSV's).
+#: step N:`` included; any other printed metric dict after TRL's; lists of records without a ``step``
+#: before ``trainer_state``, which takes any list of objects; a hand-written loop's per-episode lines of
+#: step rewards, then its printed progress, after every named console and before CSV, whose sniffer
+#: would take a tab-separated line; a blank-aligned text table after CSV, so that a tab-separated file
+#: stays CSV's).
 ORDER: list[Format] = [m.FORMAT for m in (
     mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, prime_rl, wandb, json_records,
     columnar_json,

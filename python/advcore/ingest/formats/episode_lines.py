@@ -20,13 +20,15 @@ import polars as pl
 
 from advcore._escape import excerpt
 from advcore.ingest._format import Format
+from advcore.ingest._parse import NUMBER
 from advcore.ingest._text import read_text, readable_lines
 from advcore.model import IngestError, RawLog
 
 NAME = "episode_lines"
 
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_LINE = re.compile(rf"^\s*episode\s*:?\s*(\d+)\s*((?:,\s*{_NUMBER}\s*)*),?\s*$", re.IGNORECASE)
+#: possessive throughout: a long line that is not of this form fails in time linear in its length
+_LINE = re.compile(rf"^[ \t]*+episode[ \t]*+:?+[ \t]*+(\d++)[ \t]*+((?:,[ \t]*+(?:{NUMBER})[ \t]*+)*+),?+[ \t\r]*+$",
+                   re.IGNORECASE)
 #: fewest lines of the form among a file's first non-empty lines (and at least three quarters of them)
 MIN_LINES = 2
 

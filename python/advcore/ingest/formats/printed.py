@@ -82,7 +82,7 @@ from advcore.model import IngestError, RawLog
 from advcore.ingest._text import readable_lines
 from advcore.ingest._trainers import trainer_of
 from advcore.ingest._text import read_text as read_file
-from advcore.ingest._parse import by_step, clean, list_statistics, number, steps_frame
+from advcore.ingest._parse import NUMBER, by_step, clean, list_statistics, number, steps_frame
 from advcore.ingest._format import Format
 
 NAME = "printed"
@@ -95,11 +95,10 @@ MIN_STEP_LINES = 3
 #: Longer lines are not read.
 MAX_LINE = 8192
 
-_NUM = r"[-+]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][-+]?\d++)?|nan|inf"
 # possessive throughout and anchored at the start of a word, so a failed match costs one word: linear
 _PAIR = re.compile(
     r"(?<![\w.%/\-])(?P<key>[^\W\d][\w.%/\-]*+(?: [^\W\d][\w.%/\-]*+){0,5}+)[ \t]*+(?:(?P<sep>[:=])[ \t]*+|(?<=[ \t]))"
-    rf"(?P<value>{_NUM})(?:/\d++)?+(?:s|ms|%)?+(?![\w.])",
+    rf"(?P<value>{NUMBER})(?:/\d++)?+(?:s|ms|%)?+(?![\w.])",
     re.IGNORECASE,
 )
 
@@ -138,7 +137,7 @@ _LABELLED = re.compile(r"^\s*+(?P<label>[^\W\d]\w{0,40}+(?: \w{1,40}+){0,3}+)\s*
 
 #: A value in parentheses or brackets: ``mean_reward: (-0.28)`` (TRL 0.4's gpt2-sentiment notebook
 #: adapted), ``score = [1.30999997]`` (a one-element numpy array printed: a DRLND Reacher notebook).
-_PAREN_VALUE = re.compile(rf"([:=])[ \t]*+[(\[]({_NUM})[)\]]", re.IGNORECASE)
+_PAREN_VALUE = re.compile(rf"([:=])[ \t]*+[(\[]({NUMBER})[)\]]", re.IGNORECASE)
 
 
 #: A list of numbers printed as a value, a torch tensor or a Python list of at least two:
@@ -147,13 +146,13 @@ _PAREN_VALUE = re.compile(rf"([:=])[ \t]*+[(\[]({_NUM})[)\]]", re.IGNORECASE)
 #: hand-written GRPO loop printing formatted strings), read as its ``<name>_mean``, ``_std`` (ddof 0),
 #: ``_min`` and ``_max``.
 _LIST_VALUE = re.compile(
-    rf"(?P<key>[^\W\d]\w{{0,40}}+)[ \t]*+(?P<sep>[:=])[ \t]*+(?:tensor\(|array\()?+\[(?P<items>(?:[ \t]*+(?P<q>['\"]?+)(?:{_NUM})\.?+(?P=q)[ \t]*+,)++"
-    rf"[ \t]*+(?P<q2>['\"]?+)(?:{_NUM})\.?+(?P=q2)[ \t]*+,?+)\](?:,[ \t]*+(?:device|dtype)=[^)]{{0,60}}+)?+\)?+", re.IGNORECASE)
+    rf"(?P<key>[^\W\d]\w{{0,40}}+)[ \t]*+(?P<sep>[:=])[ \t]*+(?:tensor\(|array\()?+\[(?P<items>(?:[ \t]*+(?P<q>['\"]?+)(?:{NUMBER})\.?+(?P=q)[ \t]*+,)++"
+    rf"[ \t]*+(?P<q2>['\"]?+)(?:{NUMBER})\.?+(?P=q2)[ \t]*+,?+)\](?:,[ \t]*+(?:device|dtype)=[^)]{{0,60}}+)?+\)?+", re.IGNORECASE)
 
 
 def _list_statistics(m: re.Match[str]) -> str:
     """``rewards: tensor([...])`` as ``rewards_mean: m, rewards_std: s, rewards_min: lo, rewards_max: hi``."""
-    stats = list_statistics([float(v) for v in re.findall(_NUM, m.group("items"), re.IGNORECASE)])
+    stats = list_statistics([float(v) for v in re.findall(NUMBER, m.group("items"), re.IGNORECASE)])
     key, sep = m.group("key"), m.group("sep")
     return ", ".join(f"{key}_{name}{sep} {value!r}" for name, value in stats.items())
 
@@ -173,7 +172,7 @@ _WINDOW = re.compile(r"(?<![\w.])(last|past|over|previous|recent|first)[ \t](\d{
 #: 425.32 f/s``: the frame count, then ``name value`` items separated by commas, read as ``step: 237,
 #: games: 1, mean reward: -19.000, eps: 1.00, speed: 425.32``.
 _DONE_GAMES = re.compile(r"^\s*+(?P<frame>\d{1,12}+):[ \t]++done[ \t]++(?P<games>\d{1,12}+)[ \t]++games?\b,?+")
-_NAMED_ITEM = re.compile(rf"(?:^|(?<=,))[ \t]*+(?P<name>[^\W\d][\w ]{{0,40}}?)[ \t]++(?=(?:{_NUM})(?![\w.]))", re.IGNORECASE)
+_NAMED_ITEM = re.compile(rf"(?:^|(?<=,))[ \t]*+(?P<name>[^\W\d][\w ]{{0,40}}?)[ \t]++(?=(?:{NUMBER})(?![\w.]))", re.IGNORECASE)
 
 
 def _done_games(text: str, m: re.Match[str]) -> str:
@@ -194,7 +193,7 @@ def _qualified(m: re.Match[str]) -> str:
 #: loop), read as ``global step 33, Total reward: 1.368`` when the words before the number name a
 #: step counter.
 _AT_STEP = re.compile(rf"^\s*+(?P<name>[^\W\d][\w ]{{0,60}}?)[ \t]+(?:in|at|of|for)[ \t]+"
-                      rf"(?P<word>[^\W\d][\w\- ]{{0,24}}?)[ \t]+(?P<n>\d{{1,12}}+)[ \t]*+[:=][ \t]*+(?P<value>{_NUM})",
+                      rf"(?P<word>[^\W\d][\w\- ]{{0,24}}?)[ \t]+(?P<n>\d{{1,12}}+)[ \t]*+[:=][ \t]*+(?P<value>{NUMBER})",
                       re.IGNORECASE)
 
 
