@@ -95,7 +95,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         evidence["proxy"] = s.name
     return Finding(
         ID, "warn", "T", s.step_at(idx), dict(evidence),
-        f"Advantage spread ({plain(s.name)}) fell from {early:.3g} early to {late_said}: the learning signal has vanished.",
+        f"Advantage spread ({plain(s.name)}) fell from {early:.3g} early to {late_said}: the learning signal has "
+        "vanished.",
         WHAT_TO_TRY,
     )
 
@@ -141,7 +142,8 @@ CARD = Card(
         A reward-derived proxy cannot tell a plumbing bug from a reward-side collapse; the diagnosis says so.
 
         **Extension: advantages in reward units** (`evidence["rule"] == "relative"`; the seed rule above is
-        unchanged and is tried first, `evidence["rule"] == "seed"`; the stretch counts for it too). Dr. GRPO, RLOO and plain REINFORCE do
+        unchanged and is tried first, `evidence["rule"] == "seed"`; the stretch counts for it too). Dr. GRPO,
+        RLOO and plain REINFORCE do
         not divide by a std: their `adv_std` is a share of the reward spread (0.35 to 0.45 for 0/1 rewards
         in the collapse lab) and never clears `healthy_early`, so the seed rule cannot see their collapse
         (the lab's `reward_scale` fault, rewards x 1e-8 before the advantage, went unflagged on all 6 Dr.

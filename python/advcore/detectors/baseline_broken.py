@@ -10,7 +10,8 @@ value head learns. Beyond it, medians are used because one bad batch can give -9
 * *explains nothing*: the median after the warm-up and the late-window median are both at or
   below ``explains_below`` (0.05), and, on fewer than ``SHORT_AFTER x sustain`` (20) points after the
   warm-up, at most ``SHORT_ABOVE`` (a quarter) of them above it: the advantage is the return minus a
-  baseline that carries no information about it (a critic that cannot see the state, or value targets it cannot fit); or the
+  baseline that carries no information about it (a critic that cannot see the state, or value targets it
+  cannot fit); or the
   critic went flat after the warm-up: the series ends in a stretch of at least ``sustain`` points
   within ``FLAT`` of 0, longer than any before (:func:`advcore.detectors._windows.held_since`), its
   values no longer moving at all (judged that way without waiting for the medians: the lab's
@@ -190,9 +191,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     late = statistics.median(s.late())
     pred: Callable[[float], bool]
     try_: tuple[str, ...]
-    above = sum(1 for v in s.values[warmup:] if v > below) / (len(s) - warmup)
     # on a short history the median alone is not enough: few points may lie above the bar
-    by_medians = post <= below and late <= below and (len(s) - warmup >= SHORT_AFTER * sustain or above <= SHORT_ABOVE)
+    short = len(s) - warmup < SHORT_AFTER * sustain
+    above = sum(1 for v in s.values[warmup:] if v > below) / (len(s) - warmup)
+    by_medians = post <= below and late <= below and (not short or above <= SHORT_ABOVE)
     if by_medians or went_flat is not None:
         rule, pred, try_ = "explains_nothing", (lambda v: v <= below), WHAT_TO_TRY_NOTHING
     elif post >= leak and late >= leak and not s.proxy:  # an upper bound says nothing of a leak
