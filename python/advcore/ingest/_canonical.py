@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import polars as pl
@@ -14,6 +15,9 @@ from advcore.model import STEP_COUNTER, STRICT_COUNTER, IngestError, RawLog, Run
 from advcore.trace import slice_frame
 
 __all__ = ["canonicalize"]
+
+#: one agent's return in a multi-agent log that has no team reward (on-policy MAPPO's separated runner)
+_AGENT_REWARD = re.compile(r"^reward/agent\d+$")
 
 
 def _restarts(col: pl.Series) -> bool:
@@ -135,8 +139,10 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
     reduction emits canonical names) every column keeps its name and the alias table is not consulted. When several keys map to one name, the first
     non-null value of each row wins, in column order. A log whose format names no trainer is read
     with the aliases of the trainer its keys belong to (a TensorBoard file of a verl run is verl's).
-    When no key maps to ``reward_mean``, a key whose words name a mean training reward is read as it
-    (:func:`~advcore.ingest._aliases.reward_by_name`; the key in ``metadata["reward_by_name"]``)."""
+    When no key maps to ``reward_mean``, it is the mean of the agents' returns where each agent's is logged
+    (``reward/agent<i>``: on-policy MAPPO's separated runner logs no team reward), else a key whose words
+    name a mean training reward is read as it (:func:`~advcore.ingest._aliases.reward_by_name`; the key in
+    ``metadata["reward_by_name"]``)."""
     trainer = raw.trainer or trainer_of(raw.frame.columns)
     version = raw.metadata.get("trainer_version")
     version = str(version) if version is not None else None
@@ -155,6 +161,11 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         if row is not None and row.scale != 1.0:
             expr = expr * row.scale
         columns.setdefault(name, []).append(expr + row.offset if row is not None and row.offset else expr)
+    agents = sorted((c for c in columns if _AGENT_REWARD.match(c)), key=lambda c: int(c[len("reward/agent"):]))
+    if "reward_mean" not in columns and len(agents) >= 2:
+        # each agent's return is logged, the team's is not: the team's reward is the agents' mean
+        sources["reward_mean"] = "mean of " + ", ".join(sources[c] for c in agents)
+        columns["reward_mean"] = [pl.mean_horizontal([pl.coalesce(columns[c]) for c in agents])]
     guessed = reward_by_name(unmapped) if "reward_mean" not in columns else None
     if guessed is not None:
         unmapped.remove(guessed)

@@ -62,12 +62,18 @@ _TORCH_AC_KEYS = frozenset({"rreturn_mean", "num_frames_mean"})
 #: the evaluation columns of PFRL's scores.txt (pfrl/experiments/evaluator.py, ``_basic_columns``), which
 #: the agent's statistics follow (``get_statistics``: average_q1 for SAC, average_value for PPO ...)
 _PFRL_KEYS = frozenset({"steps", "episodes", "elapsed", "mean", "median", "stdev"})
+#: marlbenchmark/on-policy (MAPPO, and its light_mappo extraction): ``average_episode_rewards`` and the PPO
+#: statistics of ``algorithms/r_mappo/r_mappo.py`` (``dist_entropy``, ``actor_grad_norm``, ``ratio``), bare
+#: for the shared runner, per agent (``agent0/dist_entropy``) for the separated one
+#: (``runner/separated/base_runner.py``, ``log_train``)
+_ON_POLICY_KEYS = frozenset({"average_episode_rewards", "dist_entropy", "actor_grad_norm", "critic_grad_norm"})
+_ON_POLICY_MIN_KEYS = 2
 
 
 def trainer_of(keys: Iterable[str]) -> str | None:
     """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``areal``, ``slime``, ``tunix``, ``sb3``,
-    ``cleanrl``, ``pfrl``, ``baselines``, ``rllab``, ``spinup``, ``pymarl``, ``torch_ac``), or None. Keys are
-    tried with and without a ``train/`` prefix (W&B sections)."""
+    ``cleanrl``, ``pfrl``, ``baselines``, ``rllab``, ``spinup``, ``pymarl``, ``torch_ac``, ``on_policy``), or
+    None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
     if len(keys & _TUNIX_KEYS) >= _TUNIX_MIN_KEYS:  # before TRL, whose rewards/ and completions/ prefixes it shares
@@ -98,4 +104,6 @@ def trainer_of(keys: Iterable[str]) -> str | None:
         return "pymarl"
     if _TORCH_AC_KEYS <= keys:
         return "torch_ac"
+    if len({k.rsplit("/", 1)[-1] for k in keys} & _ON_POLICY_KEYS) >= _ON_POLICY_MIN_KEYS:
+        return "on_policy"
     return None

@@ -10,15 +10,17 @@ from advcore.ingest._format import Format
 from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, dict_lines, episode_lines, halos_console,
                                     json_records, mlflow_store, nemo_rl, notebook, openrlhf, plain, prime_rl, printed,
                                     rl4lms, rlinf_table, sample_factory, samples, sb3_console, simplevla, tensorboard,
-                                    text_table, trace_recording, trackio_db, trainer_state, trl_completions,
-                                    trl_console, trl_rollouts_md, verl_console, verl_jsonl, verl_rollouts, wandb)
+                                    tensorboardx_json, text_table, trace_recording, trackio_db, trainer_state,
+                                    trl_completions, trl_console, trl_rollouts_md, verl_console, verl_jsonl,
+                                    verl_rollouts, wandb)
 
 __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 
 #: Detection order: the first format whose ``sniff`` accepts a file reads it (specific formats first:
 #: the SQLite tracking stores, which only binary files can be; a notebook before the text formats, as
-#: its outputs may hold any console text; columnar JSON takes any object of arrays and hands one whose
-#: arrays differ in length to json_records after parsing it once; OpenRLHF, SB3, RLinf, CleanRL, Sample
+#: its outputs may hold any console text; tensorboardX's scalar export, an object of [wall_time, step,
+#: value] lists, before the other JSON formats; columnar JSON takes any object of arrays and hands one
+#: whose arrays differ in length to json_records after parsing it once; OpenRLHF, SB3, RLinf, CleanRL, Sample
 #: Factory, HALOs and RL4LMs consoles before TRL's, whose dict lines may follow any prefix, ``Global
 #: step N:`` included; any other printed metric dict after TRL's; lists of records without a ``step``
 #: before ``trainer_state``, which takes any list of objects; a hand-written loop's per-episode lines of
@@ -26,8 +28,8 @@ __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 #: would take a tab-separated line; a blank-aligned text table after CSV, so that a tab-separated file
 #: stays CSV's).
 ORDER: list[Format] = [m.FORMAT for m in (
-    mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, prime_rl, wandb, json_records,
-    columnar_json,
+    mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, prime_rl, wandb, tensorboardx_json,
+    json_records, columnar_json,
     simplevla, openrlhf, sb3_console, rlinf_table, cleanrl_console, sample_factory, halos_console, rl4lms,
     trl_console, dict_lines,
     trainer_state, verl_jsonl, trace_recording, samples, verl_rollouts, verl_console, tensorboard, episode_lines,
