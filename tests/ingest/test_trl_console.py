@@ -162,3 +162,44 @@ def test_real_sft_then_grpo_console_is_dated_within_the_grpo_run() -> None:
     assert grpo.height == 69 and grpo["step"][0] == 1
     findings, _ = run_detectors(run)
     assert {f.id: f.onset_step for f in findings}["DEAD_FROM_START"] == 1
+
+
+def _hard_wrapped(line: str, width: int) -> list[str]:
+    """``line`` as a terminal of ``width`` columns shows it once pasted: cut every ``width`` characters, a
+    blank that ends a cut piece dropped (what h184's paste does at some of its wraps)."""
+    pieces = [line[i:i + width] for i in range(0, len(line), width)]
+    return [p.rstrip(" ") for p in pieces]
+
+
+def test_a_dict_hard_wrapped_by_the_terminal_is_joined(tmp_path: Path) -> None:
+    logs = [{"loss": -0.0, "grad_norm": 0.16944053769111633, "completions/max_length": 384.0,
+             "rewards/_reward_action/mean": -2.25 + step, "reward": -2.9749999046325684 + step,
+             "reward_std": 0.9192387461662292, "frac_reward_zero_std": 0.5, "epoch": 0.01 * step}
+            for step in range(3)]
+    lines = ["Starting training"]
+    for log in logs:
+        lines += _hard_wrapped(str(log), 60)  # split inside keys and numbers, over 4 lines
+    lines.insert(5, "{'loss': 0.1, 'grad_norm'")  # a truncated dict between them stays an error
+    p = tmp_path / "output.txt"
+    p.write_text("\n".join(lines) + "\n")
+    run = load(p)
+    assert run.format == "trl_console"
+    assert run.frame["reward_mean"].to_list() == [log["reward"] for log in logs]
+    assert run.frame["reward_std"].to_list() == [log["reward_std"] for log in logs]
+    assert [e.line for e in run.errors] == [6]
+
+
+def test_real_hard_wrapped_terminal_paste() -> None:
+    """h184-trl-grpo-qwen3-8b-openenv-watchdog-every-completion-truncated-keyword-reward: a terminal paste
+    wrapped at 180 columns, 200 dicts of 2 to 4 lines; the first and last rewards read off the file by hand
+    (lines 55-59: 'reward': -2.9749999046325684, ...)."""
+    path = corpus("h184-trl-grpo-qwen3-8b-openenv-watchdog-every-completion-truncated-keyword-reward/output1.txt")
+    rewards = []
+    for record in path.read_text().split("{'loss'")[1:]:
+        joined = record.split("}")[0].replace("\n", "")
+        rewards.append(float(joined.split("'reward': ")[1].split(",")[0]))
+    run = load(path)
+    assert run.format == "trl_console" and run.steps == 200
+    assert rewards[0] == -2.9749999046325684 and len(rewards) == 200
+    assert run.frame.sort("step")["reward_mean"].to_list() == rewards
+    assert run.frame["truncated_frac"].min() >= 0.5

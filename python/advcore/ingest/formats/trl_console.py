@@ -12,8 +12,9 @@ goes to ``metadata["summary"]``; when it also carries GRPO step metrics (``rewar
 ``rewards/...``, ``frac_reward_zero_std``: ``GRPOTrainer.log`` in trl/trainer/grpo_trainer.py merges
 the means of the steps since the last log into every log call, the final one included) those make
 the last row (``metadata["last_row_from_summary"]``). Eval dicts (only ``eval_*`` keys) are not counted as steps.
-A line that starts a metric dict but does not parse (a truncated line) is an error with its
-line number; the other lines are still read.
+A line that starts a metric dict but does not parse is joined with the lines after it when they
+are a terminal paste hard-wrapped at its width (:func:`_unwrapped`); else it is an error with its
+line number (a truncated line), and the other lines are still read.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ _COUNTER = re.compile(r"(?<![\d/])(\d+)/(\d+) \[")
 _SUMMARY_ONLY = re.compile(r"^(?:train_(?:runtime|samples_per_second|steps_per_second|loss)|total_flos|epoch)$")
 #: Keys the GRPO trainer adds to every log call, the summary's included, from its step metrics.
 _STEP_METRIC = re.compile(r"^(?:reward|reward_std|frac_reward_zero_std|kl|rewards/.*)$")
+#: A hard-wrapped dict runs on over at most this many more lines, each as long as its first line within
+#: this many characters (a terminal drops the blank it wrapped at).
+MAX_WRAPPED = 32
+WRAP_SLACK = 1
+#: and the joined text is at most this long (a file of long lines that all fail costs each line once)
+MAX_WRAPPED_CHARS = 1 << 16
 
 
 def _segments(text: str) -> list[tuple[int, str]]:
@@ -78,6 +85,27 @@ def _parse(seg: str, start: int) -> dict[str, Any] | None:
     return obj
 
 
+def _unwrapped(segments: list[tuple[int, str]], i: int, start: int) -> tuple[dict[str, Any] | None, int]:
+    """The dict that opens in ``segments[i]`` and runs on over the next lines of a terminal paste
+    hard-wrapped at a fixed width (h184-trl-grpo-qwen3-8b-openenv-watchdog-every-completion-truncated-
+    keyword-reward: 180 columns, each dict over 2 to 4 lines, split inside a key such as
+    ``completions/max_len`` + ``gth``, the blank at a wrap dropped): the lines are joined as they are
+    while each one before the last is as long as the first (within :data:`WRAP_SLACK` characters);
+    and the number of lines joined to it. ``(None, 0)`` when that joined text is no dict either."""
+    width = len(segments[i][1])
+    text = segments[i][1]
+    for used, (_, piece) in enumerate(segments[i + 1: i + 1 + MAX_WRAPPED], start=1):
+        if abs(len(segments[i + used - 1][1]) - width) > WRAP_SLACK or _START.search(piece):
+            break  # the line before was the dict's last, or a new dict opens: no wrap
+        text += piece
+        if len(text) > MAX_WRAPPED_CHARS:
+            break
+        obj = _parse(text, start) if "}" in piece else None  # its end is on the line that closes it
+        if obj is not None:
+            return obj, used
+    return None, 0
+
+
 def read(path: Path) -> RawLog:
     return read_text(_text.read_text(path), path)
 
@@ -92,12 +120,19 @@ def read_text(text: str, path: Path | str) -> RawLog:
     #: per train-metric row, the progress-bar counters (count, total) drawn since the previous dict
     counters: list[list[tuple[int, int]]] = []
     seen: list[tuple[int, int]] = []
-    for n, seg in _text.readable_lines(_segments(text), path, errors):
+    segments = list(_text.readable_lines(_segments(text), path, errors))
+    i = 0
+    while i < len(segments):
+        n, seg = segments[i]
+        i += 1
         start = _START.search(seg)
         seen += [(int(a), int(b)) for a, b in _COUNTER.findall(seg if start is None else seg[:start.start()])]
         if start is None:
             continue
         obj = _parse(seg, start.start())
+        if obj is None:
+            obj, used = _unwrapped(segments, i - 1, start.start())
+            i += used
         if obj is None:
             errors.append(IngestError(
                 str(path), "TRL console: expected a complete Python dict literal ({'key': value, ...}); "
