@@ -455,6 +455,35 @@ def test_bare_progress_counter_after_a_tag(tmp_path: Path) -> None:
     assert printed._parse("accuracy 3/4 | reward=0.5")[0][0] == ("accuracy", "3")
 
 
+def test_bare_progress_counter_in_brackets(tmp_path: Path) -> None:
+    # a from-scratch GRPO notebook's line: '[N/TOTAL]', then pairs (h34-handwritten-grpo-countdown-qwen3b-kl-runaway)
+    lines = []
+    for i in range(6):
+        lines += [f"[{i}/1000]  loss: {-i / 3:.4f}, policy_loss: {-i / 3:.4f}, kl-penalty: {i / 50:.3f}, "
+                  f"entropy:{87 - i:.2f}", "INFO Successfully reset prefix cache"]
+    lines.append("[1/3] Loading shards")  # a counter before prose is no step
+    p = _log(tmp_path, "\n".join(lines) + "\n")
+    assert detect(p) is printed.FORMAT
+    run = load(p)
+    assert run.frame["step"].to_list() == list(range(6))
+    assert run.frame["entropy"].to_list() == [87.0 - i for i in range(6)]
+
+
+def test_real_notebook_with_bracketed_counters() -> None:
+    """h34-handwritten-grpo-countdown-qwen3b-kl-runaway: a notebook whose stream outputs print
+    '[N/1000]  loss: ..., entropy:...' per GRPO step, between vLLM's log lines; the entropies read off the
+    outputs here."""
+    path = corpus("h34-handwritten-grpo-countdown-qwen3b-kl-runaway/grpo.ipynb")
+    text = "".join("".join(o.get("text", "")) for c in json.loads(path.read_text())["cells"]
+                   for o in c.get("outputs", []))
+    rows = re.findall(r"^\[(\d+)/1000\]  loss: \S+, .*entropy:(\S+)$", text, re.M)
+    run = load(path)
+    assert run.format == "notebook" and len(rows) == 28
+    assert run.frame["step"].to_list() == [int(s) for s, _ in rows]
+    assert run.frame["entropy"].to_list() == [float(e) for _, e in rows]
+    assert rows[0] == ("0", "87.1328125")
+
+
 def test_real_tinker_grpo_log() -> None:
     path = corpus("h111-tinker-grpo-qwen3-8b-xlam-tools-reward-floor/grpo_100_xlam.log")
     rows = re.findall(r"^\[xlam100\]\s+(\d+)/100 \| loss=\S+ \| reward=(\S+)$", path.read_text(), re.M)

@@ -20,7 +20,7 @@ per update or episode in a form of their own. The forms seen in real notebooks:
   alpha=1.0, kl=8.1e-08`` and ``Total reward in global step 33: 1.37`` (a TF1 TRPO loop; read as
   ``global_step 33, Total reward: 1.37``);
 * a bare progress counter after a tag: ``[synth100]  12/100 | loss=0.0000 | reward=0.000`` (a Tinker
-  GRPO loop), read as ``step 12``;
+  GRPO loop), read as ``step 12``, and one alone in brackets: ``[0/1000]  loss: -6.90, entropy:87.13``;
 * Lapan's DQN (*Deep Reinforcement Learning Hands-On*) and its copies: ``237: done 1 games, mean
   reward -19.000, eps 1.00, speed 425.32 f/s``, counted by the frame;
 * a block headed ``Timestep: 60000`` whose names carry a qualifier in parentheses (``mean reward (100
@@ -118,6 +118,10 @@ _EPOCH_OF = re.compile(r"^(?P<word>[^\W\d]\w{0,20}+)\s*+:?\s*+\[(?P<e>\d{1,9}+)/
 #: ``[synth100]   1/100 | loss=-9.3115 | reward=0.375`` (a Tinker GRPO loop, arvindcr4/tinker-rl-lab),
 #: read as ``step 1 | ...`` (the total is the plan, not a value).
 _BARE_PROGRESS = re.compile(r"^\s*+(?P<tag>\[[^\]\n]{1,40}+\]\s*+)?(?P<n>\d{1,12}+)/\d{1,12}+\s*+\|")
+#: A bare progress counter in brackets that begins a line, a name after it: ``[0/1000]  loss: -6.90,
+#: policy_loss: -6.90, kl-penalty: 0.0155, entropy:87.13`` (a from-scratch GRPO notebook,
+#: h34-handwritten-grpo-countdown-qwen3b-kl-runaway), read as ``step 0, loss: ...``.
+_BRACKETED_PROGRESS = re.compile(r"^\s*+\[(?P<n>\d{1,12}+)/\d{1,12}+\]\s++(?=[^\W\d])")
 
 
 #: Full-width punctuation that Chinese and Japanese loops print (``回合：10/5000，奖励：-1378.73``),
@@ -235,6 +239,8 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
         text = _done_games(text, m)
     if "|" in text:
         text = _BARE_PROGRESS.sub(r"step \g<n> |", text, count=1)
+    if text.lstrip().startswith("["):
+        text = _BRACKETED_PROGRESS.sub(r"step \g<n>, ", text, count=1)
     if " in " in text or " at " in text or " of " in text or " for " in text:
         text = _AT_STEP.sub(_at_step, text, count=1)
     if "=>" in text and (m := _LABELLED.match(text)) is not None:
