@@ -141,6 +141,19 @@ class Run:
         """Canonical metric names present with at least one non-null value."""
         return [c for c in self.frame.columns if self._is_metric(c)]
 
+    @property
+    def unread(self) -> dict[str, list[str]]:
+        """The columns of the run's files that were not read, sorted: ``unmapped`` (numeric, but no alias
+        names them) and ``non_numeric`` (text); a key read from one file of a joined run is not listed."""
+        parts = self.metadata.get("parts") or [self.metadata]
+        used = set(self.sources.values())
+        out: dict[str, list[str]] = {}
+        for key in ("unmapped", "non_numeric"):
+            names = sorted({str(c) for p in parts for c in p.get(key, ())} - used)
+            out[key] = names
+            used |= set(names)
+        return out
+
     def has(self, *names: str) -> bool:
         """True when every metric in ``names`` is present (a column with a non-null value)."""
         columns = set(self.frame.columns)

@@ -100,12 +100,13 @@ class RunReport:
             "not_evaluable": [n.to_json() for n in self.not_evaluable],
             "verdict": self.verdict.to_json(),
             "errors": [str(e) for e in self.run.errors],
+            "not_read": self.run.unread,
             **({"judged_apart": list(apart)} if (apart := self.run.metadata.get(JUDGED_APART)) else {}),
         }
 
 
 #: Version of the ``--format json`` document; described by ``advcore/schema/scan.schema.json``.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def document(reports: Sequence[RunReport]) -> dict[str, Any]:

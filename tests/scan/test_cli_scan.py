@@ -42,6 +42,19 @@ def test_document_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(f["what_to_try"] for f in run["findings"])
 
 
+def test_json_lists_every_column_it_did_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # more unknown columns than the human report shows; the JSON names them all
+    unknown = [f"custom_metric_{i:02d}" for i in range(12)]
+    rows = [",".join(["step", "reward", "note", *unknown])]
+    rows += [",".join([str(s), str(0.1 * s), "text", *(str(s * i) for i in range(12))]) for s in range(1, 11)]
+    (tmp_path / "log.csv").write_text("\n".join(rows) + "\n")
+    _, doc = scan_json(capsys, str(tmp_path / "log.csv"))
+    jsonschema.validate(doc, SCHEMA)
+    (run,) = doc["runs"]
+    assert run["not_read"] == {"unmapped": unknown, "non_numeric": ["note"]}
+    assert "reward_mean" in run["metrics"]
+
+
 def test_the_schema_rejects_what_it_does_not_describe(capsys: pytest.CaptureFixture[str]) -> None:
     _, doc = scan_json(capsys, str(DEMO_RUN))
     doc["runs"][0]["verdict"]["status"] = "fine"

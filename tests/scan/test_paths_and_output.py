@@ -218,7 +218,7 @@ def test_a_report_on_a_real_run_is_readable_in_text_and_markdown(capsys: pytest.
     assert main(["scan", str(folder), "--format", "markdown"]) == 0
     md = capsys.readouterr().out
     assert "What to try first:" in md and all(f"- {t}" in md for t in tries if "<" not in t)
-    assert "None" not in md and "reward/<name>" not in md and "reward/&lt;name>" in md
+    assert "None" not in md and "reward/<name>" not in md and "reward/\\<name>" in md
     assert main(["scan", str(folder)]) == 0
     text = capsys.readouterr().out
     assert "None" not in text

@@ -70,9 +70,10 @@ def _safe(text: object) -> str:
 
 
 def _md(text: object) -> str:
-    """``text`` for a markdown line: control characters escaped, ``<`` too (GitHub would take
-    ``reward/<name>`` for an HTML tag)."""
-    return printable(str(text)).replace("<", "&lt;")
+    """``text`` for a markdown line: control characters escaped, ``<`` backslash-escaped (GitHub would
+    take ``reward/<name>`` for an HTML tag; ``\\<`` renders as ``<`` and still reads as one in the raw
+    text, where an entity ``&lt;`` did not)."""
+    return printable(str(text)).replace("<", "\\<")
 
 
 def _cell_md(text: object) -> str:
@@ -203,15 +204,12 @@ def _metrics(run: Run) -> str:
 def _unread(run: Run) -> str:
     """The columns of the run's files that were not read, as ``a, b and 3 more (no alias names them);
     c (text)``, or ''."""
-    parts = run.metadata.get("parts") or [run.metadata]
-    used = set(run.sources.values())
+    unread = run.unread
     out = []
     for key, why in (("unmapped", "no alias names them: --metric-map maps a key"), ("non_numeric", "text")):
-        names = sorted({str(c) for p in parts for c in p.get(key, ())} - used)
-        if names:
-            more = f" and {len(names) - _UNREAD_SHOWN} more" if len(names) > _UNREAD_SHOWN else ""
+        if names := unread[key]:
+            more = f" and {len(names) - _UNREAD_SHOWN} more (--format json lists them)" if len(names) > _UNREAD_SHOWN else ""
             out.append(", ".join(names[:_UNREAD_SHOWN]) + more + f" ({why})")
-        used |= set(names)
     return "; ".join(out)
 
 
