@@ -24,7 +24,8 @@ def _mappo_export(folder: Path, rewards: dict[int, list[float]], entropy: list[f
     for i, step in enumerate(range(10, 10 + 50 * len(entropy), 50)):
         for agent, values in rewards.items():
             for k, v in ((f"agent{agent}/average_episode_rewards", values[i]),
-                         (f"agent{agent}/dist_entropy", entropy[i]), (f"agent{agent}/policy_loss", -0.02)):
+                         (f"agent{agent}/dist_entropy", entropy[i]), (f"agent{agent}/policy_loss", -0.02),
+                         (f"agent{agent}/actor_grad_norm", 0.5 * (agent + 1) * (i + 1))):
                 writer.add_scalars(k, {k: v}, step)
     out = folder / "logs" / "summary.json"
     writer.export_scalars_to_json(str(out))
@@ -47,6 +48,8 @@ def test_mappo_separated_runner_export_reads_per_agent_and_team_reward(tmp_path:
     assert frame["reward_mean"].to_list() == [(a + b) / 2 for a, b in zip(rewards[0], rewards[1], strict=True)]
     assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(frame["entropy/agent1"].to_list(), entropy, strict=True))
     assert run.sources["reward/agent0"] == "agent0/average_episode_rewards"
+    # and no team gradient norm: the agents' mean, (0.5 + 1.0) / 2 x (step index + 1)
+    assert frame["grad_norm"].to_list() == [0.75 * (i + 1) for i in range(6)]
 
 
 def test_a_series_that_is_not_points_costs_that_series(tmp_path: Path) -> None:

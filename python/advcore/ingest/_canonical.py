@@ -16,8 +16,10 @@ from advcore.trace import slice_frame
 
 __all__ = ["canonicalize"]
 
-#: one agent's return in a multi-agent log that has no team reward (on-policy MAPPO's separated runner)
-_AGENT_REWARD = re.compile(r"^reward/agent\d+$")
+#: one agent's metric in a multi-agent log that has no team one (on-policy MAPPO's separated runner): its
+#: return, its actor's gradient norm; the team's is the agents' mean (the canonical name on the right)
+_PER_AGENT = re.compile(r"^(?P<metric>reward|grad_norm)/agent(?P<i>\d+)$")
+_TEAM = {"reward": "reward_mean", "grad_norm": "grad_norm"}
 
 
 def _restarts(col: pl.Series) -> bool:
@@ -139,8 +141,9 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
     reduction emits canonical names) every column keeps its name and the alias table is not consulted. When several keys map to one name, the first
     non-null value of each row wins, in column order. A log whose format names no trainer is read
     with the aliases of the trainer its keys belong to (a TensorBoard file of a verl run is verl's).
-    When no key maps to ``reward_mean``, it is the mean of the agents' returns where each agent's is logged
-    (``reward/agent<i>``: on-policy MAPPO's separated runner logs no team reward), else a key whose words
+    When no key maps to ``reward_mean`` (``grad_norm``), it is the mean of the agents' returns (actor gradient
+    norms) where each agent's is logged (``reward/agent<i>``, ``grad_norm/agent<i>``: on-policy MAPPO's
+    separated runner logs no team one), else for the reward a key whose words
     name a mean training reward is read as it (:func:`~advcore.ingest._aliases.reward_by_name`; the key in
     ``metadata["reward_by_name"]``)."""
     trainer = raw.trainer or trainer_of(raw.frame.columns)
@@ -161,11 +164,13 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         if row is not None and row.scale != 1.0:
             expr = expr * row.scale
         columns.setdefault(name, []).append(expr + row.offset if row is not None and row.offset else expr)
-    agents = sorted((c for c in columns if _AGENT_REWARD.match(c)), key=lambda c: int(c[len("reward/agent"):]))
-    if "reward_mean" not in columns and len(agents) >= 2:
-        # each agent's return is logged, the team's is not: the team's reward is the agents' mean
-        sources["reward_mean"] = "mean of " + ", ".join(sources[c] for c in agents)
-        columns["reward_mean"] = [pl.mean_horizontal([pl.coalesce(columns[c]) for c in agents])]
+    for metric, team in _TEAM.items():
+        agents = sorted((m for c in columns if (m := _PER_AGENT.match(c)) and m["metric"] == metric),
+                        key=lambda m: int(m["i"]))
+        if team not in columns and len(agents) >= 2:
+            # each agent's is logged, the team's is not: the team's is the agents' mean
+            sources[team] = "mean of " + ", ".join(sources[m.string] for m in agents)
+            columns[team] = [pl.mean_horizontal([pl.coalesce(columns[m.string]) for m in agents])]
     guessed = reward_by_name(unmapped) if "reward_mean" not in columns else None
     if guessed is not None:
         unmapped.remove(guessed)

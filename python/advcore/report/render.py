@@ -208,8 +208,9 @@ def _unread(run: Run) -> str:
     out = []
     for key, why in (("unmapped", "no alias names them: --metric-map maps a key"), ("non_numeric", "text")):
         if names := unread[key]:
-            more = f" and {len(names) - _UNREAD_SHOWN} more (--format json lists them)" if len(names) > _UNREAD_SHOWN else ""
-            out.append(", ".join(names[:_UNREAD_SHOWN]) + more + f" ({why})")
+            more = len(names) > _UNREAD_SHOWN
+            listed = ", ".join(names[:_UNREAD_SHOWN]) + (f" and {len(names) - _UNREAD_SHOWN} more" if more else "")
+            out.append(listed + f" ({why}{'; --format json lists them all' if more else ''})")
     return "; ".join(out)
 
 
