@@ -111,6 +111,33 @@ def test_real_gui_cursor_filter_ratios() -> None:
     assert raw.frame["reward_extra_info/success"][0] == pytest.approx(0.29296875)
 
 
+def test_group_filter_shares_give_the_kept_share_and_the_removed_counts(tmp_path: Path) -> None:
+    # the lines a verl fork's group filter prints (filtering_info: the shares of the sampled prompts whose
+    # rollouts all succeeded or all failed, and how many prompts were sampled)
+    lines = [f"step:{s} - critic/score/mean:{0.5 + s / 10} - rollout/too_bad_sample_ratio:{bad} - "
+             f"rollout/too_good_sample_ratio:{good} - rollout/total_num_samples:{n}"
+             for s, bad, good, n in ((1, 0.5, 0.125, 64), (2, 0.25, 0.25, 96), (3, 0.75, 0.1875, 64))]
+    run = load(_write(tmp_path, "\n".join(lines) + "\n"))
+    f = run.frame.sort("step")
+    assert f["filter/kept_frac"].to_list() == [0.375, 0.5, 0.0625]
+    assert f["filter/removed_all_fail"].to_list() == [32, 24, 48]
+    assert f["filter/removed_all_success"].to_list() == [8, 24, 12]
+    assert f["filter/groups_removed"].to_list() == [40, 48, 60]
+
+
+def test_real_gui_cursor_filter_accounting() -> None:
+    """gui-cursor-verl-grpo: the kept share of step 1, 1 - 0.010416666666666666 - 0.5625, and the run's
+    removed groups, summed by hand from its 10 filtering lines."""
+    path = real("gui-cursor-verl-grpo/verl_demo.log")
+    raw = verl_console.read(path).frame
+    run = load(path)
+    kept = run.frame.sort("step")["filter/kept_frac"]
+    assert kept[0] == pytest.approx(1 - 0.010416666666666666 - 0.5625)
+    n, good, bad = (raw[k].to_list() for k in ("rollout/total_num_samples", "rollout/too_good_sample_ratio",
+                                                "rollout/too_bad_sample_ratio"))
+    assert run.frame["filter/groups_removed"].sum() == sum(round(a * (g + b)) for a, g, b in zip(n, good, bad))
+
+
 def test_an_unparsable_chunk_costs_that_chunk_not_the_line(tmp_path: Path) -> None:
     # a key with '&' (SimpleVLA-RL's timing/acc&trunc_filter) and a chunk with no colon at all
     p = tmp_path / "run.log"

@@ -134,6 +134,25 @@ def _nonfinite_unmapped(raw: pl.DataFrame, unmapped: list[str], step_col: str | 
     return out
 
 
+def _filter_shares(columns: dict[str, list[pl.Expr]], sources: dict[str, str]) -> None:
+    """A group filter logged as the shares of the sampled groups it removed at each bound
+    (``filter/all_success_frac``, ``filter/all_fail_frac``) gives the share it kept, and with the number
+    of groups sampled the counts it removed, as the filter accounting reads them
+    (:mod:`advcore.detectors.filter_starvation`)."""
+    if "filter/kept_frac" in columns or not {"filter/all_success_frac", "filter/all_fail_frac"} <= columns.keys():
+        return
+    good, bad = (pl.coalesce(columns[k]) for k in ("filter/all_success_frac", "filter/all_fail_frac"))
+    sources["filter/kept_frac"] = f"1 - {sources['filter/all_success_frac']} - {sources['filter/all_fail_frac']}"
+    columns["filter/kept_frac"] = [1.0 - good - bad]
+    if "filter/groups_sampled" in columns:
+        n = pl.coalesce(columns["filter/groups_sampled"])
+        for name, share in (("filter/removed_all_success", good), ("filter/removed_all_fail", bad)):
+            sources[name] = f"{sources['filter/groups_sampled']} x {sources[name.replace('removed_', '') + '_frac']}"
+            columns[name] = [(share * n).round(0)]
+        sources["filter/groups_removed"] = f"{sources['filter/groups_sampled']} x (1 - filter/kept_frac)"
+        columns["filter/groups_removed"] = [((good + bad) * n).round(0)]
+
+
 def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonical: bool = False) -> Run:
     """Rename the trainer's keys to canonical names; keys without an alias are dropped (their
     names are kept in ``metadata["unmapped"]``, and the first non-finite value of each numeric one in
@@ -164,6 +183,7 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         if row is not None and row.scale != 1.0:
             expr = expr * row.scale
         columns.setdefault(name, []).append(expr + row.offset if row is not None and row.offset else expr)
+    _filter_shares(columns, sources)
     for metric, team in _TEAM.items():
         agents = sorted((m for c in columns if (m := _PER_AGENT.match(c)) and m["metric"] == metric),
                         key=lambda m: int(m["i"]))
