@@ -488,9 +488,14 @@ def _diagnose(
                 # alive is not learning: say so (a newcomer read "no finding" on legaloom-grpo-v3, flat at
                 # ~0.05 for 40 steps, as "healthy")
                 shown = len(course.series)
-                summary += (f"; but the reward did not rise beyond its step-to-step noise (a median of "
-                            f"{course.early:.4g} early, {course.late:.4g} late): no learning shows in these "
-                            f"{shown} steps" + (" (too few to tell whether it learns)" if shown < FEW_STEPS else ""))
+                if shown < FEW_STEPS:  # a newcomer read "no learning shows" on 10 steps of a run that was learning
+                    summary += (f"; {shown} steps are too few to tell whether it learns (the reward's median went "
+                                f"from {course.early:.4g} early to {course.late:.4g} late, within its step-to-step "
+                                "noise)")
+                else:
+                    summary += (f"; but the reward did not rise beyond its step-to-step noise (a median of "
+                                f"{course.early:.4g} early, {course.late:.4g} late): no learning shows in these "
+                                f"{shown} steps")
             return Verdict(None, summary, None, (), None, (), not_checked, signal=stage_signal(run), course=course)
         return Verdict(None, summary, None, (), None, (), not_checked, judged=False,
                        unreadable=run.steps == 0 and bool(run.errors))
