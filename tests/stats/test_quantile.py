@@ -70,14 +70,32 @@ def test_quantile_small_n_edge_q(method: str, n: int) -> None:
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("method", QUANTILE_METHODS)
-def test_quantile_heavy_ties_large_n(method: str, dtype: type) -> None:
-    # 90% exact zeros, some exact ones, a spread: the zero bucket is refined, not gathered.
+@pytest.mark.parametrize("n", [60_000, 200_000])
+def test_quantile_heavy_ties_large_n(method: str, dtype: type, n: int) -> None:
+    # 90% exact zeros, some exact ones, a spread: selected in a copy up to 65,536 values; above, the
+    # zeros are taken out first and the rest is selected (rust/advcore-stats/src/quantile.rs, untie)
     rng = np.random.default_rng(1)
-    n = 60_000
     x = np.where(rng.random(n) < 0.9, 0.0, rng.standard_normal(n)).astype(dtype)
     x[rng.random(n) < 0.03] = 1.0
     assert_array_equal(quantile(x, SEVEN_Q + [0.0, 1.0], method=method),
                        np_quantile(x, SEVEN_Q + [0.0, 1.0], method))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_quantile_two_heavy_values_and_nan_large_n(dtype: type) -> None:
+    # 45% zeros and 45% ones: no value holds half, the refinement path; a NaN omitted or propagated
+    rng = np.random.default_rng(3)
+    n = 200_000
+    u = rng.random(n)
+    x = np.where(u < 0.45, 0.0, np.where(u < 0.9, 1.0, rng.standard_normal(n))).astype(dtype)
+    x[12_345] = np.nan
+    for method in QUANTILE_METHODS:
+        assert_array_equal(quantile(x, SEVEN_Q, method=method, nan_policy="omit"),
+                           np.nanquantile(x.astype(np.float64), SEVEN_Q, method=method))
+    assert np.isnan(quantile(x, SEVEN_Q)).all()
+    x[x == 0.0] = 0.5  # now 0.5 holds 45% and 1.0 45%; make 1.0 the majority
+    x[(x == 0.5) & (rng.random(n) < 0.5)] = 1.0
+    assert_array_equal(quantile(x, SEVEN_Q, nan_policy="omit"), np.nanquantile(x.astype(np.float64), SEVEN_Q))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -17,6 +17,11 @@
 //! range's exact minimum and maximum: a bucket of a single value ends there, in linear time.
 //! This is the MSD radix select of the radix-sort literature (e.g. Alabi et al. 2012, "Fast
 //! k-selection algorithms for graphics processing units", JEA 17) for several ranks at once.
+//!
+//! **One dominant value.** When one value holds at least half of a probe of the first values (90 % of
+//! RL rewards at exactly 0), one pass counts it (and the values below it) and copies the others out;
+//! the order statistics inside its run are that value, the others are selected among the copied ones
+//! (a tenth of the data) as above.
 
 use crate::error::{Result, StatsError, check_non_empty};
 use crate::sample::{NanPolicy, Sample, raise_on_nan};
@@ -239,6 +244,9 @@ pub fn quantile<T: Select>(values: &[T], q: &[f64], method: Method, nan_policy: 
     check_non_empty("values", values.len())?;
     check_q(q)?;
     raise_on_nan(nan_policy, "values", values)?;
+    if let Some(tie) = dominant_key(values) {
+        return Ok(tied_quantile(values, tie, q, method, nan_policy));
+    }
     let selector = Selector::new(values, key_of::<T>);
     if selector.n_nan() > 0 && nan_policy == NanPolicy::Propagate || selector.n_valid() == 0 {
         return Ok(vec![f64::NAN; q.len()]);
@@ -248,6 +256,97 @@ pub fn quantile<T: Select>(values: &[T], q: &[f64], method: Method, nan_policy: 
     let keys = selector.select(&ranks);
     let value = |k: u64| T::from_key(T::Key::from_u64(k)).to_f64();
     Ok(positions.iter().zip(keys.chunks_exact(2)).map(|(p, k)| p.combine(value(k[0]), value(k[1]))).collect())
+}
+
+/// A value held by at least this share of the probe (the first [`PROBE`] values) is taken out before
+/// selecting: 90 % of RL rewards at exactly 0 cost two full passes of the histogram selection (one to
+/// count, one to gather the keys around the upper quantiles), the split one pass and the selection a
+/// pass over the other 10 %.
+const TIE_SHARE: usize = 2;
+
+/// The key of the value that at least 1 / [`TIE_SHARE`] of the probe holds (not NaN), for inputs the
+/// histogram selection would take (more than [`SMALL_MAX`] values); None otherwise.
+fn dominant_key<T: Select>(values: &[T]) -> Option<T::Key> {
+    if values.len() <= SMALL_MAX {
+        return None;
+    }
+    let mut probe: Vec<T::Key> = values[..PROBE].iter().map(|&x| key_of(x)).collect();
+    probe.sort_unstable();
+    let (mut best, mut best_len, mut start) = (probe[0], 0usize, 0usize);
+    for i in 1..=probe.len() {
+        if i == probe.len() || probe[i] != probe[start] {
+            if i - start > best_len {
+                (best, best_len) = (probe[start], i - start);
+            }
+            start = i;
+        }
+    }
+    (best_len * TIE_SHARE >= probe.len() && best != T::Key::MAX).then_some(best)
+}
+
+/// `values` without the ones whose key is `tie` (in order), and how many had it, how many were
+/// below it, and how many were NaN.
+struct Untied<T> {
+    rest: Vec<T>,
+    tied: usize,
+    below: usize,
+    nan: usize,
+}
+
+#[dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn untie<T: Select>(values: &[T], tie: T::Key) -> Untied<T> {
+    let mut rest = Vec::with_capacity(values.len() / 8);
+    let (mut tied, mut below, mut nan) = (0usize, 0usize, 0usize);
+    let mut keys = [T::Key::MIN; CHUNK];
+    for chunk in values.chunks(CHUNK) {
+        // Keys and counts in a loop the compiler vectorises ...
+        for (k, &x) in keys.iter_mut().zip(chunk) {
+            *k = key_of(x);
+        }
+        for &k in &keys[..chunk.len()] {
+            tied += usize::from(k == tie);
+            below += usize::from(k < tie);
+            nan += usize::from(k == T::Key::MAX);
+        }
+        // ... then a bit mask of the others per 64 values, whose set bits alone are visited: with the
+        // tie common, most values cost a compare and no store.
+        for (part, base) in keys[..chunk.len()].chunks(64).zip((0..).step_by(64)) {
+            let mut mask = 0u64;
+            for (j, &k) in part.iter().enumerate() {
+                mask |= u64::from(k != tie) << j;
+            }
+            while mask != 0 {
+                rest.push(chunk[base + mask.trailing_zeros() as usize]);
+                mask &= mask - 1;
+            }
+        }
+    }
+    Untied { rest, tied, below, nan }
+}
+
+/// [`quantile`] of `values` where the key `tie` is common: the order statistics below the tied run
+/// and above it are selected among the other values, those inside it are the tied value.
+fn tied_quantile<T: Select>(values: &[T], tie: T::Key, q: &[f64], method: Method, nan_policy: NanPolicy) -> Vec<f64> {
+    let Untied { rest, tied, below, nan } = untie(values, tie);
+    if nan > 0 && nan_policy == NanPolicy::Propagate {
+        return vec![f64::NAN; q.len()];
+    }
+    let positions: Vec<Position> = q.iter().map(|&p| method.position(values.len() - nan, p)).collect();
+    let ranks: Vec<usize> = positions.iter().flat_map(|p| p.ranks()).collect();
+    // Ranks among the other values: those above the tied run shift down by its length.
+    let outside: Vec<usize> = ranks
+        .iter()
+        .filter(|&&r| r < below || r >= below + tied)
+        .map(|&r| if r < below { r } else { r - tied })
+        .collect();
+    let mut selected =
+        if outside.is_empty() { Vec::new() } else { Selector::new(&rest, key_of::<T>).select(&outside) }.into_iter();
+    let keys: Vec<u64> = ranks
+        .iter()
+        .map(|&r| if r < below || r >= below + tied { selected.next().unwrap_or(0) } else { tie.to_u64() })
+        .collect();
+    let value = |k: u64| T::from_key(T::Key::from_u64(k)).to_f64();
+    positions.iter().zip(keys.chunks_exact(2)).map(|(p, k)| p.combine(value(k[0]), value(k[1]))).collect()
 }
 
 /// The quantiles `q` (each in `[0, 1]`) of `n >= 1` values already in ascending order without
@@ -871,10 +970,40 @@ mod tests {
     }
 
     #[test]
-    fn heavy_ties_and_offsets_take_the_refinement_path() {
-        // 90% zeros, then ones and a spread: the zero bucket is refined, not gathered.
+    fn a_dominant_value_is_taken_out_before_selecting() {
+        // 90% zeros (RL rewards), then ones and a spread: the split path.
         let mut x: Vec<f32> = (0..100_000u32).map(|i| if i % 10 == 0 { (i % 7) as f32 * 0.25 } else { 0.0 }).collect();
         x[5] = 1.0;
+        assert_eq!(dominant_key(&x), Some(0.0f32.sort_key()));
+        let xd: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+        for m in Method::ALL {
+            assert!(
+                same(&quantile(&x, &QS, m, NanPolicy::Propagate).unwrap(), &by_sorting(&xd, &QS, m, false)),
+                "{m:?}"
+            );
+        }
+        // NaN among them: propagated, or omitted from the ranks
+        x[7] = f32::NAN;
+        let xd: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+        assert!(quantile(&x, &QS, Method::Linear, NanPolicy::Propagate).unwrap().iter().all(|v| v.is_nan()));
+        assert!(same(
+            &quantile(&x, &QS, Method::Linear, NanPolicy::Omit).unwrap(),
+            &by_sorting(&xd, &QS, Method::Linear, true)
+        ));
+    }
+
+    #[test]
+    fn heavy_ties_and_offsets_take_the_refinement_path() {
+        // 40% zeros, 40% ones, then a spread: no value holds half, so the zero and one buckets are
+        // refined, not gathered.
+        let x: Vec<f32> = (0..100_000u32)
+            .map(|i| match i % 10 {
+                1..=4 => 0.0,
+                5..=8 => 1.0,
+                _ => (i % 7) as f32 * 0.25,
+            })
+            .collect();
+        assert_eq!(dominant_key(&x), None);
         let xd: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
         for m in Method::ALL {
             assert!(
@@ -906,6 +1035,39 @@ mod tests {
                 same(&quantile(&x, &QS, m, NanPolicy::Propagate).unwrap(), &by_sorting(&x, &QS, m, false)),
                 "{m:?}"
             );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// The split path against sorting: a value held by half of the values or more, among others
+        /// with ties, infinities and NaN, every method, both NaN policies.
+        #[test]
+        fn dominant_values_match_sorting(
+            n in 65_537usize..75_000,
+            share in 0.5f64..0.99,
+            tie in prop_oneof![Just(0.0f64), Just(1.0), Just(-3.5)],
+            seed in any::<u64>(),
+            nan in any::<bool>(),
+            q in proptest::collection::vec(0.0f64..=1.0, 1..8),
+        ) {
+            let mut state = seed | 1;
+            let mut next = || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state };
+            let mut x: Vec<f64> = (0..n).map(|_| {
+                let r = next();
+                if (r % 10_000) as f64 / 10_000.0 < share { tie } else {
+                    match r % 5 { 0 => ((r >> 8) % 11) as f64, 1 => f64::INFINITY, _ => ((r >> 11) as f64) / 1e12 - 2.0 }
+                }
+            }).collect();
+            if nan { x[n / 3] = f64::NAN; }
+            let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let xfd: Vec<f64> = xf.iter().map(|&v| f64::from(v)).collect();
+            for m in Method::ALL {
+                for (policy, omit) in [(NanPolicy::Propagate, false), (NanPolicy::Omit, true)] {
+                    prop_assert!(same(&quantile(&x, &q, m, policy).unwrap(), &by_sorting(&x, &q, m, omit)), "{:?}", m);
+                    prop_assert!(same(&quantile(&xf, &q, m, policy).unwrap(), &by_sorting(&xfd, &q, m, omit)), "{:?}", m);
+                }
+            }
         }
     }
 
