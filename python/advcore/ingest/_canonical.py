@@ -160,11 +160,12 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
     reduction emits canonical names) every column keeps its name and the alias table is not consulted. When several keys map to one name, the first
     non-null value of each row wins, in column order. A log whose format names no trainer is read
     with the aliases of the trainer its keys belong to (a TensorBoard file of a verl run is verl's).
-    When no key maps to ``reward_mean`` (``grad_norm``), it is the mean of the agents' returns (actor gradient
-    norms) where each agent's is logged (``reward/agent<i>``, ``grad_norm/agent<i>``: on-policy MAPPO's
-    separated runner logs no team one), else for the reward a key whose words
-    name a mean training reward is read as it (:func:`~advcore.ingest._aliases.reward_by_name`; the key in
-    ``metadata["reward_by_name"]``)."""
+    When no key maps to ``reward_mean`` (``grad_norm``), it is the mean of the agents' returns (actor
+    gradient norms) where each agent's is logged (``reward/agent<i>``, ``grad_norm/agent<i>``: on-policy
+    MAPPO's separated runner logs no team one); else, for the reward, a key whose words name a mean
+    training reward is read as it (:func:`~advcore.ingest._aliases.reward_by_name`; the key in
+    ``metadata["reward_by_name"]``). A group filter's removed shares give its kept share
+    (:func:`_filter_shares`)."""
     trainer = raw.trainer or trainer_of(raw.frame.columns)
     version = raw.metadata.get("trainer_version")
     version = str(version) if version is not None else None
