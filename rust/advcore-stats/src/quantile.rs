@@ -251,11 +251,17 @@ pub fn quantile<T: Select>(values: &[T], q: &[f64], method: Method, nan_policy: 
     if selector.n_nan() > 0 && nan_policy == NanPolicy::Propagate || selector.n_valid() == 0 {
         return Ok(vec![f64::NAN; q.len()]);
     }
-    let positions: Vec<Position> = q.iter().map(|&p| method.position(selector.n_valid(), p)).collect();
+    Ok(combined::<T>(selector.n_valid(), q, method, |ranks| selector.select(ranks)))
+}
+
+/// The quantiles `q` of `n` non-NaN values by `method`: the order statistics they need, as keys from
+/// `select` (given their ranks), combined as numpy combines them.
+fn combined<T: Select>(n: usize, q: &[f64], method: Method, select: impl FnOnce(&[usize]) -> Vec<u64>) -> Vec<f64> {
+    let positions: Vec<Position> = q.iter().map(|&p| method.position(n, p)).collect();
     let ranks: Vec<usize> = positions.iter().flat_map(|p| p.ranks()).collect();
-    let keys = selector.select(&ranks);
+    let keys = select(&ranks);
     let value = |k: u64| T::from_key(T::Key::from_u64(k)).to_f64();
-    Ok(positions.iter().zip(keys.chunks_exact(2)).map(|(p, k)| p.combine(value(k[0]), value(k[1]))).collect())
+    positions.iter().zip(keys.chunks_exact(2)).map(|(p, k)| p.combine(value(k[0]), value(k[1]))).collect()
 }
 
 /// A value held by at least this share of the probe (the first [`PROBE`] values) is taken out before
@@ -331,22 +337,16 @@ fn tied_quantile<T: Select>(values: &[T], tie: T::Key, q: &[f64], method: Method
     if nan > 0 && nan_policy == NanPolicy::Propagate {
         return vec![f64::NAN; q.len()];
     }
-    let positions: Vec<Position> = q.iter().map(|&p| method.position(values.len() - nan, p)).collect();
-    let ranks: Vec<usize> = positions.iter().flat_map(|p| p.ranks()).collect();
-    // Ranks among the other values: those above the tied run shift down by its length.
-    let outside: Vec<usize> = ranks
-        .iter()
-        .filter(|&&r| r < below || r >= below + tied)
-        .map(|&r| if r < below { r } else { r - tied })
-        .collect();
-    let mut selected =
-        if outside.is_empty() { Vec::new() } else { Selector::new(&rest, key_of::<T>).select(&outside) }.into_iter();
-    let keys: Vec<u64> = ranks
-        .iter()
-        .map(|&r| if r < below || r >= below + tied { selected.next().unwrap_or(0) } else { tie.to_u64() })
-        .collect();
-    let value = |k: u64| T::from_key(T::Key::from_u64(k)).to_f64();
-    positions.iter().zip(keys.chunks_exact(2)).map(|(p, k)| p.combine(value(k[0]), value(k[1]))).collect()
+    combined::<T>(values.len() - nan, q, method, |ranks| {
+        // Ranks among the other values: those above the tied run shift down by its length.
+        let inside = |r: usize| r >= below && r < below + tied;
+        let outside: Vec<usize> =
+            ranks.iter().filter(|&&r| !inside(r)).map(|&r| if r < below { r } else { r - tied }).collect();
+        let mut selected =
+            if outside.is_empty() { Vec::new() } else { Selector::new(&rest, key_of::<T>).select(&outside) }
+                .into_iter();
+        ranks.iter().map(|&r| if inside(r) { tie.to_u64() } else { selected.next().unwrap_or(0) }).collect()
+    })
 }
 
 /// The quantiles `q` (each in `[0, 1]`) of `n >= 1` values already in ascending order without
