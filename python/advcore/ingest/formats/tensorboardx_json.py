@@ -17,6 +17,7 @@ first series' points goes to ``metadata["wall_time"]`` (first and last, seconds 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -52,13 +53,7 @@ def _tags(keys: list[str]) -> dict[str, str]:
     """Each key's tag: the key without the folder every key shares (up to a ``/``), a doubled tag once."""
     if len(keys) < 2:
         return {k: _tag(k) for k in keys}
-    shared = keys[0]
-    for k in keys[1:]:
-        n = 0
-        while n < min(len(shared), len(k)) and shared[n] == k[n]:
-            n += 1
-        shared = shared[:n]
-    cut = shared.rfind("/") + 1
+    cut = os.path.commonprefix(keys).rfind("/") + 1
     return {k: _tag(k[cut:]) for k in keys}
 
 
