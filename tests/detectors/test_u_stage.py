@@ -261,6 +261,56 @@ def test_entropy_collapse_not_evaluable_and_too_short() -> None:
     assert one(make_run({"entropy": [1.0, 0.5, 0.1, 0.01, 0.001]}), "ENTROPY_COLLAPSE") is None
 
 
+def _episode_returns(n_moving: int, frozen: list[float], seed: int = 3) -> list[float]:
+    """Per-episode returns of a stochastic policy (a rise, then noise around 850), then ``frozen``."""
+    rng = np.random.default_rng(seed)
+    moving = [float(round(min(300 + 120 * i, 850) + rng.normal(0, 120))) for i in range(n_moving)]
+    return moving + frozen
+
+
+def test_a_return_frozen_below_its_peak_stands_for_the_missing_entropy() -> None:
+    # 20 episodes that vary, then exactly 500 on 60 of 61 (one 38: an episode that went wrong)
+    returns = _episode_returns(20, [500.0] * 30 + [38.0] + [500.0] * 30)
+    f = one(make_run({"reward_mean": returns}, trainer=None), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.severity == "warn" and f.stage == "U"
+    assert f.evidence["rule"] == "frozen_return" and f.evidence["frozen_value"] == 500.0
+    assert (f.evidence["frozen_points"], f.evidence["points_off"], f.onset_step) == (61, 1, 21)
+
+
+@pytest.mark.parametrize("frozen", [
+    [900.0] * 40,                               # frozen above the level it had: converged on its best
+    [-50.0] * 40,                               # frozen at the run's lowest value: REWARD_FLOOR's
+    [500.0] * 9,                                # too short a stretch
+])
+def test_a_return_frozen_at_its_best_its_floor_or_briefly_is_no_entropy_evidence(frozen: list[float]) -> None:
+    returns = _episode_returns(30, frozen)
+    if frozen[0] == -50.0:
+        returns[0] = -50.0
+    out = one(make_run({"reward_mean": returns}, trainer=None), "ENTROPY_COLLAPSE")
+    assert isinstance(out, NotEvaluable) and out.needs == ("entropy",)
+
+
+def test_a_piecewise_constant_evaluation_is_no_frozen_policy() -> None:
+    # a deterministic evaluation repeats its value between improvements from the start: the freeze says nothing
+    returns = [-40.0] * 5 + [-30.0] * 10 + [-25.4] * 25 + [-33.4] * 40
+    out = one(make_run({"reward_mean": returns}, trainer=None), "ENTROPY_COLLAPSE")
+    assert isinstance(out, NotEvaluable)
+
+
+def test_real_sb3_a2c_report_table_frozen_on_one_behaviour() -> None:
+    """h216-sb3-a2c-mutation-grid-learns-then-locks-onto-constant-500: the author's Markdown report, 93
+    episodes; hand-read: 500.00 on episodes 23-93 but episode 54 (38.00), returns up to 995 before."""
+    run = load(corpus("h216-sb3-a2c-mutation-grid-learns-then-locks-onto-constant-500/a2c_training_log.md"))
+    rewards = run.frame["reward_mean"].to_list()
+    assert len(rewards) == 93 and rewards[6] == 995.0 and rewards[53] == 38.0
+    assert [i + 1 for i, v in enumerate(rewards) if v != 500.0][-1] == 54 and set(rewards[22:]) == {500.0, 38.0}
+    f = one(run, "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "frozen_return"
+    assert (f.onset_step, f.evidence["frozen_points"], f.evidence["points_off"]) == (23, 71, 1)
+    verdict = diagnose(run, *run_detectors(run))
+    assert (verdict.status, verdict.stage, verdict.headline) == ("lost", "U", "ENTROPY_COLLAPSE")
+
+
 def test_entropy_logged_as_a_constant_is_not_a_measurement() -> None:
     # exactly 0.0 on every step (a placeholder): not evaluable, never a collapse
     out = one(make_run({"entropy": [0.0] * 30, "reward_std": [0.7] * 30}), "ENTROPY_COLLAPSE")

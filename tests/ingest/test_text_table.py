@@ -59,3 +59,39 @@ def test_real_elegantrl_notebook() -> None:
     assert run.steps == len(rows) == 32
     assert run.frame["reward_mean"].to_list() == pytest.approx([float(r) for _, r in rows])
     assert run.frame["reward_mean"][-1] == pytest.approx(300.30)
+
+
+MARKDOWN = """# A2C Training Results
+
+- **Total episodes:** 4
+
+## Episode Rewards History
+
+| Episode | Reward | Episode Length |
+|---------|:------:|-----------|
+| 1 | 210.00 | 394 |
+| 2 | 447.00 | 190 |
+| 3 | 791.00 | 193 |
+| 4 | 871.00 | 150 |
+"""
+
+
+def test_markdown_table_with_its_rule(tmp_path: Path) -> None:
+    p = tmp_path / "a2c_training_log.md"
+    p.write_text(MARKDOWN)
+    assert detect(p) is text_table.FORMAT
+    run = load(p)
+    assert run.errors == () and run.frame["step"].to_list() == [1, 2, 3, 4]
+    assert run.frame["reward_mean"].to_list() == [210.0, 447.0, 791.0, 871.0]
+    assert run.unread["unmapped"] == ["Episode_Length"]  # a cell's blanks joined: one name
+
+
+def test_real_sb3_markdown_report() -> None:
+    """h216-sb3-ppo-mutation-grid-31-episodes-improves-steadily: the author's report, 31 table rows
+    (counted with a regex here), episode lengths summing to 10,063 (the hunter's count)."""
+    path = corpus("h216-sb3-ppo-mutation-grid-31-episodes-improves-steadily/ppo_training_log.md")
+    rows = re.findall(r"^\| (\d+) \| (\S+) \| (\d+) \|$", path.read_text(), flags=re.M)
+    run = load(path)
+    assert run.format == "text_table" and run.steps == len(rows) == 31
+    assert run.frame["reward_mean"].to_list() == [float(r) for _, r, _ in rows]
+    assert sum(int(n) for _, _, n in rows) == 10_063

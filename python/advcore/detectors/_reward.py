@@ -42,7 +42,7 @@ from advcore.detectors._windows import (Series, aligned, change_point, fmean, he
                                        onset_index, reward_spread, rolling_level, step_noise, window_len)
 from advcore.model import Run
 
-__all__ = ["FALL_NOISE", "HELD_SHARE", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE",
+__all__ = ["FALL_NOISE", "FROZEN_MOVED", "FROZEN_OFF", "FROZEN_POINTS", "FROZEN_SHARE", "HELD_SHARE", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE",
            "ZERO_SHARE", "Regime", "RewardCourse", "RewardLevel", "episodic_reward", "improving_reward", "reward_course", "reward_level"]
 
 Regime = Literal["saturation", "floor", "tied_groups"]
@@ -272,6 +272,16 @@ HELD_SHARE = 0.25
 START_POINTS = 5
 #: The standard error of the median of k normal values is this times sigma / sqrt k (sqrt(pi / 2)).
 MEDIAN_ERROR = 1.2533
+#: A frozen reward (:meth:`RewardCourse.frozen_tail`) repeats one exact value on at least this many of its
+#: last points and this share of the run, all but at most ``FROZEN_OFF`` of them. On the calibration half
+#: only runs that failed hold a stretch of one exact value this long below their peak
+#: (h173-sb3-ppo-llm-layer-partition-learns-then-falls-back-to-uniform-after-entropy-ramp, h3-sb3-a2c-
+#: breakout-mlp-entropy-collapse, h216-sb3-a2c-mutation-grid-learns-then-locks-onto-constant-500).
+FROZEN_POINTS = 10
+FROZEN_SHARE = 0.25
+FROZEN_OFF = 0.05
+#: ... after a reward that changed at least at this share of its steps before it froze.
+FROZEN_MOVED = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,6 +414,39 @@ class RewardCourse:
         if fmean(late) - fmean(early) > spread * root:
             return False
         return max(self.level[self.w - 1:]) - self.start[0] <= SUCCESS_NOISE * self.noise
+
+    def frozen_tail(self) -> tuple[int, float, int] | None:
+        """Where the reward froze, when it did: the index from which it repeats one exact value (the mode of
+        its last ``FROZEN_POINTS``) on all but at most ``FROZEN_OFF`` of the points, that value, and how
+        many points differ. A frozen tail holds at least ``FROZEN_POINTS`` and ``FROZEN_SHARE`` of the
+        run, begins after a full level window in which the reward changed at ``FROZEN_MOVED`` of its steps
+        at least (a stochastic policy's returns: a deterministic evaluation is piecewise constant throughout,
+        h173-sb3-ppo-llm-layer-partition-learns-then-falls-back-to-uniform-after-entropy-ramp), and sits below the level's peak
+        (:attr:`peak`) by more than ``REL_TOL`` of the reward's range, above its lowest value by as much: a
+        deterministic policy, in a deterministic environment, locked onto one behaviour worse than the
+        one it had found (h216-sb3-a2c-mutation-grid-learns-then-locks-onto-constant-500: a level of 830
+        by episode 13, then exactly 500 on 70 of the last 71 episodes). A reward frozen at its ceiling or
+        its floor is REWARD_SATURATION's or REWARD_FLOOR's; one frozen from the start, DEAD_FROM_START's."""
+        values = self.series.values
+        n = len(values)
+        if n < FROZEN_POINTS:
+            return None
+        value = statistics.mode(values[-FROZEN_POINTS:])
+        first, off, off_at_first = None, 0, 0
+        for i in range(n - 1, -1, -1):
+            if values[i] != value:
+                off += 1
+            elif off <= FROZEN_OFF * (n - i):
+                first, off_at_first = i, off
+        if first is None or n - first < max(FROZEN_POINTS, FROZEN_SHARE * n) or first < self.w:
+            return None
+        before = values[:first]
+        moved = sum(1 for a, b in zip(before, before[1:], strict=False) if a != b)
+        margin = REL_TOL * (max(values) - min(values))
+        if (moved < FROZEN_MOVED * (len(before) - 1) or value >= self.level[self.peak] - margin
+                or value <= min(values) + margin):
+            return None
+        return first, value, off_at_first
 
     def gave_back(self) -> float:
         """The share of the gain lost by the late window."""

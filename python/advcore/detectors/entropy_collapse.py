@@ -52,6 +52,14 @@ h13-cs336-grpo-reinforce-baseline-learns-low-entropy falls from
 lab's entropy fault also raises the training reward, but its groups tie as the policy turns
 deterministic (advantage std 0.83 -> 0.25, 30 % at most), and stays a warning.
 
+Without an entropy metric, a return frozen below where it was is the footprint of a deterministic
+policy (:meth:`advcore.detectors._reward.RewardCourse.frozen_tail`: one exact value on all but 5 % of at
+least the last 10 points and a quarter of the run, after a reward that moved at most steps, below its
+peak level and above its lowest value): a warning, rule ``frozen_return``, dated from the first frozen
+point (h216-sb3-a2c-mutation-grid-learns-then-locks-onto-constant-500, an A2C without entropy bonus: a
+level of 830 by episode 13, then exactly 500, "test without moving", on 70 of the last 71 episodes). A
+return that did not freeze says nothing of the entropy: still not evaluable.
+
 An entropy that is exactly 0 on every logged step is not a measurement but a placeholder (a
 hand-written loop that logs ``entropy: 0.0``, countdown-qwen3-06b-handgrpo): the detector is then
 not evaluable. A constant that is not 0 is a fact (a uniform policy over 7 actions holds ln 7,
@@ -110,7 +118,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate ENTROPY_COLLAPSE on ``run`` with resolved ``knobs``."""
     s = metric(run, "entropy")
     if s is None:
-        return NotEvaluable(ID, ("entropy",))
+        return _frozen_return(run, int(knobs["sustain"])) or NotEvaluable(ID, ("entropy",))
     if not s.judgeable:
         return None
     if all(v == 0.0 for v in s.values):  # a measured entropy is never exactly 0 at every step: a placeholder
@@ -196,6 +204,28 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     return Finding(ID, "warn", "U", s.step_at(idx), dict(evidence), message, WHAT_TO_TRY)
 
 
+def _frozen_return(run: Run, sustain: int) -> Finding | None:
+    """Without an entropy metric, the reward's footprint of a deterministic policy: a return frozen at one
+    exact value below the level it had reached (:meth:`advcore.detectors._reward.RewardCourse.frozen_tail`);
+    None when the reward did not freeze (which says nothing of the entropy: still not evaluable)."""
+    course = reward_course(run)
+    frozen = None if course is None else course.frozen_tail()
+    if course is None or frozen is None or len(course.series) - frozen[0] < sustain:
+        return None
+    first, value, off = frozen
+    s, points = course.series, len(course.series) - frozen[0]
+    peak, peak_step = course.level[course.peak], course.peak_step
+    evidence: dict[str, object] = {
+        "metric": "reward_mean", "source": run.sources.get("reward_mean"), "rule": "frozen_return",
+        "frozen_value": value, "frozen_points": points, "points_off": off, "peak_level": peak,
+        "peak_step": peak_step, "first_logged_step": s.steps[0], **s.where(first)}
+    message = (f"No entropy is logged, but the return repeats exactly {value:.6g} on {points - off} of the last "
+               f"{points} logged points, from step {s.steps[first]}, below the level of {peak:.4g} it "
+               f"held around step {peak_step}: the policy has become deterministic on one behaviour, worse than one "
+               "it had found, and stopped exploring.")
+    return Finding(ID, "warn", "U", s.steps[first], evidence, message, WHAT_TO_TRY)
+
+
 CARD = Card(
     tagline="the policy stopped exploring",
     happening="""
@@ -244,7 +274,17 @@ CARD = Card(
           0.49 → 0.77 and the advantage std keeps 72 %; in the lab's entropy fault the reward rises too
           but the advantage std falls to 30 % or less as the groups tie: a warning.
 
-        Not evaluable without `entropy`, or when the entropy is exactly 0 on every logged step: that is
+        - *Frozen return* (no `entropy` logged): the reward repeats one exact value on all but 5 % of
+          at least its last 10 points and a quarter of the run, after a level window in which it changed
+          at half its steps or more (a stochastic policy's returns; a deterministic evaluation is
+          piecewise constant throughout: h173-sb3-ppo-llm-layer-partition-learns-then-falls-back-to-
+          uniform-after-entropy-ramp), below its peak level and above its lowest value by 2 % of its
+          range: a deterministic policy locked onto one behaviour worse than one it had found
+          (h216-sb3-a2c-mutation-grid-learns-then-locks-onto-constant-500: a level of 830 by episode 13,
+          then exactly 500 on 70 of the last 71 episodes). Onset: the first frozen point. Frozen at its
+          best or its floor is not this (REWARD_SATURATION, REWARD_FLOOR).
+
+        Not evaluable without `entropy` (unless the return froze), or when the entropy is exactly 0 on every logged step: that is
         a placeholder (countdown-qwen3-06b-handgrpo logs `entropy: 0.0` on all 500 steps while its
         rewards vary), not a measured entropy; a constant that is not 0 is a fact (a uniform policy
         over 7 actions holds ln 7) and is judged. Per-agent-group entropies (`entropy/<group>`, multi-agent PPO)

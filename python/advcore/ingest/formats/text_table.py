@@ -15,7 +15,10 @@ A line of numbers with fewer values than names (ElegantRL's new-best line) is no
 skipped; one with more values than a header without ``etc.`` is an error naming its line, and costs
 that line. The step is the first column whose name is a step counter's
 (:data:`advcore.ingest.formats.printed.STEP_NAME`: ``Step``, ``Epoch``, ``Episode`` ...); without one the
-rows are numbered in order. Names are kept as printed. A header printed again later (a second
+rows are numbered in order. Names are kept as printed. A Markdown table (``| Episode | Reward | Length |``,
+its ``|---|---|`` rule, then ``| 1 | 210.00 | 394 |`` rows; SB3 callbacks that write a report, e.g.
+glenmiracle18/RL_formative ``training/models/pg/a2c_training_log.md``) is read the same way, its cells
+split at ``|`` and the blanks inside a cell's name joined by ``_``. A header printed again later (a second
 ``train_and_evaluate``) starts a new table under the same names. Trainer ``elegantrl`` when the header
 is ElegantRL's (``avgR`` and ``objC``), else none.
 
@@ -50,9 +53,16 @@ MIN_ROWS = 3
 #: A header's last name that stands for "and more columns".
 _MORE = frozenset({"etc.", "etc", "...", "…"})
 _NAME = re.compile(r"^[^\W\d][\w.%/()\-]*$")
+_RULE = re.compile(r"^:?-+:?$")
 
 
 def _tokens(line: str) -> list[str]:
+    stripped = line.strip()
+    if len(stripped) > 1 and stripped[0] == stripped[-1] == "|":  # a Markdown table's line
+        cells = [cell.strip() for cell in stripped[1:-1].split("|")]
+        if all(_RULE.match(cell) for cell in cells):
+            return []  # the rule under a Markdown header (``|---|:--:|``)
+        return ["_".join(cell.split()) for cell in cells]
     return [t for t in line.split() if t != "|"]
 
 
