@@ -248,6 +248,37 @@ def test_real_headerless_rewards_of_a_pong_dqn() -> None:
     assert run.frame["reward_mean"].to_list() == returns.tolist()
 
 
+def test_headerless_table_of_episode_and_return(tmp_path: Path) -> None:
+    import numpy as np
+
+    # a loop appending f"{episode},{total},{steps},{eps}" per episode: the counter is the step, the
+    # next column carries the file's name; a repeated value in the first row is no repeated name
+    rows = [(0, 5.0, 5.0, 1.0), (1, 7.5, 10.0, 0.99), (2, 9.0, 12.0, 0.98), (3, 12.25, 30.0, 0.97)]
+    p = tmp_path / "rewards.csv"
+    p.write_text("".join(",".join(f"{v:g}" for v in r) + "\n" for r in rows))
+    run = load(p)
+    assert run.format == "csv_table" and not run.errors
+    assert run.frame["step"].to_list() == [0, 1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [r[1] for r in rows]
+    assert run.unread["unmapped"] == ["column_3", "column_4"]
+    # a first column that does not count up is no step: the rows are numbered, the first column named
+    q = tmp_path / "second" / "rewards.csv"
+    q.parent.mkdir()
+    np.savetxt(q, np.array([[3.0, 1.0], [2.0, 1.0], [4.0, 2.0], [5.0, 2.0]]), delimiter=",")
+    assert load(q).frame["step"].to_list() == [1, 2, 3, 4] and load(q).metadata["headerless"] == ["rewards", "column_2"]
+
+
+def test_real_headerless_episode_log_of_a_keras_ddqn() -> None:
+    """h188-keras-ddqn-pygame-race-car-plateau-then-full-episodes: ``episode,return,steps,epsilon`` per
+    episode without a header; 434 episodes 0..433 (the hunter's count), returns compared with csv's."""
+    path = corpus("h188-keras-ddqn-pygame-race-car-plateau-then-full-episodes/episode_rewards.csv")
+    with path.open() as f:
+        rows = list(csv.reader(f))
+    run = load(path)
+    assert run.frame["step"].to_list() == [int(r[0]) for r in rows] == list(range(434))
+    assert run.frame["reward_mean"].to_list() == [float(r[1]) for r in rows]
+
+
 def test_rllib_progress_csv_learner_stats() -> None:
     # ray/rllib result dicts flattened into progress.csv: per iteration, the policy's learner stats
     path = corpus("h29-rllib-ppo-deepcomp-central-critic-dead/progress.csv")

@@ -11,6 +11,10 @@ tab-separated (Spinning Up's and rllab's ``progress.txt``). A table of one colum
 its name is a word and every row a number (a loop that writes one reward per line); a column of
 numbers with no header at all is read under the file's stem (``rewards.csv`` of
 h199-handwritten-double-dqn-pong-learns-to-win: one episode's return per line, ``numpy.savetxt``).
+A table of numbers with no header reads its first column as the step when it counts up, and the
+column after it under the file's stem: hand-written loops append ``episode,return[,...]`` lines
+(h188-keras-ddqn-pygame-race-car-plateau-then-full-episodes, ``episode_rewards.csv``: episode,
+return, steps, epsilon); the other columns are ``column_<k>``, which no alias names.
 
 TensorBoard's "Download CSV" of one scalar (``Wall time,Step,Value``) names its metric only in the
 file name, ``run-<run>-tag-<tag>.csv`` with the tag's ``/`` written as ``_``
@@ -80,8 +84,20 @@ def _pandas_index(rows: list[list[str]]) -> int:
 
 
 def _headerless(first: list[str]) -> bool:
-    """The first row is one number: a column of values without a header (``numpy.savetxt``)."""
-    return len(first) == 1 and number(first[0]) is not None
+    """The first row is numbers only: a table without a header (``numpy.savetxt``, a loop appending
+    ``episode,return`` lines)."""
+    return bool(first) and all(number(f) is not None for f in first)
+
+
+def _headerless_names(rows: list[list[str]], stem: str) -> list[str]:
+    """The names of a headerless table's columns: the first is ``step`` when it counts up (whole
+    numbers, strictly increasing), and the next carries the file's ``stem``, as a single column does
+    (``rewards.csv``: episode, return); the others are ``column_<k>`` (1-based), which no alias names."""
+    firsts = [number(r[0]) for r in rows]
+    counts = all(v is not None and v == int(v) for v in firsts) and all(
+        b > a for a, b in zip(firsts, firsts[1:], strict=False))  # type: ignore[operator]
+    names = ["step", stem] if counts and len(rows[0]) > 1 else [stem]
+    return names + [f"column_{k}" for k in range(len(names) + 1, len(rows[0]) + 1)]
 
 
 def sniff(path: Path, head: str | None) -> bool:
@@ -98,8 +114,8 @@ def sniff(path: Path, head: str | None) -> bool:
     if len(rows) < 2:
         return False
     header = rows[0]
-    if _headerless(header):  # one column of numbers, no header
-        return len(rows) >= 3 and all(len(r) == 1 and number(r[0]) is not None for r in rows)
+    if _headerless(header):  # numbers, no header
+        return len(rows) >= 3 and all(len(r) == len(header) and _headerless(r) for r in rows)
     if len(header) == 1:  # one column: a word over numbers
         word = header[0].strip()
         return (bool(word) and not word[0].isdigit() and set(word) <= _WORD and len(rows) >= 3
@@ -176,9 +192,12 @@ def read(path: Path) -> RawLog:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
     meta: dict[str, Any] = {}
     if _headerless(header):
-        # no header: the first line is the first value, named by the file's stem (``rewards.csv``)
-        rows = [{path.stem: header[0]}, *({path.stem: v} for row in rows for v in row.values())]
-        meta["headerless"] = path.stem
+        # no header: the first line is the first row; its columns named by :func:`_headerless_names`
+        # (read again as lists: a first row with a repeated value names two columns alike)
+        lines = [f for _, f, _ in csv_rows(_without_monitor_line(read_text(path))) if f and len(f) == len(header)]
+        names = _headerless_names(lines, path.stem)
+        rows = [dict(zip(names, line, strict=True)) for line in lines]
+        meta["headerless"] = names
     if "" in header:  # pandas' row index: rows without a step counter are numbered anyway
         rows = [{k: v for k, v in row.items() if k} for row in rows]
     if header == _TENSORBOARD_HEADER:
