@@ -116,7 +116,8 @@ def test_csd_callback_layout_fixture(tmp_path: Path) -> None:
     assert raw.frame["step"].to_list() == [1, 2]
     assert raw.frame["n_degenerate"].to_list() == [2.0, 4.0]  # the repeat is not summed
     assert raw.frame["grad_norm"].to_list() == [0.25, 0.0]  # a logged 0.0 stays, the first record is kept
-    assert "reward_mean" not in raw.frame.columns and raw.metadata["not_logged"] == ["reward_mean"]
+    assert "reward_mean" not in raw.frame.columns and raw.metadata["placeholder"] == ["reward_mean"]
+    assert load(p).unread["placeholder"] == ["reward_mean"]  # said, not dropped silently
     assert "zero_variance_group_frac" not in raw.frame.columns and raw.metadata["repeated_records"] == 1
     rows[0]["reward_mean"] = 0.5
     p.write_text(json.dumps(rows, indent=2), encoding="utf-8")

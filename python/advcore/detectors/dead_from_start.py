@@ -138,10 +138,11 @@ def _no_rise(run: Run, min_points: int) -> Finding | None:
     course_text = (f"it fell from {course.start_text()} to a median of {course.late:.4g} late, the change down at "
                    f"step {s.steps[onset]}" if fell else
                    f"{course.start_text()}; a median of {course.early:.4g} early and {course.late:.4g} late")
+    what = "fell from where it started and never came back" if fell else "never rose above where it started"
     return Finding(
         ID, "warn", "R", s.steps[onset], evidence,
-        f"No learning shows in {len(s)} logged steps: the reward never rose above where it started ("
-        f"{course_text}; its highest level {highest:.4g}, against a step-to-step noise of {course.noise:.3g}).",
+        f"No learning shows in {len(s)} logged steps: the reward {what} ({course_text}; its highest level, a "
+        f"median over {course.w} logged steps, {highest:.4g}, against a step-to-step noise of {course.noise:.3g}).",
         NO_RISE_TRIES,
     )
 

@@ -206,7 +206,8 @@ def _unread(run: Run) -> str:
     c (text)``, or ''."""
     unread = run.unread
     out = []
-    for key, why in (("unmapped", "no alias names them: --metric-map maps a key"), ("non_numeric", "text")):
+    for key, why in (("unmapped", "no alias names them: --metric-map maps a key"), ("non_numeric", "text"),
+                     ("placeholder", "a placeholder on every row: the trainer did not log it")):
         if names := unread[key]:
             more = len(names) > _UNREAD_SHOWN
             listed = ", ".join(names[:_UNREAD_SHOWN]) + (f" and {len(names) - _UNREAD_SHOWN} more" if more else "")

@@ -71,16 +71,16 @@ def _csd_snapshots(by_step: dict[Any, list[dict[str, Any]]]) -> RawLog:
             if type(r.get(k)) is int and r[k] == 0:
                 r[k] = None
         kept.append(r)
-    not_logged = [k for k in _CSD_DEFAULT_ZERO if any(k in r for r in kept) and all(r.get(k) is None for r in kept)]
-    frame, dropped = records_frame([{k: v for k, v in r.items() if k not in not_logged} for r in kept])
+    placeholder = [k for k in _CSD_DEFAULT_ZERO if any(k in r for r in kept) and all(r.get(k) is None for r in kept)]
+    frame, dropped = records_frame([{k: v for k, v in r.items() if k not in placeholder} for r in kept])
     meta: dict[str, Any] = {
         "layout": "csd_callback",
         "groups": "n_pos/n_neg/n_degenerate cover only the step's last micro-batch (the CSD callback copies the "
                   "trainer's latest record); zero_variance_group_frac is not derived from them",
         "repeated_records": sum(len(v) - 1 for v in by_step.values()),
     }
-    if not_logged:
-        meta["not_logged"] = not_logged
+    if placeholder:
+        meta["placeholder"] = placeholder
     if dropped:
         meta["non_numeric"] = dropped
     return RawLog(NAME, frame, metadata=meta)
