@@ -56,3 +56,21 @@ def test_a_non_finite_knob_is_refused_through_the_api_too(value: object) -> None
 
     with pytest.raises(AdvcoreError, match="DEGENERATE_GROUPS.tied_above"):
         run_detectors(make_run({"reward_mean": [0.1] * 10}), settings={"DEGENERATE_GROUPS": {"tied_above": value}})
+
+
+@pytest.mark.parametrize(("trainer", "source", "control"), [
+    ("trl", "reward", False),                 # a language model's completions
+    ("simplevla", "reward", False),           # a VLA trained by verl's code
+    ("rl_games", "rewards/step", True),       # a control task
+    (None, "episode_return", True),           # a hand-written loop logging episode returns
+    (None, "score", False),                   # unknown: the default remedies
+])
+def test_an_environment_run_gets_the_control_remedies(trainer: str | None, source: str, control: bool) -> None:
+    from advcore.detectors import run_detectors
+    from advcore.detectors.reward_floor import CONTROL_TRIES, WHAT_TO_TRY
+    from tests.detectors._fixtures import make_run
+
+    run = make_run({"reward_mean": [0.0] * 30}, trainer=trainer, sources={"reward_mean": source})
+    (floor,) = [f for f in run_detectors(run)[0] if f.id == "REWARD_FLOOR"]
+    assert floor.what_to_try == (CONTROL_TRIES if control else WHAT_TO_TRY)
+    assert "these instead" in render_card(REGISTRY["REWARD_FLOOR"])

@@ -8,6 +8,7 @@ from typing import Any
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable
 from advcore.detectors._evidence import PER_SAMPLE
+from advcore.detectors._reward import environment_run
 from advcore.detectors._slices import SLICE_DETECTORS, slice_views, sliced
 from advcore.detectors._windows import MIN_WINDOW
 from advcore.errors import AdvcoreError
@@ -101,6 +102,8 @@ def run_detectors(
         if isinstance(outcome, Finding):
             if flagged:
                 outcome = replace(outcome, evidence={**outcome.evidence, "phases_flagged": [i for i, _ in flagged]})
+            if spec.what_to_try_control and environment_run(run):
+                outcome = replace(outcome, what_to_try=spec.what_to_try_control)
             findings.append(outcome)
     if slices and run.slices is not None:
         findings.extend(_slice_findings(run, only, skip, settings, {f.id for f in findings}))

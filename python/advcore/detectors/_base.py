@@ -168,6 +168,9 @@ class DetectorSpec:
     what_to_try: tuple[str, ...] = ()
     #: for a detector whose findings carry one list per case: (case, remedies) pairs, instead of what_to_try
     what_to_try_cases: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: the remedies for an environment run (a control or game task's episodes, not a language model's
+    #: completions: :func:`advcore.detectors._reward.environment_run`), in place of a finding's own there
+    what_to_try_control: tuple[str, ...] = ()
     card: Card | None = None
 
     def __post_init__(self) -> None:

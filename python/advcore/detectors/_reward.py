@@ -43,7 +43,7 @@ from advcore.detectors._windows import (Series, aligned, change_point, fmean, he
 from advcore.model import Run
 
 __all__ = ["FALL_NOISE", "FROZEN_MOVED", "FROZEN_OFF", "FROZEN_POINTS", "FROZEN_SHARE", "HELD_SHARE", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE",
-           "ZERO_SHARE", "Regime", "RewardCourse", "RewardLevel", "episodic_reward", "improving_reward", "reward_course", "reward_level"]
+           "ZERO_SHARE", "LANGUAGE_TRAINERS", "Regime", "RewardCourse", "RewardLevel", "environment_run", "episodic_reward", "improving_reward", "reward_course", "reward_level"]
 
 Regime = Literal["saturation", "floor", "tied_groups"]
 
@@ -77,6 +77,22 @@ def episodic_reward(run: Run) -> str | None:
     """The key that makes ``reward_mean`` an episode return (its source, else the step key), or None."""
     return next((str(name) for name in (run.sources.get("reward_mean"), run.sources.get("step")) if name is not None
                  and any(word in str(name).lower() for word in EPISODIC)), None)
+
+
+#: Trainers of language models (and of VLA policies trained by their code): their remedies speak of
+#: prompts, completions and tokens.
+LANGUAGE_TRAINERS = frozenset({"trl", "verl", "openrlhf", "tunix", "areal", "slime", "rl4lms", "halos", "prime_rl",
+                               "nemo_rl", "rlinf", "simplevla"})
+
+
+def environment_run(run: Run) -> bool:
+    """The run trains a policy on an environment's episodes (a control or game task), not a language
+    model on prompts: its trainer is known and not one of :data:`LANGUAGE_TRAINERS` (SB3, rl_games, rsl_rl,
+    CleanRL, ML-Agents, PyMARL ...), or unknown with a reward that is an episode return
+    (:func:`episodic_reward`). Decides which remedies a finding lists, nothing else."""
+    if run.trainer in LANGUAGE_TRAINERS:
+        return False
+    return (run.trainer is not None and run.trainer != "printed") or episodic_reward(run) is not None
 
 
 @dataclass(frozen=True, slots=True)

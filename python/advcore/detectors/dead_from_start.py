@@ -57,6 +57,17 @@ WHAT_TO_TRY = (
 #: what concerns groups and prompts
 NO_RISE_TRIES = (WHAT_TO_TRY[4], WHAT_TO_TRY[0], WHAT_TO_TRY[1], WHAT_TO_TRY[3], WHAT_TO_TRY[2])
 
+#: On a control or game task (:func:`advcore.detectors._reward.environment_run`).
+CONTROL_TRIES = (
+    "Run the environment with a random policy and with a hand-written one: if both score alike, the reward or the "
+    "episode's end does not depend on the actions (a reward clipped to 0, an episode that ends at its first step).",
+    "Check that the update runs at all: the optimizer steps, the learning rate is above 0, the loss reaches the "
+    "network, the replay buffer fills and exploration (epsilon, the action noise) decays.",
+    "Check the observation: normalised, not constant, and carrying what the reward depends on (a counter or a "
+    "target missing from the state makes the return unpredictable).",
+    "Compare with a known-good configuration of the same algorithm (RL Zoo, CleanRL) on this environment before "
+    "tuning further.",
+)
 
 #: A log whose first step lies more than this many median spacings after step 0 was resumed: the no-rise sign
 #: does not judge it (verl-ppo-qwen7b-gsm8k-resumed begins at step 101 of a run logged every step, at the 0.95
@@ -327,5 +338,6 @@ SPEC = DetectorSpec(
                  "but real."),
     ),
     what_to_try=WHAT_TO_TRY,
+    what_to_try_control=CONTROL_TRIES,
     card=CARD,
 )

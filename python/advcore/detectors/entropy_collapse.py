@@ -113,6 +113,18 @@ WHAT_TO_TRY = (
     "itself.",
 )
 
+#: On a control or game task (:func:`advcore.detectors._reward.environment_run`).
+CONTROL_TRIES = (
+    "Watch a few late episodes: a policy that repeats one action or one trajectory has stopped exploring (a "
+    "return frozen at one value is its sign).",
+    "Keep exploration alive: an entropy bonus (`ent_coef`, 0 by default in SB3's A2C and PPO), a larger initial "
+    "action noise (`log_std_init`), or, for a value-based agent, an epsilon that does not decay so far.",
+    "Lower the learning rate or the PPO clip range: large updates make a policy deterministic before it has found "
+    "the task.",
+    "Resume from a checkpoint before the onset step with these changes; a collapsed policy rarely recovers by "
+    "itself.",
+)
+
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate ENTROPY_COLLAPSE on ``run`` with resolved ``knobs``."""
@@ -338,5 +350,6 @@ SPEC = DetectorSpec(
                  "the next four stay below); tinyzero's excerpt: step 383, its first logged step."),
     ),
     what_to_try=WHAT_TO_TRY,
+    what_to_try_control=CONTROL_TRIES,
     card=CARD,
 )

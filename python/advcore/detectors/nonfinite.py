@@ -38,6 +38,17 @@ __all__ = ["detect", "spec"]
 
 ID = "NONFINITE"
 
+#: On a control or game task (:func:`advcore.detectors._reward.environment_run`).
+CONTROL_TRIES = (
+    "Start from the first non-finite metric: what is computed from it afterwards (loss, grad norm, then the weights "
+    "and every later metric) is a consequence, not a cause.",
+    "NaN/inf `grad_norm` or loss: lower the learning rate, clip the gradient norm, normalise observations and "
+    "returns, and look for a division by a std that can be 0 or the log-probability of a Gaussian whose std "
+    "collapsed to 0.",
+    "NaN/inf rewards or observations: the environment returns them (a physics step that explodes, a division by 0 "
+    "in a shaped reward): run it with a random policy and guard or clip what it returns.",
+)
+
 WHAT_TO_TRY = (
     "Start from the first non-finite metric: what is computed from it afterwards (loss, grad norm, then the weights "
     "and every later metric) is a consequence, not a cause.",
@@ -202,5 +213,6 @@ def spec(read_elsewhere: frozenset[str]) -> DetectorSpec:
         fn=partial(detect, read_elsewhere=read_elsewhere),
         knobs=(),
         what_to_try=WHAT_TO_TRY,
+        what_to_try_control=CONTROL_TRIES,
         card=CARD,
     )

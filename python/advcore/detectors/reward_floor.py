@@ -68,6 +68,17 @@ WHAT_TO_TRY = (
     "If the prompts are simply too hard: easier prompts, a curriculum, or a denser (partial-credit) reward.",
 )
 
+#: On a control or game task (:func:`advcore.detectors._reward.environment_run`).
+CONTROL_TRIES = (
+    "Run a few episodes with a random or hand-written policy and print each step's reward, why the episode ended "
+    "and its length: episodes that end at their first step, a success that can never be reached, a penalty that "
+    "outweighs every reward, a reward clipped to 0.",
+    "Check the action bounds and scaling: a policy whose actions sit clipped at the bounds (rl_games' "
+    "`bounds_loss` rising) or far outside them moves nothing; the same for observations left unnormalised.",
+    "If the task is too hard from scratch: a denser (shaped) reward, a curriculum of easier starts, or "
+    "demonstrations.",
+)
+
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate REWARD_FLOOR on ``run`` with resolved ``knobs``."""
@@ -287,5 +298,6 @@ SPEC = DetectorSpec(
                  "(h39-sb3-ppo-fetchreach-sparse-learns, h24-baselines-her-ddpg-fetchpickplace-learns)."),
     ),
     what_to_try=WHAT_TO_TRY,
+    what_to_try_control=CONTROL_TRIES,
     card=CARD,
 )

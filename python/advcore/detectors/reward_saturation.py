@@ -24,6 +24,16 @@ __all__ = ["SPEC", "detect"]
 
 ID = "REWARD_SATURATION"
 
+#: On a control or game task (:func:`advcore.detectors._reward.environment_run`).
+CONTROL_TRIES = (
+    "The environment is solved at this level: stop the run here, or make the task harder (harder starts, a "
+    "curriculum that moves on).",
+    "Check the evaluation return: a training return at its cap with a falling evaluation return is over-fitting "
+    "to the training seeds.",
+    "If the cap is the episode's time limit (every episode lasts as long as allowed), check that lasting means "
+    "success and not mere survival.",
+)
+
 WHAT_TO_TRY = (
     "The task is exhausted: add harder prompts or a curriculum that moves on, or stop the run here.",
     "Filter all-correct groups (DAPO-style dynamic sampling) so that the batches keep contrast.",
@@ -136,5 +146,6 @@ SPEC = DetectorSpec(
              why="As the seed card."),
     ),
     what_to_try=WHAT_TO_TRY,
+    what_to_try_control=CONTROL_TRIES,
     card=CARD,
 )
