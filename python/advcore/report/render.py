@@ -141,7 +141,8 @@ def _middle(path: str, width: int) -> str:
 
 
 def _steps(run: Run) -> str:
-    """``335 steps (101 to 435, resumed from step 100)``: the count, the first and last logged step, and
+    """``335 steps (101 to 435, resumed from step 100)``: the count, the first and last logged step (in the
+    reader's ``metadata["step_unit"]`` when it knows the axis: ``0 to 32702464 frames``), and
     a resume the reader saw (verl's console says where it resumed from); ``80 steps in 4 phases`` when
     the step counter restarts."""
     text = f"{run.steps} {'step' if run.steps == 1 else 'steps'}"
@@ -153,7 +154,9 @@ def _steps(run: Run) -> str:
     if steps is not None and len(steps) > 1:
         lo, hi = int(steps.min()), int(steps.max())  # type: ignore[arg-type]
         resumed = run.metadata.get("resumed_from_step")
-        text += f" ({lo} to {hi}" + (f", resumed from step {resumed}" if resumed is not None else "") + ")"
+        units = {str(u) for p in (run.metadata.get("parts") or [run.metadata]) if (u := p.get("step_unit"))}
+        unit = f" {units.pop()}" if len(units) == 1 else ""  # the reader's x-axis: rl_games' frames, SB3's env steps
+        text += f" ({lo} to {hi}{unit}" + (f", resumed from step {resumed}" if resumed is not None else "") + ")"
     return text
 
 

@@ -213,6 +213,7 @@ def read(path: Path) -> RawLog:
     trainer = trainer_of(header)
     if trainer == "sb3_monitor" and "step" not in frame.columns:
         frame = frame.with_columns(pl.col("l").fill_null(0).cum_sum().cast(pl.Int64).alias("step"))
+        meta["step_unit"] = "environment steps"
     return RawLog(NAME, frame, trainer=trainer, metadata=meta, errors=tuple(errors))
 
 

@@ -146,6 +146,8 @@ def read(path: Path) -> RawLog:
         meta["skipped_tags"] = skipped
     if other_axis:
         meta["other_axis_tags"] = other_axis
+    if trainer is not None:  # the x-axis these trainers log their scalars against
+        meta["step_unit"] = "frames" if trainer == "rl_games" else "environment steps"
     return RawLog(NAME, pl.DataFrame(columns), trainer=trainer, metadata=meta, errors=tuple(errors))
 
 
