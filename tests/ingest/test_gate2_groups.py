@@ -55,6 +55,9 @@ def test_rho_records_recomputed_step_by_step() -> None:
     np.testing.assert_array_equal(run.frame["zero_variance_group_frac"].to_numpy(), frac)
     # SOURCE.md: 1290 of 1600 samples in degenerate groups; a step shows reward_std 0 at 89 steps
     assert frac.sum() * 8 == 1290 and int((frac == 1.0).sum()) == 89
+    # the counts it is derived from are read, and named as its source
+    assert run.sources["zero_variance_group_frac"] == "n_degenerate / (n_positive + n_negative + n_degenerate)"
+    assert not {"n_degenerate", "n_positive", "n_negative"} & set(run.unread["unmapped"])
 
 
 def test_rho_share_matches_the_console_reward_std() -> None:

@@ -7,7 +7,9 @@ mean >= ``tied_above`` (0.75), or a mean over the whole run >= ``RUN_TIED`` (0.9
 step without a gradient, though the last ones untie), and an onset exists; the onset is the first of
 ``sustain`` (5) consecutive logged points whose tied share is >= ``tied_above``, or, when single
 steps alternate, the first point from which the running share over the rest of the run stays at or
-above ``tied_above``. A share near 0.5 is normal for 0/1 rewards at moderate success rates and
+above ``tied_above``; when the early window's mean is already at or above ``tied_above``, the first
+logged step (grpo-dynamics-gate2-rho1-seed42, groups of two: 81 % tied over its first 12 steps, whose single
+steps swing between 50 % and 100 %, so that five in a row first hold at step 13). A share near 0.5 is normal for 0/1 rewards at moderate success rates and
 stays quiet. Windows: first and last 20 % of the logged points.
 
 Groups tied at the top, in a run that learned, are solved prompts (:func:`_solved`): when at least
@@ -200,6 +202,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     tail = _tail_onset(s.values, above)
     if idx is None or (tail is not None and tail < idx):
         idx = tail
+    if idx is not None and s.early_mean() >= above:
+        idx = 0  # tied over the first window already: since the start, not since a run of single steps
     if idx is None:
         return None
     evidence: dict[str, object] = {
@@ -293,7 +297,9 @@ CARD = Card(
         flat) creeps with a gain of at most 0.01. Onset: the first of `sustain` consecutive points at or above
         `tied_above`, or the
         first tied point from which the share of every remaining stretch stays at or above `tied_above`,
-        whichever is earlier. DAPO-style dynamic sampling drops tied groups before metrics are computed,
+        whichever is earlier; the first logged step when the early window's mean is already at or above
+        `tied_above` (grpo-dynamics-gate2-rho1-seed42: 81 % over its first 12 steps, five single steps in a
+        row at or above 75 % only from step 13). DAPO-style dynamic sampling drops tied groups before metrics are computed,
         so there the logged share understates the truth.
 
         Not applicable to runs that are evidently not group-based: when the run logs a critic

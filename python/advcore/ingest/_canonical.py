@@ -165,7 +165,8 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
     MAPPO's separated runner logs no team one); else, for the reward, a key whose words name a mean
     training reward is read as it (:func:`~advcore.ingest._aliases.reward_by_name`; the key in
     ``metadata["reward_by_name"]``). A group filter's removed shares give its kept share
-    (:func:`_filter_shares`)."""
+    (:func:`_filter_shares`). A column the reader derived from others (``metadata["derived"]``: name ->
+    formula over their keys) has that formula as its source, and those keys count as read."""
     trainer = raw.trainer or trainer_of(raw.frame.columns)
     version = raw.metadata.get("trainer_version")
     version = str(version) if version is not None else None
@@ -192,6 +193,12 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
             # each agent's is logged, the team's is not: the team's is the agents' mean
             sources[team] = "mean of " + ", ".join(sources[m.string] for m in agents)
             columns[team] = [pl.mean_horizontal([pl.coalesce(columns[m.string]) for m in agents])]
+    for name, formula in raw.metadata.get("derived", {}).items():
+        # a column the reader computed from others (``metadata["derived"]``: its formula over their keys) names
+        # them as its source, and they count as read
+        if sources.get(name) == name:
+            sources[name] = formula
+            unmapped = [c for c in unmapped if c not in formula.replace("(", " ").replace(")", " ").split()]
     guessed = reward_by_name(unmapped) if "reward_mean" not in columns else None
     if guessed is not None:
         unmapped.remove(guessed)

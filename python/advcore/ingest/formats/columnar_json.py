@@ -11,7 +11,8 @@ layouts of rho-GRPO (Sunshine535/nips-grpo-dynamics, ``src/rho_grpo_trainer*.py`
 * ``rho_grpo_logs.json``, the trainer's own records (``n_positive``/``n_negative``): one per
   micro-batch (``compute_loss`` call), the step repeated. Records of one step are combined (counts
   summed, other numbers averaged) and ``zero_variance_group_frac`` is derived as
-  ``n_degenerate / (n_positive + n_negative + n_degenerate)`` (the counts are samples with
+  ``n_degenerate / (n_positive + n_negative + n_degenerate)`` (``metadata["derived"]``: the run names that
+  formula as its source and the counts as read; the counts are samples with
   positive, negative and exactly zero advantage; with equal group sizes this is the share of
   zero-variance groups). The trainer writes ``state.global_step`` during the step, i.e. before the
   optimizer step counts it; ``step`` is that + 1, the step TRL logs the same batch under
@@ -114,10 +115,14 @@ def _group_stats(path: Path, rows: list[Any]) -> RawLog:
         if pos is not None and neg is not None and deg is not None and pos + neg + deg > 0:
             out["zero_variance_group_frac"] = deg / (pos + neg + deg)
         combined.append(out)
+    counts = [k for k in ("n_degenerate", "n_positive", "n_pos", "n_negative", "n_neg") if any(k in r for r in rows)]
     frame, dropped = records_frame(combined)
     per_step = max(len(v) for v in by_step.values())
     meta: dict[str, Any] = {"layout": "rho_grpo_trainer", "records_per_step": per_step,
                             "step": "the trainer's global_step during the step + 1 (the step TRL logs it under)"}
+    if any("zero_variance_group_frac" in r for r in combined):
+        deg, *others = counts
+        meta["derived"] = {"zero_variance_group_frac": f"{deg} / ({' + '.join([*others, deg])})"}
     if dropped:
         meta["non_numeric"] = dropped
     return RawLog(NAME, frame, metadata=meta)
