@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from advcore._escape import printable
@@ -218,6 +219,14 @@ def _unread(run: Run) -> str:
     return "; ".join(out)
 
 
+def _step_note(run: Run) -> str:
+    """How a reader numbered the steps when not as logged (``metadata["step"]``: the rho-GRPO records' step +
+    1, TRL's step for the same batch), or ''."""
+    notes = {f"{Path(str(p.get('file', run.path))).name}: {s}" for p in (run.metadata.get("parts") or [run.metadata])
+             if isinstance(s := p.get("step"), str)}
+    return "; ".join(sorted(notes))
+
+
 def _ungrouped(run: Run) -> str:
     """Why a per-sample run has no group statistics (the reader's ``metadata["ungrouped"]``: identical
     prompts without ``--rollout-n``, an ``N`` that does not divide a step, no group ids), or ''."""
@@ -271,6 +280,8 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         if ungrouped := _ungrouped(run):
             console.print(_indented(f"no groups: {_safe(ungrouped)}", 0, "yellow", hang=2, width=console.width),
                           highlight=False)
+        if note := _step_note(run):
+            console.print(_indented(f"steps: {_safe(note)}", 0, "dim", hang=2, width=console.width), highlight=False)
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
         elif r.verdict.status != "lost":
@@ -399,6 +410,8 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
             lines.append(f"Not read: {_md(unread)}.")
         if ungrouped := _ungrouped(run):
             lines.append(f"No groups: {_md(ungrouped)}.")
+        if note := _step_note(run):
+            lines.append(f"Steps: {_md(note)}.")
         lines.append("")
         head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
