@@ -384,6 +384,8 @@ def explain(detector_id: str | None) -> None:
         for listed in REGISTRY.values():
             head = f"{listed.id:{width}} {listed.severity:5} stage {listed.stage:4} "
             click.echo(textwrap.fill(listed.summary, 80, initial_indent=head, subsequent_indent=" " * len(head)))
+        click.echo("\nThe severity is a detector's highest: a finding says its own (DEAD_FROM_START's no-rise sign "
+                   "is a warning,\na sharpening entropy is info). `advcore explain ID` prints a detector's card.")
         return
     spec = REGISTRY.get(detector_id.upper())
     if spec is None:

@@ -81,3 +81,9 @@ def test_explain_prints_the_rendered_card() -> None:
     assert result.exit_code == 0, result.output
     assert result.output == render_card(REGISTRY["ADV_COLLAPSE"])
     assert "## What to try" in result.output and "<!--" not in result.output
+
+
+def test_the_listing_says_its_severity_is_each_detectors_highest() -> None:
+    result = CliRunner().invoke(cli, ["explain"])
+    assert result.exit_code == 0, result.output
+    assert all(det in result.output for det in REGISTRY) and "a detector's highest" in result.output
