@@ -42,8 +42,10 @@ from advcore.detectors._windows import (Series, aligned, change_point, fmean, he
                                        onset_index, reward_spread, rolling_level, step_noise, window_len)
 from advcore.model import Run
 
-__all__ = ["FALL_NOISE", "FROZEN_MOVED", "FROZEN_OFF", "FROZEN_POINTS", "FROZEN_SHARE", "HELD_SHARE", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE",
-           "ZERO_SHARE", "LANGUAGE_TRAINERS", "Regime", "RewardCourse", "RewardLevel", "environment_run", "episodic_reward", "improving_reward", "reward_course", "reward_level"]
+__all__ = ["FALL_NOISE", "FROZEN_MOVED", "FROZEN_OFF", "FROZEN_POINTS", "FROZEN_SHARE", "HELD_SHARE",
+           "LANGUAGE_TRAINERS", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "ZERO_SHARE",
+           "Regime", "RewardCourse", "RewardLevel", "environment_run", "episodic_reward", "improving_reward",
+           "reward_course", "reward_level"]
 
 Regime = Literal["saturation", "floor", "tied_groups"]
 
