@@ -258,7 +258,12 @@ _REGIME_TEXT = {
 _NO_CONTRAST = {"DEGENERATE_GROUPS", "REWARD_STD_DEATH", "DEAD_FROM_START", "REWARD_SATURATION", "REWARD_FLOOR"}
 
 
-def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set[str], lead: str) -> list[str]:
+#: Why a trainer's log may lack the reward, told when it does.
+_NO_REWARD_HINT = {"sb3": "SB3 logs `rollout/ep_rew_mean` only for an environment wrapped in a `Monitor`"}
+
+
+def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set[str], lead: str,
+              run: Run) -> list[str]:
     """The evidence that tells "the reward had no contrast" from "the pipeline removed it": the
     reward stage's own late level, set against the stage that was blamed. At stage R without a
     finding of lost contrast (truncation, one component, missing rewards), a reward that still
@@ -274,6 +279,10 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
                     "but it is not measuring what the task asks"]
         return []
     if reward is None:
+        if not run.has("reward_mean") and not run.has("success_rate"):
+            hint = _NO_REWARD_HINT.get(run.trainer or "")
+            return ["no reward was logged at all, so whether the run learns cannot be told from this log"
+                    + (f" ({hint})" if hint else "")]
         return ["no reward spread was logged (reward_std, reward_max and reward_min, a tied-group share), so a reward "
                 "without contrast is not ruled out"]
     if had_contrast(reward):
@@ -529,7 +538,7 @@ def _diagnose(
     # a non-finite lead whose metrics name one stage puts the loss there (what follows is its consequence)
     stage = _nonfinite_stage(first) or next((f.stage for f in ordered if f.stage != "any"), None)
     signal = stage_signal(run)
-    parts.extend(_localize(stage, signal, ids, first.id))
+    parts.extend(_localize(stage, signal, ids, first.id, run))
     parts.extend(_downstream(stage, signal))
     onset = first.onset_step
     summary = "; ".join(parts)

@@ -585,6 +585,12 @@ def test_real_carla_kl_blowup_is_not_suppressed() -> None:
     f = one(run, "BASELINE_BROKEN")
     assert isinstance(f, Finding) and f.onset_step == 7168
     assert f.evidence["min"] == pytest.approx(-13.9, abs=0.05)
+    # the warm-up median is over the warm-up's own points (the first 6 values of the file)
+    ev = run.frame["vf_explained_var"].drop_nulls().to_list()
+    assert f.evidence["warmup_points"] == 6 and f.evidence["warmup_median"] == pytest.approx(statistics.median(ev[:6]))
+    # SB3 logged no reward: the verdict says so, and why SB3 may not have
+    verdict = diagnose(run, *run_detectors(run))
+    assert "no reward was logged at all" in verdict.summary and "`Monitor`" in verdict.summary
 
 
 def test_real_dead_run_is_not_called_suppressed() -> None:

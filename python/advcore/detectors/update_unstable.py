@@ -102,10 +102,10 @@ ID = "UPDATE_UNSTABLE"
 METRICS = ("kl_step", "clip_frac", "kl", "entropy", "action_std", "value_loss", "grad_norm")
 
 _SHRINK = ("Shrink the update: a lower learning rate, fewer PPO epochs or mini-batches per rollout, a tighter clip "
-           "range, or a KL target (`target_kl`) that stops the epoch before the policy runs away.")
-_RATIO = ("Check the importance ratio: old log-probabilities recomputed with a different model, tokenizer, dtype or "
-          "sampling setting than the rollout used make every ratio far from 1 (a large `kl_step` and `clip_frac` from "
-          "the first update).")
+           "range, or a KL target (`target_kl`, about 0.01 to 0.05) that stops the epoch before the policy runs away.")
+_RATIO = ("Check the importance ratio: old log-probabilities recomputed differently from the rollout's (another "
+          "network or observation normalisation; for a language model another tokenizer, dtype or sampling setting) "
+          "make every ratio far from 1 (a large `kl_step` and `clip_frac` from the first update).")
 #: an update, a clip fraction or a collapse after success
 WHAT_TO_TRY = (_SHRINK, _RATIO)
 #: a KL to the reference that runs away
@@ -549,7 +549,9 @@ CARD = Card(
         2.2 to 2.9 over its first 1,000 iterations, 0.85 at the end, success 0.6 to 0.93), or the level of `entropy` ≥ `entropy_rise` × its start level (the early
         window's median, or its first half's when lower: h49-rasbt-grpo-kl-qwen3-06b-math-entropy-blowup
         blows up at step 52 of 500, inside the early window; judged when that level is
-        positive; SB3's Gaussian policies log a negative entropy, which is not judged), or the level of
+        positive and never below 0: a Gaussian policy's differential entropy that crosses 0 has no level a
+        ratio means and is not judged, one that stays positive, as SB3's often does, is judged like a categorical
+        one), or the level of
         `action_std` (a Gaussian policy's standard deviation, SB3 `train/std`) ≥ `entropy_rise` × its
         start level (sb3-acrobot-effort-std-blowup: 1.0 to 81.7), or the level of
         `value_loss` ≥ `value_loss_rise` × its early median (a critic's loss starts tiny while it fits
