@@ -226,3 +226,19 @@ def test_a_long_noisy_series_is_drawn_under_its_level() -> None:
     assert plot[4] == level
     short = frame.head(LEVEL_FROM - 1)
     assert _plots_of(short, "R", ("reward_mean",))[0][4] is None
+
+
+def test_a_section_says_what_the_terminal_says_of_its_inputs(tmp_path: Path) -> None:
+    """The real SB3 CARLA run: the page names the keys each metric was read from, the columns not read, every
+    remedy and the detectors not evaluable, as the terminal report does."""
+    path = REAL / "carla-sb3-ppo-kl-blowup"
+    if not path.is_dir():
+        pytest.skip(f"shared real log not found at {path} (set ADVCORE_SHARED_REAL)")
+    [report] = scan([path], ScanOptions())
+    out = tmp_path / "carla.html"
+    assert main(["report", str(path), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "kl_step (train/approx_kl)" in text and "not read: time/fps" in text
+    assert all(t.replace("'", "&#x27;") in text for t in report.verdict.what_to_try)
+    assert "Not evaluable (a missing metric is never a pass)" in text
+    assert "REWARD_FLOOR: needs reward_mean" in text

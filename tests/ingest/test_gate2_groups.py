@@ -59,9 +59,9 @@ def test_rho_records_recomputed_step_by_step() -> None:
     assert run.sources["zero_variance_group_frac"] == "n_degenerate / (n_positive + n_negative + n_degenerate)"
     assert not {"n_degenerate", "n_positive", "n_negative"} & set(run.unread["unmapped"])
     # and the report says that its steps are the records' + 1
-    from advcore.report.render import _step_note
+    from advcore.report.render import step_note
 
-    assert _step_note(run) == f"rho_grpo_logs.json: {run.metadata['step']}" and "+ 1" in run.metadata["step"]
+    assert step_note(run) == f"rho_grpo_logs.json: {run.metadata['step']}" and "+ 1" in run.metadata["step"]
 
 
 def test_rho_share_matches_the_console_reward_std() -> None:

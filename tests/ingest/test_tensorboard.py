@@ -114,9 +114,9 @@ def test_real_rl_games_run_keeps_the_frame_axis() -> None:
         [(s, pytest.approx(v)) for s, v in reward]
     assert run.metadata["other_axis_tags"] == sorted(t for t in acc.Tags()["scalars"] if t.endswith(("/iter", "/time")))
     # the report names the axis: rl_games writes its /step tags against frames
-    from advcore.report.render import _steps
+    from advcore.report.render import steps_text
 
-    assert run.metadata["step_unit"] == "frames" and _steps(run).endswith(f"to {reward[-1][0]} frames)")
+    assert run.metadata["step_unit"] == "frames" and steps_text(run).endswith(f"to {reward[-1][0]} frames)")
 
 
 def test_cleanrl_is_told_by_its_return_tag_with_one_of_its_losses() -> None:

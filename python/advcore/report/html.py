@@ -37,6 +37,7 @@ import polars as pl
 from advcore.compare import SIGNALS, Comparison
 from advcore.detectors import THRESHOLD
 from advcore.errors import AdvcoreError
+from advcore.report.render import metrics_text, not_evaluable_lines, step_note, steps_text, unread_text
 from advcore.scan import RunReport
 
 __all__ = ["PANELS", "render_comparison_html", "render_html"]
@@ -79,7 +80,7 @@ h1{font-size:1.4em}h2{font-size:1.15em;margin-top:2em;border-top:1px solid #ccc;
 h3{font-size:1em;margin:1.2em 0 .3em}table{border-collapse:collapse;font-size:.9em}
 td,th{padding:.25em .6em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
 th{cursor:pointer;background:#f6f6f6}.lost{color:#b00020;font-weight:600}.quiet{color:#1b5e20}
-.not_judged,.unreadable{color:#777}.summary{background:#fafafa;border-left:3px solid #999;padding:.5em .8em}
+.not_judged,.unreadable{color:#777}.dim{color:#666;font-size:.92em}.summary{background:#fafafa;border-left:3px solid #999;padding:.5em .8em}
 .error{color:#b00020}.warn{color:#a15c00}.info{color:#555}figure{margin:.5em 0}code{font-size:.9em}
 """
 
@@ -380,16 +381,23 @@ def _run_head(i: int, report: RunReport) -> str:
     """A run's heading, verdict, findings and what to try: the text of its section."""
     run, verdict = report.run, report.verdict
     status = verdict.status
+    notes = [f"not read: {text}" for text in (unread_text(run),) if text] + [
+        f"steps: {note}" for note in (step_note(run),) if note]
     parts = [f"<h2 id='{_slug(i)}'>{html.escape(run.path)}</h2>",
-             f"<p>{html.escape(run.format)} | trainer {html.escape(str(run.trainer or 'unknown'))} | {run.steps} steps"
-             f" | <span class='{status}'>{status.replace('_', ' ')}</span>"
+             f"<p>{html.escape(run.format)} | trainer {html.escape(str(run.trainer or 'unknown'))} | "
+             f"{html.escape(steps_text(run))} | <span class='{status}'>{status.replace('_', ' ')}</span>"
              + (f", stage {verdict.stage}" if verdict.stage else "") + "</p>",
+             f"<p class='dim'>metrics: {html.escape(metrics_text(run))}</p>",
+             *(f"<p class='dim'>{html.escape(n)}</p>" for n in notes),
              f"<p class='summary'>{html.escape(verdict.summary)}</p>",
              "" if verdict.filter is None else f"<p>Accuracy filter: {html.escape(verdict.filter.describe())}</p>",
              _findings_table(report)]
     if verdict.what_to_try:
         parts.append("<h3>What to try first</h3><ul>" + "".join(f"<li>{html.escape(t)}</li>"
-                                                                   for t in verdict.what_to_try[:4]) + "</ul>")
+                                                                   for t in verdict.what_to_try) + "</ul>")
+    if report.not_evaluable:
+        parts.append("<h3>Not evaluable (a missing metric is never a pass)</h3><ul class='dim'>" + "".join(
+            f"<li>{html.escape(line)}</li>" for line in not_evaluable_lines(report.not_evaluable)) + "</ul>")
     return "\n".join(p for p in parts if p)
 
 

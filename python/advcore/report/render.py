@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from advcore.model import Run
     from advcore.scan import RunReport
 
-__all__ = ["render_human", "render_json", "render_markdown", "render_trace", "totals"]
+__all__ = ["metrics_text", "not_evaluable_lines", "render_human", "render_json", "render_markdown", "render_trace",
+           "step_note", "steps_text", "totals", "unread_text"]
 
 # Everything a report shows that advcore did not write itself (file names, metric keys, quoted
 # lines, messages that embed them) passes through _safe (human) or _md / _cell_md (markdown):
@@ -117,7 +118,7 @@ def _headed(head_markup: str, markup: str, width: int) -> Any:
     return text
 
 
-def _not_evaluable_lines(outcomes: Sequence[NotEvaluable]) -> list[str]:
+def not_evaluable_lines(outcomes: Sequence[NotEvaluable]) -> list[str]:
     """One line per detector that lacked a metric, the ones that need per-sample data on one line."""
     per_sample = [n.id for n in outcomes if any(PER_SAMPLE in need for need in n.needs)]
     lines = [f"{n.id}: needs {', '.join(n.needs)}" for n in outcomes if n.id not in per_sample]
@@ -141,7 +142,7 @@ def _middle(path: str, width: int) -> str:
     return path[:head] + "…" + path[len(path) - (width - 1 - head):]
 
 
-def _steps(run: Run) -> str:
+def steps_text(run: Run) -> str:
     """``335 steps (101 to 435, resumed from step 100)``: the count, the first and last logged step (in the
     reader's ``metadata["step_unit"]`` when it knows the axis: ``0 to 32702464 frames``), and
     a resume the reader saw (verl's console says where it resumed from); ``80 steps in 4 phases`` when
@@ -178,7 +179,7 @@ def _levels(r: RunReport) -> str:
 _UNREAD_SHOWN = 8
 
 
-def _metrics(run: Run) -> str:
+def metrics_text(run: Run) -> str:
     """The canonical metrics, each with the key it was read from where that differs
     (``truncated_frac (truncation_rate)``), and the built-in table's scale where it has one
     (``entropy (-1 x train/entropy_loss)``: SB3 logs minus the entropy)."""
@@ -205,7 +206,7 @@ def _metrics(run: Run) -> str:
     return ", ".join(shown(m) for m in run.metrics) or "none"
 
 
-def _unread(run: Run) -> str:
+def unread_text(run: Run) -> str:
     """The columns of the run's files that were not read, as ``a, b and 3 more (no alias names them);
     c (text)``, or ''."""
     unread = run.unread
@@ -219,7 +220,7 @@ def _unread(run: Run) -> str:
     return "; ".join(out)
 
 
-def _step_note(run: Run) -> str:
+def step_note(run: Run) -> str:
     """How a reader numbered the steps when not as logged (``metadata["step"]``: the rho-GRPO records' step +
     1, TRL's step for the same batch), or ''."""
     notes = {f"{Path(str(p.get('file', run.path))).name}: {s}" for p in (run.metadata.get("parts") or [run.metadata])
@@ -268,10 +269,10 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             continue
         console.print(_indented(
             f"{_safe(run.format)} | trainer {_safe(run.trainer or 'unknown')} | "
-            f"{_steps(run)} | "
-            f"metrics: {_safe(_metrics(run))}{_by_name(run, _safe)}", 0, "dim", width=console.width),
+            f"{steps_text(run)} | "
+            f"metrics: {_safe(metrics_text(run))}{_by_name(run, _safe)}", 0, "dim", width=console.width),
             highlight=False)
-        if unread := _unread(run):
+        if unread := unread_text(run):
             console.print(_indented(f"not read: {_safe(unread)}", 0, "dim", hang=2, width=console.width),
                           highlight=False)
         for why in run.metadata.get(JUDGED_APART) or ():
@@ -280,7 +281,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         if ungrouped := _ungrouped(run):
             console.print(_indented(f"no groups: {_safe(ungrouped)}", 0, "yellow", hang=2, width=console.width),
                           highlight=False)
-        if note := _step_note(run):
+        if note := step_note(run):
             console.print(_indented(f"steps: {_safe(note)}", 0, "dim", hang=2, width=console.width), highlight=False)
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
@@ -319,7 +320,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
                                         hang=1, width=console.width), highlight=False)
         if r.not_evaluable:
             console.print("\n[dim]not evaluable (a missing metric is never a pass):[/dim]")
-            for line in _not_evaluable_lines(r.not_evaluable):
+            for line in not_evaluable_lines(r.not_evaluable):
                 console.print(_indented(_safe(line), 2, "dim", hang=2, width=console.width), highlight=False)
         unjudged = r.verdict.slices_not_evaluable
         if unjudged:
@@ -404,13 +405,13 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         if run.errors and run.steps == 0:
             lines += [f"- could not read: {e}" for e in listed] + [""]
             continue
-        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {_steps(run)}{_by_name(run, _md)}; "
-                     f"metrics: {_md(_metrics(run))}.")
-        if unread := _unread(run):
+        lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {steps_text(run)}{_by_name(run, _md)}; "
+                     f"metrics: {_md(metrics_text(run))}.")
+        if unread := unread_text(run):
             lines.append(f"Not read: {_md(unread)}.")
         if ungrouped := _ungrouped(run):
             lines.append(f"No groups: {_md(ungrouped)}.")
-        if note := _step_note(run):
+        if note := step_note(run):
             lines.append(f"Steps: {_md(note)}.")
         lines.append("")
         head = "not judged" if not r.verdict.judged else _head(r)
@@ -435,7 +436,7 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
             lines += ["What to try first:", ""] + [f"- {_md(t)}" for t in r.verdict.what_to_try] + [""]
         if r.not_evaluable:
             lines += ["Not evaluable (a missing metric is never a pass):", ""]
-            lines += [f"- {_md(line)}" for line in _not_evaluable_lines(r.not_evaluable)] + [""]
+            lines += [f"- {_md(line)}" for line in not_evaluable_lines(r.not_evaluable)] + [""]
         lines += [f"- skipped: {e}" for e in listed]
     return "\n".join(lines) + "\n"
 
