@@ -8,9 +8,9 @@ step without a gradient, though the last ones untie), and an onset exists; the o
 ``sustain`` (5) consecutive logged points whose tied share is >= ``tied_above``, or, when single
 steps alternate, the first point from which the running share over the rest of the run stays at or
 above ``tied_above``; when the early window's mean is already at or above ``tied_above``, the first
-logged step (grpo-dynamics-gate2-rho1-seed42, groups of two: 81 % tied over its first 12 steps, whose single
-steps swing between 50 % and 100 %, so that five in a row first hold at step 13). A share near 0.5 is normal for 0/1 rewards at moderate success rates and
-stays quiet. Windows: first and last 20 % of the logged points.
+logged step (grpo-dynamics-gate2-rho1-seed42, groups of two: 81 % tied over its first 12 steps, whose
+single steps swing between 50 % and 100 %, so that five in a row first hold at step 13). A share near
+0.5 is normal for 0/1 rewards at moderate success rates and stays quiet. Windows: first and last 20 % of the logged points.
 
 Groups tied at the top, in a run that learned, are solved prompts (:func:`_solved`): when at least
 ``SOLVED_SHARE`` (2/3) of the late steps whose every group is tied score the reward's ceiling (or, with
@@ -299,8 +299,8 @@ CARD = Card(
         first tied point from which the share of every remaining stretch stays at or above `tied_above`,
         whichever is earlier; the first logged step when the early window's mean is already at or above
         `tied_above` (grpo-dynamics-gate2-rho1-seed42: 81 % over its first 12 steps, five single steps in a
-        row at or above 75 % only from step 13). DAPO-style dynamic sampling drops tied groups before metrics are computed,
-        so there the logged share understates the truth.
+        row at or above 75 % only from step 13). DAPO-style dynamic sampling drops tied groups before
+        metrics are computed, so there the logged share understates the truth.
 
         Not applicable to runs that are evidently not group-based: when the run logs a critic
         (`vf_explained_var` or `value_mean`) and no group statistic (`zero_variance_group_frac`,
