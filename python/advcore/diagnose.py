@@ -281,8 +281,8 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
     if reward is None:
         if not run.has("reward_mean") and not run.has("success_rate"):
             hint = _NO_REWARD_HINT.get(run.trainer or "")
-            return ["no reward was logged at all, so whether the run learns cannot be told from this log"
-                    + (f" ({hint})" if hint else "")]
+            return ["no reward was logged at all, so a reward without contrast is not ruled out and whether the run "
+                    "learns cannot be told" + (f" ({hint})" if hint else "")]
         return ["no reward spread was logged (reward_std, reward_max and reward_min, a tied-group share), so a reward "
                 "without contrast is not ruled out"]
     if had_contrast(reward):
