@@ -58,19 +58,23 @@ def test_a_non_finite_knob_is_refused_through_the_api_too(value: object) -> None
         run_detectors(make_run({"reward_mean": [0.1] * 10}), settings={"DEGENERATE_GROUPS": {"tied_above": value}})
 
 
-@pytest.mark.parametrize(("trainer", "source", "control"), [
-    ("trl", "reward", False),                 # a language model's completions
-    ("simplevla", "reward", False),           # a VLA trained by verl's code
-    ("rl_games", "rewards/step", True),       # a control task
-    (None, "episode_return", True),           # a hand-written loop logging episode returns
-    (None, "score", False),                   # unknown: the default remedies
+@pytest.mark.parametrize(("trainer", "source", "extra", "control"), [
+    ("trl", "reward", None, False),                     # a language model's completions
+    ("simplevla", "reward", None, False),               # a VLA trained by verl's code
+    ("rl_games", "rewards/step", None, True),           # a control task
+    (None, "episode_return", None, True),               # a hand-written loop logging episode returns
+    (None, "score", None, False),                       # unknown: the default remedies
+    ("wandb", "rollout/ep_rew_mean", None, True),       # a reader's name is no trainer: the return decides
+    ("wandb", "episode_reward", "kl", False),           # ... unless a language model's metric sits beside it
 ])
-def test_an_environment_run_gets_the_control_remedies(trainer: str | None, source: str, control: bool) -> None:
+def test_an_environment_run_gets_the_control_remedies(trainer: str | None, source: str, extra: str | None,
+                                                      control: bool) -> None:
     from advcore.detectors import run_detectors
     from advcore.detectors.reward_floor import CONTROL_TRIES, WHAT_TO_TRY
     from tests.detectors._fixtures import make_run
 
-    run = make_run({"reward_mean": [0.0] * 30}, trainer=trainer, sources={"reward_mean": source})
+    cols = {"reward_mean": [0.0] * 30, **({extra: [0.1] * 30} if extra else {})}
+    run = make_run(cols, trainer=trainer, sources={"reward_mean": source})
     (floor,) = [f for f in run_detectors(run)[0] if f.id == "REWARD_FLOOR"]
     assert floor.what_to_try == (CONTROL_TRIES if control else WHAT_TO_TRY)
     assert "these instead" in render_card(REGISTRY["REWARD_FLOOR"])

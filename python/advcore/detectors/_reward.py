@@ -42,8 +42,8 @@ from advcore.detectors._windows import (Series, aligned, change_point, fmean, he
                                        onset_index, reward_spread, rolling_level, step_noise, window_len)
 from advcore.model import Run
 
-__all__ = ["FALL_NOISE", "FROZEN_MOVED", "FROZEN_OFF", "FROZEN_POINTS", "FROZEN_SHARE", "HELD_SHARE",
-           "LANGUAGE_TRAINERS", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "ZERO_SHARE",
+__all__ = ["CONTROL_TRAINERS", "FALL_NOISE", "FROZEN_MOVED", "FROZEN_OFF", "FROZEN_POINTS", "FROZEN_SHARE",
+           "HELD_SHARE", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "ZERO_SHARE",
            "Regime", "RewardCourse", "RewardLevel", "environment_run", "episodic_reward", "improving_reward",
            "reward_course", "reward_level"]
 
@@ -81,20 +81,25 @@ def episodic_reward(run: Run) -> str | None:
                  and any(word in str(name).lower() for word in EPISODIC)), None)
 
 
-#: Trainers of language models (and of VLA policies trained by their code): their remedies speak of
-#: prompts, completions and tokens.
-LANGUAGE_TRAINERS = frozenset({"trl", "verl", "openrlhf", "tunix", "areal", "slime", "rl4lms", "halos", "prime_rl",
-                               "nemo_rl", "rlinf", "simplevla"})
+#: Trainers of control and game tasks (an environment's episodes), as the readers name them.
+CONTROL_TRAINERS = frozenset({"sb3", "sb3_monitor", "sb3_console", "sb3_callback", "rl_games", "cleanrl", "baselines",
+                              "pfrl", "rllab", "spinup", "pymarl", "torch_ac", "on_policy", "sample_factory",
+                              "elegantrl"})
 
 
 def environment_run(run: Run) -> bool:
     """The run trains a policy on an environment's episodes (a control or game task), not a language
-    model on prompts: its trainer is known and not one of :data:`LANGUAGE_TRAINERS` (SB3, rl_games, rsl_rl,
-    CleanRL, ML-Agents, PyMARL ...), or unknown with a reward that is an episode return
-    (:func:`episodic_reward`). Decides which remedies a finding lists, nothing else."""
-    if run.trainer in LANGUAGE_TRAINERS:
-        return False
-    return (run.trainer is not None and run.trainer != "printed") or episodic_reward(run) is not None
+    model on prompts: its trainer is one of :data:`CONTROL_TRAINERS`, or its reward is an episode return
+    (:func:`episodic_reward`) and it logs nothing only a language model's run has (response lengths, a
+    truncated share, tied groups, a KL to the reference). A reader's name that is no trainer (``printed``,
+    ``wandb``) decides nothing. Decides which remedies a finding lists, nothing else."""
+    if run.trainer in CONTROL_TRAINERS:
+        return True
+    return episodic_reward(run) is not None and not any(run.has(m) for m in _LANGUAGE_METRICS)
+
+
+#: Metrics of a language model's run: a reward that is an episode return beside them is not an environment's.
+_LANGUAGE_METRICS = ("response_length_mean", "truncated_frac", "zero_variance_group_frac", "kl")
 
 
 @dataclass(frozen=True, slots=True)

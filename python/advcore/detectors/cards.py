@@ -76,8 +76,9 @@ def render_card(spec: DetectorSpec) -> str:
     else:
         tries = _bullets(spec.what_to_try)
     if spec.what_to_try_control:
-        tries += ("\n\nOn a control or game task (an environment's episodes; SB3, rl_games, rsl_rl, CleanRL, ML-Agents, "
-                  f"a hand-written loop that logs episode returns), these instead:\n{_bullets(spec.what_to_try_control)}")
+        tries += ("\n\nOn a control or game task (an environment's episodes: SB3, rl_games, CleanRL, Spinning Up, "
+                  "PyMARL ..., or a log whose reward is an episode return), these instead:\n"
+                  f"{_bullets(spec.what_to_try_control)}")
     parts = [
         f"# {spec.id} — {card.tagline}",
         f"Severity: {spec.severity} · Stage: {spec.stage} · Key metrics: {metrics}",

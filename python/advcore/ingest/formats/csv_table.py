@@ -154,15 +154,16 @@ def csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
         yield reader.line_num, fields, None
 
 
-def csv_records(path: Path, what: str) -> tuple[list[str] | None, list[dict[str, Any]], list[IngestError]]:
-    """The header, the rows as ``{column: text}`` and the errors of CSV file ``path``: a row the
-    ``csv`` module rejects or with the wrong number of fields is an error naming its line (``what``
-    names the format in the message) and the rows after it are read; blank rows are skipped; no
-    header or no data row is an error too."""
+def csv_records(path: Path, what: str,
+                text: str | None = None) -> tuple[list[str] | None, list[dict[str, Any]], list[IngestError]]:
+    """The header, the rows as ``{column: text}`` and the errors of CSV file ``path`` (or of its ``text``
+    when the caller has read it): a row the ``csv`` module rejects or with the wrong number of fields is
+    an error naming its line (``what`` names the format in the message) and the rows after it are read;
+    blank rows are skipped; no header or no data row is an error too."""
     errors: list[IngestError] = []
     header: list[str] | None = None
     rows: list[dict[str, Any]] = []
-    text = read_text(path)
+    text = read_text(path) if text is None else text
     skipped = 1 if text.startswith(_MONITOR_LINE) else 0
     for line, fields, reason in csv_rows(_without_monitor_line(text)):
         line += skipped
@@ -187,14 +188,15 @@ def csv_records(path: Path, what: str) -> tuple[list[str] | None, list[dict[str,
 
 
 def read(path: Path) -> RawLog:
-    header, rows, errors = csv_records(path, "CSV")
+    text = read_text(path)
+    header, rows, errors = csv_records(path, "CSV", text)
     if header is None or not rows:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
     meta: dict[str, Any] = {}
     if _headerless(header):
         # no header: the first line is the first row; its columns named by :func:`_headerless_names`
-        # (read again as lists: a first row with a repeated value names two columns alike)
-        lines = [f for _, f, _ in csv_rows(_without_monitor_line(read_text(path))) if f and len(f) == len(header)]
+        # (parsed again as lists: a first row with a repeated value names two columns alike)
+        lines = [f for _, f, _ in csv_rows(_without_monitor_line(text)) if f and len(f) == len(header)]
         names = _headerless_names(lines, path.stem)
         rows = [dict(zip(names, line, strict=True)) for line in lines]
         meta["headerless"] = names
