@@ -450,6 +450,23 @@ def test_a_collapse_in_the_last_points_of_a_long_run() -> None:
     assert not isinstance(one(make_run({"reward_mean": held + fall[:4]}), "UPDATE_UNSTABLE"), Finding)
 
 
+def test_a_tail_that_gave_back_its_gain_without_falling_below_the_start() -> None:
+    # h228 rl_games walkbot: a return that rose from about -2 to a level of 33 from epoch 100 on, then
+    # its last 6 of 259 back at -5 to 0.1: the late window's median still holds the gain, the tail gave it back
+    rng = np.random.default_rng(8)
+    held = [min(33.0, -2.0 + max(0.0, 0.9 * (i - 100))) + 3.0 * rng.standard_normal() for i in range(253)]
+    tail = [0.14, -1.75, -3.88, -4.95, -3.29, -0.83]
+    f = one(make_run({"reward_mean": held + tail}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.onset_step == 254 and f.evidence["collapsed_tail_points"] == 6
+    assert f.evidence["succeeded"] is True and "over its last 6 logged points" in f.message
+    # a tail that keeps more than a quarter of the gain (above 6.75: 1 - `giveback`) is no collapse
+    kept = [9.0 + v for v in (0.0, 1.0, 0.5, 2.0, 1.5, 0.2)]
+    assert not isinstance(one(make_run({"reward_mean": held + kept}), "UPDATE_UNSTABLE"), Finding)
+    # an update KL logged and flat over the fall: not the updates' (the walkbot's own log says so)
+    flat = make_run({"reward_mean": held + tail, "kl_step": [0.01 + 0.001 * ((i * 7) % 5) for i in range(259)]})
+    assert one(flat, "UPDATE_UNSTABLE") is None
+
+
 def test_a_differential_entropy_crossing_zero_is_no_rise_and_no_witness() -> None:
     # a SAC policy's entropy swings around 0 (h181 ML-Agents SAC: -1.08 to 1.04 while it learns): no ratio of
     # it is a blow-up, and it can neither confirm nor clear the reward's collapse, judged on the reward alone

@@ -248,6 +248,32 @@ def test_real_headerless_rewards_of_a_pong_dqn() -> None:
     assert run.frame["reward_mean"].to_list() == returns.tolist()
 
 
+def test_a_headerless_file_named_by_its_reward_and_a_tag(tmp_path: Path) -> None:
+    # a file's name carries tags beside its reward word (``rewards_before.csv``): its one series is the
+    # reward; a name that says a spread, a length or an evaluation is not
+    rows = "".join(f"{i},{v}\n" for i, v in enumerate([970.4, 520.0, 2374.4, 2697.4]))
+    for stem, read in (("rewards_before", True), ("returns_dqn_run2", True), ("reward_std", False),
+                       ("eval_rewards", False), ("episode_lengths", False)):
+        p = tmp_path / f"{stem}.csv"
+        p.write_text(rows)
+        run = load(p)
+        assert ("reward_mean" in run.frame.columns) is read, stem
+        if read:
+            assert run.frame["reward_mean"].to_list() == [970.4, 520.0, 2374.4, 2697.4]
+            assert run.metadata["reward_by_name"] == stem
+
+
+def test_real_headerless_rewards_before_of_a_2048_dqn() -> None:
+    """h223-2048-hand-written-dqn-one-update-per-episode-plateau: ``episode,total_reward`` per game in a
+    file the author renamed ``rewards_before.csv``; 6,544 games, 0..6543."""
+    path = corpus("h223-2048-hand-written-dqn-one-update-per-episode-plateau/rewards_before.csv")
+    with path.open() as f:
+        rows = list(csv.reader(f))
+    run = load(path)
+    assert run.frame["step"].to_list() == [int(r[0]) for r in rows] == list(range(6544))
+    assert run.frame["reward_mean"].to_list() == [float(r[1]) for r in rows]
+
+
 def test_headerless_table_of_episode_and_return(tmp_path: Path) -> None:
     import numpy as np
 

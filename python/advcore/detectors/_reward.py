@@ -409,7 +409,10 @@ class RewardCourse:
         early median: a run that ended collapsed, however late (h176-rslrl-ppo-h1-humanoid-teleop-learns-then-
         collapses-at-59k: 18 returns between -159 and -2,205 after 982 between 30 and 211, the late window's
         median still 138)."""
-        bar = self.early - FALL_NOISE * self.noise
+        return self.tail_below(self.early - FALL_NOISE * self.noise)
+
+    def tail_below(self, bar: float) -> int:
+        """How many of the last logged values lie, every one, below ``bar``."""
         n = 0
         for v in reversed(self.series.values):
             if v >= bar:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import REL_TOL, SPREAD_GONE, episodic_reward, reward_level
+from advcore.detectors._reward import REL_TOL, SPREAD_GONE, environment_run, episodic_reward, reward_level
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -57,12 +57,16 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
               else f"{100 * (level.tied_late or 0):.0f}% tied groups" if level.tied_late is not None
               else "a constant late mean")
     episodic = episodic_reward(run)
-    if episodic is not None:
-        evidence["episode_return"] = episodic
+    source = run.sources.get("reward_mean") or ""
+    # a control task's success rate at its ceiling is the task solved, as an episode return at its cap is
+    # (h230-baselines-her-ddpg-aubo-reach-v5-moveit-learns-and-holds: HER's test success 1.0 at the last six epochs)
+    solved = episodic is not None or ("success" in source.lower() and environment_run(run))
+    if solved:
+        evidence["episode_return" if episodic is not None else "success_rate"] = episodic or source
         return Finding(
             ID, "info", "R", level.mean.step_at(idx), evidence,
-            f"The episode return is pinned at its ceiling ({level.late_mean:.4g} late, from "
-            f"{run.sources.get('reward_mean') or episodic}): the task is "
+            f"The {'episode return' if episodic is not None else 'success rate'} is pinned at its ceiling "
+            f"({level.late_mean:.4g} late, from {source or episodic}): the task is "
             "solved; training on it further teaches nothing new.",
             WHAT_TO_TRY,
         )

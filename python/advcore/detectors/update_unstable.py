@@ -164,12 +164,16 @@ def _fell_above_floor(run: Run, c: RewardCourse) -> bool:
     return level is None or level.regime != "floor"
 
 
-def _collapsed_tail(run: Run, c: RewardCourse) -> int:
+def _collapsed_tail(run: Run, c: RewardCourse, giveback: float) -> int:
     """The number of last points in which the reward collapsed too late for the late window's median to
-    show it (:attr:`~advcore.detectors._reward.RewardCourse.collapsed_tail`: at least ``TAIL_POINTS``,
-    fewer than half the late window), on a run whose late window is not held at its floor (REWARD_FLOOR's
-    to report); else 0."""
+    show it (at least ``TAIL_POINTS``, fewer than half the late window): every one far below where it
+    started (:attr:`~advcore.detectors._reward.RewardCourse.collapsed_tail`) or, after a success, every one
+    below what keeps ``1 - giveback`` of its gain (h228-rlgames-isaacgym-walkbot-learns-then-return-
+    crashes-below-start-at-end: a level of 33 from a start of -2, its last 6 of 259 epochs between -5 and
+    0.1); on a run whose late window is not held at its floor (REWARD_FLOOR's to report); else 0."""
     tail = c.collapsed_tail
+    if c.succeeded:
+        tail = max(tail, c.tail_below(c.early + (1 - giveback) * c.gain))
     if not TAIL_POINTS <= tail < window_len(len(c.series)) // 2:
         return 0
     level = reward_level(run)
@@ -185,7 +189,7 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
     if c is None:
         return None
     fell = (c.succeeded and c.gave_back() >= giveback) or _fell_above_floor(run, c)
-    late_tail = 0 if fell else _collapsed_tail(run, c)
+    late_tail = 0 if fell else _collapsed_tail(run, c, giveback)
     if not (fell or late_tail):
         return None
     s, w, peak = c.series, c.w, c.peak

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -184,7 +185,15 @@ def _words(key: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w and not w.isdigit()]
 
 
-def reward_by_name(keys: list[str]) -> str | None:
+#: words that make a file's name something else than its reward: a spread, an extreme, an evaluation,
+#: a loss, a length or another quantity a loop writes to a file of its own (``episode_lengths.csv``)
+_NOT_REWARD_WORDS = frozenset({"std", "stdev", "var", "variance", "min", "max", "eval", "evaluation", "test",
+                               "val", "validation", "loss", "losses", "length", "lengths", "len", "steps",
+                               "time", "times", "entropy", "kl", "lr", "epsilon", "eps", "q", "value",
+                               "values", "advantage", "advantages", "success", "component", "components"})
+
+
+def reward_by_name(keys: list[str], stems: Collection[str] = ()) -> str | None:
     """The key most likely to hold the mean training reward of a log that no alias maps to
     ``reward_mean``, judged by its words alone: a reward or return word, qualified only by words of
     averaging, episodes or training (``Average Episodic Reward/info``, ``avgReturn``, ``Reward/(t)``),
@@ -193,11 +202,17 @@ def reward_by_name(keys: list[str]) -> str | None:
     ``keys``' order; a cumulative average (``cumulative_avg_reward``, the mean over every episode since
     the start, which hides a change more with each episode) only when nothing else qualifies
     (h96-wandb-history-spaceinvaders-dqn-stuck-285 logs it beside ``episodic_reward``); None when no
-    key qualifies."""
+    key qualifies. A key in ``stems`` is a file's name (a headerless table's one series): its other words
+    are the file's tags, so it qualifies unless one of them names another quantity
+    (:data:`_NOT_REWARD_WORDS`: ``rewards_before.csv`` of h223-2048-hand-written-dqn-one-update-per-
+    episode-plateau is its returns, ``reward_std.csv`` is not)."""
     best: tuple[int, int, str] | None = None
     for i, key in enumerate(keys):
         words = _words(key)
-        if not words or not set(words) & _REWARD_WORDS or not set(words) <= _REWARD_WORDS | _QUALIFIERS:
+        allowed = _REWARD_WORDS | _QUALIFIERS
+        if key in stems:
+            allowed |= set(words) - _NOT_REWARD_WORDS
+        if not words or not set(words) & _REWARD_WORDS or not set(words) <= allowed:
             continue
         # an average over every episode since the start lags more with each one: the last choice
         running = bool(set(words) & _SINCE_START and set(words) & _MEAN_WORDS)

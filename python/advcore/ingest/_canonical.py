@@ -199,7 +199,8 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         if sources.get(name) == name:
             sources[name] = formula
             unmapped = [c for c in unmapped if c not in formula.replace("(", " ").replace(")", " ").split()]
-    guessed = reward_by_name(unmapped) if "reward_mean" not in columns else None
+    stems = raw.metadata.get("headerless", ())  # a headerless table's series is named by its file
+    guessed = reward_by_name(unmapped, stems) if "reward_mean" not in columns else None
     if guessed is not None:
         unmapped.remove(guessed)
         sources["reward_mean"] = guessed
