@@ -263,6 +263,30 @@ def test_a_headerless_file_named_by_its_reward_and_a_tag(tmp_path: Path) -> None
             assert run.metadata["reward_by_name"] == stem
 
 
+def test_one_line_of_numbers_is_a_series(tmp_path: Path) -> None:
+    # csv.writer.writerow(rewards): every episode's return on one line, named by the file
+    values = [-10.0 - 0.01 * (i % 7) for i in range(40)]
+    p = tmp_path / "rewards.csv"
+    p.write_text(",".join(repr(v) for v in values) + "\r\n")
+    assert detect(p) is csv_table.FORMAT
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == values and run.frame["step"].to_list() == list(range(1, 41))
+    assert not run.errors
+    # a short line of numbers is no series (a header of numbers, a config row)
+    p.write_text("1,2,3\n")
+    assert not csv_table.sniff(p, p.read_text())
+
+
+def test_real_one_line_of_returns_of_a_car_racing_dqn() -> None:
+    """h231-handwritten-dqn-multi-car-racing-episode-cut-at-minus-10-reward-pinned-never-learns: 750 returns
+    on one line, each between -10.10 and -10.00."""
+    path = corpus("h231-handwritten-dqn-multi-car-racing-episode-cut-at-minus-10-reward-pinned-never-learns/rewards.csv")
+    values = [float(v) for v in path.read_text().strip().split(",")]
+    run = load(path)
+    assert len(values) == 750 and run.frame["reward_mean"].to_list() == values
+    assert all(-10.11 <= v <= -10.0 for v in values)
+
+
 def test_real_headerless_rewards_before_of_a_2048_dqn() -> None:
     """h223-2048-hand-written-dqn-one-update-per-episode-plateau: ``episode,total_reward`` per game in a
     file the author renamed ``rewards_before.csv``; 6,544 games, 0..6543."""

@@ -258,3 +258,29 @@ def test_per_episode_arrays_beside_records_without_a_step(tmp_path: Path) -> Non
     run = load(p)
     assert not run.errors and run.metadata["unaligned"] == ["training_metrics"]
     assert run.frame.sort("step")["reward_mean"].to_list() == doc["episode_rewards"]
+
+
+def test_a_summary_with_nested_objects_before_its_step_records(tmp_path: Path) -> None:
+    # h236's hand-written PPO summary: held-out scores with their per-component object before the
+    # per-step records; the summary is metadata, the records the rows
+    doc = {"algorithm": "ppo", "steps": 3, "regime": {"batch": 8, "lr": 1e-05},
+           "held_out_before": {"reward_mean": 0.84, "components": {"budget": 0.85, "coverage": 0.59}},
+           "final_kl": 6.78, "kl_trajectory": [0.0, 0.008, 2.05],
+           "step_metrics": [{"reward_mean": 0.998, "kl": 0.0, "grad_norm": 58.6, "step": 0},
+                            {"reward_mean": 0.792, "kl": 0.008, "grad_norm": 138.5, "step": 1},
+                            {"reward_mean": 0.85, "kl": 2.05, "grad_norm": 61.0, "step": 2}]}
+    p = _write(tmp_path, doc, "ppo.json")
+    assert detect(p) is columnar_json.FORMAT
+    run = load(p)
+    assert run.frame["step"].to_list() == [0, 1, 2]
+    assert run.frame["kl"].to_list() == [0.0, 0.008, 2.05] and run.frame["reward_mean"].to_list() == [0.998, 0.792, 0.85]
+
+
+def test_real_hand_written_ppo_summary_with_step_metrics() -> None:
+    """h236-handwritten-ppo-value-head-qwen3-0.6b-lora-shop-kl-to-ref-blows-up-no-gain: 30 per-step records
+    after the held-out summary; the KL to the reference jumps to 2.05 at step 8 (json's own values)."""
+    path = corpus("h236-handwritten-ppo-value-head-qwen3-0.6b-lora-shop-kl-to-ref-blows-up-no-gain/ppo.json")
+    records = json.loads(path.read_text())["step_metrics"]
+    run = load(path)
+    assert run.frame["step"].to_list() == [r["step"] for r in records] == list(range(30))
+    assert run.frame["kl"].to_list() == [r["kl"] for r in records] and records[8]["kl"] == 2.046875

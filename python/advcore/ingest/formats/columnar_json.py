@@ -44,10 +44,12 @@ from advcore.ingest._format import Format
 
 NAME = "columnar_json"
 
-#: an object whose first array comes after any number of scalar entries or flat objects (``{"beta": 0.05,
-#: "seed": 42, "rewards_curve": [...]}``; ``{"config": {"seed": 42, ...}, "training": [...]}``: h200's
-#: PaddlePaddle DQN)
-_COLUMNAR = re.compile(r'^\{(?:\s*"[^"]*"\s*:\s*(?:"[^"]*"|[-+\w.]+|\{[^{}\[\]]*\})\s*,)*\s*"[^"]*"\s*:\s*\[')
+#: an object whose first array comes after any number of scalar entries or objects of them, nested once
+#: (``{"beta": 0.05, "seed": 42, "rewards_curve": [...]}``; ``{"config": {"seed": 42, ...}, "training": [...]}``:
+#: h200's PaddlePaddle DQN; ``{"regime": {...}, "held_out_before": {"reward_mean": ..., "components": {...}},
+#: ..., "kl_trajectory": [...], "step_metrics": [{...}]}``: h236's hand-written PPO summary)
+_COLUMNAR = re.compile(r'^\{(?:\s*"[^"]*"\s*:\s*(?:"[^"]*"|[-+\w.]+|\{(?:[^{}\[\]]|\{[^{}\[\]]*\})*\})\s*,)*'
+                       r'\s*"[^"]*"\s*:\s*\[')
 _GROUP_STATS = re.compile(r'^\[\s*\{[^{}\[]*"n_degenerate"\s*:', re.S)
 
 

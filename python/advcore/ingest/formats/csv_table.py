@@ -83,6 +83,11 @@ def _pandas_index(rows: list[list[str]]) -> int:
     return int(not rows[0][0].strip() and all(r[0].strip() == str(i) for i, r in enumerate(rows[1:]) if r))
 
 
+#: a file of one line holds a series when it has at least this many numbers
+#: (h231-handwritten-dqn-multi-car-racing-episode-cut-at-minus-10-reward-pinned-never-learns: 750 returns)
+ROW_MIN = 10
+
+
 def _headerless(first: list[str]) -> bool:
     """The first row is numbers only: a table without a header (``numpy.savetxt``, a loop appending
     ``episode,return`` lines)."""
@@ -104,6 +109,9 @@ def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
     lines = [ln for ln in _without_monitor_line(head).splitlines() if ln.strip()][:_SNIFF_ROWS + 1]
+    if len(lines) == 1:  # one line of numbers (its last field may be cut by the head): a row of values
+        fields = lines[0].split(",")[:-1]
+        return len(fields) >= ROW_MIN and _headerless(fields)
     if len(lines) < 2 or lines[0].lstrip().startswith(("{", "[")):
         return False
     # Drop a possibly cut last line of the head.
@@ -190,9 +198,16 @@ def csv_records(path: Path, what: str,
 def read(path: Path) -> RawLog:
     text = read_text(path)
     header, rows, errors = csv_records(path, "CSV", text)
+    meta: dict[str, Any] = {}
+    if header is not None and not rows and len(header) >= ROW_MIN and _headerless(header):
+        # one line of numbers: a loop's values written as one row (csv.writer.writerow of the episode
+        # returns), one value per step under the file's stem
+        rows = [{path.stem: v} for v in header]
+        errors = [e for e in errors if "no data rows" not in e.message]
+        header = [path.stem]
+        meta.update(headerless=[path.stem], layout="row")
     if header is None or not rows:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
-    meta: dict[str, Any] = {}
     if _headerless(header):
         # no header: the first line is the first row; its columns named by :func:`_headerless_names`
         # (parsed again as lists: a first row with a repeated value names two columns alike)
