@@ -683,3 +683,32 @@ def test_a_reward_still_rising_in_the_late_window_rose() -> None:
     assert late_gain > 3 * noise  # the oracle: the late median is well beyond the noise
     summary = diagnose(make_run({"reward_mean": list(reward)}), [], []).summary
     assert "the reward rose from a median of" in summary and "did not rise" not in summary
+
+
+def test_a_truncated_share_that_grows_while_the_reward_falls() -> None:
+    # few completions cut early, a quarter late, the reward falling with them: the rising rule
+    n = 100
+    share = [0.03] * 60 + [0.03 + 0.22 * min(1.0, (i - 60) / 10) for i in range(60, n)]
+    reward = [0.45 - 0.4 * v + 0.01 * ((i * 7) % 3 - 1) for i, v in enumerate(share)]
+    f = one(make_run({"truncated_frac": share, "reward_mean": reward}), "TRUNCATION_REWARD")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "rising" and 62 <= f.onset_step <= 66
+    assert f.evidence["reward_corr"] == pytest.approx(float(np.corrcoef(share, reward)[0, 1]))
+    # the same growth while the reward rises (a policy that learns to write longer): quiet
+    rising = [0.45 + 0.4 * v for v in share]
+    assert one(make_run({"truncated_frac": share, "reward_mean": rising}), "TRUNCATION_REWARD") is None
+    # a share that falls as the policy learns to finish (cs285 math-hard: 0.67 -> 0.21): quiet
+    assert one(make_run({"truncated_frac": share[::-1], "reward_mean": reward[::-1]}), "TRUNCATION_REWARD") is None
+
+
+def test_real_turn_limit_cuts_that_drag_a_verl_agent_reward_down() -> None:
+    """h236-verl-grpo-qwen35-9b-zoom-tool-t6-turn-limit-cuts-reward-falls: exceed_sample_ratio 3 % of the rollouts
+    over the first 20 % of steps, 24 % over the last; the hunter's first step >= 0.10 is 77, >= 0.20 is 91."""
+    path = corpus("h236-verl-grpo-qwen35-9b-zoom-tool-t6-turn-limit-cuts-reward-falls/train_reward_curve.csv")
+    with path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    share = [float(r["exceed_sample_ratio"]) for r in rows]
+    reward = [float(r["reward_mean"]) for r in rows]
+    found = fired_by(load(path))
+    f = found["TRUNCATION_REWARD"]
+    assert f.evidence["rule"] == "rising" and 77 <= f.onset_step <= 105
+    assert f.evidence["reward_corr"] == pytest.approx(float(np.corrcoef(share, reward)[0, 1]))

@@ -39,6 +39,8 @@ CAP_TOL = 0.01
 PINNED_POINTS = 3
 #: The late truncated share at or above which the evidence names the step from which every completion was cut.
 ALL_CUT_LATE = 0.95
+#: the reward follows the truncated share when their Pearson correlation across steps is at least this in size
+FOLLOWS = 0.5
 NEEDS = ("truncated_frac (or response_length_mean, with response_length_max or the knob max_length)",)
 
 WHAT_TO_TRY = (
@@ -92,10 +94,20 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if not s.judgeable:
         return None
     above, sustain = float(knobs["truncated_above"]), int(knobs["sustain"])
-    late = s.late_mean()
-    if not late >= above:
+    late, early = s.late_mean(), s.early_mean()
+    reward = metric(run, "reward_mean")
+    corr = None
+    if reward is not None:
+        share, rew, _ = aligned(s, reward)
+        corr = _pearson(share, rew)
+    follows = corr is not None and math.isfinite(corr) and corr <= -FOLLOWS
+    # a share that was small and grew while the reward fell with it: the cut rollouts drag the reward down
+    rising = (late >= float(knobs["rising_above"]) and late >= float(knobs["rise_factor"]) * early and follows
+              and reward is not None and reward.late_mean() < reward.early_mean())
+    if not (late >= above or rising):
         return None
-    idx = onset_index(s.values, lambda v: v >= above, sustain)
+    cut = above if late >= above else (early + late) / 2
+    idx = onset_index(s.values, lambda v: v >= cut, sustain)
     # "every completion cut" is reported only when it describes the end of the run, not a passing stretch
     full = onset_index(s.values, lambda v: v >= 1.0 - 1e-9, sustain) if late >= ALL_CUT_LATE else None
     evidence: dict[str, object] = {
@@ -104,22 +116,27 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "late_mean": late,
         "run_mean": s.mean(),
         "truncated_above": above,
-        THRESHOLD: above,
+        THRESHOLD: above if late >= above else float(knobs["rising_above"]),
         "all_truncated_from": s.step_at(full),
         **s.where(idx),
     }
     if s.proxy:
         evidence["proxy"] = s.name
-    reward = metric(run, "reward_mean")
-    corr = None
-    if reward is not None:
-        share, rew, _ = aligned(s, reward)
-        corr = _pearson(share, rew)
     evidence["reward_corr"] = corr
+    if late < above and reward is not None and corr is not None:  # the rising rule (it needs both)
+        evidence["rule"] = "rising"
+        return Finding(
+            ID, "warn", "R", s.step_at(idx), evidence,
+            f"The share of completions cut at a length or turn limit rose from {100 * early:.0f}% to {100 * late:.0f}% "
+            f"(by {s.name}) while the reward fell from {reward.early_mean():.4g} to {reward.late_mean():.4g} with it "
+            f"(Pearson r = {corr:.2f} across steps): the policy runs into the limit more and more, and the cut "
+            "rollouts drag the reward down.",
+            WHAT_TO_TRY,
+        )
     tail = ""
     if full is not None:
         tail = f"; every completion is cut from step {s.steps[full]}"
-    if corr is not None and math.isfinite(corr) and abs(corr) >= 0.5:
+    if corr is not None and math.isfinite(corr) and abs(corr) >= FOLLOWS:
         tail += f"; the reward follows the truncated share (Pearson r = {corr:.2f} across steps)"
     return Finding(
         ID, "warn", "R", s.step_at(idx), evidence,
@@ -154,7 +171,10 @@ CARD = Card(
         all 150 steps).
         It fires when the share's late-window mean (last 20 % of the logged points) is at least
         `truncated_above`. Onset: the first of `sustain` consecutive logged points at or above
-        `truncated_above`. The evidence adds `all_truncated_from` (the first of `sustain` points at which
+        `truncated_above`. It also fires when a share that was small grew (`evidence["rule"] ==
+        "rising"`): its late mean at least `rising_above` and `rise_factor` times its early mean, while
+        the reward fell (late mean below early) and follows it (Pearson r ≤ −0.5 across steps); onset
+        the first of `sustain` points at or above half-way between the two means. The evidence adds `all_truncated_from` (the first of `sustain` points at which
         every completion was cut, given when the late mean is ≥ 0.95) and `reward_corr`, the Pearson
         correlation of the share with `reward_mean` across steps. Not evaluable without `truncated_frac`
         or a length and a cap (older TRL logs only `completion_length`: pass `max_length` when the
@@ -185,6 +205,16 @@ SPEC = DetectorSpec(
         Knob("sustain", 5, "consecutive logged steps at or above truncated_above for the onset estimate",
              low=1, integer=True,
              why="As the seed card."),
+        Knob("rising_above", 0.2, "a late truncated share at or above this that grew `rise_factor` times while the "
+             "reward fell with it = truncation drags the reward down", low=0.0, high=1.0,
+             why="h236-verl-grpo-qwen35-9b-zoom-tool-t6-turn-limit-cuts-reward-falls: rollouts cut at the 6-turn limit "
+                 "3 % early, 24 % late, reward 0.45 -> 0.37, r = -0.79. unsloth-qwen3-vl (0 -> 0.25, r = -0.80, reward "
+                 "falling) fires beside its tied groups. Quiet: the healthy runs that cut fewer completions as they "
+                 "learn (cs285 math-hard, 0.67 -> 0.21) and text2sql-3b (0.26 -> 0.24)."),
+        Knob("rise_factor", 4.0, "the late truncated share at least this many times the early one = it grew",
+             low=1.0,
+             why="h236 t6 grew 7.7 times; h9-unsloth-grpo-qwen25-3b-gsm8k-truncated-kl-spikes doubles (0.16 -> 0.32) "
+                 "while its reward rises, and is quiet by this rule."),
         Knob("max_length", 0, "the length cap in tokens, for logs without truncated_frac (0 = read it from "
              "response_length_max, or from a mean length pinned at one whole number)", low=0.0,
              why="Older Unsloth tables log only `completion_length`; unsloth-phi4-14b-grpo sits at exactly 200.0, "
