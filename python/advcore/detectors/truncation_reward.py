@@ -19,6 +19,7 @@ correlation of the truncated share with ``reward_mean`` across steps.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 
 import numpy as np
@@ -101,8 +102,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         share, rew, _ = aligned(s, reward)
         corr = _pearson(share, rew)
     follows = corr is not None and math.isfinite(corr) and corr <= -FOLLOWS
-    # a share that was small and grew while the reward fell with it: the cut rollouts drag the reward down
-    rising = (late >= float(knobs["rising_above"]) and late >= float(knobs["rise_factor"]) * early and follows
+    # a share that was small and grew, and stays grown (the late median: not a few fully cut steps), while the
+    # reward fell with it: the cut rollouts drag the reward down
+    held = statistics.median(s.late())
+    rising = (held >= float(knobs["rising_above"]) and held >= float(knobs["rise_factor"]) * early and follows
               and reward is not None and reward.late_mean() < reward.early_mean())
     if not (late >= above or rising):
         return None
@@ -172,7 +175,7 @@ CARD = Card(
         It fires when the share's late-window mean (last 20 % of the logged points) is at least
         `truncated_above`. Onset: the first of `sustain` consecutive logged points at or above
         `truncated_above`. It also fires when a share that was small grew (`evidence["rule"] ==
-        "rising"`): its late mean at least `rising_above` and `rise_factor` times its early mean, while
+        "rising"`): its late median at least `rising_above` and `rise_factor` times its early mean, while
         the reward fell (late mean below early) and follows it (Pearson r ≤ −0.5 across steps); onset
         the first of `sustain` points at or above half-way between the two means. The evidence adds `all_truncated_from` (the first of `sustain` points at which
         every completion was cut, given when the late mean is ≥ 0.95) and `reward_corr`, the Pearson
@@ -205,12 +208,12 @@ SPEC = DetectorSpec(
         Knob("sustain", 5, "consecutive logged steps at or above truncated_above for the onset estimate",
              low=1, integer=True,
              why="As the seed card."),
-        Knob("rising_above", 0.2, "a late truncated share at or above this that grew `rise_factor` times while the "
+        Knob("rising_above", 0.2, "a late median truncated share at or above this that grew `rise_factor` times while the "
              "reward fell with it = truncation drags the reward down", low=0.0, high=1.0,
              why="h236-verl-grpo-qwen35-9b-zoom-tool-t6-turn-limit-cuts-reward-falls: rollouts cut at the 6-turn limit "
-                 "3 % early, 24 % late, reward 0.45 -> 0.37, r = -0.79. unsloth-qwen3-vl (0 -> 0.25, r = -0.80, reward "
-                 "falling) fires beside its tied groups. Quiet: the healthy runs that cut fewer completions as they "
-                 "learn (cs285 math-hard, 0.67 -> 0.21) and text2sql-3b (0.26 -> 0.24)."),
+                 "3 % early, a late median of 24 %, reward 0.45 -> 0.37, r = -0.79. Quiet: unsloth-qwen3-vl (a late "
+                 "mean of 0.25 from 3 fully cut steps of 12, a late median of 0), the healthy runs that cut fewer "
+                 "completions as they learn (cs285 math-hard, 0.67 -> 0.21) and text2sql-3b (0.26 -> 0.24)."),
         Knob("rise_factor", 4.0, "the late truncated share at least this many times the early one = it grew",
              low=1.0,
              why="h236 t6 grew 7.7 times; h9-unsloth-grpo-qwen25-3b-gsm8k-truncated-kl-spikes doubles (0.16 -> 0.32) "
