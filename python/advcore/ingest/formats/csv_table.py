@@ -197,17 +197,16 @@ def csv_records(path: Path, what: str,
 
 def read(path: Path) -> RawLog:
     text = read_text(path)
-    header, rows, errors = csv_records(path, "CSV", text)
-    meta: dict[str, Any] = {}
-    if header is not None and not rows and len(header) >= ROW_MIN and _headerless(header):
+    line = text.strip()
+    if "\n" not in line and len(fields := line.split(",")) >= ROW_MIN and _headerless(fields):
         # one line of numbers: a loop's values written as one row (csv.writer.writerow of the episode
         # returns), one value per step under the file's stem
-        rows = [{path.stem: v} for v in header]
-        errors = [e for e in errors if "no data rows" not in e.message]
-        header = [path.stem]
-        meta.update(headerless=[path.stem], layout="row")
+        frame, _ = records_frame([{path.stem: v} for v in fields])
+        return RawLog(NAME, frame, metadata={"headerless": [path.stem], "layout": "row"})
+    header, rows, errors = csv_records(path, "CSV", text)
     if header is None or not rows:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
+    meta: dict[str, Any] = {}
     if _headerless(header):
         # no header: the first line is the first row; its columns named by :func:`_headerless_names`
         # (parsed again as lists: a first row with a repeated value names two columns alike)
