@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, cast
 
-from advcore.detectors._base import Finding, NotEvaluable
+from advcore.detectors._base import CAUSAL_ORDER, Finding, NotEvaluable
 from advcore.detectors._slices import Unjudged, slice_views
 from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, reward_course, reward_level
 from advcore.detectors._windows import REWARD_PROXIES, median_spacing
@@ -33,7 +33,7 @@ VerdictStage = Literal["R", "A", "T", "U"]
 #: judge (no steps, no detector with its metrics); ``unreadable``: nothing could be read.
 Status = Literal["lost", "quiet", "not_judged", "unreadable"]
 
-_RANK = {"any": 0, "R": 1, "A": 2, "T": 3, "U": 4}
+_RANK = {stage: i for i, stage in enumerate(CAUSAL_ORDER)}
 _SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH")
 
 

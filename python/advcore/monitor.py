@@ -385,13 +385,16 @@ class Monitor:
         """Run the detectors on the steps so far now (the schedule of :meth:`observe` calls this too,
         :meth:`close` at the end of training); report the findings not seen before, each once, and
         return them."""
-        from advcore.detectors import run_detectors
+        from advcore.detectors import CAUSAL_ORDER, run_detectors
 
         try:
             if not self.recording.steps_observed:
                 return []
             self._step = self.recording.last_step
             found, _ = run_detectors(self.recording.run(), only=self._only, settings=self._settings)
+            # the findings of one pass in causal order, so the cause is reported (and stops the run) before what
+            # follows from it: tied groups (R) before the advantages they zero (T)
+            found.sort(key=lambda f: CAUSAL_ORDER.index(f.stage) if f.stage in CAUSAL_ORDER else len(CAUSAL_ORDER))
             alarms = {(f.id, f.slice) for f in found if f.severity != "info"}
             self._streak = {k: self._streak.get(k, 0) + 1 for k in alarms}
             reported = {(f.id, f.slice): i for i, f in enumerate(self._findings)}

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable
+from advcore.detectors._base import CAUSAL_ORDER, THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable
 from advcore.detectors._evidence import PER_SAMPLE
 from advcore.detectors._reward import environment_run
 from advcore.detectors._slices import SLICE_DETECTORS, slice_views, sliced
@@ -14,7 +14,7 @@ from advcore.detectors._windows import MIN_WINDOW
 from advcore.errors import AdvcoreError
 from advcore.model import Run
 
-__all__ = ["PER_SAMPLE", "REGISTRY", "THRESHOLD", "Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases",
+__all__ = ["CAUSAL_ORDER", "PER_SAMPLE", "REGISTRY", "THRESHOLD", "Card", "DetectorSpec", "Finding", "Knob", "NotEvaluable", "parse_settings", "phases",
            "run_detectors"]
 
 #: Every detector by ID, in catalog order. Detector modules add their SPEC here.

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from advcore.errors import AdvcoreError
 from advcore.model import Run
 
-__all__ = ["THRESHOLD", "Card", "DetectorSpec", "Finding", "FindingStage", "Knob", "NotEvaluable", "Severity", "Stage",
+__all__ = ["CAUSAL_ORDER", "THRESHOLD", "Card", "DetectorSpec", "Finding", "FindingStage", "Knob", "NotEvaluable", "Severity", "Stage",
            "first_of_checks"]
 
 Severity = Literal["info", "warn", "error"]
@@ -29,6 +29,9 @@ Severity = Literal["info", "warn", "error"]
 Stage = Literal["R", "A", "T", "U", "R/U", "any"]
 #: the stage of one finding: always one
 FindingStage = Literal["R", "A", "T", "U", "any"]
+#: the stages in causal order, the signal's path from the rewards to the optimizer step ("any" first: a
+#: non-finite value can stop every stage)
+CAUSAL_ORDER: tuple[FindingStage, ...] = ("any", "R", "A", "T", "U")
 _ID = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
 
 

@@ -38,8 +38,8 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import RewardLevel, reward_level
-from advcore.detectors._windows import (Series, aligned, fmean, metric, onset_index, plain, run_kind, tied_share,
-                                        window_len)
+from advcore.detectors._windows import (Series, aligned, fmean, held_since, metric, onset_index, plain, run_kind,
+                                        tied_share, window_len)
 from advcore.model import Run
 from advcore.stats import spearman
 
@@ -196,7 +196,12 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return None
     above, sustain = float(knobs["tied_above"]), int(knobs["sustain"])
     late, overall = s.late_mean(), s.mean()
-    if not (late >= above or overall >= RUN_TIED):
+    # a run that ends in its longest stretch of tied steps is degenerate now, before the late window's mean
+    # shows it (as ADV_COLLAPSE's stretch; not on a 0/1 per-step proxy): a monitor hears the cause as soon as
+    # the advantages' collapse (a newcomer's loop whose reward broke at step 150: ADV_COLLAPSE at 155, this at
+    # 175 by the late window)
+    since = None if s.name.startswith("1[") else held_since(s.values, lambda v: v >= above, sustain)
+    if not (late >= above or overall >= RUN_TIED or since is not None):
         return None
     idx = onset_index(s.values, lambda v: v >= above, sustain)
     tail = _tail_onset(s.values, above)
@@ -222,9 +227,15 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     # a per-step indicator counts steps, not groups: say so (a newcomer read "75% of GRPO groups" of a log whose
     # only spread metric is reward_std as a share of groups)
     unit = "of the logged steps have every group" if s.name.startswith("1[") else "of GRPO groups are"
-    share = (f"{100 * late:.0f}% {unit} tied ({plain(s.name)}) late in the run ({pct:.0f}% overall)"
-             if late >= above else
-             f"{pct:.0f}% {unit} tied ({plain(s.name)}) over the run ({100 * late:.0f}% late)")
+    stretch = since is not None and not (late >= above or overall >= RUN_TIED)
+    if stretch:
+        evidence["held_since_step"] = s.steps[since]
+        share = (f"{100 * fmean(s.values[since:]):.0f}% {unit} tied ({plain(s.name)}) over the last "
+                 f"{len(s) - since} logged steps ({pct:.0f}% overall)")
+    else:
+        share = (f"{100 * late:.0f}% {unit} tied ({plain(s.name)}) late in the run ({pct:.0f}% overall)"
+                 if late >= above else
+                 f"{pct:.0f}% {unit} tied ({plain(s.name)}) over the run ({100 * late:.0f}% late)")
     level = reward_level(run)
     solved = _solved(run, s, level)
     if solved is not None:
@@ -234,7 +245,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                        f"{solved['rise_z']:.1f}): the policy solves those prompts and the untied rest still trains. "
                        "Add harder prompts before they run out.",
                        WHAT_TO_TRY)
-    learning = _still_learning(run, level)
+    # a rise over the second half says nothing of a stretch a few steps long that began after it
+    learning = None if stretch else _still_learning(run, level)
     if learning is not None:
         evidence.update(learning)
         return Finding(ID, "info", "R", s.step_at(idx), dict(evidence),

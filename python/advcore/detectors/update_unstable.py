@@ -90,7 +90,7 @@ from dataclasses import dataclass
 
 from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome,
                                      first_of_checks)
-from advcore.detectors._reward import SUCCESS_NOISE, RewardCourse, improving_reward, reward_course, reward_level
+from advcore.detectors._reward import FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward, reward_course, reward_level
 from advcore.detectors._windows import (MIN_WINDOW, Series, change_point, differential, metric, rolling_level,
                                         window_len)
 from advcore.model import Run
@@ -170,10 +170,17 @@ def _collapsed_tail(run: Run, c: RewardCourse, giveback: float) -> int:
     started (:attr:`~advcore.detectors._reward.RewardCourse.collapsed_tail`) or, after a success, every one
     below what keeps ``1 - giveback`` of its gain (h228-rlgames-isaacgym-walkbot-learns-then-return-
     crashes-below-start-at-end: a level of 33 from a start of -2, its last 6 of 259 epochs between -5 and
-    0.1); on a run whose late window is not held at its floor (REWARD_FLOOR's to report); else 0."""
+    0.1, a median 29 below the 25 points before them, 17 noises) when that is a fall of more than ``FALL_NOISE``
+    noises from the level just before it; on a run whose late window is not held at its floor (REWARD_FLOOR's to report); else 0."""
     tail = c.collapsed_tail
     if c.succeeded:
-        tail = max(tail, c.tail_below(c.early + (1 - giveback) * c.gain))
+        gave_back = c.tail_below(c.early + (1 - giveback) * c.gain)
+        values = c.series.values
+        # and a fall from where the reward was just before, beyond its noise: not the last few draws of a
+        # noisy level that had already settled lower (a newcomer's loop whose reward broke to a coin flip)
+        if gave_back > tail and gave_back + c.w <= len(values) and statistics.median(
+                values[-gave_back - c.w:-gave_back]) - statistics.median(values[-gave_back:]) > FALL_NOISE * c.noise:
+            tail = gave_back
     if not TAIL_POINTS <= tail < window_len(len(c.series)) // 2:
         return 0
     level = reward_level(run)
@@ -210,6 +217,8 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
         while top > peak and c.level[top - 1] > c.level[top] - tol and c.level[top] < c.level[peak] - tol:
             top -= 1
         first = min(first, max(start, top + 1 - lag))
+    if _no_gradient(run, s.steps[first]):  # nothing to update with over the fall: it happened upstream
+        return None
     moved = _update_moved(run, s.steps[max(0, peak - w)], s.steps[peak], s.steps[first])
     logged = [name for name in _MOVERS if _mover(run, name) is not None]
     if not moved and logged:  # the update metrics were there and stayed put: not the updates
@@ -232,6 +241,29 @@ _MOVERS = ("kl_step", "clip_frac", "kl", "entropy", "grad_norm")
 #: An update metric corroborates a collapse when its median over the fall is this many times (or, for
 #: the entropy, this fraction of) its median over the success before it.
 MOVED = 2.0
+
+
+def _no_gradient(run: Run, fall_from: int) -> bool:
+    """The advantages carried no signal over the fall (from step ``fall_from``): the median of
+    ``zero_variance_group_frac`` at least ``TIED``, or of ``adv_std`` at most ``ZERO_ADV``, over at least
+    3 logged points. With every group tied the policy gradient is zero, so no update can have destroyed
+    what the policy had learned: the reward stopped telling samples apart (a newcomer's loop whose reward
+    function broke into one coin flip per group at step 150: its level fell from 0.8 to 0.5 while every
+    advantage was 0)."""
+    for name, dead in (("zero_variance_group_frac", lambda v: v >= TIED), ("adv_std", lambda v: v <= ZERO_ADV)):
+        series = metric(run, name)
+        if series is None:
+            continue
+        after = [v for st, v in zip(series.steps, series.values, strict=True) if st >= fall_from]
+        if len(after) >= 3 and dead(statistics.median(after)):
+            return True
+    return False
+
+
+#: a share of tied groups at or above this leaves (almost) no advantage
+TIED = 0.95
+#: an advantage spread at or below this is no signal
+ZERO_ADV = 1e-6
 
 
 def _mover(run: Run, name: str) -> Series | None:
