@@ -272,6 +272,18 @@ def test_component_collapse_traded_needs_a_significant_fall_and_another_componen
     total = [a + b for a, b in zip(mild, fmt, strict=True)]
     out = one(make_run({"reward/correctness": mild, "reward/format": fmt, "reward_mean": total}), "COMPONENT_COLLAPSE")
     assert out is None
+    # a penalty (never above 0) that grows as the task term rises is the price of the behaviour, not a trade
+    # (h240 rsl_rl go1: action_rate -0.18 -> -0.66 as episodes lengthen and tracking rises)
+    penalty = [-0.2 - 0.5 * min(1.0, i / 150) + rng.normal(0, 0.02) for i in range(n)]
+    penalty = [min(v, 0.0) for v in penalty]
+    total = [a + b for a, b in zip(fmt, penalty, strict=True)]
+    assert one(make_run({"reward/action_rate": penalty, "reward/format": fmt, "reward_mean": total}),
+               "COMPONENT_COLLAPSE") is None
+    # the same fall of a component that pays (shifted above 0) is a trade
+    paid = [v + 0.8 for v in penalty]
+    total = [a + b for a, b in zip(fmt, paid, strict=True)]
+    f = one(make_run({"reward/action_rate": paid, "reward/format": fmt, "reward_mean": total}), "COMPONENT_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "traded"
 
 
 def test_component_collapse_not_evaluable_and_short() -> None:

@@ -537,3 +537,22 @@ def test_a_collapse_is_dated_where_the_fall_began() -> None:
                          ("h105-cs294-ac-invpendulum-collapse-after-solve/log.txt", 26, 34)):
         f = one(load(corpus(path)), "UPDATE_UNSTABLE")
         assert isinstance(f, Finding) and lo <= f.onset_step <= hi
+
+
+def test_no_collapse_of_the_updates_when_every_group_was_tied_over_the_fall() -> None:
+    # a newcomer's loop: the policy learns to ~0.8 by step 120, then its reward breaks: every group tied, every
+    # advantage 0 from step 150. However far the reward falls, nothing was updated: not the updates' doing
+    rng = np.random.default_rng(3)
+    learned = [min(0.8, 0.2 + i / 200) + 0.05 * rng.standard_normal() for i in range(150)]
+    fell = learned + [0.1 + 0.05 * rng.standard_normal() for _ in range(150)]
+    tied = {"reward_mean": fell, "zero_variance_group_frac": [0.1] * 150 + [1.0] * 150}
+    assert not isinstance(one(make_run(tied), "UPDATE_UNSTABLE"), Finding)
+    zero = {"reward_mean": fell, "adv_std": [0.9] * 150 + [0.0] * 150}
+    assert not isinstance(one(make_run(zero), "UPDATE_UNSTABLE"), Finding)
+    # the same fall with the advantages still spread is judged on the reward (no update metric logged)
+    f = one(make_run({"reward_mean": fell, "adv_std": [0.9] * 300}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["succeeded"] is True
+    # its noisy version (one coin flip per group from step 150: a level of 0.5): no tail of a few low draws
+    # collapses it, even with the advantages spread
+    flips = learned + [float(np.mean(rng.integers(0, 2, 8))) for _ in range(150)]
+    assert not isinstance(one(make_run({"reward_mean": flips, "adv_std": [0.9] * 300}), "UPDATE_UNSTABLE"), Finding)

@@ -209,6 +209,48 @@ def test_sb3_monitor_file_is_one_row_per_episode_at_its_timesteps(tmp_path: Path
     assert [e.line for e in load(p).errors] == [4]  # the line counts the JSON header
 
 
+def test_a_baselines_monitor_line_with_a_space_after_the_hash(tmp_path: Path) -> None:
+    # OpenAI baselines' older Monitor: '# {...}' (a space, and one after the JSON too)
+    p = tmp_path / "0.monitor.csv"
+    p.write_text('# {"t_start": 1551811845.9, "env_id": "Hopper-v2"} \nr,l,t\n11.85,17,0.03\n4.45,8,0.04\n16.2,23,0.08\n')
+    run = load(p)
+    assert run.trainer == "sb3_monitor" and run.frame["step"].to_list() == [17, 25, 48]
+    assert run.frame["reward_mean"].to_list() == [11.85, 4.45, 16.2]
+
+
+def test_real_kostrikov_reference_monitor() -> None:
+    """h241-ikostrikov-ppo-hopper-v2-reference-seed1-learns-to-3500: 2,401 episodes after a '# {' line."""
+    path = corpus("h241-ikostrikov-ppo-hopper-v2-reference-seed1-learns-to-3500/0.monitor.csv")
+    rows = list(csv.DictReader(path.read_text().splitlines()[1:]))
+    run = load(path)
+    assert run.frame["reward_mean"].to_list() == [float(r["r"]) for r in rows] and len(rows) == 2401
+    steps = [int(r["l"]) for r in rows]
+    assert run.frame["step"].to_list() == [sum(steps[:i + 1]) for i in range(len(steps))]
+
+
+def test_numbers_separated_by_spaces(tmp_path: Path) -> None:
+    # numpy.savetxt's default delimiter: step and score per line (jaxrl / IQL tmp/<seed>.txt), named by the file
+    p = tmp_path / "returns.txt"
+    p.write_text("5000 0.0\n10000 0.25\n15000  0.5\n20000 0.75\n")
+    run = load(p)
+    assert run.frame["step"].to_list() == [5000, 10000, 15000, 20000]
+    assert run.frame["reward_mean"].to_list() == [0.0, 0.25, 0.5, 0.75]
+    # words and spaces are a console's lines, not a table
+    q = tmp_path / "log.txt"
+    q.write_text("step 1 reward 0.5\nstep 2 reward 0.7\nstep 3 reward 0.9\n")
+    assert not csv_table.sniff(q, q.read_text())
+
+
+def test_real_iql_seed_file_of_step_and_success() -> None:
+    """h242-lpd-iql-flow-primitives-antmaze-seed70-learns-to-80pct-success: 200 lines 'step success', read
+    as a table whose series is named by the seed (no name says it is a reward)."""
+    path = corpus("h242-lpd-iql-flow-primitives-antmaze-seed70-learns-to-80pct-success/70.txt")
+    rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
+    run = load(path)
+    assert run.frame["step"].to_list() == [int(float(r[0])) for r in rows] and len(rows) == 200
+    assert run.metadata["unmapped"] == ["70"]
+
+
 def test_a_table_of_one_column(tmp_path: Path) -> None:
     p = tmp_path / "training_log.csv"
     p.write_text("reward\n248.6\n18.9\n118.25\n")

@@ -593,3 +593,23 @@ def test_one_completion_that_reads_like_a_step_line_does_not_count_the_steps(tmp
     run = load(p)
     assert run.frame.height == 8 and run.frame["step"].is_sorted()
     assert run.frame["reward_max"].to_list() == pytest.approx([max(-1.0, i / 10) for i in range(8)])
+
+
+def test_baselines_deepq_block_with_a_count_inside_a_name(tmp_path: Path) -> None:
+    # baselines/deepq/deepq.py: logger.record_tabular('mean 100 episode reward', ...) between rules of '*'
+    block = "{rule}\nsteps: {s}\nepisodes: {e}\nmean 100 episode reward: {r}\n% time spent exploring: {x}\n{rule}\n"
+    text = "".join(block.format(rule="*" * 20, s=s, e=e, r=r, x=x)
+                   for s, e, r, x in ((8111, 10, -20.8, 91), (17152, 20, -20.5, 83), (26000, 30, -19.9, 75)))
+    p = tmp_path / "out.txt"
+    p.write_text(text)
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == [-20.8, -20.5, -19.9]
+    assert run.sources["reward_mean"] == "mean_100_episode_reward"
+
+
+def test_real_baselines_style_dqn_notebook() -> None:
+    """h237-handwritten-dqn-pong-fixed-action-learns-minus-21-to-plus-18: 50 printed blocks, the 100-episode
+    mean -20.8 at 8,111 steps and 18.1 at 895,127 (the hunter's first and last)."""
+    run = load(corpus("h237-handwritten-dqn-pong-fixed-action-learns-minus-21-to-plus-18/Lab.ipynb"))
+    assert run.steps == 50 and run.frame["step"][0] == 8111 and run.frame["step"][-1] == 895127
+    assert run.frame["reward_mean"][0] == -20.8 and run.frame["reward_mean"][-1] == 18.1

@@ -299,3 +299,27 @@ def test_the_last_pass_in_close_reports_what_it_finds(monkeypatch: pytest.Monkey
     assert mon.findings == []
     mon.close()  # the run ended: its last pass is the scan's verdict, nothing is left to confirm it
     assert [f.id for f in mon.findings] == ["REWARD_FLOOR"]
+
+
+def test_tied_groups_stop_a_run_before_the_advantages_they_zero() -> None:
+    # a newcomer's loop: groups that contrast for 60 steps, then a reward that breaks into one coin flip per
+    # group (every group tied at 0 or 1). The cause (R: tied groups) is reported first and stops the run,
+    # in the same pass as its consequence (T: the advantages' spread gone); nothing blames the updates
+    rng = np.random.default_rng(5)
+    stopped_by: list[str] = []
+    mon = advcore.Monitor(callback=lambda f: stopped_by.append(f.id), stop_on="warn", detect_budget=None)
+    for step in range(1, 120):
+        if step < 60:
+            r = (rng.random(64) < 0.5).astype(np.float32)
+        else:
+            r = np.repeat(rng.integers(0, 2, 8), 8).astype(np.float32)
+        m = r.reshape(-1, 8)
+        adv = (r - np.repeat(m.mean(1), 8)) / (np.repeat(m.std(1, ddof=1), 8) + 1e-4)
+        mon.observe(step, rewards=r, group_size=8, advantages=adv)
+        if mon.should_stop:
+            break
+    assert mon.should_stop and step <= 60 + 10
+    assert stopped_by[0] == "DEGENERATE_GROUPS"
+    assert "UPDATE_UNSTABLE" not in stopped_by
+    first = {f.id: f for f in mon.findings}
+    assert first["DEGENERATE_GROUPS"].onset_step == 60 and first["DEGENERATE_GROUPS"].evidence["held_since_step"] == 60

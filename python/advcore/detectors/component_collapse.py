@@ -21,7 +21,8 @@ and the run has at least ``min_points`` (20) logged points. It has collapsed whe
   mean's size and by more than ``traded_z`` (3) standard errors of the two windows' means, while
   another judged component rose by more than ``traded_z`` standard errors (the policy gave up one
   component for another: h161-tunix-grpo-gemma3-1b-g8-lr1e5-correctness-traded-for-format, check_answer
-  0.74 -> 0.345 while both format rewards rose); onset: after the highest point of its level (trailing
+  0.74 -> 0.345 while both format rewards rose); not a penalty (a component never above 0), whose growth
+  is the price of what the others reward; onset: after the highest point of its level (trailing
   median over a tenth of the run, at least 5 points) before the late window, the first of ``sustain``
   points of that level at or below the middle of the two means;
 
@@ -137,6 +138,11 @@ def _window_error(c: Series) -> float:
 
 
 def _traded(c: Series, others: list[Series], k: Mapping[str, float | int]) -> _Collapse | None:
+    if max(c.values) <= 0.0:
+        # a penalty (never above 0) that grows as another term rises is the price of the behaviour the
+        # reward asks for, not a skill given up (h240-rslrl-legged-gym-go1-frozen-actor-rear-hip-residual-
+        # finetune-holds-plateau: action_rate -0.18 -> -0.66 as episodes lengthen and tracking rises)
+        return None
     early_mean, late_mean = c.early_mean(), c.late_mean()
     drop, error, z = early_mean - late_mean, _window_error(c), float(k["traded_z"])
     if not (drop > z * error and drop >= float(k["traded_share"]) * abs(early_mean) and drop > 0):
@@ -255,7 +261,8 @@ CARD = Card(
           ceiling is a learned skill, not a collapse); onset: the first such step; or
         - **traded**: its late mean is below its early mean by at least `traded_share` × the early mean's
           size and by more than `traded_z` standard errors of the two windows' means, while another judged
-          component rose by more than `traded_z` standard errors (one component given up for another);
+          component rose by more than `traded_z` standard errors (one component given up for another;
+          not a penalty, a component never above 0, whose growth is the price of what the others reward);
           onset: after the highest point of its level (trailing median over a tenth of the run, at least 5
           points) before the late window, the first of `sustain` points of that level at or below the
           middle of the two means;

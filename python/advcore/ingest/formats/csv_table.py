@@ -58,23 +58,39 @@ _SNIFF_ROWS = 8
 
 
 def _delimiter(text: str) -> str:
-    """``"\t"`` when the first line has tabs and no comma (a tab-separated table), else ``","``."""
+    """``"\t"`` when the first line has tabs and no comma (a tab-separated table); ``" "`` when it is
+    numbers separated by spaces only (``numpy.savetxt``'s default: ``5000 0.0``, jaxrl's and IQL's
+    ``tmp/<seed>.txt`` of step and score, h242-lpd-iql-flow-primitives-antmaze-seed70-learns-to-80pct-
+    success; a line of words and spaces is a console's, not a table's); else ``","``."""
     end = text.find("\n")
     first = text if end < 0 else text[:end]  # not text.split: that would copy the whole file
-    return "\t" if "\t" in first and "," not in first else ","
+    if "," in first:
+        return ","
+    if "\t" in first:
+        return "\t"
+    fields = first.split()
+    return " " if len(fields) >= 2 and all(number(f) is not None for f in fields) else ","
+
+
+def _reader(text: str) -> Iterator[list[str]]:
+    """The rows of ``text`` by its delimiter (:func:`_delimiter`); runs of spaces are one delimiter."""
+    delimiter = _delimiter(text)
+    return csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=delimiter == " ")
 
 
 def _rows(text: str) -> list[list[str]]:
-    return list(csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)))
+    return list(_reader(text))
 
 
-#: the first line of a stable-baselines3 Monitor file
-_MONITOR_LINE = "#{"
+#: the first line of a stable-baselines3 Monitor file (``#{"t_start": ...}``); OpenAI baselines' older
+#: Monitor wrote a space after the ``#`` (``# {"t_start": ..., "env_id": "Hopper-v2"}``: ikostrikov's
+#: pytorch-a2c-ppo-acktr-gail reference logs, h241-ikostrikov-ppo-hopper-v2-reference-seed1-learns-to-3500)
+_MONITOR_LINE = re.compile(r"#\s?\{")
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_/ .-")
 
 
 def _without_monitor_line(text: str) -> str:
-    return text[text.find("\n") + 1:] if text.startswith(_MONITOR_LINE) else text
+    return text[text.find("\n") + 1:] if _MONITOR_LINE.match(text) else text
 
 
 def _pandas_index(rows: list[list[str]]) -> int:
@@ -150,7 +166,7 @@ def csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
     """The rows of CSV ``text``, each with the line it ends on: ``(line, fields, None)``, or
     ``(line, None, reason)`` for a row the ``csv`` module rejects (a field over its size limit); the
     rows after a rejected one are still read."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
+    reader = _reader(text)
     while True:
         try:
             fields = next(reader)
@@ -172,7 +188,7 @@ def csv_records(path: Path, what: str,
     header: list[str] | None = None
     rows: list[dict[str, Any]] = []
     text = read_text(path) if text is None else text
-    skipped = 1 if text.startswith(_MONITOR_LINE) else 0
+    skipped = 1 if _MONITOR_LINE.match(text) else 0
     for line, fields, reason in csv_rows(_without_monitor_line(text)):
         line += skipped
         if fields is None:

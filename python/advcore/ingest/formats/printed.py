@@ -166,9 +166,12 @@ _HASH_COUNTER = re.compile(r"(?<=[^\W\d]) ?#(?=\d)")
 
 
 #: A count inside a name, after a word that counts a window (``mean score of last 100 episodes =
-#: 0.01``): joined to its neighbours so the name stays whole (``mean_score_of_last_100_episodes``)
-#: and ``episodes = 0.01`` is not read as a counter.
-_WINDOW = re.compile(r"(?<![\w.])(last|past|over|previous|recent|first)[ \t](\d{1,9}+)[ \t](?=[^\W\d])", re.IGNORECASE)
+#: 0.01``; OpenAI baselines' deepq ``mean 100 episode reward: -20.8``, h237-handwritten-dqn-pong-fixed-
+#: action-learns-minus-21-to-plus-18): joined to its neighbours so the name stays whole
+#: (``mean_score_of_last_100_episodes``, ``mean_100_episode_reward``) and ``episodes = 0.01`` is not read
+#: as a counter, nor ``mean 100`` as a pair.
+_WINDOW = re.compile(r"(?<![\w.])(last|past|over|previous|recent|first|mean)[ \t](\d{1,9}+)[ \t](?=[^\W\d])",
+                     re.IGNORECASE)
 
 
 #: The progress line of the DQN in Lapan's *Deep Reinforcement Learning Hands-On* (Chapter 6,
