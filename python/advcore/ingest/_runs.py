@@ -133,8 +133,8 @@ def apart(a: Run, b: Run) -> str | None:
     if max(min(sa), min(sb)) > min(max(sa), max(sb)):
         if _resumes(a, b):
             return None
-        return (f"their steps do not overlap ({min(sa)} to {max(sa)} and {min(sb)} to {max(sb)}) and one does not "
-                "resume the other")
+        return (f"their steps do not overlap ({min(sa)} to {max(sa)} and {min(sb)} to {max(sb)}) and the later one "
+                f"does not resume the earlier (it would begin within {RESUME_GAP} logging intervals of its last step)")
     common = set(a.metrics) & set(b.metrics)
     if _formats(a) & _formats(b):
         if not common:
