@@ -21,8 +21,8 @@ from typing import Any, Literal
 from advcore.errors import AdvcoreError
 from advcore.model import Run
 
-__all__ = ["CAUSAL_ORDER", "THRESHOLD", "Card", "DetectorSpec", "Finding", "FindingStage", "Knob", "NotEvaluable", "Severity", "Stage",
-           "first_of_checks"]
+__all__ = ["CAUSAL_ORDER", "THRESHOLD", "Card", "DetectorSpec", "Finding", "FindingStage", "Knob", "NotEvaluable",
+           "Severity", "Stage", "first_of_checks"]
 
 Severity = Literal["info", "warn", "error"]
 #: a detector's stage; "R/U" for one whose findings say which of the two (DEAD_FROM_START)

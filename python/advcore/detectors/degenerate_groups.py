@@ -284,7 +284,10 @@ CARD = Card(
         steps (simplevla-terminal-reward-libero, trained on success: 84 %). Fires
         when the late-window mean (last 20 % of the logged points) reaches `tied_above`, or the mean over
         the whole run reaches 0.9 (nearly every step spent without a gradient, though the last ones
-        untie: h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, steps 1-46 of 50 tied), and the
+        untie: h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, steps 1-46 of 50 tied), or the run
+        ends in its longest stretch of at least `sustain` steps at or above `tied_above` (not on a per-step
+        0/1 proxy; `evidence["held_since_step"]`: inside a trainer the cause is heard with the advantages'
+        collapse it brings, ADV_COLLAPSE's stretch rule, not a quarter of the run later), and the
         share has settled there (an onset exists). Ties at the top of a run that still learns are
         solved prompts, reported as info: when at least 2/3 of the late steps whose every group is tied
         score the reward's ceiling (or, with `reward_min` and `reward_max` logged, when the late means

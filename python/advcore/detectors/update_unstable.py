@@ -63,7 +63,9 @@ and does not end held at its floor (REWARD_FLOOR's to report):
 h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse, a return of 11.8 early and 4.4 late, grad
 norm 20 times higher over the fall. So does one whose last ``TAIL_POINTS`` (5) or more logged values,
 fewer than half the late window, all lie that far below its early median (:func:`_collapsed_tail`: a
-collapse too late for the late window's median to show it), its late window not held at its floor.
+collapse too late for the late window's median to show it), or after a success gave back ``giveback`` of
+its gain, its late window not held at its floor. Never over a fall in which every group was tied or the
+advantages were 0 (:func:`_no_gradient`): nothing was updated.
 
 Fires when a check has at least ``min_points`` (3) unstable points, and for the single-update checks
 (``kl_step``, ``clip_frac``) on at least ``MIN_POINT_SHARE`` (1 %) of the run too: a spike that
@@ -90,7 +92,8 @@ from dataclasses import dataclass
 
 from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome,
                                      first_of_checks)
-from advcore.detectors._reward import FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward, reward_course, reward_level
+from advcore.detectors._reward import (FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward, reward_course,
+                                       reward_level)
 from advcore.detectors._windows import (MIN_WINDOW, Series, change_point, differential, metric, rolling_level,
                                         window_len)
 from advcore.model import Run
@@ -170,8 +173,9 @@ def _collapsed_tail(run: Run, c: RewardCourse, giveback: float) -> int:
     started (:attr:`~advcore.detectors._reward.RewardCourse.collapsed_tail`) or, after a success, every one
     below what keeps ``1 - giveback`` of its gain (h228-rlgames-isaacgym-walkbot-learns-then-return-
     crashes-below-start-at-end: a level of 33 from a start of -2, its last 6 of 259 epochs between -5 and
-    0.1, a median 29 below the 25 points before them, 17 noises) when that is a fall of more than ``FALL_NOISE``
-    noises from the level just before it; on a run whose late window is not held at its floor (REWARD_FLOOR's to report); else 0."""
+    0.1, a median 29 below the 25 points before them, 17 noises) when that is a fall of more than
+    ``FALL_NOISE`` noises from the level just before it; on a run whose late window is not held at its
+    floor (REWARD_FLOOR's to report); else 0."""
     tail = c.collapsed_tail
     if c.succeeded:
         gave_back = c.tail_below(c.early + (1 - giveback) * c.gain)
@@ -653,7 +657,12 @@ CARD = Card(
         (fewer than half the late window) all lie 10 noises below the early median, and the late window is
         not held at the floor (h176-rslrl-ppo-h1-humanoid-teleop-learns-then-collapses-at-59k: 982 returns
         between 30 and 211, then 18 between -159 and -2,205; onset the first of them,
-        `evidence["collapsed_tail_points"]`). Runs with curriculum phases are not judged this way.
+        `evidence["collapsed_tail_points"]`), or, after a success, all lie below what keeps a quarter of the
+        gain with their median 10 noises below the level of the points before them
+        (h228-rlgames-isaacgym-walkbot-learns-then-return-crashes-below-start-at-end: its last 6 of 259
+        epochs). Runs with curriculum phases are not judged this way, nor a fall over which the advantages
+        carried nothing (`zero_variance_group_frac` at least 0.95 or `adv_std` 0 in median): with every
+        group tied no update happened, the reward stopped telling samples apart.
     """,
     related="""
         The opposite of UPDATE_SUPPRESSED (the update is ~0). A clip fraction pinned near 1 with a KL
