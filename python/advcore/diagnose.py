@@ -33,7 +33,7 @@ VerdictStage = Literal["R", "A", "T", "U"]
 #: judge (no steps, no detector with its metrics); ``unreadable``: nothing could be read.
 Status = Literal["lost", "quiet", "not_judged", "unreadable"]
 
-_RANK = {stage: i for i, stage in enumerate(CAUSAL_ORDER)}
+_RANK: dict[str, int] = {stage: i for i, stage in enumerate(CAUSAL_ORDER)}
 _SEED = ("ADV_COLLAPSE", "DEGENERATE_GROUPS", "REWARD_STD_DEATH")
 
 

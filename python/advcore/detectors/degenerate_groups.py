@@ -227,11 +227,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     # a per-step indicator counts steps, not groups: say so (a newcomer read "75% of GRPO groups" of a log whose
     # only spread metric is reward_std as a share of groups)
     unit = "of the logged steps have every group" if s.name.startswith("1[") else "of GRPO groups are"
-    stretch = since is not None and not (late >= above or overall >= RUN_TIED)
-    if stretch:
-        evidence["held_since_step"] = s.steps[since]
-        share = (f"{100 * fmean(s.values[since:]):.0f}% {unit} tied ({plain(s.name)}) over the last "
-                 f"{len(s) - since} logged steps ({pct:.0f}% overall)")
+    stretch = since if since is not None and not (late >= above or overall >= RUN_TIED) else None
+    if stretch is not None:
+        evidence["held_since_step"] = s.steps[stretch]
+        share = (f"{100 * fmean(s.values[stretch:]):.0f}% {unit} tied ({plain(s.name)}) over the last "
+                 f"{len(s) - stretch} logged steps ({pct:.0f}% overall)")
     else:
         share = (f"{100 * late:.0f}% {unit} tied ({plain(s.name)}) late in the run ({pct:.0f}% overall)"
                  if late >= above else
@@ -246,7 +246,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                        "Add harder prompts before they run out.",
                        WHAT_TO_TRY)
     # a rise over the second half says nothing of a stretch a few steps long that began after it
-    learning = None if stretch else _still_learning(run, level)
+    learning = None if stretch is not None else _still_learning(run, level)
     if learning is not None:
         evidence.update(learning)
         return Finding(ID, "info", "R", s.step_at(idx), dict(evidence),

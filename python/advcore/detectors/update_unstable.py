@@ -254,12 +254,15 @@ def _no_gradient(run: Run, fall_from: int) -> bool:
     what the policy had learned: the reward stopped telling samples apart (a newcomer's loop whose reward
     function broke into one coin flip per group at step 150: its level fell from 0.8 to 0.5 while every
     advantage was 0)."""
-    for name, dead in (("zero_variance_group_frac", lambda v: v >= TIED), ("adv_std", lambda v: v <= ZERO_ADV)):
+    for name in ("zero_variance_group_frac", "adv_std"):
         series = metric(run, name)
         if series is None:
             continue
         after = [v for st, v in zip(series.steps, series.values, strict=True) if st >= fall_from]
-        if len(after) >= 3 and dead(statistics.median(after)):
+        if len(after) < 3:
+            continue
+        level = statistics.median(after)
+        if (level >= TIED) if name == "zero_variance_group_frac" else (level <= ZERO_ADV):
             return True
     return False
 

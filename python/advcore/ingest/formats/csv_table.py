@@ -35,9 +35,12 @@ import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    import _csv
 
 from advcore.model import IngestError, RawLog
 from advcore.ingest import _trainers as trainers
@@ -72,7 +75,7 @@ def _delimiter(text: str) -> str:
     return " " if len(fields) >= 2 and all(number(f) is not None for f in fields) else ","
 
 
-def _reader(text: str) -> Iterator[list[str]]:
+def _reader(text: str) -> _csv.Reader:
     """The rows of ``text`` by its delimiter (:func:`_delimiter`); runs of spaces are one delimiter."""
     delimiter = _delimiter(text)
     return csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=delimiter == " ")
