@@ -34,12 +34,13 @@ its advantages come from the value baseline, so episodes of equal return are not
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import RewardLevel, reward_level
+from advcore.detectors._reward import SUCCESS_NOISE, RewardLevel, reward_level
 from advcore.detectors._windows import (Series, aligned, fmean, held_since, metric, onset_index, plain, run_kind,
-                                        tied_share, window_len)
+                                        step_noise, tied_share, window_len)
 from advcore.model import Run
 from advcore.stats import spearman
 
@@ -126,6 +127,22 @@ def _tied_high(s: Series, level: RewardLevel) -> float | None:
         return None
     r = (level.late_mean - level.floor) / (level.ceiling - level.floor)
     return (r - (1.0 - t)) / t
+
+
+def _fell_at(run: Run, step: int) -> bool:
+    """The reward's median from ``step`` on lies below its median over as many points before it by more
+    than ``SUCCESS_NOISE`` standard errors (the step-to-step noise x sqrt(2 / k)): the groups tied because
+    the reward broke (a newcomer's loop: 0.8 before, one coin flip per group after), not because the
+    policy solved their prompts (the lab's high_plateau, level and tied)."""
+    mean = metric(run, "reward_mean")
+    if mean is None:
+        return False
+    after = [v for st, v in zip(mean.steps, mean.values, strict=True) if st >= step]
+    before = [v for st, v in zip(mean.steps, mean.values, strict=True) if st < step][-len(after):]
+    if len(after) < 3 or len(before) < len(after):
+        return False
+    error = step_noise(mean.values) * math.sqrt(2 / len(after))
+    return statistics.median(before) - statistics.median(after) > SUCCESS_NOISE * error
 
 
 def _solved(run: Run, s: Series, level: RewardLevel | None) -> dict[str, float] | None:
@@ -245,8 +262,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                        f"{solved['rise_z']:.1f}): the policy solves those prompts and the untied rest still trains. "
                        "Add harder prompts before they run out.",
                        WHAT_TO_TRY)
-    # a rise over the second half says nothing of a stretch a few steps long that began after it
-    learning = None if stretch is not None else _still_learning(run, level)
+    # a rise over the second half says nothing of a stretch that began with a fall of the reward
+    learning = None if stretch is not None and _fell_at(run, s.steps[stretch]) else _still_learning(run, level)
     if learning is not None:
         evidence.update(learning)
         return Finding(ID, "info", "R", s.step_at(idx), dict(evidence),
@@ -287,7 +304,9 @@ CARD = Card(
         untie: h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, steps 1-46 of 50 tied), or the run
         ends in its longest stretch of at least `sustain` steps at or above `tied_above` (not on a per-step
         0/1 proxy; `evidence["held_since_step"]`: inside a trainer the cause is heard with the advantages'
-        collapse it brings, ADV_COLLAPSE's stretch rule, not a quarter of the run later), and the
+        collapse it brings, ADV_COLLAPSE's stretch rule, not a quarter of the run later; a run that still
+        learns is judged as below unless its reward fell where the stretch began, by 3 standard errors of
+        the two medians: the lab's hard negative high_plateau ties its solved prompts at a level reward), and the
         share has settled there (an onset exists). Ties at the top of a run that still learns are
         solved prompts, reported as info: when at least 2/3 of the late steps whose every group is tied
         score the reward's ceiling (or, with `reward_min` and `reward_max` logged, when the late means
