@@ -34,13 +34,12 @@ its advantages come from the value baseline, so episodes of equal return are not
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import SUCCESS_NOISE, RewardLevel, reward_level
+from advcore.detectors._reward import RewardLevel, reward_level
 from advcore.detectors._windows import (Series, aligned, fmean, held_since, metric, onset_index, plain, run_kind,
-                                        step_noise, tied_share, window_len)
+                                        tied_share, window_len)
 from advcore.model import Run
 from advcore.stats import spearman
 
@@ -52,6 +51,8 @@ ID = "DEGENERATE_GROUPS"
 #: run spent nearly all of its steps without a gradient (h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups:
 #: steps 1-46 of 50 tied, the last four not).
 RUN_TIED = 0.9
+#: a step whose every group is tied (a share of 1, up to float rounding): no contrast left at all
+ALL_TIED = 1.0 - 1e-9
 
 #: Share of the late all-tied steps at the reward's ceiling from which the ties are solved prompts, when
 #: the reward also rises: h92-unsloth-trl-gspo-qwen25vl7b-meme-classifier-learns-groups-tie-at-ceiling
@@ -129,22 +130,6 @@ def _tied_high(s: Series, level: RewardLevel) -> float | None:
     return (r - (1.0 - t)) / t
 
 
-def _fell_at(run: Run, step: int) -> bool:
-    """The reward's median from ``step`` on lies below its median over as many points before it by more
-    than ``SUCCESS_NOISE`` standard errors (the step-to-step noise x sqrt(2 / k)): the groups tied because
-    the reward broke (a newcomer's loop: 0.8 before, one coin flip per group after), not because the
-    policy solved their prompts (the lab's high_plateau, level and tied)."""
-    mean = metric(run, "reward_mean")
-    if mean is None:
-        return False
-    after = [v for st, v in zip(mean.steps, mean.values, strict=True) if st >= step]
-    before = [v for st, v in zip(mean.steps, mean.values, strict=True) if st < step][-len(after):]
-    if len(after) < 3 or len(before) < len(after):
-        return False
-    error = step_noise(mean.values) * math.sqrt(2 / len(after))
-    return statistics.median(before) - statistics.median(after) > SUCCESS_NOISE * error
-
-
 def _solved(run: Run, s: Series, level: RewardLevel | None) -> dict[str, float] | None:
     """The evidence that the late ties are solved prompts in a run that learned (see the module
     docstring), else None: the share of the late all-tied steps whose reward mean is within the
@@ -157,7 +142,7 @@ def _solved(run: Run, s: Series, level: RewardLevel | None) -> dict[str, float] 
     if len(rewards) < 10 or min(rewards) == max(rewards):
         return None
     late_from = len(rewards) - window_len(len(rewards))
-    at_tie = [r for i, (r, t) in enumerate(zip(rewards, tied, strict=True)) if i >= late_from and t >= 1.0 - 1e-9]
+    at_tie = [r for i, (r, t) in enumerate(zip(rewards, tied, strict=True)) if i >= late_from and t >= ALL_TIED]
     evidence: dict[str, float] = {}
     if at_tie:
         evidence["late_tied_at_ceiling"] = sum(1 for r in at_tie if abs(r - level.ceiling) <= level.tol) / len(at_tie)
@@ -213,11 +198,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return None
     above, sustain = float(knobs["tied_above"]), int(knobs["sustain"])
     late, overall = s.late_mean(), s.mean()
-    # a run that ends in its longest stretch of tied steps is degenerate now, before the late window's mean
-    # shows it (as ADV_COLLAPSE's stretch; not on a 0/1 per-step proxy): a monitor hears the cause as soon as
-    # the advantages' collapse (a newcomer's loop whose reward broke at step 150: ADV_COLLAPSE at 155, this at
-    # 175 by the late window)
-    since = None if s.name.startswith("1[") else held_since(s.values, lambda v: v >= above, sustain)
+    # a run that ends in its longest stretch of steps with every group tied is degenerate now, before the late
+    # window's mean shows it (as ADV_COLLAPSE's stretch; not on a 0/1 per-step proxy): a monitor hears the cause
+    # with the advantages' collapse (a newcomer's loop whose reward broke at step 150: ADV_COLLAPSE at 155, this
+    # at 175 by the late window)
+    since = None if s.name.startswith("1[") else held_since(s.values, lambda v: v >= ALL_TIED, sustain)
     if not (late >= above or overall >= RUN_TIED or since is not None):
         return None
     idx = onset_index(s.values, lambda v: v >= above, sustain)
@@ -233,7 +218,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "early_mean": s.early_mean(),
         "late_mean": late,
         "run_mean": overall,
-        "tied_steps_frac": sum(1 for v in s.values if v >= 1.0 - 1e-9) / len(s),
+        "tied_steps_frac": sum(1 for v in s.values if v >= ALL_TIED) / len(s),
         "tied_above": above,
         THRESHOLD: above,
         **s.where(idx),
@@ -262,8 +247,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                        f"{solved['rise_z']:.1f}): the policy solves those prompts and the untied rest still trains. "
                        "Add harder prompts before they run out.",
                        WHAT_TO_TRY)
-    # a rise over the second half says nothing of a stretch that began with a fall of the reward
-    learning = None if stretch is not None and _fell_at(run, s.steps[stretch]) else _still_learning(run, level)
+    # no group has contrast left: a rise before the stretch does not make it a run that still learns
+    learning = None if stretch is not None else _still_learning(run, level)
     if learning is not None:
         evidence.update(learning)
         return Finding(ID, "info", "R", s.step_at(idx), dict(evidence),
@@ -302,11 +287,10 @@ CARD = Card(
         when the late-window mean (last 20 % of the logged points) reaches `tied_above`, or the mean over
         the whole run reaches 0.9 (nearly every step spent without a gradient, though the last ones
         untie: h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, steps 1-46 of 50 tied), or the run
-        ends in its longest stretch of at least `sustain` steps at or above `tied_above` (not on a per-step
+        ends in its longest stretch of at least `sustain` steps with every group tied (not on a per-step
         0/1 proxy; `evidence["held_since_step"]`: inside a trainer the cause is heard with the advantages'
-        collapse it brings, ADV_COLLAPSE's stretch rule, not a quarter of the run later; a run that still
-        learns is judged as below unless its reward fell where the stretch began, by 3 standard errors of
-        the two medians: the lab's hard negative high_plateau ties its solved prompts at a level reward), and the
+        collapse it brings, ADV_COLLAPSE's stretch rule, not a quarter of the run later; not a share at
+        `tied_above` alone: the lab's hard negative high_plateau ends with steps 75-80 % tied), and the
         share has settled there (an onset exists). Ties at the top of a run that still learns are
         solved prompts, reported as info: when at least 2/3 of the late steps whose every group is tied
         score the reward's ceiling (or, with `reward_min` and `reward_max` logged, when the late means
