@@ -216,8 +216,9 @@ def csv_records(path: Path, what: str,
 
 def read(path: Path) -> RawLog:
     text = read_text(path)
-    line = text.strip()
-    if "\n" not in line and len(fields := line.split(",")) >= ROW_MIN and _headerless(fields):
+    end = text.find("\n")
+    if (end < 0 or text.find("\n", end + 1) < 0) and len(fields := text.strip().split(",")) >= ROW_MIN \
+            and _headerless(fields):
         # one line of numbers: a loop's values written as one row (csv.writer.writerow of the episode
         # returns), one value per step under the file's stem
         frame, _ = records_frame([{path.stem: v} for v in fields])
