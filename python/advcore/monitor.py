@@ -394,7 +394,7 @@ class Monitor:
             found, _ = run_detectors(self.recording.run(), only=self._only, settings=self._settings)
             # the findings of one pass in causal order, so the cause is reported (and stops the run) before what
             # follows from it: tied groups (R) before the advantages they zero (T)
-            found.sort(key=lambda f: CAUSAL_ORDER.index(f.stage) if f.stage in CAUSAL_ORDER else len(CAUSAL_ORDER))
+            found.sort(key=lambda f: CAUSAL_ORDER.index(f.stage))
             alarms = {(f.id, f.slice) for f in found if f.severity != "info"}
             self._streak = {k: self._streak.get(k, 0) + 1 for k in alarms}
             reported = {(f.id, f.slice): i for i, f in enumerate(self._findings)}

@@ -38,8 +38,8 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import RewardLevel, reward_level
-from advcore.detectors._windows import (Series, aligned, fmean, held_since, metric, onset_index, plain, run_kind,
-                                        tied_share, window_len)
+from advcore.detectors._windows import (TIE_EPS, Series, aligned, fmean, held_since, metric, onset_index, plain,
+                                        run_kind, tied_share, window_len)
 from advcore.model import Run
 from advcore.stats import spearman
 
@@ -52,7 +52,7 @@ ID = "DEGENERATE_GROUPS"
 #: steps 1-46 of 50 tied, the last four not).
 RUN_TIED = 0.9
 #: a step whose every group is tied (a share of 1, up to float rounding): no contrast left at all
-ALL_TIED = 1.0 - 1e-9
+ALL_TIED = 1.0 - TIE_EPS
 
 #: Share of the late all-tied steps at the reward's ceiling from which the ties are solved prompts, when
 #: the reward also rises: h92-unsloth-trl-gspo-qwen25vl7b-meme-classifier-learns-groups-tie-at-ceiling
@@ -203,7 +203,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     # with the advantages' collapse (a newcomer's loop whose reward broke at step 150: ADV_COLLAPSE at 155, this
     # at 175 by the late window)
     since = None if s.name.startswith("1[") else held_since(s.values, lambda v: v >= ALL_TIED, sustain)
-    if not (late >= above or overall >= RUN_TIED or since is not None):
+    by_window = late >= above or overall >= RUN_TIED
+    if not (by_window or since is not None):
         return None
     idx = onset_index(s.values, lambda v: v >= above, sustain)
     tail = _tail_onset(s.values, above)
@@ -229,7 +230,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     # a per-step indicator counts steps, not groups: say so (a newcomer read "75% of GRPO groups" of a log whose
     # only spread metric is reward_std as a share of groups)
     unit = "of the logged steps have every group" if s.name.startswith("1[") else "of GRPO groups are"
-    stretch = since if since is not None and not (late >= above or overall >= RUN_TIED) else None
+    stretch = None if by_window else since
     if stretch is not None:
         evidence["held_since_step"] = s.steps[stretch]
         share = (f"{100 * fmean(s.values[stretch:]):.0f}% {unit} tied ({plain(s.name)}) over the last "

@@ -109,7 +109,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
               and reward is not None and reward.late_mean() < reward.early_mean())
     if not (late >= above or rising):
         return None
-    cut = above if late >= above else (early + late) / 2
+    majority = late >= above
+    cut = above if majority else (early + late) / 2
     idx = onset_index(s.values, lambda v: v >= cut, sustain)
     # "every completion cut" is reported only when it describes the end of the run, not a passing stretch
     full = onset_index(s.values, lambda v: v >= 1.0 - 1e-9, sustain) if late >= ALL_CUT_LATE else None
@@ -119,14 +120,14 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         "late_mean": late,
         "run_mean": s.mean(),
         "truncated_above": above,
-        THRESHOLD: above if late >= above else float(knobs["rising_above"]),
+        THRESHOLD: above if majority else float(knobs["rising_above"]),
         "all_truncated_from": s.step_at(full),
         **s.where(idx),
     }
     if s.proxy:
         evidence["proxy"] = s.name
     evidence["reward_corr"] = corr
-    if late < above and reward is not None and corr is not None:  # the rising rule (it needs both)
+    if not majority and reward is not None and corr is not None:  # the rising rule (which needs both)
         evidence["rule"] = "rising"
         return Finding(
             ID, "warn", "R", s.step_at(idx), evidence,

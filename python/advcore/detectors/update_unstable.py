@@ -94,8 +94,8 @@ from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Kno
                                      first_of_checks)
 from advcore.detectors._reward import (FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward, reward_course,
                                        reward_level)
-from advcore.detectors._windows import (MIN_WINDOW, Series, change_point, differential, metric, rolling_level,
-                                        window_len)
+from advcore.detectors._windows import (MIN_WINDOW, TIE_EPS, Series, change_point, differential, metric,
+                                        rolling_level, window_len)
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -249,7 +249,7 @@ MOVED = 2.0
 
 def _no_gradient(run: Run, fall_from: int) -> bool:
     """The advantages carried no signal over the fall (from step ``fall_from``): the median of
-    ``zero_variance_group_frac`` at least ``TIED``, or of ``adv_std`` at most ``ZERO_ADV``, over at least
+    ``zero_variance_group_frac`` at least ``TIED``, or of ``adv_std`` at most ``TIE_EPS``, over at least
     3 logged points. With every group tied the policy gradient is zero, so no update can have destroyed
     what the policy had learned: the reward stopped telling samples apart (a newcomer's loop whose reward
     function broke into one coin flip per group at step 150: its level fell from 0.8 to 0.5 while every
@@ -262,15 +262,13 @@ def _no_gradient(run: Run, fall_from: int) -> bool:
         if len(after) < 3:
             continue
         level = statistics.median(after)
-        if (level >= TIED) if name == "zero_variance_group_frac" else (level <= ZERO_ADV):
+        if (level >= TIED) if name == "zero_variance_group_frac" else (level <= TIE_EPS):
             return True
     return False
 
 
 #: a share of tied groups at or above this leaves (almost) no advantage
 TIED = 0.95
-#: an advantage spread at or below this is no signal
-ZERO_ADV = 1e-6
 
 
 def _mover(run: Run, name: str) -> Series | None:
