@@ -92,7 +92,7 @@ class RealRun:
 
 
 #: the batches whose runs are calibration (see the module)
-CALIBRATION_BATCHES = frozenset(range(1, 45))
+CALIBRATION_BATCHES = frozenset(range(1, 46))
 
 
 def split_of(repository: str, batch: int, calibration_repositories: Iterable[str]) -> Split:
