@@ -242,13 +242,14 @@ def test_numbers_separated_by_spaces(tmp_path: Path) -> None:
 
 
 def test_real_iql_seed_file_of_step_and_success() -> None:
-    """h242-lpd-iql-flow-primitives-antmaze-seed70-learns-to-80pct-success: 200 lines 'step success', read
-    as a table whose series is named by the seed (no name says it is a reward)."""
+    """h242-lpd-iql-flow-primitives-antmaze-seed70-learns-to-80pct-success: 200 lines 'step success' in a
+    file named by the seed: jaxrl's evaluation series (the success share on AntMaze)."""
     path = corpus("h242-lpd-iql-flow-primitives-antmaze-seed70-learns-to-80pct-success/70.txt")
     rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
     run = load(path)
     assert run.frame["step"].to_list() == [int(float(r[0])) for r in rows] and len(rows) == 200
-    assert run.metadata["unmapped"] == ["70"]
+    assert run.frame["reward_mean"].to_list() == [float(r[1]) for r in rows]
+    assert run.sources["reward_mean"] == csv_table.SEED_FILE_SERIES
 
 
 def test_a_table_of_one_column(tmp_path: Path) -> None:
@@ -437,3 +438,34 @@ def test_real_cs294_dqn_logz_table() -> None:
     run = load(path)
     assert run.frame["step"].to_list() == [int(r["Timestep"]) for r in rows]
     assert run.frame["reward_mean"].to_list() == [float(r["MeanReward100Episodes"]) for r in rows]
+
+
+def test_headerless_epoch_step_value_of_d3rlpy(tmp_path: Path) -> None:
+    # d3rlpy's CSVAdapter writes f"{epoch},{step},{value}" to one file per metric: the value is the
+    # third column and the step the second, not the other way round
+    p = tmp_path / "rollout_return.csv"
+    p.write_text("1,1000,0.0\n2,2000,0.5\n3,3000,0.25\n4,4000,1.0\n")
+    run = load(p)
+    assert run.frame["step"].to_list() == [1000, 2000, 3000, 4000]
+    assert run.frame["reward_mean"].to_list() == [0.0, 0.5, 0.25, 1.0]
+    # a file named by a number (a seed) of ``step value`` rows is jaxrl's evaluation returns
+    p = tmp_path / "42.txt"
+    p.write_text("-200000 11.0\n-100000 8.0\n0 17.0\n100000 20.5\n")
+    run = load(p)
+    assert run.frame["step"].to_list() == [-200000, -100000, 0, 100000]
+    assert run.frame["reward_mean"].to_list() == [11.0, 8.0, 17.0, 20.5]
+    assert run.sources["reward_mean"] == csv_table.SEED_FILE_SERIES
+
+
+def test_real_d3rlpy_rollout_return_of_an_awac_finetune() -> None:
+    """h248-d3rlpy-awac-finetune-antmaze-medium-play-seed1-success-never-leaves-zero: 1,000 rows of
+    ``epoch,step,value``, steps 1,000 to 1,000,000, the return 0 on 988 of them."""
+    import numpy as np
+
+    path = corpus("h248-d3rlpy-awac-finetune-antmaze-medium-play-seed1-success-never-leaves-zero/rollout_return.csv")
+    table = np.loadtxt(path, delimiter=",")
+    run = load(path)
+    assert run.frame["step"].to_list() == table[:, 1].astype(int).tolist()
+    assert run.frame["reward_mean"].to_list() == table[:, 2].tolist()
+    assert (run.frame["reward_mean"] == 0).sum() == 988
+

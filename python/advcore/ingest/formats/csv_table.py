@@ -113,15 +113,35 @@ def _headerless(first: list[str]) -> bool:
     return bool(first) and all(number(f) is not None for f in first)
 
 
+def _counts(rows: list[list[str]], column: int) -> bool:
+    """Column ``column`` of ``rows`` counts up: whole numbers, strictly increasing."""
+    values = [number(r[column]) for r in rows]
+    return all(v is not None and v == int(v) for v in values) and all(
+        b > a for a, b in zip(values, values[1:], strict=False))  # type: ignore[operator]
+
+
+#: the one series of a headerless ``step value`` file named by a number: jaxrl-style training scripts
+#: save the evaluation returns as ``{save_dir}/{seed}.txt`` (169kaif/rl-project-iql@5695e5b
+#: train_finetune.py L153-163: ``np.savetxt(..., f'{FLAGS.seed}.txt'), eval_returns, fmt=['%d', '%.1f'])``
+#: after logging the same value as ``evaluation/average_returns``), so it takes that key's name
+SEED_FILE_SERIES = "evaluation/average_returns"
+
+
 def _headerless_names(rows: list[list[str]], stem: str) -> list[str]:
     """The names of a headerless table's columns: the first is ``step`` when it counts up (whole
     numbers, strictly increasing), and the next carries the file's ``stem``, as a single column does
-    (``rewards.csv``: episode, return); the others are ``column_<k>`` (1-based), which no alias names."""
-    firsts = [number(r[0]) for r in rows]
-    counts = all(v is not None and v == int(v) for v in firsts) and all(
-        b > a for a, b in zip(firsts, firsts[1:], strict=False))  # type: ignore[operator]
-    names = ["step", stem] if counts and len(rows[0]) > 1 else [stem]
-    return names + [f"column_{k}" for k in range(len(names) + 1, len(rows[0]) + 1)]
+    (``rewards.csv``: episode, return); when the first two count up and a third follows, they are
+    d3rlpy's ``epoch,step,value`` (d3rlpy/logging/file_adapter.py ``CSVAdapter.write_metric``, one file per
+    metric: ``rollout_return.csv``); a file named by a number (a seed) holding ``step value`` is
+    :data:`SEED_FILE_SERIES`. The others are ``column_<k>`` (1-based), which no alias names."""
+    width = len(rows[0])
+    if width == 3 and _counts(rows, 0) and _counts(rows, 1):
+        return ["epoch", "step", stem]
+    if width > 1 and _counts(rows, 0):
+        names = ["step", SEED_FILE_SERIES if stem.isdigit() and width == 2 else stem]
+    else:
+        names = [stem]
+    return names + [f"column_{k}" for k in range(len(names) + 1, width + 1)]
 
 
 def sniff(path: Path, head: str | None) -> bool:
