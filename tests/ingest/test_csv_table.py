@@ -469,3 +469,18 @@ def test_real_d3rlpy_rollout_return_of_an_awac_finetune() -> None:
     assert run.frame["reward_mean"].to_list() == table[:, 2].tolist()
     assert (run.frame["reward_mean"] == 0).sum() == 988
 
+
+
+def test_real_csv_of_printed_loss_tensors() -> None:
+    """h246-handwritten-ppo-llm-agent-orchestrator-entropy-collapses-onto-per-step-bonus: a loop wrote
+    ``str(loss)`` of tensors that still hold their graph (``"tensor(1.5836, grad_fn=<MeanBackward0>)"``);
+    50 episodes, the entropy's values inside the wrapper."""
+    import re
+
+    path = corpus("h246-handwritten-ppo-llm-agent-orchestrator-entropy-collapses-onto-per-step-bonus/training_metrics.csv")
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    expected = [float(re.fullmatch(r"tensor\(([^,]+), grad_fn=<\w+>\)", r["entropy"])[1]) for r in rows]  # type: ignore[index]
+    run = load(path)
+    assert len(expected) == 50 and run.frame["entropy"].to_list() == expected
+    assert expected[0] == 1.5836

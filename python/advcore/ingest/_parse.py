@@ -22,7 +22,7 @@ from advcore.model import STEP_COUNTER, IngestError
 from advcore.ingest._text import PARQUET_MAGIC, open_text, read_text, starts_with
 
 
-_WRAPPED = re.compile(r"^(?:np\.)?(?:float|int|uint)\d*\((.*)\)$|^tensor\((.*?)(?:,\s*device=.*)?\)$")
+_WRAPPED = re.compile(r"^(?:np\.)?(?:float|int|uint)\d*\((.*)\)$|^tensor\((.*?)(?:,\s*(?:device|dtype|grad_fn|requires_grad)=.*)?\)$")
 
 
 def number(v: Any) -> float | None:
@@ -30,7 +30,8 @@ def number(v: Any) -> float | None:
 
     Numbers and booleans (1.0 / 0.0) as they are; strings when they hold a number, possibly
     wrapped as Python/numpy/torch print it (``np.float64(0.5)``, ``np.int64(3)``,
-    ``tensor(0.5, device='cuda:0')``, a length-1 array ``[-500.]`` or ``tensor([1.], device='cuda:0')``),
+    ``tensor(0.5, device='cuda:0')``, ``tensor(1.58, grad_fn=<MeanBackward0>)`` as ``str`` of a loss
+    that still holds its graph writes it, a length-1 array ``[-500.]`` or ``tensor([1.], device='cuda:0')``),
     quoted (``'0.5'``), ``True``/``False``, or non-finite
     (``nan``, ``NaN``, ``inf``, ``-Infinity``). NaN and +-inf are returned as such, never as
     None: every format reads its values through this one function.
