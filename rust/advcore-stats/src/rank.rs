@@ -11,7 +11,10 @@
 //! integer. The same pairs are then sorted by the untouched y key and, run by run of equal y,
 //! `Σ dx·dy` is accumulated. Sorting the pairs themselves (instead of an index permutation)
 //! keeps every memory access sequential or a radix scatter: no random gather of ranks.
-//! All sums are exact integers (`i128`), so the only rounding is the final division.
+//! All sums are exact integers (`i128`), so the only rounding is the final division. On large
+//! inputs without NaN, three passes over memory are fused away ([`fused_rank_sums`]): one read of
+//! both inputs counts every digit histogram, the sort by x starts from the inputs, and the pass that
+//! writes the x ranks is the first pass of the sort by y.
 //!
 //! A side with at most [`TABLE_MAX_DISTINCT`] distinct values (binary or rounded rewards) is
 //! ranked without sorting: a small hash table counts each distinct key, the sorted distinct
@@ -185,13 +188,7 @@ fn radix_sort_from<'a, I: Copy, K: RadixKey>(
         if counts.contains(&n) {
             continue;
         }
-        let mut offsets = [0usize; RADIX];
-        let mut total = 0;
-        for (o, &c) in offsets.iter_mut().zip(counts) {
-            *o = total;
-            total += c;
-        }
-        scatter(src, dst, &mut offsets, pass, key);
+        scatter(src, dst, &mut starts(counts), pass, key);
         std::mem::swap(&mut src, &mut dst);
     }
     (src, dst)
@@ -302,11 +299,20 @@ fn rank_y<W: RadixKey>(pairs: &mut [Pair<W>], scratch: &mut [Pair<W>], rank_of: 
 /// `(Σ dx·dy, Σ dy²)` of `pairs` sorted by y, where `dx = rank_of(x slot)`.
 fn y_runs<W: RadixKey>(pairs: &[Pair<W>], rank_of: impl Fn(W) -> i64) -> (i128, i128) {
     let n = pairs.len();
-    // Σ dx·dy = Σ over runs of equal y of dy · Σ dx (|Σ dx| < 2^62 within one run).
+    // Σ dx·dy = Σ over runs of equal y of dy · Σ dx (|Σ dx| < 2^62 within one run; a single
+    // product |dx · dy| < 2^62 too).
     let (mut sxy, mut syy) = (0i128, 0i128);
     let mut start = 0;
     while start < n {
         let key = pairs[start][1];
+        if start + 1 == n || pairs[start + 1][1] != key {
+            // a value of its own, the common case of continuous data
+            let d = (2 * start + 1) as i64 - n as i64;
+            sxy += i128::from(rank_of(pairs[start][0]) * d);
+            syy += i128::from(d * d);
+            start += 1;
+            continue;
+        }
         let mut sum_dx = 0i64;
         let mut end = start;
         while end < n && pairs[end][1] == key {
@@ -319,6 +325,101 @@ fn y_runs<W: RadixKey>(pairs: &[Pair<W>], rank_of: impl Fn(W) -> i64) -> (i128, 
         start = end;
     }
     (sxy, syy)
+}
+
+/// The digit histograms of x's and of y's keys, in one read of both inputs; `None` when some pair
+/// holds NaN (the caller packs and compacts instead).
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn input_histograms<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> Option<(Vec<Histogram>, Vec<Histogram>)> {
+    let (mut hx, mut hy) = (vec![[0usize; RADIX]; A::Key::PASSES], vec![[0usize; RADIX]; B::Key::PASSES]);
+    let mut nan = false;
+    for (&a, &b) in x.iter().zip(y) {
+        nan |= a.is_nan() | b.is_nan();
+        let (xk, yk) = (a.rank_key(), b.rank_key());
+        for (pass, h) in hx.iter_mut().enumerate() {
+            h[xk.digit(pass)] += 1;
+        }
+        for (pass, h) in hy.iter_mut().enumerate() {
+            h[yk.digit(pass)] += 1;
+        }
+    }
+    (!nan).then_some((hx, hy))
+}
+
+/// The first radix pass by x, reading the inputs: the pairs of raw keys scattered to `out` by x's
+/// lowest digit (no packed copy is written and read again). `offsets` are the bucket starts.
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn scatter_inputs<A: RankSample, B: RankSample>(x: &[A], y: &[B], out: &mut [PairOf<A, B>], offsets: &mut Histogram) {
+    for (&a, &b) in x.iter().zip(y) {
+        let xk = a.rank_key();
+        let o = &mut offsets[xk.digit(0)];
+        out[*o] = pair(xk, b.rank_key());
+        *o += 1;
+    }
+}
+
+/// The bucket starts of a digit histogram.
+fn starts(counts: &Histogram) -> Histogram {
+    let mut offsets = [0usize; RADIX];
+    let mut total = 0;
+    for (o, &c) in offsets.iter_mut().zip(counts) {
+        *o = total;
+        total += c;
+    }
+    offsets
+}
+
+/// Rank `sorted` (ordered by x) and, in the same read, scatter each pair with its doubled, centred
+/// x rank to `out` by y's lowest digit (the first pass of the sort by y); returns `Σ dx²`.
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn rank_x_into<W: RadixKey>(sorted: &[Pair<W>], out: &mut [Pair<W>], offsets: &mut Histogram) -> i128 {
+    let n = sorted.len();
+    let mut sxx = 0i128;
+    let mut start = 0;
+    while start < n {
+        let key = sorted[start][0];
+        if start + 1 == n || sorted[start + 1][0] != key {
+            // a value of its own, the common case of continuous data: no run to average
+            let d = (2 * start + 1) as i64 - n as i64;
+            let y = sorted[start][1];
+            let o = &mut offsets[y.digit(0)];
+            out[*o] = [W::from_rank(d), y];
+            *o += 1;
+            sxx += i128::from(d * d);
+            start += 1;
+            continue;
+        }
+        let mut end = start + 2;
+        while end < n && sorted[end][0] == key {
+            end += 1;
+        }
+        let d = (start + end) as i64 - n as i64;
+        let rank = W::from_rank(d);
+        for p in &sorted[start..end] {
+            let o = &mut offsets[p[1].digit(0)];
+            out[*o] = [rank, p[1]];
+            *o += 1;
+        }
+        sxx += (end - start) as i128 * i128::from(d * d);
+        start = end;
+    }
+    sxx
+}
+
+/// Rank sums of two inputs with many distinct values on both sides and no NaN, by the two radix
+/// sorts of [`rank_sums`] with three passes fused away: both sides' histograms come from one read of
+/// the inputs, the sort by x starts from the inputs, and the ranking pass is the sort by y's first
+/// pass. `None` when some pair holds NaN.
+fn fused_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> Option<RankSums> {
+    let (hx, hy) = input_histograms(x, y)?;
+    Some(with_buffers(x.len(), |pairs: &mut [PairOf<A, B>], scratch| {
+        scatter_inputs::<A, B>(x, y, pairs, &mut starts(&hx[0]));
+        let (sorted, spare) = radix_sort_from(pairs, scratch, &hx, 1, |p| p[0]);
+        let sxx = rank_x_into(sorted, spare, &mut starts(&hy[0]));
+        let (by_y, _) = radix_sort_from(spare, sorted, &hy, 1, |p| p[1]);
+        let (sxy, syy) = y_runs(by_y, RadixKey::to_rank);
+        RankSums { sxy, sxx, syy }
+    }))
 }
 
 /// Rank sums of `pairs` (raw keys on both sides); `scratch` is at least as long. Both are
@@ -604,13 +705,7 @@ fn table_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -
             Slots::Nan => return Some(Ranked::Nan),
         };
         table.finish(len);
-        let mut offsets = [0usize; RADIX];
-        let mut total = 0;
-        for (o, &c) in offsets.iter_mut().zip(&hist[0]) {
-            *o = total;
-            total += c;
-        }
-        scatter_slots::<A, B>(slots, y, pairs, &mut offsets);
+        scatter_slots::<A, B>(slots, y, pairs, &mut starts(&hist[0]));
         let (sorted, _) = radix_sort_from(&mut pairs[..len], scratch, &hist, 1, |p| p[1]);
         let rank_of = |slot: <A::Key as RadixKey>::Join<B::Key>| table.ranks[slot.to_rank() as usize];
         let (sxy, syy) = y_runs(sorted, rank_of);
@@ -655,6 +750,11 @@ fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) 
                 Ranked::Nan => Ranked::Nan,
             };
         }
+    }
+    if x.len() >= RADIX_MIN_LEN
+        && let Some(sums) = fused_rank_sums(x, y)
+    {
+        return Ranked::Sums { sums, n_pairs: x.len() };
     }
     with_buffers(x.len(), |pairs: &mut [PairOf<A, B>], scratch| {
         // NaN is rare: pack everything, and compact only when some pair turns out to hold NaN.
@@ -1424,7 +1524,40 @@ mod tests {
         prop::collection::vec((-20i32..20).prop_map(|v| f64::from(v) * 0.5), len)
     }
 
+    /// The rank sums of the packed path ([`pack`], then [`rank_sums`]), which the fused path must equal.
+    fn packed_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> RankSums {
+        let mut pairs = vec![PairOf::<A, B>::default(); x.len()];
+        let mut scratch = pairs.clone();
+        let (len, _) = pack(x, y, false, &mut pairs);
+        rank_sums(&mut pairs[..len], &mut scratch)
+    }
+
     proptest! {
+        #[test]
+        fn fused_rank_sums_equal_the_packed_path(
+            seed in any::<u64>(),
+            n in RADIX_MIN_LEN..3 * RADIX_MIN_LEN,
+            levels in prop_oneof![Just(0u32), 1u32..50],
+        ) {
+            // continuous (levels 0) or tied on both sides, negative and positive, -0.0 beside +0.0
+            let mut state = seed | 1;
+            let mut next = move || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state };
+            let mut draw = |levels: u32| {
+                let u = next();
+                let v = if levels == 0 { (u >> 11) as f64 / (1u64 << 53) as f64 - 0.5 } else { (u % u64::from(levels)) as f64 - 5.0 };
+                if v == 0.0 && u & 1 == 1 { -0.0 } else { v }
+            };
+            let x: Vec<f64> = (0..n).map(|_| draw(levels)).collect();
+            let y: Vec<f64> = (0..n).map(|_| draw(levels / 2)).collect();
+            let (xf, yf): (Vec<f32>, Vec<f32>) = (x.iter().map(|&v| v as f32).collect(), y.iter().map(|&v| v as f32).collect());
+            prop_assert_eq!(fused_rank_sums(&x, &y), Some(packed_rank_sums(&x, &y)));
+            prop_assert_eq!(fused_rank_sums(&xf, &yf), Some(packed_rank_sums(&xf, &yf)));
+            prop_assert_eq!(fused_rank_sums(&xf, &y), Some(packed_rank_sums(&xf, &y)));
+            let mut with_nan = xf.clone();
+            with_nan[n / 2] = f32::NAN;
+            prop_assert_eq!(fused_rank_sums(&with_nan, &yf), None);
+        }
+
         #[test]
         fn within_groups_equal_naive_per_group(
             rows in prop::collection::vec(
