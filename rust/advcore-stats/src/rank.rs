@@ -12,7 +12,7 @@
 //! `Σ dx·dy` is accumulated. Sorting the pairs themselves (instead of an index permutation)
 //! keeps every memory access sequential or a radix scatter: no random gather of ranks.
 //! All sums are exact integers (`i128`), so the only rounding is the final division. On large
-//! inputs without NaN, three passes over memory are fused away ([`fused_rank_sums`]): one read of
+//! inputs without NaN, three passes over memory are fused away (`fused_rank_sums`): one read of
 //! both inputs counts every digit histogram, the sort by x starts from the inputs, and the pass that
 //! writes the x ranks is the first pass of the sort by y.
 //!
