@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 __all__ = ["CALIBRATION_BATCHES", "CORPUS", "MANIFEST", "SHARED", "Expectation", "RealRun", "calibration_repositories",
-           "load_manifest", "split_of"]
+           "load_manifest", "project_of", "split_of"]
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = Path(__file__).with_name("corpus.toml")
@@ -81,6 +81,9 @@ class RealRun:
     revised: str | None = None
     #: the collection round (see the module); shared runs are batch 0
     batch: int = 0
+    #: the project whose work the files are, split as one repository: a fork that carries its
+    #: upstream's logs unchanged is the upstream's (``project`` in the manifest; else the repository)
+    project: str = ""
 
     @property
     def folder(self) -> Path:
@@ -104,10 +107,17 @@ def split_of(repository: str, batch: int, calibration_repositories: Iterable[str
     return "validation"
 
 
+def project_of(entry: dict[str, object]) -> str:
+    """The project a manifest entry's files belong to: its ``project`` (a fork carrying its upstream's logs
+    unchanged, e.g. Kostrikov's reference monitors in forks of ikostrikov/pytorch-a2c-ppo-acktr-gail), else
+    its repository."""
+    return str(entry.get("project") or entry["repository"])
+
+
 def calibration_repositories(entries: Iterable[dict[str, object]]) -> set[str]:
-    """The repositories of the manifest ``entries`` that are calibration by themselves: shared runs' and
-    those of the runs of calibration batches."""
-    return {str(e["repository"]) for e in entries
+    """The projects (:func:`project_of`) of the manifest ``entries`` that are calibration by themselves:
+    shared runs' and those of the runs of calibration batches."""
+    return {project_of(e) for e in entries
             if e.get("location") == "shared" or int(str(e.get("batch", 1))) in CALIBRATION_BATCHES}
 
 
@@ -123,8 +133,8 @@ def load_manifest(path: Path = MANIFEST) -> list[RealRun]:
                              (int(onset[0]), int(onset[1])) if onset else None, tuple(e.get("must_not_fire", ())),
                              bool(e["healthy"]))
         batch = 0 if location == "shared" else int(e.get("batch", 1))
-        split: Split = "calibration" if location == "shared" else split_of(e["repository"], batch, seen)
+        split: Split = "calibration" if location == "shared" else split_of(project_of(e), batch, seen)
         out.append(RealRun(e["name"], e["repository"], location, e.get("commit"),
                            tuple((f["path"], f["sha256"]) for f in e["files"]), e["trainer"], e["format"],
-                           e["written"], expect, split, e.get("revised"), batch))
+                           e["written"], expect, split, e.get("revised"), batch, project_of(e)))
     return out
