@@ -20,7 +20,7 @@ import scipy.stats
 from advcore.detectors import Finding, NotEvaluable
 from advcore.diagnose import reward_regime
 from advcore.ingest import Run, load, load_aliases
-from tests._real import REAL, corpus, real
+from tests._real import REAL, corpus, events, real
 from tests.detectors._fixtures import fired as fired_by
 from tests.detectors._fixtures import make_run, one
 
@@ -85,6 +85,21 @@ def test_saturation_with_rare_dips_when_the_logged_spread_is_gone() -> None:
                "REWARD_SATURATION")
     assert isinstance(gone, Finding)
 
+
+
+def test_real_mlagents_cumulative_reward_at_its_ceiling_is_a_solved_task() -> None:
+    """h251-mlagents-ppo-rollercube-run2-solves-in-30k-and-holds: ML-Agents' ``Environment/Cumulative
+    Reward`` (each episode's return, 1 when the cube reaches its target) is within 2 % of 1 from step 30,000
+    and exactly 1.0 from 190,000: the environment is solved, an outcome (info), not a lost signal."""
+    path = corpus("h251-mlagents-ppo-rollercube-run2-solves-in-30k-and-holds/"
+                  "events.out.tfevents.1739995113.Nathans_Desktop.21168.0")
+    scalars = events(path).Scalars("Environment/Cumulative Reward")
+    first = next(e.step for i, e in enumerate(scalars) if all(x.value >= 0.98 for x in scalars[i:]))
+    assert first == 30000
+    assert next(e.step for i, e in enumerate(scalars) if all(x.value == 1.0 for x in scalars[i:])) == 190000
+    f = one(load(path), "REWARD_SATURATION")
+    assert isinstance(f, Finding) and f.severity == "info" and f.onset_step == first
+    assert f.evidence["episode_return"] == "Environment/Cumulative Reward"
 
 def test_floor_all_zero_and_after_a_decline() -> None:
     zero = make_run({"reward_mean": [0.0] * 40, "reward_std": [0.0] * 40})

@@ -70,9 +70,10 @@ def holds_share(share: float, n: int) -> bool:
 
 #: A reward read from a key (or counted by a step key) naming one of these is an episode return (SB3
 #: ``rollout/ep_rew_mean``, a hand-written loop's ``episode_return``, ``episodes,rewards``: h49 easy-rl
-#: REINFORCE): at its ceiling the environment is solved, an outcome, not a lost signal
+#: REINFORCE; ML-Agents' ``Environment/Cumulative Reward``: h251-mlagents-ppo-rollercube-run2-solves-in-
+#: 30k-and-holds, exactly 1 from step 30,000): at its ceiling the environment is solved, an outcome, not a lost signal
 #: (sb3-invertedpendulum-dr-solved: 1000, the episode cap, from step 149,504).
-EPISODIC = ("ep_rew", "episode", "return")
+EPISODIC = ("ep_rew", "episode", "return", "cumulative reward")
 
 
 def episodic_reward(run: Run) -> str | None:

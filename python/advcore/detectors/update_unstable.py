@@ -94,7 +94,7 @@ from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Kno
                                      first_of_checks)
 from advcore.detectors._reward import (FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward, reward_course,
                                        reward_level)
-from advcore.detectors._windows import (MIN_WINDOW, TIE_EPS, Series, change_point, differential, metric,
+from advcore.detectors._windows import (MIN_WINDOW, TIE_EPS, Series, change_point, differential, median_spacing, metric,
                                         rolling_level, window_len)
 from advcore.model import Run
 
@@ -388,13 +388,16 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         # a KL already past the bar at the run's first step, before any update moved the policy, measures
         # a policy that never was its reference (a GRPO run on an SFT'd adapter against the base model:
         # h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, 2.8 at step 1, unchanged for 46 steps):
-        # it runs away when it leaves that start, at twice it. A first point logged after some updates
-        # may be the blow-up itself (mbpp-qwen3-4b-grpo-run1-flat: 12.1 at step 5)
+        # it runs away when it leaves that start, at twice it. The first point counts as the start when it
+        # was logged at the first logging interval (h249-trl-grpo-orbital-thruster-json-controller-groups-tied-
+        # from-step-54: logging_steps 2, 2.31 at step 2 against the base model under an SFT'd LoRA, 2.21 at
+        # step 250); a first point logged after some updates may be the blow-up itself, and a spike there
+        # sets a bar the run's later points are judged by (mbpp-qwen3-4b-grpo-run1-flat: 12.1 at step 5)
         cut_kl = float(knobs["kl_ref_above"])
         start = kl.values[0]
         offset = ""
-        if kl.steps[0] <= 1 and start >= cut_kl:
-            cut_kl, offset = KL_START_FACTOR * start, f" (twice its value {start:.3g} at the first step)"
+        if kl.steps[0] <= max(1, median_spacing(kl.steps)) and start >= cut_kl:
+            cut_kl, offset = KL_START_FACTOR * start, f" (twice its value {start:.3g} at the first logged step)"
         # past the bar from the early window, back under it by the end, while the reward rose and held: an
         # early excursion the run recovered from (h106-nanogpt-qlearning-graph-kl-dip-recovers: 2.2 to 2.9
         # over its first 1,000 of 6,500 iterations, 0.85 at the end, success 0.6 -> 0.93); a runaway later in
