@@ -556,3 +556,16 @@ def test_no_collapse_of_the_updates_when_every_group_was_tied_over_the_fall() ->
     # collapses it, even with the advantages spread
     flips = learned + [float(np.mean(rng.integers(0, 2, 8))) for _ in range(150)]
     assert not isinstance(one(make_run({"reward_mean": flips, "adv_std": [0.9] * 300}), "UPDATE_UNSTABLE"), Finding)
+
+
+def test_real_kl_past_the_bar_at_the_first_logging_interval_is_the_start() -> None:
+    """h249-trl-grpo-orbital-thruster-json-controller-groups-tied-from-step-54: TRL GRPO on a LoRA warm-started
+    by SFT, logged every 2 steps; the KL to the base model is already 2.3 at step 2 and never reaches twice
+    that: the policy started away from its reference, it did not run away from it."""
+    path = corpus("h249-trl-grpo-orbital-thruster-json-controller-groups-tied-from-step-54/grpo_metrics.csv")
+    with path.open() as f:
+        rows = [r for r in csv.DictReader(f) if r["kl"]]
+    kl = [float(r["kl"]) for r in rows]
+    assert int(rows[0]["step"]) == 2 and int(rows[1]["step"]) == 4 and kl[0] >= 2.0
+    assert max(kl) < 2 * kl[0]
+    assert REGISTRY["UPDATE_UNSTABLE"].fn(load(path), REGISTRY["UPDATE_UNSTABLE"].resolve({})) is None

@@ -94,7 +94,7 @@ from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Kno
                                      first_of_checks)
 from advcore.detectors._reward import (FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward, reward_course,
                                        reward_level)
-from advcore.detectors._windows import (MIN_WINDOW, TIE_EPS, Series, change_point, differential, median_spacing, metric,
+from advcore.detectors._windows import (MIN_WINDOW, TIE_EPS, Series, change_point, differential, metric,
                                         rolling_level, window_len)
 from advcore.model import Run
 
@@ -356,6 +356,10 @@ def late_jump(s: Series, factor: float, min_points: int) -> tuple[Series, float,
 #: A KL to the reference at or above ``kl_ref_above`` at the run's first step runs away at this many
 #: times that value.
 KL_START_FACTOR = 2.0
+#: ... when that first step is at most this one: two updates cannot carry a policy 2 nats from where it
+#: began (h249-trl-grpo-orbital-thruster-json-controller-groups-tied-from-step-54, logged every 2 steps:
+#: 2.31 at step 2 under an SFT'd LoRA against the base model, 2.21 at step 250).
+KL_START_STEP = 2
 
 
 def _start_level(s: Series) -> float:
@@ -388,15 +392,13 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         # a KL already past the bar at the run's first step, before any update moved the policy, measures
         # a policy that never was its reference (a GRPO run on an SFT'd adapter against the base model:
         # h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, 2.8 at step 1, unchanged for 46 steps):
-        # it runs away when it leaves that start, at twice it. The first point counts as the start when it
-        # was logged at the first logging interval (h249-trl-grpo-orbital-thruster-json-controller-groups-tied-
-        # from-step-54: logging_steps 2, 2.31 at step 2 against the base model under an SFT'd LoRA, 2.21 at
-        # step 250); a first point logged after some updates may be the blow-up itself, and a spike there
-        # sets a bar the run's later points are judged by (mbpp-qwen3-4b-grpo-run1-flat: 12.1 at step 5)
+        # it runs away when it leaves that start, at twice it (also from a first point at step
+        # ``KL_START_STEP``). A first point logged after more updates may be the blow-up itself
+        # (mbpp-qwen3-4b-grpo-run1-flat: 12.1 at step 5)
         cut_kl = float(knobs["kl_ref_above"])
         start = kl.values[0]
         offset = ""
-        if kl.steps[0] <= max(1, median_spacing(kl.steps)) and start >= cut_kl:
+        if kl.steps[0] <= KL_START_STEP and start >= cut_kl:
             cut_kl, offset = KL_START_FACTOR * start, f" (twice its value {start:.3g} at the first logged step)"
         # past the bar from the early window, back under it by the end, while the reward rose and held: an
         # early excursion the run recovered from (h106-nanogpt-qlearning-graph-kl-dip-recovers: 2.2 to 2.9
@@ -585,9 +587,10 @@ CARD = Card(
     decides="""
         A logged point is *unstable* when `kl_step` ≥ `kl_step_above`, or `clip_frac` ≥ `clip_above`, or
         the level of `kl` to the reference (trailing median of 5 points, so one spike is no level) ≥
-        `kl_ref_above` (or, when it is already there at the run's first step, before any update, ≥ twice
+        `kl_ref_above` (or, when it is already there at the run's first step, at step 2 at the latest, ≥ twice
         that first value: a policy that never was its reference, an SFT'd adapter against the base model whose KL is 2.8 from step 1 and stays there,
-        h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups; not when it was past that bar from the
+        h77-unsloth-grpo-llama31-8b-router-after-sft-tied-groups, or 2.31 at step 2 of a run logged every 2 steps,
+        h249-trl-grpo-orbital-thruster-json-controller-groups-tied-from-step-54; not when it was past that bar from the
         early window and the late window's median is back under it while the reward rose and held:
         h106-nanogpt-qlearning-graph-kl-dip-recovers,
         2.2 to 2.9 over its first 1,000 iterations, 0.85 at the end, success 0.6 to 0.93), or the level of `entropy` ≥ `entropy_rise` × its start level (the early
