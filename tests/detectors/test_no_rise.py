@@ -131,3 +131,21 @@ def test_real_pendulum_that_fell_below_its_start_is_dated_by_the_change_down() -
     assert f.evidence["dead"] == "no_rise" and f.evidence["fell"] is True
     assert f.onset_step == episodes[change] and 100 < f.onset_step < 300
     assert "it fell from" in f.message and f.what_to_try[0].startswith("When the reward never rose")
+
+
+def test_real_a_success_rate_that_rose_is_learning_whatever_the_return_did() -> None:
+    """h249-handwritten-dueling-ddqn-grid-navigation-return-peaks-ep374-then-falls-2-7x: the return's median
+    falls (the failed episodes collect ever larger revisit penalties) while the share of episodes that reach
+    the goal rises from a third to seven tenths: the agent learned, so no "no learning" warning."""
+    path = corpus("h249-handwritten-dueling-ddqn-grid-navigation-return-peaks-ep374-then-falls-2-7x/training_metrics.csv")
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    success = [r["success"] == "True" for r in rows]
+    tenths = [sum(success[i:i + 100]) / 100 for i in range(0, 1000, 100)]
+    assert len(rows) == 1000 and tenths[0] == 0.34 and max(tenths) == 0.70
+    returns = [float(r["reward"]) for r in rows]
+    assert np.median(returns[-200:]) < np.median(returns[:200])
+    assert one(load(path), "DEAD_FROM_START") is None
+    # the same return with the success rate left out warns
+    run = load(path)
+    assert isinstance(one(make_run({"reward_mean": run.frame["reward_mean"].to_list()}), "DEAD_FROM_START"), Finding)

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import MEDIAN_ERROR, SUCCESS_NOISE, improving_reward, reward_course
+from advcore.detectors._reward import MEDIAN_ERROR, SUCCESS_NOISE, improving_reward, reward_course, success_course
 from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, change_point, median_spacing,
                                         metric, one_advantage_per_step, plain, reward_spread)
 from advcore.model import Run
@@ -134,6 +134,9 @@ def _no_rise(run: Run, min_points: int) -> Finding | None:
     reward never rose (:meth:`advcore.detectors._reward.RewardCourse.never_rose`)."""
     course = reward_course(run)
     if course is None or len(course.series) < min_points or _resumed(course.series) or not course.never_rose():
+        return None
+    success = success_course(run)
+    if success is not None and (success.succeeded or success.rose):
         return None
     s = course.series
     start, k = course.start
@@ -290,7 +293,9 @@ CARD = Card(
         median and mean are at most one standard error above the early fifth's (for the medians 1.2533 x
         the step-to-step noise x sqrt(2 / k), for the means the windows' pooled standard deviation x
         sqrt(2 / k)); and no trailing-median level after the first window is more than 3 noises above the
-        start (the median of the first 5 points, or of the first 1 % when that is more). A bar of 1.5
+        start (the median of the first 5 points, or of the first 1 % when that is more); and a logged
+        `success_rate` did not rise either (h249-handwritten-dueling-ddqn-grid-navigation-return-peaks-ep374-
+        then-falls-2-7x: success 0.34 -> 0.70 by tenth while the return's median fell). A bar of 1.5
         standard errors would also warn on a healthy
         slow learner (h69-unsloth-trl-grpo-qwen3-4b-mmlupro-physics-flat-but-alive, 1.29 for the means); at
         one, a run with no trend is caught about seven times in ten, a conservative claim. A log that begins
