@@ -484,3 +484,18 @@ def test_real_csv_of_printed_loss_tensors() -> None:
     run = load(path)
     assert len(expected) == 50 and run.frame["entropy"].to_list() == expected
     assert expected[0] == 1.5836
+
+
+def test_real_rlkit_progress_csv_of_a_cql_run() -> None:
+    """h250-cql-d4rl-hopper-expert-seed0-bc-level-then-q-divergence-return-to-3: rlkit's progress.csv (120
+    columns under trainer/, exploration/, evaluation/ and time/ prefixes, one row per epoch)."""
+    path = corpus("h250-cql-d4rl-hopper-expert-seed0-bc-level-then-q-divergence-return-to-3/progress.csv")
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    run = load(path)
+    assert run.trainer == "rlkit" and run.steps == len(rows) == 100
+    assert run.frame["step"].to_list() == [int(r["Epoch"]) for r in rows]
+    assert run.frame["reward_mean"].to_list() == [float(r["evaluation/Average Returns"]) for r in rows]
+    assert run.frame["value_loss"].to_list() == [float(r["trainer/QF1 Loss"]) for r in rows]
+    assert run.frame["entropy"].to_list() == [-float(r["trainer/Log Pis Mean"]) for r in rows]
+    assert max(float(r["trainer/QF1 Loss"]) for r in rows) > 1e20  # the Q-function's divergence is in the log
