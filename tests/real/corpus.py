@@ -95,7 +95,7 @@ class RealRun:
 
 
 #: the batches whose runs are calibration (see the module)
-CALIBRATION_BATCHES = frozenset(range(1, 46))
+CALIBRATION_BATCHES = frozenset(range(1, 47))
 
 
 def split_of(repository: str, batch: int, calibration_repositories: Iterable[str]) -> Split:
