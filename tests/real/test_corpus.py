@@ -39,13 +39,15 @@ def test_every_entry_has_its_expectation(run: RealRun) -> None:
 
 
 def test_the_split_is_by_repository() -> None:
+    # by project: a fork carrying its upstream's logs sits on the upstream's side
     sides: dict[str, set[str]] = {}
     for r in RUNS:
         sides.setdefault(r.repository.lower(), set()).add(r.split)
+        sides.setdefault(r.project.lower(), set()).add(r.split)
     assert all(len(s) == 1 for s in sides.values()), {k: v for k, v in sides.items() if len(v) > 1}
-    seen = {r.repository for r in RUNS if r.location == "shared" or r.batch in CALIBRATION_BATCHES}
+    seen = {r.project for r in RUNS if r.location == "shared" or r.batch in CALIBRATION_BATCHES}
     assert all(r.split == "calibration" for r in RUNS if r.location == "shared")
-    assert all(r.split == split_of(r.repository, r.batch, seen) for r in RUNS if r.location == "fetched")
+    assert all(r.split == split_of(r.project, r.batch, seen) for r in RUNS if r.location == "fetched")
     counts = Counter(r.split for r in RUNS)
     # a batch is what one round of collection finds: 14 to 28 runs so far (a session fetches at most 500
     # repositories, most of them spent bringing back the corpus: batch 26 had 58 fetches)
