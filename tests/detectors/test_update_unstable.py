@@ -569,3 +569,14 @@ def test_real_kl_past_the_bar_at_the_first_logging_interval_is_the_start() -> No
     assert int(rows[0]["step"]) == 2 and int(rows[1]["step"]) == 4 and kl[0] >= 2.0
     assert max(kl) < 2 * kl[0]
     assert REGISTRY["UPDATE_UNSTABLE"].fn(load(path), REGISTRY["UPDATE_UNSTABLE"].resolve({})) is None
+
+
+def test_real_a_kl_no_policy_reaches_in_a_one_step_log() -> None:
+    """h1-rookworld-trl-grpo-kl-explosion-step10: TRL logged one step (10) before the run was stopped, its KL
+    to the reference 2.4e15 nats: a fact that needs no trend. A short log with an ordinary KL stays quiet."""
+    path = corpus("h1-rookworld-trl-grpo-kl-explosion-step10/events.out.tfevents.1756802486.BlueBlack.5145.0")
+    kl = events(path).Scalars("train/kl")
+    assert len(kl) == 1 and kl[0].step == 10 and kl[0].value > 1e15
+    f = one(load(path), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.severity == "error" and f.onset_step == 10 and f.evidence["metric"] == "kl"
+    assert one(make_run({"kl": [5.0, 6.0]}), "UPDATE_UNSTABLE") is None

@@ -356,6 +356,9 @@ def late_jump(s: Series, factor: float, min_points: int) -> tuple[Series, float,
 #: A KL to the reference at or above ``kl_ref_above`` at the run's first step runs away at this many
 #: times that value.
 KL_START_FACTOR = 2.0
+#: A KL (to the reference or of one update) at or above this many nats is a blow-up at any length of log:
+#: the corpus's runs that ran away peak at tens to a few hundred (mbpp-qwen3-4b-grpo-run1-flat: 197 at step 130).
+KL_ABSURD = 1e3
 #: ... when that first step is at most this one: two updates cannot carry a policy 2 nats from where it
 #: began (h249-trl-grpo-orbital-thruster-json-controller-groups-tied-from-step-54, logged every 2 steps:
 #: 2.31 at step 2 under an SFT'd LoRA against the base model, 2.21 at step 250).
@@ -534,7 +537,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         s = check.series
         idx = [i for i, v in enumerate(s.values) if check.unstable(v)]
         spread = check.name in ("kl_step", "clip_frac")  # single updates, not levels
-        if len(idx) < max(need, math.ceil(MIN_POINT_SHARE * len(s)) if spread else need):
+        # a log too short to hold ``need`` points holds a fact all the same: a KL no policy reaches
+        # (h1-rookworld-trl-grpo-kl-explosion-step10: one logged step, the KL to the reference 2.4e15)
+        absurd = len(s) < need and check.name in ("kl", "kl_step") and any(v >= KL_ABSURD for v in s.values)
+        if not absurd and len(idx) < max(need, math.ceil(MIN_POINT_SHARE * len(s)) if spread else need):
             spike = _spike_finding(run, s, idx, float(knobs["kl_step_above"])) if check.name == "kl_step" else None
             if spike is not None:
                 hits.append(("kl_step spike", spike))
@@ -585,6 +591,9 @@ CARD = Card(
         token and the score falls to its floor (opd-qwen3-4b-length-collapse).
     """,
     decides="""
+        A log too short for three points (one or two logged steps) is judged on a fact instead: a KL to
+        the reference or of one update of at least 1,000 nats (`KL_ABSURD`), which no policy reaches
+        (h1-rookworld-trl-grpo-kl-explosion-step10: one step logged, its KL 2.4e15).
         A logged point is *unstable* when `kl_step` ≥ `kl_step_above`, or `clip_frac` ≥ `clip_above`, or
         the level of `kl` to the reference (trailing median of 5 points, so one spike is no level) ≥
         `kl_ref_above` (or, when it is already there at the run's first step, at step 2 at the latest, ≥ twice
