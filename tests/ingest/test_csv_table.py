@@ -441,7 +441,7 @@ def test_real_cs294_dqn_logz_table() -> None:
 
 
 def test_headerless_epoch_step_value_of_d3rlpy(tmp_path: Path) -> None:
-    # d3rlpy's CSVAdapter writes f"{epoch},{step},{value}" to one file per metric: the value is the
+    # d3rlpy's FileAdapter writes f"{epoch},{step},{value}" to one file per metric: the value is the
     # third column and the step the second, not the other way round
     p = tmp_path / "rollout_return.csv"
     p.write_text("1,1000,0.0\n2,2000,0.5\n3,3000,0.25\n4,4000,1.0\n")

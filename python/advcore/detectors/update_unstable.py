@@ -356,8 +356,9 @@ def late_jump(s: Series, factor: float, min_points: int) -> tuple[Series, float,
 #: A KL to the reference at or above ``kl_ref_above`` at the run's first step runs away at this many
 #: times that value.
 KL_START_FACTOR = 2.0
-#: A KL (to the reference or of one update) at or above this many nats is a blow-up at any length of log:
-#: the corpus's runs that ran away peak at tens to a few hundred (mbpp-qwen3-4b-grpo-run1-flat: 197 at step 130).
+#: A KL (to the reference or of one update) at or above this many nats is a blow-up even in a log too short
+#: for the level rule: the corpus's runs that ran away peak at tens to a few hundred (mbpp-qwen3-4b-grpo-
+#: run1-flat: 197 at step 130).
 KL_ABSURD = 1e3
 #: ... when that first step is at most this one: two updates cannot carry a policy 2 nats from where it
 #: began (h249-trl-grpo-orbital-thruster-json-controller-groups-tied-from-step-54, logged every 2 steps:

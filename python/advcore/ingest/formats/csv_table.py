@@ -131,8 +131,8 @@ def _headerless_names(rows: list[list[str]], stem: str) -> list[str]:
     """The names of a headerless table's columns: the first is ``step`` when it counts up (whole
     numbers, strictly increasing), and the next carries the file's ``stem``, as a single column does
     (``rewards.csv``: episode, return); when the first two count up and a third follows, they are
-    d3rlpy's ``epoch,step,value`` (d3rlpy/logging/file_adapter.py ``CSVAdapter.write_metric``, one file per
-    metric: ``rollout_return.csv``); a file named by a number (a seed) holding ``step value`` is
+    d3rlpy's ``epoch,step,value`` (takuseno/d3rlpy@0dc11ce d3rlpy/logging/file_adapter.py
+    ``FileAdapter.write_metric``, one file per metric: ``rollout_return.csv``); a file named by a number (a seed) holding ``step value`` is
     :data:`SEED_FILE_SERIES`. The others are ``column_<k>`` (1-based), which no alias names."""
     width = len(rows[0])
     if width == 3 and _counts(rows, 0) and _counts(rows, 1):
