@@ -259,6 +259,9 @@ _NO_CONTRAST = {"DEGENERATE_GROUPS", "REWARD_STD_DEATH", "DEAD_FROM_START", "REW
 
 
 #: Why a trainer's log may lack the reward, told when it does.
+#: The metrics that measure the reward's contrast (the R stage's level is read from one of them).
+_SPREAD_METRICS = ("reward_std", "reward_std_within", "zero_variance_group_frac")
+
 _NO_REWARD_HINT = {"sb3": "SB3 logs `rollout/ep_rew_mean` only for an environment wrapped in a `Monitor`"}
 
 
@@ -283,6 +286,14 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
             hint = _NO_REWARD_HINT.get(run.trainer or "")
             return ["no reward was logged at all, so a reward without contrast is not ruled out and whether the run "
                     "learns cannot be told" + (f" ({hint})" if hint else "")]
+        spreads = [m for m in _SPREAD_METRICS if run.has(m)]
+        if run.has("reward_max") and run.has("reward_min"):
+            spreads.append("reward_max and reward_min")
+        if spreads:
+            # logged, but at too few steps for an early and a late level (h1-rookworld-trl-grpo-kl-explosion-step10:
+            # one step, its reward_std and tied-group share beside a KL of 2.4e15)
+            return [f"the reward spread ({', '.join(spreads)}) was logged at too few steps to compare early and late, "
+                    "so a reward without contrast is not ruled out"]
         return ["no reward spread was logged (reward_std, reward_max and reward_min, a tied-group share), so a reward "
                 "without contrast is not ruled out"]
     if had_contrast(reward):

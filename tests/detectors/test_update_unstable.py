@@ -580,3 +580,7 @@ def test_real_a_kl_no_policy_reaches_in_a_one_step_log() -> None:
     f = one(load(path), "UPDATE_UNSTABLE")
     assert isinstance(f, Finding) and f.severity == "error" and f.onset_step == 10 and f.evidence["metric"] == "kl"
     assert one(make_run({"kl": [5.0, 6.0]}), "UPDATE_UNSTABLE") is None
+    # its reward spread is logged, at one step: the verdict says so rather than "no reward spread was logged"
+    run = load(path)
+    summary = diagnose(run, *run_detectors(run)).summary
+    assert "was logged at too few steps" in summary and "no reward spread was logged" not in summary
