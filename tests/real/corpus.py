@@ -10,7 +10,8 @@ run on it (``written``):
   ``tests/real/extract.py`` copies them from local clones into ``$ADVCORE_REAL_DATA`` (default
   ``~/.cache/advcore/real``), one folder per run, sha256 checked.
 
-The split is by repository, so that runs of one project never sit on both sides, and by the
+The split is by repository, so that runs of one project never sit on both sides (a fork that carries
+its upstream's logs unchanged names the upstream as its ``project`` and is split with it), and by the
 round (``batch``) in which a run was collected:
 
 * every shared run is *calibration* (earlier sessions tuned on them);
