@@ -579,6 +579,7 @@ def test_real_a_kl_no_policy_reaches_in_a_one_step_log() -> None:
     assert len(kl) == 1 and kl[0].step == 10 and kl[0].value > 1e15
     f = one(load(path), "UPDATE_UNSTABLE")
     assert isinstance(f, Finding) and f.severity == "error" and f.onset_step == 10 and f.evidence["metric"] == "kl"
+    assert str(f.evidence["condition"]).startswith("the KL to the reference >= 1000 nats")
     assert one(make_run({"kl": [5.0, 6.0]}), "UPDATE_UNSTABLE") is None
     # its reward spread is logged, at one step: the verdict says so rather than "no reward spread was logged"
     run = load(path)

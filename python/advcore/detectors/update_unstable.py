@@ -541,7 +541,12 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         # a log too short to hold ``need`` points holds a fact all the same: a KL no policy reaches
         # (h1-rookworld-trl-grpo-kl-explosion-step10: one logged step, the KL to the reference 2.4e15)
         absurd = len(s) < need and check.name in ("kl", "kl_step") and any(v >= KL_ABSURD for v in s.values)
-        if not absurd and len(idx) < max(need, math.ceil(MIN_POINT_SHARE * len(s)) if spread else need):
+        if absurd:
+            idx = [i for i, v in enumerate(s.values) if v >= KL_ABSURD]
+            what = "the KL to the reference" if check.name == "kl" else "kl_step"
+            check = _Check(check.name, s, _at_least(KL_ABSURD), f"{what} >= {KL_ABSURD:g} nats, which no policy "
+                           "reaches, in a log too short for a level", check.what, bar=KL_ABSURD)
+        elif len(idx) < max(need, math.ceil(MIN_POINT_SHARE * len(s)) if spread else need):
             spike = _spike_finding(run, s, idx, float(knobs["kl_step_above"])) if check.name == "kl_step" else None
             if spike is not None:
                 hits.append(("kl_step spike", spike))
