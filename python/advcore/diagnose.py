@@ -24,7 +24,7 @@ from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, reward_cour
 from advcore.detectors._windows import REWARD_PROXIES, median_spacing
 from advcore.detectors.filter_starvation import FilterAccounting, accounting
 from advcore.model import Run
-from advcore.stages import StageLevel, had_contrast, stage_of, stage_signal
+from advcore.stages import StageLevel, contrast_logged, had_contrast, stage_of, stage_signal
 
 __all__ = ["Regime", "SliceLoss", "Status", "Verdict", "diagnose", "reward_regime"]
 
@@ -259,9 +259,6 @@ _NO_CONTRAST = {"DEGENERATE_GROUPS", "REWARD_STD_DEATH", "DEAD_FROM_START", "REW
 
 
 #: Why a trainer's log may lack the reward, told when it does.
-#: The metrics that measure the reward's contrast (the R stage's level is read from one of them).
-_SPREAD_METRICS = ("reward_std", "reward_std_within", "zero_variance_group_frac")
-
 _NO_REWARD_HINT = {"sb3": "SB3 logs `rollout/ep_rew_mean` only for an environment wrapped in a `Monitor`"}
 
 
@@ -286,9 +283,7 @@ def _localize(stage: VerdictStage | None, signal: Sequence[StageLevel], ids: set
             hint = _NO_REWARD_HINT.get(run.trainer or "")
             return ["no reward was logged at all, so a reward without contrast is not ruled out and whether the run "
                     "learns cannot be told" + (f" ({hint})" if hint else "")]
-        spreads = [m for m in _SPREAD_METRICS if run.has(m)]
-        if run.has("reward_max") and run.has("reward_min"):
-            spreads.append("reward_max and reward_min")
+        spreads = contrast_logged(run)
         if spreads:
             # logged, but at too few steps for an early and a late level (h1-rookworld-trl-grpo-kl-explosion-step10:
             # one step, its reward_std and tied-group share beside a KL of 2.4e15)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric, reward_spread
 from advcore.model import Run
 
-__all__ = ["METRIC_STAGES", "StageLevel", "had_contrast", "stage_last", "stage_of", "stage_signal"]
+__all__ = ["METRIC_STAGES", "StageLevel", "contrast_logged", "had_contrast", "stage_last", "stage_of", "stage_signal"]
 
 
 #: The stage each canonical metric measures (per-component names, ``reward/<name>``, by their prefix):
@@ -107,6 +107,15 @@ def _candidates(run: Run) -> list[tuple[str, Series | None]]:
         ("T", adv),
         ("U", _first(metric(run, "grad_norm"), metric(run, "kl"), metric(run, "entropy"))),
     ]
+
+
+def contrast_logged(run: Run) -> list[str]:
+    """The metrics of the reward's contrast that ``run`` logs, in the order the R stage's level reads them
+    (:func:`stage_signal`): whether any is there at all, however few its points."""
+    names = [m for m in ("zero_variance_group_frac", "reward_std_within", "reward_std") if run.has(m)]
+    if run.has("reward_max") and run.has("reward_min"):
+        names.append("reward_max and reward_min")
+    return names
 
 
 def stage_signal(run: Run) -> tuple[StageLevel, ...]:
