@@ -113,3 +113,25 @@ def test_real_hand_written_a2c_lists_of_plural_names() -> None:
     found = fired(run)
     assert "REWARD_FLOOR" not in found
     assert f"the reward was 2000 at all {len(doc['rewards'])} logged steps" in found["DEAD_FROM_START"].message
+
+
+def test_config_objects_holding_lists_before_the_arrays(tmp_path: Path) -> None:
+    # a configuration object may hold short lists of settings (a start point) before the per-episode arrays
+    p = tmp_path / "training_log.json"
+    p.write_text(json.dumps({"training_config": {"num_episodes": 3, "start_point": [1.0, 1.0, 0.0],
+                                                 "nested": {"goal": [2.0, 2.0]}},
+                             "final_results": {"success_count": 2},
+                             "episode_rewards": [-5.0, 1.5, 3.0], "episode_lengths": [10, 8, 6]}, indent=2))
+    assert detect(p) is columnar_json.FORMAT
+    assert load(p).frame["reward_mean"].to_list() == [-5.0, 1.5, 3.0]
+
+
+def test_real_tabular_q_log_with_a_config_of_lists() -> None:
+    """h258-tabular-q-mir100-gazebo-fixed-goal-2000-episodes-success-5-to-62pct: training_config (with
+    start_point and destination_point lists) and final_results before 2,000 episode rewards and lengths."""
+    path = corpus("h258-tabular-q-mir100-gazebo-fixed-goal-2000-episodes-success-5-to-62pct/training_log.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    assert run.format == columnar_json.NAME and len(doc["episode_rewards"]) == 2000
+    assert run.frame["reward_mean"].to_list() == doc["episode_rewards"]
+    assert run.frame["step"].to_list() == list(range(1, 2001))

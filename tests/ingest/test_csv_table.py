@@ -252,6 +252,29 @@ def test_real_iql_seed_file_of_step_and_success() -> None:
     assert run.sources["reward_mean"] == csv_table.SEED_FILE_SERIES
 
 
+def test_a_seed_among_the_settings_in_the_file_name(tmp_path: Path) -> None:
+    # the run's settings in the name, the seed among them: still jaxrl's evaluation series
+    for name in ("20230825-085942_s10_d1000_t0-05_nd5.txt", "hopper_seed3.txt", "run-seed_7-lr3e-4.txt"):
+        p = tmp_path / name
+        p.write_text("-20000 0.0\n-10000 4.0\n0 36.0\n10000 44.0\n")
+        assert load(p).sources["reward_mean"] == csv_table.SEED_FILE_SERIES, name
+    # a name without a seed token names its series: ``scores_v2`` is no alias, nothing is guessed
+    p = tmp_path / "scores_v2.txt"
+    p.write_text("1 0.5\n2 0.7\n3 0.9\n")
+    assert "reward_mean" not in load(p).frame.columns
+
+
+def test_real_iql_file_named_by_its_settings() -> None:
+    """h256-iql-finetune-antmaze-umaze-1k-transitions-seed10-success-zero-throughout: 200 lines 'step
+    score' (offline steps negative) in ``{date}_s10_d1000_t0-05_nd5.txt``; every score is 0.0."""
+    path = corpus("h256-iql-finetune-antmaze-umaze-1k-transitions-seed10-success-zero-throughout/"
+                  "20230825-085942_s10_d1000_t0-05_nd5.txt")
+    rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
+    run = load(path)
+    assert run.frame["step"].to_list() == [int(r[0]) for r in rows] and rows[0][0] == "-990000"
+    assert run.frame["reward_mean"].to_list() == [float(r[1]) for r in rows] == [0.0] * 200
+
+
 def test_a_table_of_one_column(tmp_path: Path) -> None:
     p = tmp_path / "training_log.csv"
     p.write_text("reward\n248.6\n18.9\n118.25\n")

@@ -10,7 +10,7 @@ from advcore.ingest._format import Format
 from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, dict_lines, episode_lines, halos_console,
                                     json_records, mlflow_store, nemo_rl, notebook, openrlhf, plain, prime_rl, printed,
                                     rl4lms, rlinf_table, sample_factory, samples, sb3_console, simplevla, tensorboard,
-                                    tensorboardx_json, text_table, trace_recording, trackio_db, trainer_state,
+                                    tensorboardx_json, text_table, tqdm_bar, trace_recording, trackio_db, trainer_state,
                                     trl_completions, trl_console, trl_rollouts_md, verl_console, verl_jsonl,
                                     verl_rollouts, wandb)
 
@@ -24,7 +24,7 @@ __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 #: Factory, HALOs and RL4LMs consoles before TRL's, whose dict lines may follow any prefix, ``Global
 #: step N:`` included; any other printed metric dict after TRL's; lists of records without a ``step``
 #: before ``trainer_state``, which takes any list of objects; a hand-written loop's per-episode lines of
-#: step rewards, then its printed progress, after every named console and before CSV, whose sniffer
+#: step rewards, then its printed progress and its tqdm bar, after every named console and before CSV, whose sniffer
 #: would take a tab-separated line; a blank-aligned text table after CSV, so that a tab-separated file
 #: stays CSV's).
 ORDER: list[Format] = [m.FORMAT for m in (
@@ -33,7 +33,7 @@ ORDER: list[Format] = [m.FORMAT for m in (
     simplevla, openrlhf, sb3_console, rlinf_table, cleanrl_console, sample_factory, halos_console, rl4lms,
     trl_console, dict_lines,
     trainer_state, verl_jsonl, trace_recording, samples, verl_rollouts, verl_console, tensorboard, episode_lines,
-    printed, csv_table, text_table, plain,
+    printed, tqdm_bar, csv_table, text_table, plain,
 )]
 BY_NAME: dict[str, Format] = {f.name: f for f in ORDER}
 #: The names of the per-sample formats (their per-step values come from one step's samples).

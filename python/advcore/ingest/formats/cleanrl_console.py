@@ -41,6 +41,7 @@ from advcore.model import IngestError, RawLog
 from advcore.ingest._text import read_text, readable_lines
 from advcore.ingest._parse import by_step, clean, number, steps_frame
 from advcore.ingest._format import Format
+from advcore.ingest.formats import tqdm_bar
 
 NAME = "cleanrl_console"
 
@@ -77,8 +78,9 @@ def _episode(line: str) -> tuple[float | None, dict[str, str]] | None:
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
-    return any(ep is not None and ep[0] is not None
-               for ep in (_episode(line) for line in head.splitlines() if "step" in line))
+    # a tqdm bar whose description reads ``global_step=N, episodic_return=R`` is the bar's (h257's Squint console)
+    return any(ep is not None and ep[0] is not None and not tqdm_bar.is_bar(line)
+               for line in head.splitlines() if "step" in line for ep in (_episode(line),))
 
 
 def read(path: Path) -> RawLog:

@@ -47,8 +47,11 @@ NAME = "columnar_json"
 #: an object whose first array comes after any number of scalar entries or objects of them, nested once
 #: (``{"beta": 0.05, "seed": 42, "rewards_curve": [...]}``; ``{"config": {"seed": 42, ...}, "training": [...]}``:
 #: h200's PaddlePaddle DQN; ``{"regime": {...}, "held_out_before": {"reward_mean": ..., "components": {...}},
-#: ..., "kl_trajectory": [...], "step_metrics": [{...}]}``: h236's hand-written PPO summary)
-_COLUMNAR = re.compile(r'^\{(?:\s*"[^"]*"\s*:\s*(?:"[^"]*"|[-+\w.]+|\{(?:[^{}\[\]]|\{[^{}\[\]]*\})*\})\s*,)*'
+#: ..., "kl_trajectory": [...], "step_metrics": [{...}]}``: h236's hand-written PPO summary), the objects'
+#: lists of scalars included (``{"training_config": {"start_point": [1.0, 1.0, 0.0], ...}, "final_results": {...},
+#: "episode_rewards": [...], "episode_lengths": [...]}``: h258's tabular Q-learning on a Gazebo robot)
+_FLAT = r'(?:[^{}\[\]]|\[[^{}\[\]]*\])'  # a character, or a list of scalars (``"start_point": [1.0, 1.0, 0.0]``)
+_COLUMNAR = re.compile(rf'^\{{(?:\s*"[^"]*"\s*:\s*(?:"[^"]*"|[-+\w.]+|\{{(?:{_FLAT}|\{{{_FLAT}*\}})*\}})\s*,)*'
                        r'\s*"[^"]*"\s*:\s*\[')
 _GROUP_STATS = re.compile(r'^\[\s*\{[^{}\[]*"n_degenerate"\s*:', re.S)
 

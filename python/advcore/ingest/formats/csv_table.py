@@ -123,8 +123,12 @@ def _counts(rows: list[list[str]], column: int) -> bool:
 #: the one series of a headerless ``step value`` file named by a number: jaxrl-style training scripts
 #: save the evaluation returns as ``{save_dir}/{seed}.txt`` (169kaif/rl-project-iql@5695e5b
 #: train_finetune.py L153-163: ``np.savetxt(..., f'{FLAGS.seed}.txt'), eval_returns, fmt=['%d', '%.1f'])``
-#: after logging the same value as ``evaluation/average_returns``), so it takes that key's name
+#: after logging the same value as ``evaluation/average_returns``), so it takes that key's name; so does a
+#: file whose name carries the seed among the run's settings (LaurenYTaylor/implicit_q_learning@9e23046
+#: saves ``{date}_s{seed}_d{data size}_t{tolerance}_nd{n}.txt`` in the same ``%d %.1f`` form, steps of the
+#: offline phase negative: h256's antmaze runs)
 SEED_FILE_SERIES = "evaluation/average_returns"
+_SEED_STEM = re.compile(r"^\d+$|(?:^|[_\-.])(?:s|seed)[_\-]?\d+(?:$|[_\-.])", re.IGNORECASE)
 
 
 def _headerless_names(rows: list[list[str]], stem: str) -> list[str]:
@@ -132,13 +136,13 @@ def _headerless_names(rows: list[list[str]], stem: str) -> list[str]:
     numbers, strictly increasing), and the next carries the file's ``stem``, as a single column does
     (``rewards.csv``: episode, return); when the first two count up and a third follows, they are
     d3rlpy's ``epoch,step,value`` (takuseno/d3rlpy@0dc11ce d3rlpy/logging/file_adapter.py
-    ``FileAdapter.write_metric``, one file per metric: ``rollout_return.csv``); a file named by a number (a seed) holding ``step value`` is
+    ``FileAdapter.write_metric``, one file per metric: ``rollout_return.csv``); a file named by a seed holding ``step value`` is
     :data:`SEED_FILE_SERIES`. The others are ``column_<k>`` (1-based), which no alias names."""
     width = len(rows[0])
     if width == 3 and _counts(rows, 0) and _counts(rows, 1):
         return ["epoch", "step", stem]
     if width > 1 and _counts(rows, 0):
-        names = ["step", SEED_FILE_SERIES if stem.isdigit() and width == 2 else stem]
+        names = ["step", SEED_FILE_SERIES if _SEED_STEM.search(stem) and width == 2 else stem]
     else:
         names = [stem]
     return names + [f"column_{k}" for k in range(len(names) + 1, width + 1)]

@@ -84,6 +84,7 @@ from advcore.ingest._trainers import trainer_of
 from advcore.ingest._text import read_text as read_file
 from advcore.ingest._parse import NUMBER, by_step, clean, list_statistics, number, steps_frame
 from advcore.ingest._format import Format
+from advcore.ingest.formats import tqdm_bar
 
 NAME = "printed"
 
@@ -419,7 +420,9 @@ def _strays_into(pairs: list[tuple[str, str]], only: bool, last: dict[str, float
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
-    parsed = _finest_counter_first([_parse(line) for line in head.splitlines()])
+    # a tqdm bar whose description holds a step counter (``global_step=151552, episodic_return=-2.79: 8%|``) is
+    # the bar's: h257's Squint console
+    parsed = _finest_counter_first([_parse(line) for line in head.splitlines() if not tqdm_bar.is_bar(line)])
     layout = _layout(parsed)
     if layout is None:
         return False
