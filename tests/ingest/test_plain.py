@@ -167,6 +167,40 @@ def test_real_grpo_log_with_reward_lists() -> None:
     assert run.frame["reward_std"].to_list()[-201:] == [float(np.std(r["rewards"])) for r in main]
 
 
+def test_rows_of_one_group_each_give_the_share_of_tied_groups(tmp_path: Path) -> None:
+    # one row per prompt group, the step advancing per update: the rows of a step are its groups
+    import numpy as np
+
+    groups = [(1, [0.0, 0.0, 0.0, 0.0]), (1, [0.0, 0.5, 1.0, 1.0]), (2, [1.0, 1.0, 1.0, 1.0]),
+              (2, [0.25, 0.25, 0.25, 0.25]), (2, [0.0, 1.0, 0.0, 1.0]), (3, [0.5, 0.0, 0.5, 0.5])]
+    p = tmp_path / "train_log.jsonl"
+    p.write_text("\n".join(json.dumps({"step": s, "rewards": r}) for s, r in groups))
+    run = load(p)
+    assert run.frame["step"].to_list() == [1, 2, 3]
+    assert run.frame["zero_variance_group_frac"].to_list() == [1 / 2, 2 / 3, 0.0]
+    within = [np.mean([np.std(r) for s, r in groups if s == step]) for step in (1, 2, 3)]
+    assert np.allclose(run.frame["reward_std_within"].to_list(), within)
+    assert np.allclose(run.frame["reward_mean"].to_list(),
+                       [np.mean([np.mean(r) for s, r in groups if s == step]) for step in (1, 2, 3)])
+    assert "reward_std" not in run.frame.columns  # no whole-batch std is known from the groups' own
+
+
+def test_real_multi_turn_grpo_rows_of_one_group_each() -> None:
+    """h258-multiturn-grpo-qwen25-7b-harfeast-agent-groups-tie-after-epoch5: 140 rows (one task's 16
+    trajectories each) over steps 0 to 38; 102 of the 140 groups are tied (checked with pandas)."""
+    path = corpus("h258-multiturn-grpo-qwen25-7b-harfeast-agent-groups-tie-after-epoch5/train_log.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    tied: dict[int, list[bool]] = {}
+    for r in rows:
+        tied.setdefault(r["step"], []).append(len(set(r["rewards"])) == 1)
+    assert len(rows) == 140 and sum(map(sum, tied.values())) == 102
+    run = load(path)
+    assert run.frame["step"].to_list() == sorted(tied)
+    assert run.frame["zero_variance_group_frac"].to_list() == [sum(t) / len(t) for t in tied.values()]
+    findings, _ = run_detectors(run)
+    assert "DEGENERATE_GROUPS" in {f.id for f in findings}
+
+
 def test_json_lines_after_a_leading_console_line(tmp_path: Path) -> None:
     # a logger's warning printed into the file before the first record (h200-trl-codegrpo): the records are read,
     # the warning is the one line lost, named

@@ -140,37 +140,47 @@ def list_statistics(values: Sequence[float]) -> dict[str, float]:
             "min": min(values), "max": max(values)}
 
 
-def _list_statistics(key: str, values: list[Any]) -> list[pl.Series] | None:
+#: What a list is summarised as when each row's list is one group's samples (:func:`records_frame` with
+#: ``groups``): the mean, the std within the group (ddof 0) and whether the group is tied (1.0 when every
+#: value is the same, else 0.0), so that the rows of one step average to the batch's mean, the mean
+#: within-group std and the share of tied groups.
+GROUP_STATISTICS = ("mean", "group_std", "tied_groups")
+
+
+def _group_statistics(values: Sequence[float]) -> dict[str, float]:
+    stats = list_statistics(values)
+    return {"mean": stats["mean"], "group_std": stats["std"], "tied_groups": float(stats["min"] == stats["max"])}
+
+
+def _list_statistics(key: str, values: list[Any], groups: bool = False) -> list[pl.Series] | None:
     """``<key>_mean``, ``_std`` (ddof 0), ``_min``, ``_max`` per row when every logged value of ``key``
     is a list of numbers and one has at least two: the rewards (or advantages) of the step's samples
     that a hand-written loop logs beside their mean (anjaustin/autoresearch ``grpo_log.jsonl``:
-    ``"rewards": [1.0, 1.0], "mean_reward": 1.0`` per step of a GRPO run with 2 samples per prompt).
-    A list with a value that is not a number, or an empty one, is null on its row; None when the key
-    does not hold such lists."""
+    ``"rewards": [1.0, 1.0], "mean_reward": 1.0`` per step of a GRPO run with 2 samples per prompt);
+    with ``groups``, the :data:`GROUP_STATISTICS` instead. A list with a value that is not a number, or
+    an empty one, is null on its row; None when the key does not hold such lists."""
     logged = [v for v in values if not is_missing(v)]
     if not logged or not all(isinstance(v, list) for v in logged) or max(len(v) for v in logged) < 2:
         return None
-    stats: dict[str, list[float | None]] = {name: [] for name in LIST_STATISTICS}
+    names, summarise = (GROUP_STATISTICS, _group_statistics) if groups else (LIST_STATISTICS, list_statistics)
+    stats: dict[str, list[float | None]] = {name: [] for name in names}
     for v in values:
         nums = [number(x) for x in v] if isinstance(v, list) and v else []
         finite = [x for x in nums if x is not None and math.isfinite(x)]
-        if not nums or len(finite) != len(nums):
-            for name in LIST_STATISTICS:
-                stats[name].append(None)
-            continue
-        row = list_statistics(finite)
-        for name in LIST_STATISTICS:
-            stats[name].append(row[name])
-    return [pl.Series(f"{key}_{name}", stats[name], dtype=pl.Float64) for name in LIST_STATISTICS]
+        row = summarise(finite) if nums and len(finite) == len(nums) else {}
+        for name in names:
+            stats[name].append(row.get(name))
+    return [pl.Series(f"{key}_{name}", stats[name], dtype=pl.Float64) for name in names]
 
 
 def records_frame(
-    rows: list[dict[str, Any]], parse: Callable[[Any], float | None] | None = None
+    rows: list[dict[str, Any]], parse: Callable[[Any], float | None] | None = None, groups: bool = False
 ) -> tuple[pl.DataFrame, list[str]]:
     """One Float64 column per key (in first-seen order) and the keys dropped as non-numeric.
 
     A key is kept when at least one of its values is a number; other values become null. A key whose
-    values are lists of numbers gives their statistics instead (:func:`_list_statistics`).
+    values are lists of numbers gives their statistics instead (:func:`_list_statistics`; with
+    ``groups``, each row's list is one group's samples).
     A ``step`` key becomes an Int64 ``step`` column (Float64 when a value is no whole number within
     Int64, so that the canonical frame can say which rows it leaves out). ``parse`` turns a value into a float
     (default :func:`number`, which keeps NaN and +-inf).
@@ -182,7 +192,7 @@ def records_frame(
     columns: dict[str, pl.Series] = {}
     dropped: list[str] = []
     for k in keys:
-        listed = _list_statistics(k, [r.get(k) for r in rows])
+        listed = _list_statistics(k, [r.get(k) for r in rows], groups)
         if listed is not None:
             columns.update({s.name: s for s in listed})
             continue

@@ -43,6 +43,24 @@ def sniff(path: Path, head: str | None) -> bool:
     return any(number(v) is not None for v in flatten(record).values())
 
 
+def _rows_are_groups(rows: list[dict[str, Any]]) -> bool:
+    """Several rows of one step each carry a list of numbers: each list is one group's samples (a hand-written
+    GRPO loop logging one row per prompt group with its rewards, the step advancing per update:
+    h258-multiturn-grpo-qwen25-7b-harfeast-agent-groups-tie-after-epoch5, 140 groups of 16 over steps 0 to
+    38), so a step's rows average to the share of tied groups and the mean within-group std: when at least
+    :data:`GROUP_ROWS_SHARE` of those rows repeat the step of the row before (a step repeated once where a run
+    restarted, h113-bitnet-grpo-g2-gsm8k-tied-groups, is no group layout). One row per step says nothing of
+    its list's groups: its list keeps the whole-batch statistics."""
+    listed = [r.get("step") for r in rows
+              if any(isinstance(v, list) and len(v) >= 2 for v in r.values()) and number(r.get("step")) is not None]
+    repeats = sum(a == b for a, b in zip(listed, listed[1:], strict=False))
+    return repeats > 0 and repeats >= GROUP_ROWS_SHARE * len(listed)
+
+
+#: The share of rows with lists that repeat the step before them, in a log of one group per row.
+GROUP_ROWS_SHARE = 0.25
+
+
 def read(path: Path) -> RawLog:
     if is_parquet(path):
         frame, dropped = numeric_frame(pl.read_parquet(path))
@@ -52,8 +70,11 @@ def read(path: Path) -> RawLog:
         errors.append(IngestError(str(path), "plain JSONL: no JSON object lines found"))
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
     evaluations = evaluation_apart(rows)
-    frame, dropped = records_frame(rows)
+    groups = _rows_are_groups(rows)
+    frame, dropped = records_frame(rows, groups=groups)
     meta: dict[str, Any] = {"non_numeric": dropped} if dropped else {}
+    if groups:
+        meta["rows"] = "one group per row: its list of samples summarised as the group's mean, std and tie"
     if evaluations:
         meta["evaluation_records"] = evaluations
     return RawLog(NAME, frame, metadata=meta, errors=tuple(errors))
