@@ -39,6 +39,19 @@ def test_scale_flips_a_logged_negative() -> None:
     assert run.frame["entropy"].to_list() == [2.5, 2.0]
 
 
+def test_two_keys_of_one_name_fill_each_other_and_both_are_named() -> None:
+    # TRL renamed completion_length to completions/mean_length; a log of both reads the first, the second fills
+    # its gaps, and the metrics line names both (a newcomer found the second in neither metrics nor not_read)
+    from advcore.report.render import metrics_text
+
+    raw = RawLog("trainer_state", pl.DataFrame({"step": [1.0, 2.0, 3.0], "completion_length": [100.0, None, 90.0],
+                                                "completions/mean_length": [101.0, 95.0, 91.0]}), trainer="trl")
+    run = canonicalize(raw, "x", load_aliases())
+    assert run.frame["response_length_mean"].to_list() == [100.0, 95.0, 90.0]
+    assert run.metadata["fallback_keys"] == {"response_length_mean": ["completions/mean_length"]}
+    assert "response_length_mean (completion_length, else completions/mean_length)" in metrics_text(run)
+
+
 def test_an_offset_turns_a_share_into_its_complement() -> None:
     # Tinker logs the share of mixed groups; the tied share is 1 - it
     raw = RawLog("plain", pl.DataFrame({"step": [0.0, 1.0], "env/all/by_group/frac_mixed": [1.0, 0.25]}))

@@ -522,3 +522,18 @@ def test_real_rlkit_progress_csv_of_a_cql_run() -> None:
     assert run.frame["value_loss"].to_list() == [float(r["trainer/QF1 Loss"]) for r in rows]
     assert run.frame["entropy"].to_list() == [-float(r["trainer/Log Pis Mean"]) for r in rows]
     assert max(float(r["trainer/QF1 Loss"]) for r in rows) > 1e20  # the Q-function's divergence is in the log
+
+
+def test_a_headerless_counter_that_starts_again_is_the_step(tmp_path: Path) -> None:
+    # a second run appended to a loop's `episode,return` file (JayaVerma/Bipedal_Walker_V3_Project's reward_log.txt:
+    # episodes 1 to 100, then 1 to 10,000): the counter is the step, its restart a new phase, the returns the series
+    p = tmp_path / "reward_log.txt"
+    returns = [float(-100 - i) for i in range(100)] + [float(-50 + i) for i in range(200)]
+    p.write_text("".join(f"{e},{r}\n" for e, r in zip([*range(1, 101), *range(1, 201)], returns, strict=True)))
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == returns
+    assert run.frame["phase"].n_unique() == 2
+    # a column of whole-number returns that opens with its highest is no counter: it is read as the series
+    q = tmp_path / "returns.txt"
+    q.write_text("".join(f"{r},{n}\n" for r, n in zip([500, 20, 30, 15, 40, 10, 60], range(7), strict=True)))
+    assert load(q).frame["reward_mean"].to_list() == [500, 20, 30, 15, 40, 10, 60]

@@ -217,7 +217,7 @@ def test_a_resumed_run_says_its_step_range(capsys: pytest.CaptureFixture[str]) -
     steps = [int(m) for m in re.findall(r"step:(\d+) - ", path.read_text())]
     assert main(["scan", "--format", "markdown", str(path)]) == 0
     out = capsys.readouterr().out
-    assert f"{len(set(steps))} steps ({min(steps)} to {max(steps)}, resumed from step {min(steps) - 1})" in out
+    assert f"{len(set(steps))} logged steps ({min(steps)} to {max(steps)}, resumed from step {min(steps) - 1})" in out
 
 
 def test_human_output_fits_80_columns_without_python_reprs(monkeypatch: pytest.MonkeyPatch,

@@ -158,7 +158,7 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
     names are kept in ``metadata["unmapped"]``, and the first non-finite value of each numeric one in
     ``metadata["nonfinite_unmapped"]``, for NONFINITE). With ``canonical`` (a per-sample format, whose
     reduction emits canonical names) every column keeps its name and the alias table is not consulted. When several keys map to one name, the first
-    non-null value of each row wins, in column order. A log whose format names no trainer is read
+    non-null value of each row wins, in column order (the keys after the first in ``metadata["fallback_keys"]``). A log whose format names no trainer is read
     with the aliases of the trainer its keys belong to (a TensorBoard file of a verl run is verl's).
     When no key maps to ``reward_mean`` (``grad_norm``), it is the mean of the agents' returns (actor
     gradient norms) where each agent's is logged (``reward/agent<i>``, ``grad_norm/agent<i>``: on-policy
@@ -172,6 +172,8 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
     version = str(version) if version is not None else None
     sources: dict[str, str] = {}
     columns: dict[str, list[pl.Expr]] = {}
+    #: every key each name was read from: the first is its source, the others fill its nulls
+    read_as: dict[str, list[str]] = {}
     unmapped: list[str] = []
     for col in raw.frame.columns:
         hit = (col, None) if canonical else aliases.canonical(col, trainer, version)
@@ -180,6 +182,7 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
             continue
         name, row = hit
         sources.setdefault(name, col)
+        read_as.setdefault(name, []).append(col)
         dtype = pl.Int64 if name == "step" else pl.Float64
         expr = pl.col(col).cast(dtype, strict=False)
         if row is not None and row.scale != 1.0:
@@ -240,6 +243,9 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         notes["nonfinite_unmapped"] = nonfinite
     if guessed is not None:
         notes["reward_by_name"] = guessed
+    fallbacks = {name: keys[1:] for name, keys in read_as.items() if len(keys) > 1 and name in frame.columns}
+    if fallbacks:
+        notes["fallback_keys"] = fallbacks
     order = ["step", *(["phase"] if "phase" in frame.columns else []), *sorted(c for c in frame.columns if c not in ("step", "phase"))]
     metadata = {**raw.metadata, **notes, "unmapped": unmapped}
     slices = slice_frame(raw.trace)

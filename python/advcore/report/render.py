@@ -28,7 +28,7 @@ __all__ = ["metrics_text", "not_evaluable_lines", "render_human", "render_json",
 # a log's control characters are shown escaped, never sent to the terminal.
 
 _STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
-_STAGES = "R reward (no contrast), A credit assignment (baseline, returns), T batch transformation (normalization, clipping, grouping), U policy update"
+_STAGES = "R reward (no contrast, or one that measures something else: truncation, a format), A credit assignment (baseline, returns), T batch transformation (normalization, clipping, grouping), U policy update"
 #: Suggestions shown per run in the human report; the cards hold the rest.
 _TRIES_SHOWN = 4
 #: Read errors listed per run in the human and markdown reports (the JSON document lists them all).
@@ -143,11 +143,12 @@ def _middle(path: str, width: int) -> str:
 
 
 def steps_text(run: Run) -> str:
-    """``335 steps (101 to 435, resumed from step 100)``: the count, the first and last logged step (in the
+    """``335 logged steps (101 to 435, resumed from step 100)``: the count of logged steps (rows: a log written
+    every 5 optimizer steps over 250 has 50), the first and last logged step (in the
     reader's ``metadata["step_unit"]`` when it knows the axis: ``0 to 32702464 frames``), and
-    a resume the reader saw (verl's console says where it resumed from); ``80 steps in 4 phases`` when
+    a resume the reader saw (verl's console says where it resumed from); ``80 logged steps in 4 phases`` when
     the step counter restarts."""
-    text = f"{run.steps} {'step' if run.steps == 1 else 'steps'}"
+    text = f"{run.steps} logged {'step' if run.steps == 1 else 'steps'}"
     steps = run.frame["step"].drop_nulls() if "step" in run.frame.columns else None
     phases = run.frame["phase"].n_unique() if "phase" in run.frame.columns else 1
     if phases > 1:
@@ -181,8 +182,9 @@ _UNREAD_SHOWN = 8
 
 def metrics_text(run: Run) -> str:
     """The canonical metrics, each with the key it was read from where that differs
-    (``truncated_frac (truncation_rate)``), and the built-in table's scale where it has one
-    (``entropy (-1 x train/entropy_loss)``: SB3 logs minus the entropy)."""
+    (``truncated_frac (truncation_rate)``), the keys that fill its gaps (``response_length_mean
+    (completion_length, else completions/mean_length)``), and the built-in table's scale where it has
+    one (``entropy (-1 x train/entropy_loss)``: SB3 logs minus the entropy)."""
     from advcore.ingest import load_aliases
     from advcore.ingest.formats import PER_SAMPLE as PER_SAMPLE_FORMATS
 
@@ -194,6 +196,7 @@ def metrics_text(run: Run) -> str:
                 + f", reduced per step to {len(run.metrics)} statistics (--format json lists them)")
     table = load_aliases()
     by_name = run.metadata.get("reward_by_name")  # said on its own (:func:`_by_name`)
+    fallbacks = run.metadata.get("fallback_keys") or {}
 
     def shown(m: str) -> str:
         src = run.sources.get(m)
@@ -201,7 +204,9 @@ def metrics_text(run: Run) -> str:
             return m
         found = table.canonical(str(src), run.trainer)
         scale = f"{found[1].scale:g} x " if found is not None and found[0] == m and found[1].scale != 1.0 else ""
-        return f"{m} ({scale}{src})"
+        # the other keys of one name fill the first one's gaps (``completion_length, else completions/mean_length``)
+        others = "".join(f", else {k}" for k in fallbacks.get(m, ()))
+        return f"{m} ({scale}{src}{others})"
 
     return ", ".join(shown(m) for m in run.metrics) or "none"
 

@@ -114,10 +114,21 @@ def _headerless(first: list[str]) -> bool:
 
 
 def _counts(rows: list[list[str]], column: int) -> bool:
-    """Column ``column`` of ``rows`` counts up: whole numbers, strictly increasing."""
+    """Column ``column`` of ``rows`` counts up: whole numbers, strictly increasing, or starting again from
+    the first value or below (a second run appended to the file: survey file JayaVerma/Bipedal_Walker_V3_Project
+    ``reward_log.txt``, episodes 1 to 100 then 1 to 10,000; the step counter's restart makes phases)."""
     values = [number(r[column]) for r in rows]
-    return all(v is not None and v == int(v) for v in values) and all(
-        b > a for a, b in zip(values, values[1:], strict=False))  # type: ignore[operator]
+    if not all(v is not None and v == int(v) for v in values):
+        return False
+    first = values[0]
+    pairs = list(zip(values, values[1:], strict=False))
+    restarts = sum(b <= a for a, b in pairs)  # type: ignore[operator]
+    # a restart is rare: a column of whole-number returns that happens to open with its highest is no counter
+    return all(b > a or b <= first for a, b in pairs) and restarts <= len(values) // RESTART_ROWS  # type: ignore[operator]
+
+
+#: a counting column starts again at most once per this many rows
+RESTART_ROWS = 50
 
 
 #: the one series of a headerless ``step value`` file named by a number: jaxrl-style training scripts

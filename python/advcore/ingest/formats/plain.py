@@ -53,7 +53,7 @@ def _rows_are_groups(rows: list[dict[str, Any]]) -> bool:
     its list's groups: its list keeps the whole-batch statistics."""
     listed = [r.get("step") for r in rows
               if any(isinstance(v, list) and len(v) >= 2 for v in r.values()) and number(r.get("step")) is not None]
-    repeats = sum(a == b for a, b in zip(listed, listed[1:], strict=False))
+    repeats = sum(1 for a, b in zip(listed, listed[1:], strict=False) if a == b)
     return repeats > 0 and repeats >= GROUP_ROWS_SHARE * len(listed)
 
 
