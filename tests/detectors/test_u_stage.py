@@ -308,7 +308,10 @@ def test_real_sb3_a2c_report_table_frozen_on_one_behaviour() -> None:
     assert isinstance(f, Finding) and f.evidence["rule"] == "frozen_return"
     assert (f.onset_step, f.evidence["frozen_points"], f.evidence["points_off"]) == (23, 71, 1)
     verdict = diagnose(run, *run_detectors(run))
-    assert (verdict.status, verdict.stage, verdict.headline) == ("lost", "U", "ENTROPY_COLLAPSE")
+    # the returns up to 995 before the lock are a brief success (more than 10 noises above the start): the collapse
+    # after it is told too, and as an error it leads
+    assert (verdict.status, verdict.stage, verdict.headline) == ("lost", "U", "UPDATE_UNSTABLE")
+    assert one(run, "UPDATE_UNSTABLE").evidence["succeeded"] is True  # type: ignore[union-attr]
 
 
 def test_entropy_logged_as_a_constant_is_not_a_measurement() -> None:

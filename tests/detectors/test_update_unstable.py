@@ -167,6 +167,21 @@ def test_real_lunarlander_gae_lambda_1_that_collapsed_after_success() -> None:
     assert 210 <= f.onset_step <= 240 and f.evidence["update_moved"] == "no update metric logged"
 
 
+def test_real_brief_success_then_collapse_of_an_inverted_pendulum() -> None:
+    """h79-cs294-pg-invpendulum-20-steps-per-batch-collapses: AverageReturn 9.6 at iteration 0, 72 to 118 at
+    iterations 4-6 and 10-11, then about 2 (the pole falls at once) from iteration 13 on; its level held above
+    half-way for fewer points than a level window (10), so it counts as a brief success (108 noises)."""
+    path = corpus("h79-cs294-pg-invpendulum-20-steps-per-batch-collapses/log.txt")
+    rows = list(csv.DictReader(path.read_text().splitlines(), delimiter="\t"))
+    ret = [float(r["AverageReturn"]) for r in rows]
+    assert max(ret[:13]) > 117 and all(v < 3 for v in ret[13:20])  # by hand
+    run = load(path)
+    f = one(run, "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse after success"
+    assert f.evidence["succeeded"] is True and f.message.startswith("The reward collapsed after success")
+    assert 7 <= f.onset_step <= 13
+
+
 def test_an_entropy_that_jumps_at_the_end_of_the_run() -> None:
     # 480 steps at 0.08, then 20 at 0.3-0.8: a blow-up under way, dated where it began
     entropy = [0.08 + 0.01 * (i % 3) for i in range(480)] + [0.3 + 0.025 * i for i in range(20)]

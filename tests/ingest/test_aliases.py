@@ -52,6 +52,14 @@ def test_two_keys_of_one_name_fill_each_other_and_both_are_named() -> None:
     assert "response_length_mean (completion_length, else completions/mean_length)" in metrics_text(run)
 
 
+def test_a_key_is_found_in_lower_case_with_blanks_as_underscores_last() -> None:
+    # a CSV header "Episode,Score,Steps,Epsilon" (a DQN loop): Score is the table's `score`; an exact key still wins
+    raw = RawLog("csv_table", pl.DataFrame({"Episode": [1.0, 2.0], "Score": [3.0, 5.0], "Avg Reward": [1.0, 2.0]}))
+    run = canonicalize(raw, "x", load_aliases())
+    assert run.sources["reward_mean"] == "Score" and run.frame["reward_mean"].to_list() == [3.0, 5.0]
+    assert (load_aliases().canonical("Avg Reward", None) or ("",))[0] == "reward_mean"
+
+
 def test_an_offset_turns_a_share_into_its_complement() -> None:
     # Tinker logs the share of mixed groups; the tied share is 1 - it
     raw = RawLog("plain", pl.DataFrame({"step": [0.0, 1.0], "env/all/by_group/frac_mixed": [1.0, 0.25]}))

@@ -135,3 +135,18 @@ def test_real_tabular_q_log_with_a_config_of_lists() -> None:
     assert run.format == columnar_json.NAME and len(doc["episode_rewards"]) == 2000
     assert run.frame["reward_mean"].to_list() == doc["episode_rewards"]
     assert run.frame["step"].to_list() == list(range(1, 2001))
+
+
+def test_a_bare_array_of_numbers_is_one_series_named_by_its_file(tmp_path: Path) -> None:
+    # json.dump(episode_rewards, f) of a hand-written loop, on one line or indented
+    rewards = [-162, -147.5, -132, 1e3, -117]
+    for name, text in (("episode_rewards.json", json.dumps(rewards)), ("reward_history.json", json.dumps(rewards, indent=2))):
+        p = tmp_path / name
+        p.write_text(text)
+        assert detect(p) is columnar_json.FORMAT, name
+        run = load(p)
+        assert run.frame["reward_mean"].to_list() == [float(v) for v in rewards] and run.sources["reward_mean"] == p.stem
+    # a logger's bracketed date opens no array of numbers
+    q = tmp_path / "training.log"
+    q.write_text("[2023-05-10 14:13:27,593] [WARNING] [runner.py:190:fetch_hostfile] no hostfile\n")
+    assert not columnar_json.sniff(q, q.read_text())

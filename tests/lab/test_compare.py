@@ -206,7 +206,17 @@ def test_advantages_that_grow_do_not_count_without_held_out_gain() -> None:
                       for s in range(3)])
     assert gains.mean() < 0.01  # no held-out gain worth the name, by hand
     assert c.advantages_grew and not c.heldout_improved and not c.counts
-    assert c.verdict.startswith("does not count: advantages grow but")
+    assert c.verdict.startswith("does not count: advantages grow, but")
+
+
+def test_a_held_out_success_that_did_not_move_is_said_so() -> None:
+    """Dynamic sampling on rewards scaled by 1e-8: the advantages stay too small to move the policy, so held-out
+    success equals the control's to within 1e-5 at every seed (the demo's second hypothesis)."""
+    c = judged("reward_scale", "dynamic_sampling")
+    gains = np.array([late_heldout(mitigated("reward_scale", "dynamic_sampling", seed=s))
+                      - late_heldout(cached("grpo", "reward_scale", s)) for s in range(3)])
+    assert np.all(np.abs(gains) < 5e-4)  # by hand
+    assert not c.counts and c.verdict.endswith("held-out success within 0.0005 of the control's at every seed")
 
 
 def test_a_mitigation_for_another_fault_does_not_count() -> None:

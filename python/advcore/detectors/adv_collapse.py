@@ -79,7 +79,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         extra["mean_since"] = now
         late_said = f"{now:.3g} over its last {len(s) - since} points"
     else:
-        late_said = f"{late:.3g} late"
+        late_said = f"{late:.3g} late (means of the first and last 20 % of logged steps)"
     evidence: dict[str, object] = {
         "metric": s.name,
         "rule": rule,

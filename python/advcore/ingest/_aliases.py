@@ -101,6 +101,9 @@ class AliasTable:
         for prefix in ("train/", "train_", "update/"):
             if key.startswith(prefix):
                 candidates.append(key[len(prefix):])
+        # last, the spelling the table keeps for hand-written loops: lower case, blanks as _ (a CSV header
+        # ``Episode,Score,Steps``: KairSoul's Flappy Bird DQN, ``Score`` read as ``score``)
+        candidates += [c for c in (re.sub(r"\s+", "_", c.lower()) for c in candidates) if c not in candidates]
         for cand in candidates:
             exact = next(((i, row) for i, row in self._exact.get(cand, ())
                           if row.trainer in ("*", trainer) and row.holds_for(version)), None)

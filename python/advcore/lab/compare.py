@@ -528,7 +528,10 @@ def _slice_verdict(m: Mitigation, fault: str, target: str, matched: bool, lost: 
 
 def _verdict(m: Mitigation, fault: str, matched: bool, grew: bool, lost: bool, restored: bool, recovered: float,
              improved: bool, counts: bool, held: Spread, min_gain: float, cost: Spread) -> str:
-    gain = f"held-out success {held.mean:+.3f} (seed spread {held.std:.3f})"
+    # a newcomer read "+0.000 (seed spread 0.000)" as a broken comparison: it is a policy that did not move
+    same = all(abs(v) < UNCHANGED for v in held.values)
+    gain = (f"held-out success within {UNCHANGED:g} of the control's at every seed" if same
+            else f"held-out success {held.mean:+.3f} (seed spread {held.std:.3f})")
     if not matched:
         return f"does not count: the budgets are not matched (more rollouts or updates than the control); {gain}"
     if counts:
@@ -543,8 +546,12 @@ def _verdict(m: Mitigation, fault: str, matched: bool, grew: bool, lost: bool, r
         why.append(f"held-out does not improve beyond the seed spread and {min_gain:g}"
                    + ("" if _beyond(cost) else f" (the fault itself costs no held-out success here: healthy - control "
                                                f"{cost.mean:+.3f})"))
-    lead = "advantages grow but " if grew else ""
+    lead = "advantages grow, but " if grew else ""
     return f"does not count: {lead}{'; '.join(why)}; {gain}"
+
+
+#: A held-out difference under this at every seed is said as such, not as ``+0.000 (seed spread 0.000)``.
+UNCHANGED = 5e-4
 
 
 #: What :func:`render` shows with ``compact=True``.

@@ -28,7 +28,7 @@ __all__ = ["metrics_text", "not_evaluable_lines", "render_human", "render_json",
 # a log's control characters are shown escaped, never sent to the terminal.
 
 _STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
-_STAGES = "R reward (no contrast, or one that measures something else: truncation, a format), A credit assignment (baseline, returns), T batch transformation (normalization, clipping, grouping), U policy update"
+_STAGES = "R reward (no contrast, or it measures something else), A credit assignment (baseline, returns), T batch transformation (normalization, clipping, grouping), U policy update"
 #: Suggestions shown per run in the human report; the cards hold the rest.
 _TRIES_SHOWN = 4
 #: Read errors listed per run in the human and markdown reports (the JSON document lists them all).
@@ -341,7 +341,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             console.print(f"[red]skipped[/red] {_safe(e)}", highlight=False)
         console.print()
     if any(r.findings for r in reports):
-        console.print(f"[dim]stages: {_STAGES}[/dim]")
+        console.print(_indented(f"stages: {_STAGES}", 0, "dim", width=console.width), highlight=False)
     if len(reports) > 1:
         from rich.table import Table
 

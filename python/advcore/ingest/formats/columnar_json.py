@@ -1,5 +1,6 @@
 """Columnar JSON: a JSON object of equal-length arrays (``{"rewards_avg": [...], "kl_avg": [...]}``),
-one array per metric, one index per logged point. Scalar entries, before the arrays or among them,
+one array per metric, one index per logged point; or a bare array of numbers (``[-162, -147, ...]``), one
+series named by its file (``episode_rewards.json``), as a headerless table's. Scalar entries, before the arrays or among them,
 and lists of names (``"topologies": ["buck", "boost"]``) go to ``metadata``. Without a
 ``step`` array the step is the index order (the file does not say how many trainer steps one point
 spans).
@@ -54,6 +55,9 @@ _FLAT = r'(?:[^{}\[\]]|\[[^{}\[\]]*\])'  # a character, or a list of scalars (``
 _COLUMNAR = re.compile(rf'^\{{(?:\s*"[^"]*"\s*:\s*(?:"[^"]*"|[-+\w.]+|\{{(?:{_FLAT}|\{{{_FLAT}*\}})*\}})\s*,)*'
                        r'\s*"[^"]*"\s*:\s*\[')
 _GROUP_STATS = re.compile(r'^\[\s*\{[^{}\[]*"n_degenerate"\s*:', re.S)
+#: a bare array of numbers (``json.dump(episode_rewards, f)``): one series, named by the file; a number then a
+#: comma, not a logger's ``[2023-05-10 14:13:27,593]``
+_NUMBERS = re.compile(r"^\[\s*(?:-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|NaN|-?Infinity)\s*[,\]]")
 
 
 def sniff(path: Path, head: str | None) -> bool:
@@ -62,7 +66,7 @@ def sniff(path: Path, head: str | None) -> bool:
     text = head.lstrip("\ufeff").lstrip()
     if _COLUMNAR.match(text):  # JSON Lines whose first value is a list are records, not one document
         return '"log_history"' not in text and not is_json_lines(text)
-    return bool(_GROUP_STATS.match(text))
+    return bool(_GROUP_STATS.match(text)) or (bool(_NUMBERS.match(text)) and not is_json_lines(text))
 
 
 #: keys the CSD callback fills with an integer 0 when the trainer's log lacks them
@@ -137,6 +141,11 @@ def read(path: Path) -> RawLog:
     doc, error = read_json(path, "columnar JSON")
     if error is not None:
         return RawLog(NAME, pl.DataFrame(), errors=(error,))
+    if isinstance(doc, list) and doc and all(isinstance(v, int | float) and not isinstance(v, bool) for v in doc):
+        # a bare array of numbers, one per episode or update (survey: reward_history.json, episode_rewards.json of
+        # hand-written loops): a headerless series, named by its file as a headerless table's is
+        frame, _ = records_frame([{path.stem: v} for v in doc])
+        return RawLog(NAME, frame, metadata={"headerless": [path.stem], "layout": "array"})
     if isinstance(doc, list):
         return _group_stats(path, doc)
     if not isinstance(doc, dict):

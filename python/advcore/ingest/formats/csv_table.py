@@ -115,20 +115,23 @@ def _headerless(first: list[str]) -> bool:
 
 def _counts(rows: list[list[str]], column: int) -> bool:
     """Column ``column`` of ``rows`` counts up: whole numbers, strictly increasing, or starting again from
-    the first value or below (a second run appended to the file: survey file JayaVerma/Bipedal_Walker_V3_Project
-    ``reward_log.txt``, episodes 1 to 100 then 1 to 10,000; the step counter's restart makes phases)."""
-    values = [number(r[column]) for r in rows]
-    if not all(v is not None and v == int(v) for v in values):
+    its first value (another run appended to the file: survey file JayaVerma/Bipedal_Walker_V3_Project
+    ``reward_log.txt``, episodes 1 to 100 then 1 to 10,000; machado-research/AgarCL-benchmark's
+    ``episode_returns.csv``, 0 to 13 four times over; the step counter's restarts make phases)."""
+    read = [number(r[column]) for r in rows]
+    values = [v for v in read if v is not None and v == int(v)]
+    if len(values) < len(read):
         return False
     first = values[0]
     pairs = list(zip(values, values[1:], strict=False))
-    restarts = sum(b <= a for a, b in pairs)  # type: ignore[operator]
-    # a restart is rare: a column of whole-number returns that happens to open with its highest is no counter
-    return all(b > a or b <= first for a, b in pairs) and restarts <= len(values) // RESTART_ROWS  # type: ignore[operator]
+    restarts = sum(1 for a, b in pairs if b <= a)
+    # a restart goes back to the first count, and a run of counts is longer than a few rows: a column of
+    # whole-number returns is no counter
+    return all(b > a or b == first for a, b in pairs) and restarts * RESTART_ROWS <= len(values)
 
 
 #: a counting column starts again at most once per this many rows
-RESTART_ROWS = 50
+RESTART_ROWS = 3
 
 
 #: the one series of a headerless ``step value`` file named by a number: jaxrl-style training scripts
