@@ -342,11 +342,16 @@ class RewardCourse:
         highs are excursions from its floor (REWARD_FLOOR's rule; h109-cs294-dqn-montezuma-reward-floor:
         a mean over the last 100 episodes of 1.0 at 5 of 62 logged points while one rewarded episode
         stayed in that window, 0 at the other 57)."""
-        half = self.early + self.gain / 2
-        held = sum(1 for v in self.level[self.w - 1:] if v >= half)
         zeros = sum(1 for v in self.series.values if v == 0.0)
-        return (self.gain > SUCCESS_NOISE * self.noise and self.gain > 0 and held >= self.w
+        return (self.gain > SUCCESS_NOISE * self.noise and self.gain > 0 and self.held_points >= self.w
                 and zeros < ZERO_SHARE * len(self.series))
+
+    @property
+    def held_points(self) -> int:
+        """How many points of the level (from its first full window) lie at or above half-way from the early
+        median to the peak."""
+        half = self.early + self.gain / 2
+        return sum(1 for v in self.level[self.w - 1:] if v >= half)
 
     @property
     def start(self) -> tuple[float, int]:

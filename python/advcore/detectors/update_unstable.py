@@ -175,10 +175,7 @@ def _brief_success(run: Run, c: RewardCourse) -> bool:
     not end at its floor (REWARD_FLOOR's to report): no lucky stretch either
     (h79-cs294-pg-invpendulum-20-steps-per-batch-collapses: a level of 51.6 from 17.6, 108 noises, for 7 of its
     100 iterations, then 2 to 8 for the rest)."""
-    if c.gain <= FALL_NOISE * c.noise:
-        return False
-    half = c.early + c.gain / 2
-    if sum(1 for v in c.level[c.w - 1:] if v >= half) < BRIEF_HOLD:
+    if c.gain <= FALL_NOISE * c.noise or c.held_points < BRIEF_HOLD:
         return False
     level = reward_level(run)
     return level is None or level.regime != "floor"

@@ -146,8 +146,8 @@ _SEED_STEM = re.compile(r"^\d+$|(?:^|[_\-.])(?:s|seed)[_\-]?\d+(?:$|[_\-.])", re
 
 
 def _headerless_names(rows: list[list[str]], stem: str) -> list[str]:
-    """The names of a headerless table's columns: the first is ``step`` when it counts up (whole
-    numbers, strictly increasing), and the next carries the file's ``stem``, as a single column does
+    """The names of a headerless table's columns: the first is ``step`` when it counts up (:func:`_counts`:
+    whole numbers, strictly increasing or starting again from the first), and the next carries the file's ``stem``, as a single column does
     (``rewards.csv``: episode, return); when the first two count up and a third follows, they are
     d3rlpy's ``epoch,step,value`` (takuseno/d3rlpy@0dc11ce d3rlpy/logging/file_adapter.py
     ``FileAdapter.write_metric``, one file per metric: ``rollout_return.csv``); a file named by a seed holding ``step value`` is

@@ -13,8 +13,8 @@ a description set after an evaluation is read once, at the step where it first a
 Squint console: 673 redraws, 21 evaluations and 13 training returns). Snapshots at one step are
 averaged.
 
-A console with several bars (an epoch bar around a batch bar) reads the bar that carries the most
-pairs, bars told apart by their total (a bar counted past its total, drawn ``{n}it``, is still the
+A console with several bars (an epoch bar around a batch bar) reads the bar drawn with pairs most
+often, bars told apart by their total (a bar counted past its total, drawn ``{n}it``, is still the
 bar it was); when that bar's counter starts again from below where it was
 (a new bar per epoch), the counts go on from the largest reached (``metadata["restarts"]``).
 
