@@ -148,6 +148,8 @@ def test_real_verl_csv_export_reads_as_verl() -> None:
     (["loss", "entropy"], None),
     # an average since the start lags: the episode's own return first (h96 W&B Space Invaders DQN)
     (["cumulative_avg_reward", "episodic_reward"], "episodic_reward"),
+    # a rolling mean of the training returns beside an evaluation's (a hand-written DQN's train.csv)
+    (["epsilon", "loss", "rolling_return", "eval_return"], "rolling_return"),
     (["cumulative_avg_reward", "loss"], "cumulative_avg_reward"),
     (["cumulative_reward", "loss"], "cumulative_reward"),
     # a Gym environment id names the env, not the measure (h125, Lizhi-sjtu/DRL-code-pytorch)

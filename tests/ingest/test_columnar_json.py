@@ -150,3 +150,15 @@ def test_a_bare_array_of_numbers_is_one_series_named_by_its_file(tmp_path: Path)
     q = tmp_path / "training.log"
     q.write_text("[2023-05-10 14:13:27,593] [WARNING] [runner.py:190:fetch_hostfile] no hostfile\n")
     assert not columnar_json.sniff(q, q.read_text())
+
+
+def test_arrays_one_object_down(tmp_path: Path) -> None:
+    # RLlib results dumped by hand: {"training_progress": {...arrays}, "performance_summary": {...}}
+    p = tmp_path / "training_metrics.json"
+    doc = {"training_progress": {"iterations": [0, 1, 2, 3], "episode_rewards": [0.0, 5.5, 7.0, 9.25],
+                                 "policy_losses": [1.0, 0.5, 0.4, 0.3]},
+           "performance_summary": {"average_reward": 5.4, "best_reward": 9.25}, "note": "market maker"}
+    p.write_text(json.dumps(doc, indent=2))
+    assert detect(p) is columnar_json.FORMAT
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == [0.0, 5.5, 7.0, 9.25] and run.metadata["note"] == "market maker"

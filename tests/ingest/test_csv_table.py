@@ -537,3 +537,15 @@ def test_a_headerless_counter_that_starts_again_is_the_step(tmp_path: Path) -> N
     q = tmp_path / "returns.txt"
     q.write_text("".join(f"{r},{n}\n" for r, n in zip([500, 20, 30, 15, 40, 10, 60], range(7), strict=True)))
     assert load(q).frame["reward_mean"].to_list() == [500, 20, 30, 15, 40, 10, 60]
+
+
+def test_a_tensorboard_download_renamed_by_hand_is_named_by_its_file(tmp_path: Path) -> None:
+    # "Wall time,Step,Value" saved under the run's own name: the file's words say what the value is
+    p = tmp_path / "log_rainbow_deathmatch_20251215_AdaptiveMovementRewardWrapper.csv"
+    p.write_text("Wall time,Step,Value\n1765850549.9,5080,8.03\n1765850612.8,15820,5.5\n1765850700.1,26000,6.0\n")
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == [8.03, 5.5, 6.0] and run.frame["step"].to_list() == [5080, 15820, 26000]
+    # a download named by its run alone (PPO_3.csv: SB3's run folder) says nothing of its value
+    q = tmp_path / "PPO_3.csv"
+    q.write_text(p.read_text())
+    assert "reward_mean" not in load(q).frame.columns

@@ -175,7 +175,8 @@ _EPISODE_WORDS = frozenset({"ep", "eps", "episode", "episodes", "episodic"})
 _SINCE_START = frozenset({"cumulative", "cum"})
 _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     "total", "cumulative", "cum", "sum", "train", "training", "rollout", "rollouts", "batch", "per", "info", "t",
-    "step", "iter", "iteration", "undiscounted", "raw", "env", "of", "the", "last", "recent", "running", "smoothed"})
+    "step", "iter", "iteration", "undiscounted", "raw", "env", "of", "the", "last", "recent", "running", "smoothed",
+    "rolling", "moving"})
 
 
 #: A Gym/Gymnasium environment id (``LunarLander-v2``, ``ALE/Pong-v5``): the env a key is logged for

@@ -55,6 +55,10 @@ _FLAT = r'(?:[^{}\[\]]|\[[^{}\[\]]*\])'  # a character, or a list of scalars (``
 _COLUMNAR = re.compile(rf'^\{{(?:\s*"[^"]*"\s*:\s*(?:"[^"]*"|[-+\w.]+|\{{(?:{_FLAT}|\{{{_FLAT}*\}})*\}})\s*,)*'
                        r'\s*"[^"]*"\s*:\s*\[')
 _GROUP_STATS = re.compile(r'^\[\s*\{[^{}\[]*"n_degenerate"\s*:', re.S)
+#: the arrays one object down, as the first member (``{"training_progress": {"iterations": [0, 1, ...],
+#: "episode_rewards": [...]}, "performance_summary": {...}}``: an RLlib run's results dumped by hand, survey
+#: file ben-ogden/rllib-trading-arena ``training_metrics.json``)
+_NESTED = re.compile(r'^\{\s*"[^"]*"\s*:\s*\{\s*"[^"]*"\s*:\s*\[')
 #: a bare array of numbers (``json.dump(episode_rewards, f)``): one series, named by the file; a number then a
 #: comma, not a logger's ``[2023-05-10 14:13:27,593]``
 _NUMBERS = re.compile(r"^\[\s*(?:-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|NaN|-?Infinity)\s*[,\]]")
@@ -64,7 +68,7 @@ def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
     text = head.lstrip("\ufeff").lstrip()
-    if _COLUMNAR.match(text):  # JSON Lines whose first value is a list are records, not one document
+    if _COLUMNAR.match(text) or _NESTED.match(text):  # JSON Lines whose first value is a list are records
         return '"log_history"' not in text and not is_json_lines(text)
     return bool(_GROUP_STATS.match(text)) or (bool(_NUMBERS.match(text)) and not is_json_lines(text))
 
@@ -150,6 +154,11 @@ def read(path: Path) -> RawLog:
         return _group_stats(path, doc)
     if not isinstance(doc, dict):
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "expected a JSON object of arrays"),))
+    nested = [v for v in doc.values() if isinstance(v, dict) and any(isinstance(x, list) for x in v.values())]
+    if len(nested) == 1 and not any(isinstance(v, list) for v in doc.values()):
+        # the arrays sit one object down (RLlib results dumped by hand under "training_progress"); the other
+        # objects (a summary, a checkpoint's info) describe the run
+        doc = {**{k: v for k, v in doc.items() if not isinstance(v, dict)}, **nested[0]}
     if (placement := json_records.record_groups(doc)) is not None:  # arrays of several lengths, or lists of records
         return json_records.read_groups(path, doc, placement)
     # a list of names (``"topologies": ["buck", "boost", ...]``) describes the run; it is not a metric

@@ -281,6 +281,8 @@ def read(path: Path) -> RawLog:
         meta.update(layout="tensorboard_csv", tensorboard_tag=tag)
         if named is not None:
             meta["tensorboard_run"] = named.group("run")
+        else:  # renamed by hand: the series is named by its file, its other words the file's tags
+            meta["headerless"] = [tag]
     frame, dropped = records_frame(rows)
     if dropped:
         meta["non_numeric"] = dropped
