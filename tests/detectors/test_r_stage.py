@@ -739,3 +739,15 @@ def test_real_turn_limit_cuts_that_drag_a_verl_agent_reward_down() -> None:
     f = found["TRUNCATION_REWARD"]
     assert f.evidence["rule"] == "rising" and 77 <= f.onset_step <= 105
     assert f.evidence["reward_corr"] == pytest.approx(float(np.corrcoef(share, reward)[0, 1]))
+
+
+def test_a_floor_with_excursions_is_not_told_as_constant() -> None:
+    # a late window at its floor on 5 points of 6 and at 20 on the sixth: the floor holds, "constant" would not
+    late = [20.0 if i % 6 == 0 else -0.2 - 0.01 * (i % 3) for i in range(50)]
+    f = one(make_run({"reward_mean": [5.0 + 0.1 * (i % 7) for i in range(50)] + late}), "REWARD_FLOOR")
+    assert isinstance(f, Finding) and "with excursions (a late range of 20.22" in f.message
+    assert "constant" not in f.message
+    # without the excursions the late window is constant, and said so
+    flat = [-0.2 - 0.01 * (i % 3) for i in range(50)]
+    g = one(make_run({"reward_mean": [5.0 + 0.1 * (i % 7) for i in range(50)] + flat}), "REWARD_FLOOR")
+    assert isinstance(g, Finding) and g.message.startswith("The reward sits constant at its floor")

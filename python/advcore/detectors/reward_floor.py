@@ -177,6 +177,12 @@ def _finding(mean: Series, idx: int | None, evidence: dict[str, object], level: 
         message = (f"The reward is {level.late_mean:.4g} at every one of the {len(mean)} logged steps, with no "
                    "spread: whatever the policy does scores the same, so there is nothing to learn; the reward does "
                    "not depend on the actions, or is not wired.")
+    elif level.late_range > level.tol:
+        # held at the floor with excursions (most late points within the tolerance): "constant" would not be what a
+        # reader sees (a survey log: a deathmatch's frags 0 at most epochs, 10 to 25 at a few)
+        message = (f"The reward sits at its floor ({level.floor:.4g} from {level.floor_from}) at most of its late steps, "
+                   f"with excursions (a late range of {level.late_range:.4g}, a late mean of {level.late_mean:.4g}): "
+                   "nearly everything fails, or the reward is not wired.")
     else:
         message = (f"The reward sits constant at its floor ({level.late_mean:.4g} late, floor {level.floor:.4g} from "
                    f"{level.floor_from}) with no spread left: everything fails, or the reward is not wired.")
