@@ -163,10 +163,13 @@ def _fell_above_floor(run: Run, c: RewardCourse) -> bool:
     """The reward fell far below where it started (:attr:`RewardCourse.fell_below_start`) and does not
     end held at its floor, which REWARD_FLOOR reports (h63-joyrl-book-ppo-pendulum-wrong-sign-entropy-
     never-learns-freezes falls to the pendulum's floor and stays)."""
-    if not c.fell_below_start:
-        return False
+    return c.fell_below_start and not _ends_at_floor(run)
+
+
+def _ends_at_floor(run: Run) -> bool:
+    """The reward's late window is held at its floor: REWARD_FLOOR's to report, not a collapse of the updates."""
     level = reward_level(run)
-    return level is None or level.regime != "floor"
+    return level is not None and level.regime == "floor"
 
 
 def _brief_success(run: Run, c: RewardCourse) -> bool:
@@ -175,10 +178,7 @@ def _brief_success(run: Run, c: RewardCourse) -> bool:
     not end at its floor (REWARD_FLOOR's to report): no lucky stretch either
     (h79-cs294-pg-invpendulum-20-steps-per-batch-collapses: a level of 51.6 from 17.6, 108 noises, for 7 of its
     100 iterations, then 2 to 8 for the rest)."""
-    if c.gain <= FALL_NOISE * c.noise or c.held_points < BRIEF_HOLD:
-        return False
-    level = reward_level(run)
-    return level is None or level.regime != "floor"
+    return c.gain > FALL_NOISE * c.noise and c.held_points >= BRIEF_HOLD and not _ends_at_floor(run)
 
 
 #: The points a large rise's level must hold above half-way to count as a success (:func:`_brief_success`).
@@ -205,8 +205,7 @@ def _collapsed_tail(run: Run, c: RewardCourse, giveback: float) -> int:
             tail = gave_back
     if not TAIL_POINTS <= tail < window_len(len(c.series)) // 2:
         return 0
-    level = reward_level(run)
-    return 0 if level is not None and level.regime == "floor" else tail
+    return 0 if _ends_at_floor(run) else tail
 
 
 def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str, object]] | None:
