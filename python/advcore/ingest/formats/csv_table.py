@@ -224,7 +224,7 @@ def csv_records(path: Path, what: str,
     """The header, the rows as ``{column: text}`` and the errors of CSV file ``path`` (or of its ``text``
     when the caller has read it): a row the ``csv`` module rejects or with the wrong number of fields is
     an error naming its line (``what`` names the format in the message) and the rows after it are read;
-    blank rows are skipped; no header or no data row is an error too."""
+    blank rows are skipped, before the header too; no header or no data row is an error too."""
     errors: list[IngestError] = []
     header: list[str] | None = None
     rows: list[dict[str, Any]] = []
@@ -235,10 +235,10 @@ def csv_records(path: Path, what: str,
         if fields is None:
             errors.append(IngestError(str(path), f"{what}: {reason}", line))
             continue
+        if not any(f.strip() for f in fields):  # blank lines, before the header too (a writer's first
+            continue                             # newline: h264's reward_history.csv)
         if header is None:
             header = [h.strip() for h in fields]
-            continue
-        if not any(f.strip() for f in fields):
             continue
         if len(fields) != len(header):
             errors.append(IngestError(

@@ -252,6 +252,8 @@ def read_groups(path: Path, doc: dict[str, Any], placement: Placement | None = N
         steps = [int(number(s) or 0) for s in doc[step_array]]  # a step array holds integers only
         groups.append((name, [(s, {k: number(doc[k][i]) for k in members}) for i, s in enumerate(steps)]))
     groups = [(name, entries) for name, entries in groups if entries]
+    if unaligned and all(_EVAL.match(name) for name, _ in groups):
+        groups, unaligned = _by_position(doc, groups, unaligned, meta)
     if not groups:
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
             str(path), "JSON records: no list of records with a step key and no arrays with a step array found"),))
@@ -291,6 +293,27 @@ def read_groups(path: Path, doc: dict[str, Any], placement: Placement | None = N
     keys = {k for _, entries in groups for _, e in entries for k in e}
     trainer = "sb3_callback" if "ep_rewards" in keys and _SB3_UPDATE_KEYS <= keys else None
     return RawLog(NAME, frame, trainer=trainer, metadata=meta)
+
+
+def _by_position(doc: dict[str, Any], groups: list[tuple[str, Entries]], unaligned: list[str],
+                 meta: dict[str, Any]) -> tuple[list[tuple[str, Entries]], list[str]]:
+    """When only evaluations have steps, the longest arrays without a step array are the training
+    series, one entry per position from 1 (an episode's or update's index, as in a columnar file: the
+    SAC loop of h265-handwritten-sac-rideshare-pricing-learns-after-warmup-holds writes 300
+    ``episode_reward`` beside 280 ``critic_loss`` from its first update on and one evaluation at episode
+    200). The shorter arrays stay unaligned: where they start is not written. An evaluation whose steps
+    run past the last position counts another axis (environment steps beside episodes) and is left out,
+    listed in ``metadata["other_axis"]``."""
+    n = max(len(doc[k]) for k in unaligned)
+    members = [k for k in unaligned if len(doc[k]) == n]
+    if n < 2:
+        return groups, unaligned
+    other = [name for name, entries in groups if max(s for s, _ in entries) > n]
+    if other:
+        meta["other_axis"] = other
+    training = ("", [(i + 1, {k: number(doc[k][i]) for k in members}) for i in range(n)])
+    meta["steps_by_position"] = members
+    return [training, *[g for g in groups if g[0] not in other]], [k for k in unaligned if k not in members]
 
 
 def _key(key: str, is_eval: bool) -> str:
