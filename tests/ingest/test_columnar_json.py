@@ -162,3 +162,13 @@ def test_arrays_one_object_down(tmp_path: Path) -> None:
     assert detect(p) is columnar_json.FORMAT
     run = load(p)
     assert run.frame["reward_mean"].to_list() == [0.0, 5.5, 7.0, 9.25] and run.metadata["note"] == "market maker"
+
+
+def test_real_connect4_win_rate_is_a_success_rate() -> None:
+    """h265-connect4-reinforce-pretrained-transformer-vs-pool-win-rate-erodes: parallel lists with ``win_rate``
+    (the share of each group's 20 games won, multiples of 0.05), read as the success rate, compared with json's."""
+    path = corpus("h265-connect4-reinforce-pretrained-transformer-vs-pool-win-rate-erodes/training_log.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    assert run.frame["success_rate"].to_list() == doc["win_rate"] and run.frame.height == 500
+    assert all(round(v * 20, 9) == round(v * 20) for v in doc["win_rate"])

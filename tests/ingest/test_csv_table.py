@@ -549,3 +549,28 @@ def test_a_tensorboard_download_renamed_by_hand_is_named_by_its_file(tmp_path: P
     q = tmp_path / "PPO_3.csv"
     q.write_text(p.read_text())
     assert "reward_mean" not in load(q).frame.columns
+
+
+def test_blank_lines_before_the_first_row_are_skipped(tmp_path: Path) -> None:
+    # a writer that opens with a newline: the first row after it is the header (or, numbers, the first row)
+    p = tmp_path / "progress.csv"
+    p.write_text("\r\n\r\nstep,reward\r\n1,0.5\r\n2,0.75\r\n")
+    assert load(p).frame["reward_mean"].to_list() == [0.5, 0.75] and not load(p).errors
+    q = tmp_path / "reward_history.csv"
+    scores = [-9900.0, -9880.0, -9299.0, -7000.0, -5000.0]
+    q.write_text("\n" + "".join(f"{e},{r},{r},0.9\n" for e, r in enumerate(scores, 1)))
+    assert load(q).frame["reward_mean"].to_list() == scores
+
+
+def test_real_headerless_episode_log_after_a_blank_line_of_a_vectorman_dqn() -> None:
+    """h264-handwritten-dqn-vectorman2-leaves-stuck-floor-then-plateaus-never-clears-level: a blank first
+    line, then ``episode,score,moving average,epsilon`` per episode (CRLF, no header); 1,000 episodes, the
+    score -9,900 (no point in a 10,000-step episode) in 98 of the first 100, compared with csv's reading."""
+    path = corpus("h264-handwritten-dqn-vectorman2-leaves-stuck-floor-then-plateaus-never-clears-level/reward_history.csv")
+    with path.open(newline="") as f:
+        rows = [r for r in csv.reader(f) if r]
+    run = load(path)
+    assert not run.errors
+    assert run.frame["step"].to_list() == [int(r[0]) for r in rows] == list(range(1, 1001))
+    assert run.frame["reward_mean"].to_list() == [float(r[1]) for r in rows]
+    assert sum(1 for r in rows[:100] if float(r[1]) == -9900.0) == 98

@@ -284,3 +284,47 @@ def test_real_hand_written_ppo_summary_with_step_metrics() -> None:
     run = load(path)
     assert run.frame["step"].to_list() == [r["step"] for r in records] == list(range(30))
     assert run.frame["kl"].to_list() == [r["kl"] for r in records] and records[8]["kl"] == 2.046875
+
+
+def test_the_longest_arrays_lie_on_their_positions_when_only_evaluations_have_steps(tmp_path: Path) -> None:
+    # a SAC loop: one return per episode, a loss per episode once updates start (shorter: where it starts is not
+    # written), one evaluation at episode 4
+    p = tmp_path / "training_log.json"
+    p.write_text(json.dumps({"episode_reward": [-8.0, -7.5, 3.0, 40.0, 45.0], "critic_loss": [0.2, 0.1, 0.05],
+                             "eval_reward": [50.0], "eval_episodes": [4]}))
+    run = load(p)
+    assert run.frame["step"].to_list() == [1, 2, 3, 4, 5]
+    assert run.frame["reward_mean"].to_list() == [-8.0, -7.5, 3.0, 40.0, 45.0]
+    assert run.metadata["unaligned"] == ["critic_loss"]
+    assert run.metadata["groups"] == {"": 5, "eval": 1} and "eval/reward" in run.metadata["unmapped"]
+    # an evaluation on another axis (environment steps beside 5 episodes) is left out
+    q = tmp_path / "other" / "training_log.json"
+    q.parent.mkdir()
+    q.write_text(json.dumps({"training_returns": [1.0, 2.0, 3.0, 4.0, 5.0],
+                             "eval_returns": [{"step": 552, "mean_return": 6.2}, {"step": 1104, "mean_return": 9.0}]}))
+    run = load(q)
+    assert run.frame["step"].to_list() == [1, 2, 3, 4, 5] and run.metadata["other_axis"] == ["eval_returns"]
+
+
+def test_real_sac_rideshare_episode_returns_beside_an_evaluation() -> None:
+    """h265-handwritten-sac-rideshare-pricing-learns-after-warmup-holds: 300 ``episode_reward`` (one per
+    episode), 280 ``critic_loss`` (updates from episode 21), one evaluation at episode 200; the returns by
+    position, compared with json's, and the README's "first 20 episodes -8,622, last 20 episodes 42,643"."""
+    path = corpus("h265-handwritten-sac-rideshare-pricing-learns-after-warmup-holds/training_log.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    rewards = run.frame["reward_mean"].to_list()
+    assert run.frame["step"].to_list() == list(range(1, 301)) and rewards == doc["episode_reward"]
+    assert round(sum(rewards[:20]) / 20) == -8622 and round(sum(rewards[-20:]) / 20) == 42643
+    assert run.metadata["groups"] == {"": 300, "eval": 1} and run.metadata["unaligned"] == ["critic_loss", "actor_loss", "alpha"]
+
+
+def test_real_highway_dqn_returns_by_episode_and_evaluations_by_environment_step() -> None:
+    """h265-double-dueling-dqn-highway-50k-steps-train-return-rises-greedy-eval-unstable-late: 2,617 training
+    returns by episode; the 52 greedy evaluations count environment steps (552 to 49,489), another axis."""
+    path = corpus("h265-double-dueling-dqn-highway-50k-steps-train-return-rises-greedy-eval-unstable-late/training_log.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    assert run.frame.height == len(doc["training_returns"]) == 2617
+    assert run.frame["reward_mean"].to_list() == doc["training_returns"]
+    assert run.metadata["other_axis"] == ["eval_returns"]
