@@ -23,6 +23,7 @@ from advcore.detectors._slices import Unjudged, slice_views
 from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, reward_course, reward_level
 from advcore.detectors._windows import REWARD_PROXIES, median_spacing
 from advcore.detectors.filter_starvation import FilterAccounting, accounting
+from advcore.detectors.update_unstable import is_collapse
 from advcore.model import Run
 from advcore.stages import StageLevel, contrast_logged, had_contrast, stage_of, stage_signal
 
@@ -195,7 +196,7 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
     onsets = [f.onset_step for f in findings if f.id != "NONFINITE" and f.onset_step is not None]
     first_onset = min(onsets) if onsets else None
 
-    def key(f: Finding) -> tuple[float, int, float]:
+    def key(f: Finding) -> tuple[float, int, int, float]:
         rank: float = _RANK.get(f.stage, 5)
         if f.id == "NONFINITE":
             # a NaN leads what followed it; what began before it (a reward at its floor from the first
@@ -209,7 +210,7 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
         if f.evidence.get("dead") == "no_rise":
             rank = NO_RISE_RANK  # a symptom: any other finding says more about why
         onset = float(f.onset_step) if f.onset_step is not None else math.inf
-        return (rank, 0 if f.id == "DEAD_FROM_START" else 1, onset)
+        return (rank, 0 if is_collapse(f) else 1, 0 if f.id == "DEAD_FROM_START" else 1, onset)
 
     return sorted(findings, key=key)
 
@@ -353,7 +354,7 @@ _REGIME_IDS = ("REWARD_FLOOR", "REWARD_SATURATION")
 
 def _slice_order(findings: Sequence[Finding]) -> list[Finding]:
     """A slice's findings in causal order: by stage, the regime's finding first, then by onset."""
-    def key(f: Finding) -> tuple[float, int, float]:
+    def key(f: Finding) -> tuple[float, int, int, float]:
         return (_RANK.get(f.stage, 5), 0 if f.id in _REGIME_IDS else 1,
                 math.inf if f.onset_step is None else float(f.onset_step))
     return sorted(findings, key=key)

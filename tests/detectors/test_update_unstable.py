@@ -600,3 +600,20 @@ def test_real_a_kl_no_policy_reaches_in_a_one_step_log() -> None:
     run = load(path)
     summary = diagnose(run, *run_detectors(run)).summary
     assert "was logged at too few steps" in summary and "no reward spread was logged" not in summary
+
+
+def test_real_collapse_leads_the_verdict_over_an_earlier_entropy_decline() -> None:
+    """h263-mlagents-ppo-stickyrush-myrun-learns-then-collapses-with-entropy: Cumulative Reward 60 to 95 from 1M
+    to 5.35M steps, -104 at 5.4M and -214 at 5.45M; the entropy fell steadily from 0.96 to about 0.15 by 3M
+    (while the return held) and on to 0.02 in the collapse. Both findings are stage U; the collapse is the
+    event and leads, dated at 5.4M."""
+    path = corpus("h263-mlagents-ppo-stickyrush-myrun-learns-then-collapses-with-entropy/"
+                  "events.out.tfevents.1760752712.ImTheAvatar.18976.0")
+    ret = {e.step: e.value for e in events(path).Scalars("Environment/Cumulative Reward")}
+    assert ret[5_350_000] > 85 and ret[5_400_000] < -100 and ret[5_450_000] < -200  # by hand
+    run = load(path)
+    verdict = diagnose(run, *run_detectors(run))
+    assert [f.id for f in verdict.findings[:2]] == ["UPDATE_UNSTABLE", "ENTROPY_COLLAPSE"]
+    lead = verdict.findings[0]
+    assert lead.onset_step == 5_400_000 and lead.evidence["condition"] == "collapse below the start"
+    assert verdict.findings[1].onset_step is not None and verdict.findings[1].onset_step < 5_400_000

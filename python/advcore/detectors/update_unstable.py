@@ -113,6 +113,17 @@ _RATIO = ("Check the importance ratio: old log-probabilities recomputed differen
           "make every ratio far from 1 (a large `kl_step` and `clip_frac` from the first update).")
 #: an update, a clip fraction or a collapse after success
 WHAT_TO_TRY = (_SHRINK, _RATIO)
+#: the conditions of a finding dated by the reward's collapse (its level fell far from its peak)
+COLLAPSE_AFTER_SUCCESS = "collapse after success"
+COLLAPSE_BELOW_START = "collapse below the start"
+
+
+def is_collapse(finding: Finding) -> bool:
+    """``finding`` is this detector's, dated by the collapse of the reward: the run's main event, which
+    leads the verdict among the findings of its stage (h263-mlagents-ppo-stickyrush-myrun-learns-then-
+    collapses-with-entropy: the return held 60 to 95 for 4 million steps, then fell to -265 at 5.4M; the
+    entropy's steady fall from 2.6M was the warning, not the failure)."""
+    return finding.id == ID and finding.evidence.get("condition") in (COLLAPSE_AFTER_SUCCESS, COLLAPSE_BELOW_START)
 #: a KL to the reference that runs away
 WHAT_TO_TRY_REFERENCE = (
     "A KL to the reference that runs away with a falling reward is a policy blow-up: raise the KL coefficient, "
@@ -528,7 +539,7 @@ def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | N
         return None
     tail, ev = found
     onset = tail.steps[0]
-    what = "collapse after success" if ev["succeeded"] else "collapse below the start"
+    what = COLLAPSE_AFTER_SUCCESS if ev["succeeded"] else COLLAPSE_BELOW_START
     evidence: dict[str, object] = {"metric": "reward_mean", "source": run.sources.get("reward_mean"),
                                    "condition": what, **ev, **tail.where(0)}
     message = (f"The reward collapsed {'after success' if ev['succeeded'] else 'far below where it started'}: its "
@@ -591,7 +602,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         try_ = _TRY.get(check.name, WHAT_TO_TRY)
         hits.append((check.name, Finding(ID, "error", "U", s.steps[first], evidence, message, try_)))
     if collapse is not None:
-        hits.append(("collapse after success", collapse))
+        hits.append((COLLAPSE_AFTER_SUCCESS, collapse))
     # the check that fired first dates the finding (an entropy blow-up before the KL ran away)
     return first_of_checks(sorted(hits, key=lambda hit: hit[1].onset_step if hit[1].onset_step is not None else math.inf))
 
