@@ -354,7 +354,7 @@ _REGIME_IDS = ("REWARD_FLOOR", "REWARD_SATURATION")
 
 def _slice_order(findings: Sequence[Finding]) -> list[Finding]:
     """A slice's findings in causal order: by stage, the regime's finding first, then by onset."""
-    def key(f: Finding) -> tuple[float, int, int, float]:
+    def key(f: Finding) -> tuple[float, int, float]:
         return (_RANK.get(f.stage, 5), 0 if f.id in _REGIME_IDS else 1,
                 math.inf if f.onset_step is None else float(f.onset_step))
     return sorted(findings, key=key)
