@@ -245,12 +245,13 @@ def _notify(url: str, reports: Any, err: Any) -> None:
     from rich.markup import escape
 
     from advcore.alerts import post_json
-    from advcore.report.render import totals
+    from advcore.report.render import since_step, totals
 
     lost = [r for r in reports if r.verdict.status == "lost"]
     lines = [f"advcore scan: {totals(reports)}"]
     lines += [f"- {r.run.path}: stage {r.verdict.stage} {r.verdict.headline or ''}"
-              + (f" since step {r.verdict.onset}" if r.verdict.onset is not None else "") for r in lost[:20]]
+              + (f" {since_step(r.verdict.onset, r.verdict.onset_before_log)}" if r.verdict.onset is not None else "")
+              for r in lost[:20]]
     text = "\n".join(lines)
     runs = [{"path": r.run.path, "status": r.verdict.status, "stage": r.verdict.stage,
              "headline": r.verdict.headline, "onset_step": r.verdict.onset} for r in reports]

@@ -107,9 +107,16 @@ class Verdict:
         """The ID of the finding that leads (the first in causal order)."""
         return self.findings[0].id if self.findings else None
 
+    @property
+    def onset_before_log(self) -> bool:
+        """The lead's condition already held at the first logged step: ``onset`` is where the log begins,
+        and the loss began there or before (:attr:`Finding.began_before_log`)."""
+        return bool(self.findings) and self.findings[0].began_before_log
+
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"status": self.status, "stage": self.stage, "headline": self.headline,
-                                  "onset_step": self.onset, "summary": self.summary,
+                                  "onset_step": self.onset, "onset_before_log": self.onset_before_log,
+                                  "summary": self.summary,
                                   "what_to_try": list(self.what_to_try)}
         if self.slices:
             out["slices"] = [s.to_json() for s in self.slices]
@@ -551,7 +558,7 @@ def _diagnose(
     summary = "; ".join(parts)
     if onset is not None:
         phase = first.evidence.get("onset_phase")
-        if first.evidence.get("already_low_at_first_logged_step"):
+        if first.began_before_log:
             summary += f" (before step {onset}, where the log begins)"
         else:
             summary += (f" (since step {onset}" + (f", phase {phase}" if phase is not None else "")

@@ -106,7 +106,7 @@ class RunReport:
 
 
 #: Version of the ``--format json`` document; described by ``advcore/schema/scan.schema.json``.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def document(reports: Sequence[RunReport]) -> dict[str, Any]:

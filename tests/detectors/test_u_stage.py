@@ -546,6 +546,11 @@ def test_real_tinyzero_excerpt_begins_after_the_collapse() -> None:
     assert one(run, "BASELINE_BROKEN") is None
     # the four early snapshot steps (1.21, 1.34, 0.91, 0.79) are too few to judge
     assert one(load(real("tinyzero-ppo-entropy-collapse/early-steps.log")), "ENTROPY_COLLAPSE") is None
+    # the verdict says the onset is where the log begins, not when the collapse began (a newcomer read
+    # "since 383" and would have resumed from step 382, already collapsed)
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.onset == 383 and verdict.onset_before_log and verdict.to_json()["onset_before_log"] is True
+    assert "before step 383, where the log begins" in verdict.summary
 
 
 def test_real_verl_ppo_runs_quiet() -> None:

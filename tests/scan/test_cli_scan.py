@@ -418,3 +418,19 @@ def test_a_table_of_unknown_columns_names_them_and_how_to_map_the_reward(tmp_pat
     _, doc = scan_json(capsys, str(log), "--metric-map", str(mapping))
     (run,) = doc["runs"]
     assert run["verdict"]["status"] == "quiet" and "reward_mean" in json.dumps(run)
+
+
+def test_an_onset_where_the_log_begins_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """tinyzero's excerpt (steps 383 to 399) begins after its entropy collapsed: the JSON flags the onset and
+    the human report says "by step 383, where the log begins" (and "<=383" in the summary table)."""
+    from tests._real import real
+
+    folder = real("tinyzero-ppo-entropy-collapse/part-of-logs.md").parent
+    _, doc = scan_json(capsys, str(folder))
+    jsonschema.validate(doc, SCHEMA)
+    verdicts = {Path(r["files"][0]).name: r["verdict"] for r in doc["runs"]}
+    assert verdicts["part-of-logs.md"]["onset_step"] == 383 and verdicts["part-of-logs.md"]["onset_before_log"] is True
+    assert verdicts["early-steps.log"]["onset_before_log"] is False
+    main(["scan", str(folder)])
+    out = capsys.readouterr().out
+    assert "ENTROPY_COLLAPSE  stage U  by step 383, where the log begins" in out and "<=383" in out

@@ -72,6 +72,10 @@ class Knob:
 THRESHOLD = "threshold"
 
 
+#: The evidence key of a finding whose condition already held at the first logged step.
+BEGAN_BEFORE_LOG = "already_low_at_first_logged_step"
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """What a detector concluded about a run."""
@@ -85,6 +89,13 @@ class Finding:
     what_to_try: tuple[str, ...] = ()
     #: the slice of the samples the finding is about (``"task=open_drawer"``), None for the whole run
     slice: str | None = None
+
+    @property
+    def began_before_log(self) -> bool:
+        """The condition already held at the first logged step: it began at or before ``onset_step``, the
+        log's start (an excerpt of a run, or a log that begins after a resume), so the step it began is
+        not known (the evidence key :data:`BEGAN_BEFORE_LOG`)."""
+        return bool(self.evidence.get(BEGAN_BEFORE_LOG))
 
     def to_json(self) -> dict[str, Any]:
         """The finding as SPEC section 9 spells it (``slice`` only on a per-slice finding)."""

@@ -72,7 +72,7 @@ import math
 import statistics
 from collections.abc import Mapping
 
-from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors._base import BEGAN_BEFORE_LOG, THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import improving_reward, reward_course
 from advcore.detectors._windows import Series, adv_signal, change_point, differential, metric, onset_index
 from advcore.model import Run
@@ -210,7 +210,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         message = (f"Policy entropy is {late:.3g} nats per token late in the run (below {floor:g}): the policy "
                    "samples nearly one token sequence and no longer explores.")
         if idx == 0:
-            evidence["already_low_at_first_logged_step"] = True
+            evidence[BEGAN_BEFORE_LOG] = True
             message += (f" It was already that low at the first logged step ({s.steps[0]}): the collapse happened "
                         "before this log begins.")
     return Finding(ID, "warn", "U", s.step_at(idx), dict(evidence), message, WHAT_TO_TRY)

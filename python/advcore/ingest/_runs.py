@@ -133,8 +133,11 @@ def apart(a: Run, b: Run) -> str | None:
     if max(min(sa), min(sb)) > min(max(sa), max(sb)):
         if _resumes(a, b):
             return None
-        return (f"their steps do not overlap ({min(sa)} to {max(sa)} and {min(sb)} to {max(sb)}) and the later one "
-                f"does not resume the earlier (it would begin within {RESUME_GAP} logging intervals of its last step)")
+        (e0, e1), (l0, l1) = sorted([(min(sa), max(sa)), (min(sb), max(sb))])
+        return (f"their steps do not overlap ({e0} to {e1} and {l0} to {l1}) and the later one begins {l0 - e1} steps "
+                f"after the earlier ends, too far to resume it (a resume begins within {RESUME_GAP} logging intervals "
+                "of the earlier's last step; to judge two console excerpts of one run together, concatenate them "
+                "into one file)")
     common = set(a.metrics) & set(b.metrics)
     if _formats(a) & _formats(b):
         if not common:

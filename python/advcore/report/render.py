@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from advcore.model import Run
     from advcore.scan import RunReport
 
-__all__ = ["metrics_text", "not_evaluable_lines", "render_human", "render_json", "render_markdown", "render_trace",
+__all__ = ["metrics_text", "not_evaluable_lines", "render_human", "render_json", "render_markdown", "render_trace", "since_step",
            "step_note", "steps_text", "totals", "unread_text"]
 
 # Everything a report shows that advcore did not write itself (file names, metric keys, quoted
@@ -309,7 +309,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             console.print(_indented(_safe(trend), 0, "dim", hang=2, width=console.width), highlight=False)
         console.print()
         for f in r.findings:
-            since = "" if f.onset_step is None else f"  since step {f.onset_step}"
+            since = "" if f.onset_step is None else f"  {since_step(f.onset_step, f.began_before_log)}"
             console.print(f"  [{_STYLE.get(f.severity, '')}]{f.severity.upper():5}[/] [bold]{f.id}[/bold]  stage {f.stage}{since}")
             console.print(_indented(_safe(f.message), 8, width=console.width), highlight=False)
             console.print(_indented(f"evidence: {_safe(_evidence(f.evidence))}", 8, "dim", hang=2,
@@ -360,11 +360,16 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
         # leave (verdict 10, since 5, the longest finding ID 18, borders and padding 13)
         run_width = max(16, console.width - 46)
         for r, path in zip(reports, paths, strict=True):
-            onset = "" if r.verdict.onset is None else str(r.verdict.onset)
+            onset = "" if r.verdict.onset is None else ("<=" if r.verdict.onset_before_log else "") + str(r.verdict.onset)
             table.add_row(_safe(_middle(os.path.relpath(path, root), run_width)), _head(r), onset,
                           ", ".join(f.id for f in r.findings))
         console.print(table)
         console.print(f"[bold]{totals(reports)}[/bold]")
+
+
+def since_step(onset: int, before_log: bool) -> str:
+    """"since step N", or "by step N, where the log begins" when the condition already held there."""
+    return f"by step {onset}, where the log begins" if before_log else f"since step {onset}"
 
 
 def _head(r: RunReport) -> str:
