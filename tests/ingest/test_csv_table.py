@@ -574,3 +574,16 @@ def test_real_headerless_episode_log_after_a_blank_line_of_a_vectorman_dqn() -> 
     assert run.frame["step"].to_list() == [int(r[0]) for r in rows] == list(range(1, 1001))
     assert run.frame["reward_mean"].to_list() == [float(r[1]) for r in rows]
     assert sum(1 for r in rows[:100] if float(r[1]) == -9900.0) == 98
+
+
+def test_real_dist_entropy_column_of_an_ikostrikov_ppo_fork() -> None:
+    """h210-ikostrikov-ppo-sprites-image-cnn-never-learns-value-loss-flat: a hand-written CSV of
+    pytorch-a2c-ppo-acktr-gail's printed values; ``Dist Entropy`` (``dist.entropy().mean()``) is the policy's
+    entropy, compared with csv's reading (about 2.84 nats at every update: the policy barely moves)."""
+    path = corpus("h210-ikostrikov-ppo-sprites-image-cnn-never-learns-value-loss-flat/"
+                  "CNN_PPO_0_distractors_2024-05-27_00-58-00.csv")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    run = load(path)
+    assert run.frame["entropy"].to_list() == [float(r["Dist Entropy"]) for r in rows]
+    assert run.sources["entropy"] == "Dist Entropy" and all(2.83 < float(r["Dist Entropy"]) < 2.85 for r in rows)
