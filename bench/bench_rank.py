@@ -75,6 +75,12 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
             targets={"scipy": 30.0, "polars": 8.0},
         ),
         Case(
+            name="spearman, continuous, 2 threads vs 1 (advcore itself)",
+            advcore=lambda: spearman(advantage, logprob, threads=2),
+            competitors={"advcore, 1 thread": lambda: spearman(advantage, logprob, threads=1)},
+            check=_close,
+        ),
+        Case(
             name="value_census (zeros, signs, non-finite, distinct values)",
             advcore=census,
             competitors={"numpy": lambda: _numpy_census(census_values)},

@@ -235,3 +235,19 @@ def test_within_group_errors() -> None:
         within_group_spearman(x, x[:5], group_size=3)
     with pytest.raises(AdvcoreError, match="`x` contains NaN"):
         within_group_spearman(np.array([1.0, np.nan]), x[:2], group_size=2, nan_policy="raise")
+
+
+@pytest.mark.parametrize("dtypes", [(np.float32, np.float32), (np.float32, np.float64), (np.float64, np.float32)])
+def test_spearman_on_two_threads_is_the_one_thread_value(dtypes: tuple[Any, Any]) -> None:
+    # from 2**20 pairs with many distinct values on both sides the pairs are sorted and ranked on two
+    # threads; the rank sums are exact integers, so the value is the same to the bit, and scipy's
+    rng = np.random.default_rng(17)
+    n = (1 << 20) + 7
+    x = rng.standard_normal(n).astype(dtypes[0])
+    y = (0.3 * x + rng.standard_normal(n)).astype(dtypes[1])
+    y[: n // 10] = 0.0  # a tenth tied at one value: a run the split must not cut
+    one, two = spearman(x, y, threads=1), spearman(x, y, threads=2)
+    assert one == two and spearman(x, y) == one
+    assert math.isclose(two, float(scipy.stats.spearmanr(x, y).statistic), rel_tol=0, abs_tol=1e-12)
+    with pytest.raises(AdvcoreError, match="threads"):
+        spearman(x, y, threads=-1)

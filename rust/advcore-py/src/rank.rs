@@ -7,13 +7,20 @@ use pyo3::prelude::*;
 use crate::entry::{FloatArray, layout, nan_policy, run, slice};
 use crate::with_floats;
 
-/// `(rho, n_pairs, undefined)`.
+/// `(rho, n_pairs, undefined)`; `threads` as [`rank::spearman_threads`] (0: two when available).
 #[pyfunction]
-#[pyo3(signature = (x, y, nan_policy))]
-fn spearman(py: Python<'_>, x: FloatArray<'_>, y: FloatArray<'_>, nan_policy: &str) -> PyResult<(f64, usize, bool)> {
+#[pyo3(signature = (x, y, nan_policy, threads = 0))]
+fn spearman(
+    py: Python<'_>,
+    x: FloatArray<'_>,
+    y: FloatArray<'_>,
+    nan_policy: &str,
+    threads: usize,
+) -> PyResult<(f64, usize, bool)> {
     let policy = self::nan_policy(nan_policy)?;
-    let out: Spearman =
-        with_floats!(x, "x", |xs| with_floats!(y, "y", |ys| run(py, "spearman", || rank::spearman(xs, ys, policy))))?;
+    let out: Spearman = with_floats!(x, "x", |xs| with_floats!(y, "y", |ys| run(py, "spearman", || {
+        rank::spearman_threads(xs, ys, policy, threads)
+    })))?;
     Ok((out.rho, out.n_pairs, out.undefined))
 }
 

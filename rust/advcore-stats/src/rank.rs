@@ -298,16 +298,26 @@ fn rank_y<W: RadixKey>(pairs: &mut [Pair<W>], scratch: &mut [Pair<W>], rank_of: 
 
 /// `(Σ dx·dy, Σ dy²)` of `pairs` sorted by y, where `dx = rank_of(x slot)`.
 fn y_runs<W: RadixKey>(pairs: &[Pair<W>], rank_of: impl Fn(W) -> i64) -> (i128, i128) {
-    let n = pairs.len();
+    y_runs_from(pairs, 0, pairs.len(), rank_of)
+}
+
+/// [`y_runs`] of the ranked pairs (x slots holding ranks) at global positions `at..` of `n`.
+fn y_runs_at<W: RadixKey>(pairs: &[Pair<W>], at: usize, n: usize) -> (i128, i128) {
+    y_runs_from(pairs, at, n, RadixKey::to_rank)
+}
+
+/// [`y_runs`] of `pairs` at global positions `at..` of `n` pairs sorted by y.
+fn y_runs_from<W: RadixKey>(pairs: &[Pair<W>], at: usize, n: usize, rank_of: impl Fn(W) -> i64) -> (i128, i128) {
+    let len = pairs.len();
     // Σ dx·dy = Σ over runs of equal y of dy · Σ dx (|Σ dx| < 2^62 within one run; a single
     // product |dx · dy| < 2^62 too).
     let (mut sxy, mut syy) = (0i128, 0i128);
     let mut start = 0;
-    while start < n {
+    while start < len {
         let key = pairs[start][1];
-        if start + 1 == n || pairs[start + 1][1] != key {
+        if start + 1 == len || pairs[start + 1][1] != key {
             // a value of its own, the common case of continuous data
-            let d = (2 * start + 1) as i64 - n as i64;
+            let d = (2 * (at + start) + 1) as i64 - n as i64;
             sxy += i128::from(rank_of(pairs[start][0]) * d);
             syy += i128::from(d * d);
             start += 1;
@@ -315,11 +325,11 @@ fn y_runs<W: RadixKey>(pairs: &[Pair<W>], rank_of: impl Fn(W) -> i64) -> (i128, 
         }
         let mut sum_dx = 0i64;
         let mut end = start;
-        while end < n && pairs[end][1] == key {
+        while end < len && pairs[end][1] == key {
             sum_dx += rank_of(pairs[end][0]);
             end += 1;
         }
-        let d = (start + end) as i64 - n as i64;
+        let d = (2 * at + start + end) as i64 - n as i64;
         sxy += i128::from(sum_dx) * i128::from(d);
         syy += (end - start) as i128 * i128::from(d * d);
         start = end;
@@ -419,6 +429,266 @@ fn fused_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> Option<Ran
         let (by_y, _) = radix_sort_from(spare, sorted, &hy, 1, |p| p[1]);
         let (sxy, syy) = y_runs(by_y, RadixKey::to_rank);
         RankSums { sxy, sxx, syy }
+    }))
+}
+
+/// From this many pairs, [`spearman`] ranks on two threads ([`parallel_rank_sums`]) when two are available.
+const PARALLEL_MIN: usize = 1 << 20;
+
+/// Bits of the key prefix on which the two-thread path splits the pairs into a low and a high side.
+const SPLIT_BITS: u32 = 16;
+/// Key prefixes.
+const SPLIT: usize = 1 << SPLIT_BITS;
+/// The split prefixes are chosen from every this-many-th pair.
+const SPLIT_STRIDE: usize = 509;
+
+/// The top [`SPLIT_BITS`] bits of a key `bits` wide held in `key` (a narrower key widened to a pair's type).
+#[inline]
+fn prefix_of(key: impl RadixKey, bits: u32) -> usize {
+    (key.to_u64() >> (bits - SPLIT_BITS)) as usize
+}
+
+/// The bit width of a sample type's key.
+const fn key_bits<T: RankSample>() -> u32 {
+    T::Key::PASSES as u32 * DIGIT_BITS
+}
+
+/// The prefix below which about half of the key prefixes `key_prefix` gives for every [`SPLIT_STRIDE`]-th
+/// of `n` pairs lie (a sample: the sides it makes are counted exactly afterwards).
+fn split_prefix(n: usize, key_prefix: impl Fn(usize) -> usize) -> usize {
+    let mut counts = vec![0u32; SPLIT];
+    let mut sampled = 0usize;
+    for i in (0..n).step_by(SPLIT_STRIDE) {
+        counts[key_prefix(i)] += 1;
+        sampled += 1;
+    }
+    let mut below = 0usize;
+    for (p, &c) in counts.iter().enumerate() {
+        let with = below + c as usize;
+        if 2 * with >= sampled {
+            return if sampled - 2 * below <= 2 * with - sampled { p } else { p + 1 };
+        }
+        below = with;
+    }
+    SPLIT
+}
+
+/// What one half of the inputs holds, by side (low: key prefix below the split): the x digit histograms
+/// of each x side, the y digit histograms of each y side, and the y first-digit histogram of each
+/// (x side, y side).
+struct HalfCounts {
+    x: [Vec<Histogram>; 2],
+    y: [Vec<Histogram>; 2],
+    y_first: [[Histogram; 2]; 2],
+}
+
+impl HalfCounts {
+    /// The pairs on x side `s`.
+    fn x_side(&self, s: usize) -> usize {
+        self.x[s][0].iter().sum()
+    }
+}
+
+/// The most digits a key has (`u64`).
+const MAX_PASSES: usize = 8;
+
+/// [`HalfCounts`] of one half of the inputs, in one read; `None` when some pair holds NaN. The counters are
+/// flat (`side * RADIX + digit`, 32-bit) while counting: a few KiB that stay in L1.
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn half_counts<A: RankSample, B: RankSample>(x: &[A], y: &[B], (bx, by): (usize, usize)) -> Option<HalfCounts> {
+    let (px, py) = (A::Key::PASSES, B::Key::PASSES);
+    let mut cx = [[0u32; 2 * RADIX]; MAX_PASSES];
+    let mut cy = [[0u32; 2 * RADIX]; MAX_PASSES];
+    let mut first = [0u32; 4 * RADIX];
+    let mut nan = false;
+    for (&a, &b) in x.iter().zip(y) {
+        nan |= a.is_nan() | b.is_nan();
+        let (xk, yk) = (a.rank_key(), b.rank_key());
+        let sx = usize::from(prefix_of(xk, key_bits::<A>()) >= bx) * RADIX;
+        let sy = usize::from(prefix_of(yk, key_bits::<B>()) >= by) * RADIX;
+        for (pass, h) in cx[..px].iter_mut().enumerate() {
+            h[sx + xk.digit(pass)] += 1;
+        }
+        for (pass, h) in cy[..py].iter_mut().enumerate() {
+            h[sy + yk.digit(pass)] += 1;
+        }
+        first[2 * sx + sy + yk.digit(0)] += 1;
+    }
+    if nan {
+        return None;
+    }
+    let side = |c: &[[u32; 2 * RADIX]], passes: usize, s: usize| -> Vec<Histogram> {
+        c[..passes].iter().map(|h| std::array::from_fn(|d| h[s * RADIX + d] as usize)).collect()
+    };
+    let quarter = |q: usize| -> Histogram { std::array::from_fn(|d| first[q * RADIX + d] as usize) };
+    Some(HalfCounts {
+        x: [side(&cx, px, 0), side(&cx, px, 1)],
+        y: [side(&cy, py, 0), side(&cy, py, 1)],
+        y_first: [[quarter(0), quarter(1)], [quarter(2), quarter(3)]],
+    })
+}
+
+/// The buckets of a radix pass over two sides written by two threads, as each writer's own pieces of
+/// `out`: the low side's pairs first, then the high side's, each ordered by first digit, and within a
+/// digit writer 0's pairs before writer 1's. `counts[w][s]` is writer `w`'s first-digit histogram of side
+/// `s`. Returns each writer's pieces, indexed by `side * RADIX + digit`.
+fn bucket_writers<'a, T>(out: &'a mut [T], counts: [[&Histogram; 2]; 2]) -> [Vec<std::slice::IterMut<'a, T>>; 2] {
+    let mut writers = [Vec::with_capacity(2 * RADIX), Vec::with_capacity(2 * RADIX)];
+    let mut rest = out;
+    let [[low0, high0], [low1, high1]] = counts;
+    for (side0, side1) in [(low0, low1), (high0, high1)] {
+        for (&first, &second) in side0.iter().zip(side1) {
+            for (writer, count) in writers.iter_mut().zip([first, second]) {
+                let (piece, after) = rest.split_at_mut(count);
+                writer.push(piece.iter_mut());
+                rest = after;
+            }
+        }
+    }
+    writers
+}
+
+/// One half of the inputs scattered by (x side, x first digit) into its buckets `out` ([`bucket_writers`]).
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn scatter_sides<A: RankSample, B: RankSample>(
+    x: &[A],
+    y: &[B],
+    mut out: Vec<std::slice::IterMut<'_, PairOf<A, B>>>,
+    bx: usize,
+) {
+    for (&a, &b) in x.iter().zip(y) {
+        let xk = a.rank_key();
+        let bucket = &mut out[usize::from(prefix_of(xk, key_bits::<A>()) >= bx) * RADIX + xk.digit(0)];
+        *bucket.next().expect("a bucket holds what was counted for it") = pair(xk, b.rank_key());
+    }
+}
+
+/// Rank `sorted` (ordered by x; its first pair at global position `at` of `n`) and scatter each pair with
+/// its doubled, centred x rank by (y side, y first digit) into its buckets `out` ([`bucket_writers`]; y's
+/// key `y_bits` wide, its split prefix `by`); returns `Σ dx²`.
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn rank_x_sides<W: RadixKey>(
+    sorted: &[Pair<W>],
+    mut out: Vec<std::slice::IterMut<'_, Pair<W>>>,
+    (at, n, by, y_bits): (usize, usize, usize, u32),
+) -> i128 {
+    let mut sxx = 0i128;
+    let mut start = 0;
+    while start < sorted.len() {
+        let key = sorted[start][0];
+        let mut end = start + 1;
+        while end < sorted.len() && sorted[end][0] == key {
+            end += 1;
+        }
+        let d = (2 * at + start + end) as i64 - n as i64;
+        let rank = W::from_rank(d);
+        for p in &sorted[start..end] {
+            let y = p[1];
+            let bucket = &mut out[usize::from(prefix_of(y, y_bits) >= by) * RADIX + y.digit(0)];
+            *bucket.next().expect("a bucket holds what was counted for it") = [rank, y];
+        }
+        sxx += (end - start) as i128 * i128::from(d * d);
+        start = end;
+    }
+    sxx
+}
+
+/// The radix passes `passes` of `hist`; returns the sorted items (in `items`' or `scratch`'s memory).
+fn radix_passes<'a, I: Copy, K: RadixKey>(
+    items: &'a mut [I],
+    scratch: &'a mut [I],
+    hist: &[Histogram],
+    passes: &[usize],
+    key: impl Fn(&I) -> K + Copy,
+) -> &'a mut [I] {
+    let (mut src, mut dst) = (items, scratch);
+    for &pass in passes {
+        scatter(src, dst, &mut starts(&hist[pass]), pass, key);
+        std::mem::swap(&mut src, &mut dst);
+    }
+    src
+}
+
+/// Two digit histograms added.
+fn add_histograms(a: &Histogram, b: &Histogram) -> Histogram {
+    std::array::from_fn(|d| a[d] + b[d])
+}
+
+/// Run `f` on this thread and `g` on a second one, and return both results.
+fn both<R: Send, S: Send>(f: impl FnOnce() -> R + Send, g: impl FnOnce() -> S + Send) -> (R, S) {
+    std::thread::scope(|scope| {
+        let other = scope.spawn(g);
+        let r = f();
+        match other.join() {
+            Ok(s) => (r, s),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+/// The rank sums of [`fused_rank_sums`] on two threads, equal to them (every sum is an exact integer). The
+/// pairs are split at a key prefix into a low and a high side of about half each (the prefix chosen from a
+/// sample), so that each thread sorts and ranks one side and no merge is needed. Each thread counts one half
+/// of the inputs by side (digit histograms); each scatters its half by (x side, first digit), writing where
+/// the counts place it; each sorts one x side by its other digits and ranks it from the side's first
+/// position, scattering the ranked pairs by (y side, first digit); each sorts one y side and sums
+/// `Σ dx·dy` over its runs. Equal keys share their prefix, so a run never straddles two sides. `None` when
+/// some pair holds NaN.
+fn parallel_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> Option<RankSums> {
+    let n = x.len();
+    let h = n / 2;
+    let split = (
+        split_prefix(n, |i| prefix_of(x[i].rank_key(), key_bits::<A>())),
+        split_prefix(n, |i| prefix_of(y[i].rank_key(), key_bits::<B>())),
+    );
+    let ((x0, x1), (y0, y1)) = (x.split_at(h), y.split_at(h));
+    let (c0, c1) = both(|| half_counts(x0, y0, split), || half_counts(x1, y1, split));
+    let (c0, c1) = (c0?, c1?);
+    let lx = c0.x_side(0) + c1.x_side(0); // pairs on the low x side
+    let ly: usize = c0.y[0][0].iter().sum::<usize>() + c1.y[0][0].iter().sum::<usize>();
+    let sum = |a: &[Histogram], b: &[Histogram]| -> Vec<Histogram> {
+        a.iter().zip(b).map(|(p, q)| add_histograms(p, q)).collect()
+    };
+    let (hx, hy) =
+        ([sum(&c0.x[0], &c1.x[0]), sum(&c0.x[1], &c1.x[1])], [sum(&c0.y[0], &c1.y[0]), sum(&c0.y[1], &c1.y[1])]);
+    Some(with_buffers(n, |pairs: &mut [PairOf<A, B>], scratch| {
+        // the first x pass, from the inputs: both halves scatter to both sides
+        let [w0, w1] = bucket_writers(pairs, [[&c0.x[0][0], &c0.x[1][0]], [&c1.x[0][0], &c1.x[1][0]]]);
+        both(|| scatter_sides::<A, B>(x0, y0, w0, split.0), || scatter_sides::<A, B>(x1, y1, w1, split.0));
+        // the other x passes, both sides the same (so that both end in the same buffer)
+        let passes: Vec<usize> =
+            (1..hx[0].len()).filter(|&q| !(hx[0][q].contains(&lx) && hx[1][q].contains(&(n - lx)))).collect();
+        {
+            let (pl, ph) = pairs.split_at_mut(lx);
+            let (tl, th) = scratch.split_at_mut(lx);
+            both(
+                || radix_passes(pl, tl, &hx[0], &passes, |q| q[0]).len(),
+                || radix_passes(ph, th, &hx[1], &passes, |q| q[0]).len(),
+            );
+        }
+        let (sorted, ranked) = if passes.len() % 2 == 1 { (scratch, pairs) } else { (pairs, scratch) };
+        // ranked by x, scattered by (y side, first digit): the low x side writes first within each bucket
+        let from = |sx: usize| [0, 1].map(|sy| add_histograms(&c0.y_first[sx][sy], &c1.y_first[sx][sy]));
+        let (from_low, from_high) = (from(0), from(1));
+        let [w0, w1] = bucket_writers(ranked, [[&from_low[0], &from_low[1]], [&from_high[0], &from_high[1]]]);
+        let y_bits = key_bits::<B>();
+        let (sorted_low, sorted_high) = sorted.split_at(lx);
+        let (sxx_low, sxx_high) = both(
+            || rank_x_sides(sorted_low, w0, (0, n, split.1, y_bits)),
+            || rank_x_sides(sorted_high, w1, (lx, n, split.1, y_bits)),
+        );
+        // each y side sorted by its other digits, then its runs
+        let (rl, rh) = ranked.split_at_mut(ly);
+        let (tl, th) = sorted.split_at_mut(ly);
+        let live = |hist: &[Histogram], m: usize| -> Vec<usize> {
+            (1..hist.len()).filter(|&q| !hist[q].contains(&m)).collect()
+        };
+        let (pl, ph) = (live(&hy[0], ly), live(&hy[1], n - ly));
+        let ((sxy0, syy0), (sxy1, syy1)) = both(
+            || y_runs_at(radix_passes(rl, tl, &hy[0], &pl, |q| q[1]), 0, n),
+            || y_runs_at(radix_passes(rh, th, &hy[1], &ph, |q| q[1]), ly, n),
+        );
+        RankSums { sxy: sxy0 + sxy1, sxx: sxx_low + sxx_high, syy: syy0 + syy1 }
     }))
 }
 
@@ -732,7 +1002,7 @@ fn looks_continuous<T: RankSample>(v: &[T]) -> bool {
 }
 
 /// Rank sums of the pairs of `x` and `y`, ranking a low-cardinality side by table.
-fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -> Ranked {
+fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool, threads: usize) -> Ranked {
     if x.len() >= RADIX_MIN_LEN {
         if !looks_continuous(x)
             && let Some(ranked) = table_rank_sums(x, y, omit)
@@ -750,6 +1020,12 @@ fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) 
                 Ranked::Nan => Ranked::Nan,
             };
         }
+    }
+    if x.len() >= PARALLEL_MIN
+        && threads >= 2
+        && let Some(sums) = parallel_rank_sums(x, y)
+    {
+        return Ranked::Sums { sums, n_pairs: x.len() };
     }
     if x.len() >= RADIX_MIN_LEN
         && let Some(sums) = fused_rank_sums(x, y)
@@ -780,12 +1056,31 @@ fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) 
 /// `y` of another length than `x`; empty `x` (or no pair left after NaN omission); NaN under
 /// [`NanPolicy::Raise`]; more than `i32::MAX` pairs.
 pub fn spearman<A: RankSample, B: RankSample>(x: &[A], y: &[B], nan_policy: NanPolicy) -> Result<Spearman> {
+    spearman_threads(x, y, nan_policy, 0)
+}
+
+/// [`spearman`] on at most `threads` threads (0: two when the machine has them, else one). From
+/// [`PARALLEL_MIN`] pairs without NaN and with many distinct values on both sides, two threads sort and
+/// rank half each ([`parallel_rank_sums`]); the result is the same to the bit.
+///
+/// # Errors
+/// As [`spearman`].
+pub fn spearman_threads<A: RankSample, B: RankSample>(
+    x: &[A],
+    y: &[B],
+    nan_policy: NanPolicy,
+    threads: usize,
+) -> Result<Spearman> {
     check_same_len("x", x.len(), "y", y.len())?;
     check_non_empty("x", x.len())?;
     check_len(x.len())?;
     raise_on_nan(nan_policy, "x", x)?;
     raise_on_nan(nan_policy, "y", y)?;
-    match paired_rank_sums(x, y, nan_policy == NanPolicy::Omit) {
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get).min(2),
+        t => t,
+    };
+    match paired_rank_sums(x, y, nan_policy == NanPolicy::Omit, threads) {
         Ranked::Nan => Ok(Spearman { rho: f64::NAN, n_pairs: x.len(), undefined: false }),
         Ranked::Sums { sums, n_pairs } => {
             check_non_empty("x", n_pairs)?;
@@ -1532,6 +1827,25 @@ mod tests {
         rank_sums(&mut pairs[..len], &mut scratch)
     }
 
+    #[test]
+    fn spearman_on_two_threads_is_the_one_thread_result() {
+        // from PARALLEL_MIN pairs: continuous f32 against f64, a share of exact ties on one side
+        let n = PARALLEL_MIN + 3;
+        let mut state = 7u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let x: Vec<f32> = (0..n).map(|_| next() as f32).collect();
+        let y: Vec<f64> = x.iter().map(|&v| if v < 0.1 { 0.0 } else { f64::from(v) + next() }).collect();
+        let one = spearman_threads(&x, &y, NanPolicy::Propagate, 1).unwrap();
+        let two = spearman_threads(&x, &y, NanPolicy::Propagate, 2).unwrap();
+        assert_eq!(one.rho.to_bits(), two.rho.to_bits());
+        assert_eq!(Some(packed_rank_sums(&x, &y)), parallel_rank_sums(&x, &y));
+    }
+
     proptest! {
         #[test]
         fn fused_rank_sums_equal_the_packed_path(
@@ -1556,6 +1870,39 @@ mod tests {
             let mut with_nan = xf.clone();
             with_nan[n / 2] = f32::NAN;
             prop_assert_eq!(fused_rank_sums(&with_nan, &yf), None);
+        }
+
+        #[test]
+        fn two_threads_equal_the_packed_path(
+            seed in any::<u64>(),
+            n in 1usize..3 * RADIX_MIN_LEN,
+            levels in prop_oneof![Just(0u32), 1u32..50, Just(2u32)],
+            order in 0u8..3,
+        ) {
+            // continuous or tied, in random order, sorted by x (each half holds one end of the range: the
+            // split by key then falls inside one half) or reversed; every pairing of widths
+            let mut state = seed | 1;
+            let mut next = move || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state };
+            let mut draw = |levels: u32| {
+                let u = next();
+                let v = if levels == 0 { (u >> 11) as f64 / (1u64 << 53) as f64 - 0.5 } else { (u % u64::from(levels)) as f64 - 5.0 };
+                if v == 0.0 && u & 1 == 1 { -0.0 } else { v }
+            };
+            let mut x: Vec<f64> = (0..n).map(|_| draw(levels)).collect();
+            let y: Vec<f64> = (0..n).map(|_| draw(levels / 2)).collect();
+            match order {
+                1 => x.sort_by(f64::total_cmp),
+                2 => x.sort_by(|a, b| b.total_cmp(a)),
+                _ => {}
+            }
+            let (xf, yf): (Vec<f32>, Vec<f32>) = (x.iter().map(|&v| v as f32).collect(), y.iter().map(|&v| v as f32).collect());
+            prop_assert_eq!(parallel_rank_sums(&x, &y), Some(packed_rank_sums(&x, &y)));
+            prop_assert_eq!(parallel_rank_sums(&xf, &yf), Some(packed_rank_sums(&xf, &yf)));
+            prop_assert_eq!(parallel_rank_sums(&xf, &y), Some(packed_rank_sums(&xf, &y)));
+            prop_assert_eq!(parallel_rank_sums(&x, &yf), Some(packed_rank_sums(&x, &yf)));
+            let mut with_nan = yf.clone();
+            with_nan[n - 1] = f32::NAN;
+            prop_assert_eq!(parallel_rank_sums(&xf, &with_nan), None);
         }
 
         #[test]

@@ -22,7 +22,7 @@ use crate::grouped::{GroupStat, Plan, Sink, Tolerance};
 use crate::groups::Groups;
 use crate::moments::Moments;
 use crate::quantile::{Method, Select, quantile, sorted_quantiles};
-use crate::rank::{GroupedReference, RankSample, RankedReference, Spearman, spearman, within_group_spearman};
+use crate::rank::{GroupedReference, RankSample, RankedReference, Spearman, spearman_threads, within_group_spearman};
 use crate::robust::{median_abs_deviation, sorted_median_abs_deviation};
 use crate::sample::NanPolicy;
 
@@ -574,7 +574,7 @@ fn cell<T: RankSample + Select>(
     }
     let rho = match ranked {
         Some((s, _)) => Some(s),
-        None => spearman(x, reward.values, NanPolicy::Omit).ok(),
+        None => spearman_threads(x, reward.values, NanPolicy::Omit, 1).ok(),
     };
     if let Some(s) = rho {
         out[idx("spearman_reward")] = s.rho;
@@ -701,7 +701,7 @@ mod tests {
         e.push(("iqr", interquartile_range(x, Method::Linear, NanPolicy::Omit).unwrap()));
         e.push(("q99", quantile(x, &[0.99], Method::Linear, NanPolicy::Omit).unwrap()[0]));
         e.push(("mad", median_abs_deviation(x, 1.0, NanPolicy::Omit).unwrap()));
-        e.push(("spearman_reward", spearman(x, reward, NanPolicy::Omit).map_or(f64::NAN, |s| s.rho)));
+        e.push(("spearman_reward", spearman_threads(x, reward, NanPolicy::Omit, 1).map_or(f64::NAN, |s| s.rho)));
         let w = within_group_spearman(x, reward, Groups::Ids(ids), NanPolicy::Omit).unwrap();
         e.push(("spearman_reward_within", w.mean));
         e.push(("n_groups_spearman", w.n_defined as f64));
@@ -784,7 +784,7 @@ mod tests {
             for name in STAT_NAMES.iter().filter(|s| !s.contains("change")) {
                 assert!(close(get(&t, j, 0, name), get(&alone, 0, 0, name), 0.0), "{name}");
             }
-            let rho = spearman(x, &reward, NanPolicy::Omit).unwrap().rho;
+            let rho = spearman_threads(x, &reward, NanPolicy::Omit, 1).unwrap().rho;
             assert!(close(get(&t, j, 0, "spearman_reward"), rho, 1e-12));
         }
     }
