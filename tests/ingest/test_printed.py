@@ -613,3 +613,38 @@ def test_real_baselines_style_dqn_notebook() -> None:
     run = load(corpus("h237-handwritten-dqn-pong-fixed-action-learns-minus-21-to-plus-18/Lab.ipynb"))
     assert run.steps == 50 and run.frame["step"][0] == 8111 and run.frame["step"][-1] == 895127
     assert run.frame["reward_mean"][0] == -20.8 and run.frame["reward_mean"][-1] == 18.1
+
+
+def test_records_a_carriage_return_separates_on_one_line(tmp_path: Path) -> None:
+    # print('\rEpisode {}\tFrame {} \tAverage100 Score: {:.2f}'.format(...), end='') after every episode and a
+    # newline every 100 (0xsamgreen/IQN-and-Extensions' training.log, a survey file): each record is a step
+    scores = [20.0 + (i % 7) for i in range(1, 251)]
+    text = "Using  cpu\n" + "".join(
+        f"\rEpisode {i}\tFrame {10 * i} \tAverage100 Score: {s:.2f}" + ("\n" if i % 100 == 0 else "")
+        for i, s in enumerate(scores, start=1))
+    p = tmp_path / "training.log"
+    p.write_text(text)
+    run = load(p)
+    assert run.frame["step"].to_list() == list(range(1, 251))
+    assert run.frame["reward_mean"].to_list() == scores and run.sources["reward_mean"] == "average100_score"
+    # a counter that is not a whole number is named with its physical line (the third: two records before it)
+    q = tmp_path / "bad.log"
+    q.write_text("\n".join(f"Episode {i}\tScore: {i}.5" for i in range(1, 6)) + "\n\rEpisode 6.5\tScore: 1.0\n")
+    assert [e.line for e in load(q).errors] == [6]
+
+
+def test_a_learning_reward_over_the_last_episodes_is_the_reward(tmp_path: Path) -> None:
+    # a Keras DQN on Breakout (NikolaMilev/DeepRL, a survey file): the training episodes' mean beside the
+    # testing ones', the step on lines of its own
+    lines = ["Built and compiled the network!"]
+    for k in range(1, 8):
+        lines += [f"Avg learning reward last 100 episodes: {0.9 + 0.05 * k:.4f}", f"Step {50000 * k}"]
+        if k % 3 == 0:
+            lines.append(f"Avg Q value: 0.08 Avg testing reward: {0.1 * k:.4f} Avg duration: 488.4")
+    p = tmp_path / "training_output.txt"
+    p.write_text("\n".join(lines) + "\n")
+    run = load(p)
+    assert run.sources["reward_mean"] == "avg_learning_reward_last_100_episodes"
+    # a step's block is what follows its line: the mean printed after 'Step 50000' is step 50,000's
+    assert run.frame["step"].to_list()[:3] == [50000, 100000, 150000]
+    assert run.frame["reward_mean"].to_list()[:3] == [1.0, 1.05, 1.1]

@@ -166,7 +166,10 @@ def load_aliases(extra: Path | None = None) -> AliasTable:
 _REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns", "rew",
                            # OpenAI baselines' episode reward, one word (eprew, eprewmean): its forks and
                            # loggers copied it (h14-nsi-ppo-frozenlake-solved-reward-pinned-at-1: eprew_recent)
-                           "eprew", "eprewmean"})
+                           "eprew", "eprewmean",
+                           # a game's or an episode's score, the return hand-written loops print (a survey
+                           # IQN loop on CartPole: 'Episode 7  Frame 165  Average100 Score: 23.57')
+                           "score", "scores"})
 #: ... and the words that may qualify it without making it something else (a component, a spread, an
 #: evaluation): an average over the step's or the last episodes, from training
 _MEAN_WORDS = frozenset({"mean", "avg", "average", "ave"})
@@ -176,7 +179,10 @@ _SINCE_START = frozenset({"cumulative", "cum"})
 _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     "total", "cumulative", "cum", "sum", "train", "training", "rollout", "rollouts", "batch", "per", "info", "t",
     "step", "iter", "iteration", "undiscounted", "raw", "env", "of", "the", "last", "recent", "running", "smoothed",
-    "rolling", "moving"})
+    "rolling", "moving",
+    # the training episodes' reward beside the testing ones' (a survey Keras DQN on Breakout: 'Avg learning
+    # reward last 100 episodes: 0.9600', then 'Avg testing reward: 0.1905')
+    "learning"})
 
 
 #: A Gym/Gymnasium environment id (``LunarLander-v2``, ``ALE/Pong-v5``): the env a key is logged for
@@ -186,6 +192,7 @@ _ENV_ID = re.compile(r"(?:[A-Za-z]+/)?[A-Z][A-Za-z0-9]*(?:-[A-Za-z][A-Za-z0-9]*)
 
 def _words(key: str) -> list[str]:
     spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", _ENV_ID.sub(" ", key))  # camelCase -> camel Case
+    spaced = re.sub(r"(?<=[A-Za-z])(?=\d)", " ", spaced)  # Average100 -> Average 100 (a window's size)
     return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w and not w.isdigit()]
 
 

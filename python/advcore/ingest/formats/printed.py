@@ -442,7 +442,12 @@ def read_text(text: str, path: Path) -> RawLog:
     errors: list[IngestError] = []
     lines = text.split("\n")
     readable = dict(readable_lines(enumerate(lines, start=1), path, errors))  # a line too long reads as empty
-    parsed = _finest_counter_first([_parse(readable.get(n, "").removesuffix("\r")) for n in range(1, len(lines) + 1)])
+    # a carriage return within a line starts another record on it: a loop that prints its progress with
+    # print('\rEpisode {}\tAverage Score: {:.2f}', end='') writes one line per hundred episodes (a survey IQN
+    # loop: 'Episode 1\tFrame 20 \tAverage100 Score: 20.00\rEpisode 2\t...'); each keeps its line's number
+    segments = [(n, part) for n in range(1, len(lines) + 1)
+                for part in (readable.get(n, "").removesuffix("\r").split("\r") or [""])]
+    parsed = _finest_counter_first([_parse(part) for _, part in segments])
     layout = _layout(parsed)
     if layout is None:
         return RawLog(NAME, pl.DataFrame(), trainer=NAME, errors=(*errors, IngestError(
@@ -453,7 +458,7 @@ def read_text(text: str, path: Path) -> RawLog:
     block: dict[str, float | None] | None = None
     block_names: set[str] = set()  # names that earlier steps' blocks held
     tally: dict[str, int] = {}  # under headers: how many numbers of each name the current step has averaged
-    for n, (pairs, only) in enumerate(parsed, start=1):
+    for (n, _), (pairs, only) in zip(segments, parsed, strict=True):
         if not pairs:
             if not layout.header:  # under a header, prose between its pairs does not end the step
                 block = None
