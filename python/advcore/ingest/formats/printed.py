@@ -472,8 +472,8 @@ def read_text(text: str, path: Path) -> RawLog:
         elif step_line or (not layout.header and _step_word(pairs) == word and _goes_on(pairs, records)):
             step = number(pairs[0][1])
             if step is None or not math.isfinite(step) or step != int(step):
-                errors.append(IngestError(str(path), f"printed progress: the {word} counter is not a whole number "
-                                                     f"({pairs[0][1]})", n))
+                errors.append(IngestError(str(path), f"printed progress: the {word or pairs[0][0]} counter is not a whole "
+                                                     f"number ({pairs[0][1]})", n))
                 block = None
                 continue
             block, tally = {}, {}
