@@ -1819,6 +1819,30 @@ mod tests {
         prop::collection::vec((-20i32..20).prop_map(|v| f64::from(v) * 0.5), len)
     }
 
+    /// `n` pairs drawn from `seed`: continuous (`levels` 0) or of `levels` values for x and `levels / 2` for y,
+    /// negative and positive, `-0.0` beside `+0.0`.
+    fn draws(seed: u64, n: usize, levels: u32) -> (Vec<f64>, Vec<f64>) {
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut draw = |levels: u32| {
+            let u = next();
+            let v = if levels == 0 {
+                (u >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            } else {
+                (u % u64::from(levels)) as f64 - 5.0
+            };
+            if v == 0.0 && u & 1 == 1 { -0.0 } else { v }
+        };
+        let x = (0..n).map(|_| draw(levels)).collect();
+        let y = (0..n).map(|_| draw(levels / 2)).collect();
+        (x, y)
+    }
+
     /// The rank sums of the packed path ([`pack`], then [`rank_sums`]), which the fused path must equal.
     fn packed_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> RankSums {
         let mut pairs = vec![PairOf::<A, B>::default(); x.len()];
@@ -1854,15 +1878,7 @@ mod tests {
             levels in prop_oneof![Just(0u32), 1u32..50],
         ) {
             // continuous (levels 0) or tied on both sides, negative and positive, -0.0 beside +0.0
-            let mut state = seed | 1;
-            let mut next = move || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state };
-            let mut draw = |levels: u32| {
-                let u = next();
-                let v = if levels == 0 { (u >> 11) as f64 / (1u64 << 53) as f64 - 0.5 } else { (u % u64::from(levels)) as f64 - 5.0 };
-                if v == 0.0 && u & 1 == 1 { -0.0 } else { v }
-            };
-            let x: Vec<f64> = (0..n).map(|_| draw(levels)).collect();
-            let y: Vec<f64> = (0..n).map(|_| draw(levels / 2)).collect();
+            let (x, y) = draws(seed, n, levels);
             let (xf, yf): (Vec<f32>, Vec<f32>) = (x.iter().map(|&v| v as f32).collect(), y.iter().map(|&v| v as f32).collect());
             prop_assert_eq!(fused_rank_sums(&x, &y), Some(packed_rank_sums(&x, &y)));
             prop_assert_eq!(fused_rank_sums(&xf, &yf), Some(packed_rank_sums(&xf, &yf)));
@@ -1881,15 +1897,7 @@ mod tests {
         ) {
             // continuous or tied, in random order, sorted by x (each half holds one end of the range: the
             // split by key then falls inside one half) or reversed; every pairing of widths
-            let mut state = seed | 1;
-            let mut next = move || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state };
-            let mut draw = |levels: u32| {
-                let u = next();
-                let v = if levels == 0 { (u >> 11) as f64 / (1u64 << 53) as f64 - 0.5 } else { (u % u64::from(levels)) as f64 - 5.0 };
-                if v == 0.0 && u & 1 == 1 { -0.0 } else { v }
-            };
-            let mut x: Vec<f64> = (0..n).map(|_| draw(levels)).collect();
-            let y: Vec<f64> = (0..n).map(|_| draw(levels / 2)).collect();
+            let (mut x, y) = draws(seed, n, levels);
             match order {
                 1 => x.sort_by(f64::total_cmp),
                 2 => x.sort_by(|a, b| b.total_cmp(a)),
