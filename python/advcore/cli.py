@@ -245,7 +245,8 @@ def _notify(url: str, reports: Any, err: Any) -> None:
     from rich.markup import escape
 
     from advcore.alerts import post_json
-    from advcore.report.render import since_step, totals
+    from advcore.diagnose import since_step
+    from advcore.report.render import totals
 
     lost = [r for r in reports if r.verdict.status == "lost"]
     lines = [f"advcore scan: {totals(reports)}"]

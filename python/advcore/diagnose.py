@@ -27,7 +27,7 @@ from advcore.detectors.update_unstable import is_collapse
 from advcore.model import Run
 from advcore.stages import StageLevel, contrast_logged, had_contrast, stage_of, stage_signal
 
-__all__ = ["Regime", "SliceLoss", "Status", "Verdict", "diagnose", "reward_regime"]
+__all__ = ["Regime", "SliceLoss", "Status", "Verdict", "diagnose", "reward_regime", "since_step"]
 
 VerdictStage = Literal["R", "A", "T", "U"]
 #: ``lost``: a warning or error finding; ``quiet``: judged, nothing lost; ``not_judged``: too little to
@@ -436,6 +436,12 @@ def diagnose(
     return replace(extra, stage=first.stage, summary=summary, onset=first.onset, what_to_try=tuple(tries), judged=True)
 
 
+def since_step(onset: int, before_log: bool) -> str:
+    """"since step N", or "by step N, where the log begins" when the condition already held at the first
+    logged step (:attr:`Finding.began_before_log`)."""
+    return f"by step {onset}, where the log begins" if before_log else f"since step {onset}"
+
+
 #: The unread columns a verdict names, at most.
 UNREAD_SHOWN = 4
 
@@ -559,7 +565,7 @@ def _diagnose(
     if onset is not None:
         phase = first.evidence.get("onset_phase")
         if first.began_before_log:
-            summary += f" (before step {onset}, where the log begins)"
+            summary += f" ({since_step(onset, True)})"
         else:
             summary += (f" (since step {onset}" + (f", phase {phase}" if phase is not None else "")
                         + _unlogged_before(run, onset) + ")")

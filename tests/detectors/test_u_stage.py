@@ -550,7 +550,7 @@ def test_real_tinyzero_excerpt_begins_after_the_collapse() -> None:
     # "since 383" and would have resumed from step 382, already collapsed)
     verdict = diagnose(run, *run_detectors(run))
     assert verdict.onset == 383 and verdict.onset_before_log and verdict.to_json()["onset_before_log"] is True
-    assert "before step 383, where the log begins" in verdict.summary
+    assert "(by step 383, where the log begins)" in verdict.summary
 
 
 def test_real_verl_ppo_runs_quiet() -> None:
@@ -862,7 +862,7 @@ def test_the_verdict_dates_a_collapse_the_log_did_not_see() -> None:
     low = make_run({"entropy": [0.006, 0.005, 0.006, 0.005, 0.007, 0.006, 0.005, 0.006]}, steps=list(range(383, 391)),
                    trainer="verl")
     v = diagnose(low, *run_detectors(low))
-    assert v.stage == "U" and "(before step 383, where the log begins)" in v.summary
+    assert v.stage == "U" and "(by step 383, where the log begins)" in v.summary
     # two excerpts joined: steps 2..122 every 40 steps, then 383..399 every step; the entropy fell in the gap
     steps = [2, 42, 82, 122, *range(383, 400)]
     entropy = [1.2, 1.3, 0.9, 0.8] + [0.006] * 17

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from advcore._escape import printable
 from advcore.detectors import PER_SAMPLE, NotEvaluable
+from advcore.diagnose import since_step
 from advcore.model import JUDGED_APART
 from advcore.stages import stage_last
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from advcore.model import Run
     from advcore.scan import RunReport
 
-__all__ = ["metrics_text", "not_evaluable_lines", "render_human", "render_json", "render_markdown", "render_trace", "since_step",
+__all__ = ["metrics_text", "not_evaluable_lines", "render_human", "render_json", "render_markdown", "render_trace",
            "step_note", "steps_text", "totals", "unread_text"]
 
 # Everything a report shows that advcore did not write itself (file names, metric keys, quoted
@@ -365,11 +366,6 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
                           ", ".join(f.id for f in r.findings))
         console.print(table)
         console.print(f"[bold]{totals(reports)}[/bold]")
-
-
-def since_step(onset: int, before_log: bool) -> str:
-    """"since step N", or "by step N, where the log begins" when the condition already held there."""
-    return f"by step {onset}, where the log begins" if before_log else f"since step {onset}"
 
 
 def _head(r: RunReport) -> str:
