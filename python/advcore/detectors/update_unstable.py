@@ -117,13 +117,6 @@ WHAT_TO_TRY = (_SHRINK, _RATIO)
 COLLAPSE_AFTER_SUCCESS = "collapse after success"
 COLLAPSE_BELOW_START = "collapse below the start"
 
-
-def is_collapse(finding: Finding) -> bool:
-    """``finding`` is this detector's, dated by the collapse of the reward: the run's main event, which
-    leads the verdict among the findings of its stage (h263-mlagents-ppo-stickyrush-myrun-learns-then-
-    collapses-with-entropy: the return held 60 to 95 for 4 million steps, then fell to -265 at 5.4M; the
-    entropy's steady fall from 2.6M was the warning, not the failure)."""
-    return finding.id == ID and finding.evidence.get("condition") in (COLLAPSE_AFTER_SUCCESS, COLLAPSE_BELOW_START)
 #: a KL to the reference that runs away
 WHAT_TO_TRY_REFERENCE = (
     "A KL to the reference that runs away with a falling reward is a policy blow-up: raise the KL coefficient, "
@@ -531,6 +524,14 @@ def _spike_finding(run: Run, s: Series, idx: list[int], cut: float) -> Finding |
                                    "unstable_points": len(idx), "judged_points": len(s),
                                    "unstable_steps": [s.steps[i] for i in idx[:20]], **ev, **s.where(at)}
     return Finding(ID, "error", "U", s.steps[at], evidence, message, WHAT_TO_TRY)
+
+
+def is_collapse(finding: Finding) -> bool:
+    """``finding`` is this detector's, dated by the collapse of the reward: the run's main event, which
+    leads the verdict among the findings of its stage (h263-mlagents-ppo-stickyrush-myrun-learns-then-
+    collapses-with-entropy: the return held 60 to 95 for 4 million steps, then fell to -265 at 5.4M; the
+    entropy's steady fall from 2.6M was the warning, not the failure)."""
+    return finding.id == ID and finding.evidence.get("condition") in (COLLAPSE_AFTER_SUCCESS, COLLAPSE_BELOW_START)
 
 
 def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | None:

@@ -25,7 +25,8 @@ Two layouts of hand-written training loops:
   ``ep_timesteps``). An array ``<name>_T`` beside ``<name>`` is that one array's step array (sacred's
   ``info.json``, written by PyMARL: ``{"return_mean": [...], "return_mean_T": [...], ...}``, its
   numpy scalars wrapped by jsonpickle and read as values). Arrays with no step array cannot be placed and are listed in
-  ``metadata["unaligned"]``; scalars go to ``metadata``.
+  ``metadata["unaligned"]``, except when only evaluations have steps: then the longest of them are the
+  training series, one entry per position (:func:`_by_position`); scalars go to ``metadata``.
 
   How groups are joined: the training group with the fewest distinct steps sets the rows (for the
   file above, the logger snapshots: one row per update), and every other training group is averaged
