@@ -114,3 +114,20 @@ def test_real_squint_console_of_evaluations_in_the_description() -> None:
     assert frame["reward_mean"].to_list()[:3] == [-5.63, 0.21, -1.16] and frame["step"][-1] == 2000896
     assert frame["success_rate"].to_list()[-1] == 0.56
     assert "episodic_return" in run.metadata["unmapped"]  # the training returns: no alias for this trainer
+
+
+def test_one_real_tqdm_bar_per_epoch_whose_postfix_is_set_as_it_ends(tmp_path: Path) -> None:
+    # tianshou 2.x's trainer (a survey console): one bar of 2048 environment steps per epoch, its postfix
+    # (env_step, rew, ...) set once the epoch's steps are done, so every snapshot with pairs is a complete bar
+    out = io.StringIO()
+    rewards = [-64.97, -60.41, -63.05, -55.5]
+    for epoch, rew in enumerate(rewards, start=1):
+        bar = tqdm(total=2048, desc=f"Epoch #{epoch}", file=out, mininterval=0, miniters=1, ascii=True)
+        bar.update(2048)
+        bar.set_postfix(env_step=2048 * epoch, rew=rew)
+        bar.close()
+    p = tmp_path / "rl_train.log"
+    p.write_text("pybullet build time: Apr  6 2026\n" + out.getvalue())
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == [float(f"{r:.3g}") for r in rewards]  # as tqdm formats them
+    assert run.frame["step"].to_list() == [2048, 4096, 6144, 8192] and run.metadata["restarts"] == 3

@@ -16,7 +16,9 @@ averaged.
 A console with several bars (an epoch bar around a batch bar) reads the bar drawn with pairs most
 often, bars told apart by their total (a bar counted past its total, drawn ``{n}it``, is still the
 bar it was); when that bar's counter starts again from below where it was
-(a new bar per epoch), the counts go on from the largest reached (``metadata["restarts"]``).
+(a new bar per epoch), or when a complete bar is drawn complete again with other pairs (tianshou 2.x's
+trainer: one bar per epoch, ``Epoch #2: 100%|...| 2048/2048 [..., env_step=4096, ..., rew=-60.41, ...]``,
+its postfix set only as the epoch ends), the counts go on from the largest reached (``metadata["restarts"]``).
 
 Detection: at least :data:`MIN_BARS` bar snapshots with a pair in the file's head. It comes after
 every named console (TRL's, whose dict lines are drawn after tqdm bars, among them) and after the
@@ -120,8 +122,11 @@ def read(path: Path) -> RawLog:
         overrun = s.total is None and taken is not None and s.n >= taken.n
         if s.total != bar and not overrun:
             continue
+        # a bar counts up: a lower count is a new bar, and so is a complete bar drawn again complete with other
+        # pairs (tianshou's trainer draws one bar per epoch and sets its postfix only when the epoch ends)
+        again = taken is not None and s.total is not None and s.n == s.total == taken.n and s.pairs != last
         taken = s
-        if s.n + offset < reached:  # a bar counts up: a lower count is a new bar
+        if s.n + offset < reached or again:
             offset, restarts = reached, restarts + 1
         reached = max(reached, s.n + offset)
         if s.pairs != last:
