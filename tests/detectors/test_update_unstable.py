@@ -567,9 +567,9 @@ def test_no_collapse_of_the_updates_when_every_group_was_tied_over_the_fall() ->
     # the same fall with the advantages still spread is judged on the reward (no update metric logged)
     f = one(make_run({"reward_mean": fell, "adv_std": [0.9] * 300}), "UPDATE_UNSTABLE")
     assert isinstance(f, Finding) and f.evidence["succeeded"] is True
-    # a noisy partial fall (8 draws of a 0.6 coin per step from step 150: a level of 0.6, less than half the gain
-    # given back): no tail of a few low draws collapses it, even with the advantages spread
-    flips = learned + [float(np.mean(rng.random(8) < 0.6)) for _ in range(150)]
+    # its noisy version (one coin flip per group from step 150: a level of 0.5): no tail of a few low draws
+    # collapses it, even with the advantages spread
+    flips = learned + [float(np.mean(rng.integers(0, 2, 8))) for _ in range(150)]
     assert not isinstance(one(make_run({"reward_mean": flips, "adv_std": [0.9] * 300}), "UPDATE_UNSTABLE"), Finding)
 
 
@@ -617,18 +617,3 @@ def test_real_collapse_leads_the_verdict_over_an_earlier_entropy_decline() -> No
     lead = verdict.findings[0]
     assert lead.onset_step == 5_400_000 and lead.evidence["condition"] == "collapse below the start"
     assert verdict.findings[1].onset_step is not None and verdict.findings[1].onset_step < 5_400_000
-
-
-def test_real_go1_imitation_that_gave_back_two_thirds_of_its_gain() -> None:
-    """h198-rslrl-decap-go1-position-imitation-peaks-then-drifts-off-reference: Train/mean_reward about 95 at
-    iterations 550-600, then a steady slide to 65-73 over the last 400 (the joint-angle imitation term falls by
-    half while the dog still walks); measured from the early window's median, about two thirds of the gain is
-    given back, past ``giveback`` (0.6) and short of the 0.75 it was before h206 and h198 were read."""
-    path = corpus("h198-rslrl-decap-go1-position-imitation-peaks-then-drifts-off-reference/"
-                  "events.out.tfevents.1694413836.Eevee.49114.0")
-    ret = [e.value for e in events(path).Scalars("Train/mean_reward")]
-    assert len(ret) == 1000 and max(statistics.median(ret[i - 50:i]) for i in range(50, 1001)) > 95  # by hand
-    assert 70 < statistics.fmean(ret[800:]) < 76 and all(v < 74 for v in ret[-40:])
-    f = one(load(path), "UPDATE_UNSTABLE")
-    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse after success"
-    assert 0.6 <= f.evidence["gave_back"] < 0.75 and 590 <= f.onset_step <= 720
