@@ -197,3 +197,16 @@ def test_reports_name_the_key_a_reward_was_read_from(capsys: pytest.CaptureFixtu
         assert main(["scan", "--format", fmt, str(path)]) == 0
         out = " ".join(capsys.readouterr().out.split())
         assert "reward_mean read from `Average Episodic Reward/info` by its name" in out, fmt
+
+
+def test_tianshou_2_names_its_training_returns_under_training(tmp_path: Path) -> None:
+    # tianshou 2.x's TensorboardLogger writes training/returns_stat/* where 1.x wrote train/returns_stat/*
+    # (a survey PPO run's event file: 200 epochs of both training/ and test/ returns)
+    p = tmp_path / "progress.csv"
+    p.write_text("step,training/returns_stat/mean,training/returns_stat/std,training/returns_stat/max,"
+                 "training/returns_stat/min,test/returns_stat/mean\n"
+                 "2048,-64.97,20.1,-30.2,-110.5,-70.0\n4096,-60.41,18.3,-25.0,-101.0,-66.0\n6144,-63.05,19.0,-28.9,-99.4,-64.0\n")
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == [-64.97, -60.41, -63.05]
+    assert run.frame["reward_max"].to_list() == [-30.2, -25.0, -28.9] and run.frame["return_std"].to_list()[0] == 20.1
+    assert run.sources["reward_mean"] == "training/returns_stat/mean"
