@@ -7,6 +7,7 @@ import csv
 import json
 import re
 import statistics
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -617,3 +618,23 @@ def test_real_collapse_leads_the_verdict_over_an_earlier_entropy_decline() -> No
     lead = verdict.findings[0]
     assert lead.onset_step == 5_400_000 and lead.evidence["condition"] == "collapse below the start"
     assert verdict.findings[1].onset_step is not None and verdict.findings[1].onset_step < 5_400_000
+
+
+def test_a_rolling_mean_of_a_flat_return_is_no_collapse(tmp_path: Path) -> None:
+    # a loop that prints the mean of its last 100 episodes after every episode (the survey IQN loop on CartPole:
+    # 'Average100 Score', 21 to 26 for 500 episodes): consecutive values share 99 episodes, so their step-to-step
+    # noise is a tenth of the series' own spread; the course scales it by sqrt(100) and a wander of the mean is
+    # no collapse
+    from advcore.detectors._reward import reward_course
+    from advcore.detectors._windows import step_noise
+
+    rng = np.random.default_rng(5)
+    returns = rng.normal(24.0, 9.0, 600)
+    means = [float(np.mean(returns[max(0, i - 99):i + 1])) for i in range(500)]
+    p = tmp_path / "training.log"
+    p.write_text("".join(f"\rEpisode {i}\tAverage100 Score: {m:.2f}" for i, m in enumerate(means, start=1)) + "\n")
+    run = load(p)
+    values = run.frame["reward_mean"].to_list()
+    course = reward_course(run)
+    assert course is not None and course.noise == pytest.approx(10 * step_noise(values))
+    assert not isinstance(one(run, "UPDATE_UNSTABLE"), Finding)

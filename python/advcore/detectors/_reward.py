@@ -34,6 +34,7 @@ sb3-chess-dead-nsteps10 at -100000 with rare -99998.99).
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass
 from typing import Literal
@@ -509,6 +510,19 @@ def success_course(run: Run) -> RewardCourse | None:
     return run.cached(("success_course",), lambda: _course(run, "success_rate"))
 
 
+#: A key that names the window of episodes its values average (``Average100 Score``, ``mean_100_episode_reward``,
+#: ``Avg learning reward last 100 episodes``, ``MeanReward100Episodes``): the window's size.
+_WINDOW = re.compile(r"(?:avg|average|mean|last|rolling|moving)[\s_/-]*(\d{1,5})(?!\d)|(?<!\d)(\d{1,5})[\s_/-]*(?:episodes|eps)",
+                     re.IGNORECASE)
+
+
+def declared_window(key: str | None) -> int | None:
+    """The number of episodes a reward key says each value averages (at least 2), or None."""
+    m = _WINDOW.search(key or "")
+    size = int(m.group(1) or m.group(2)) if m is not None else 0
+    return size if size >= 2 else None
+
+
 def _course(run: Run, name: str = "reward_mean") -> RewardCourse | None:
     s = metric(run, name)
     if s is None or len(s) < 10 or len(set(s.phases or ())) > 1:
@@ -519,8 +533,13 @@ def _course(run: Run, name: str = "reward_mean") -> RewardCourse | None:
     if n - k <= w - 1:
         return None
     peak = max(range(w - 1, n - k), key=lambda i: level[i])
+    # a mean over the last W episodes logged every episode moves by 1/W of an episode's noise from one value to
+    # the next, while its own spread around its level is 1/sqrt(W) of it: its step-to-step noise understates
+    # that spread by sqrt(W) (a survey IQN loop's 'Average100 Score', flat at 21 to 26, read as a collapse)
+    window = declared_window(run.sources.get(name))
+    scale = math.sqrt(window) if window is not None and window < n else 1.0
     return RewardCourse(s, level, w, peak, statistics.median(s.early()), statistics.median(s.late()),
-                        step_noise(s.values))
+                        step_noise(s.values) * scale)
 
 
 def improving_reward(run: Run) -> dict[str, float] | None:
