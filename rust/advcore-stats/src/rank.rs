@@ -482,11 +482,17 @@ struct HalfCounts {
     y_first: [[Histogram; 2]; 2],
 }
 
-impl HalfCounts {
-    /// The pairs on x side `s`.
-    fn x_side(&self, s: usize) -> usize {
-        self.x[s][0].iter().sum()
-    }
+/// The number of items a part's digit histograms count.
+fn counted(hist: &[Histogram]) -> usize {
+    hist.first().map_or(0, |h| h.iter().sum())
+}
+
+/// The passes from `first` on whose digit is not the same for every item of every part (its histograms and
+/// item count): the ones a sort of those parts side by side must run (parts sorted with the same passes end
+/// in the same buffer).
+fn live_passes(parts: &[(&[Histogram], usize)], first: usize) -> Vec<usize> {
+    let len = parts.first().map_or(0, |(hist, _)| hist.len());
+    (first..len).filter(|&q| !parts.iter().all(|(hist, n)| hist[q].contains(n))).collect()
 }
 
 /// The most digits a key has (`u64`).
@@ -644,8 +650,8 @@ fn parallel_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> Option<
     let ((x0, x1), (y0, y1)) = (x.split_at(h), y.split_at(h));
     let (c0, c1) = both(|| half_counts(x0, y0, split), || half_counts(x1, y1, split));
     let (c0, c1) = (c0?, c1?);
-    let lx = c0.x_side(0) + c1.x_side(0); // pairs on the low x side
-    let ly: usize = c0.y[0][0].iter().sum::<usize>() + c1.y[0][0].iter().sum::<usize>();
+    let lx = counted(&c0.x[0]) + counted(&c1.x[0]); // pairs on the low x side
+    let ly = counted(&c0.y[0]) + counted(&c1.y[0]); // ... and on the low y side
     let sum = |a: &[Histogram], b: &[Histogram]| -> Vec<Histogram> {
         a.iter().zip(b).map(|(p, q)| add_histograms(p, q)).collect()
     };
@@ -656,8 +662,7 @@ fn parallel_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> Option<
         let [w0, w1] = bucket_writers(pairs, [[&c0.x[0][0], &c0.x[1][0]], [&c1.x[0][0], &c1.x[1][0]]]);
         both(|| scatter_sides::<A, B>(x0, y0, w0, split.0), || scatter_sides::<A, B>(x1, y1, w1, split.0));
         // the other x passes, both sides the same (so that both end in the same buffer)
-        let passes: Vec<usize> =
-            (1..hx[0].len()).filter(|&q| !(hx[0][q].contains(&lx) && hx[1][q].contains(&(n - lx)))).collect();
+        let passes = live_passes(&[(&hx[0], lx), (&hx[1], n - lx)], 1);
         {
             let (pl, ph) = pairs.split_at_mut(lx);
             let (tl, th) = scratch.split_at_mut(lx);
@@ -680,10 +685,7 @@ fn parallel_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> Option<
         // each y side sorted by its other digits, then its runs
         let (rl, rh) = ranked.split_at_mut(ly);
         let (tl, th) = sorted.split_at_mut(ly);
-        let live = |hist: &[Histogram], m: usize| -> Vec<usize> {
-            (1..hist.len()).filter(|&q| !hist[q].contains(&m)).collect()
-        };
-        let (pl, ph) = (live(&hy[0], ly), live(&hy[1], n - ly));
+        let (pl, ph) = (live_passes(&[(&hy[0], ly)], 1), live_passes(&[(&hy[1], n - ly)], 1));
         let ((sxy0, syy0), (sxy1, syy1)) = both(
             || y_runs_at(radix_passes(rl, tl, &hy[0], &pl, |q| q[1]), 0, n),
             || y_runs_at(radix_passes(rh, th, &hy[1], &ph, |q| q[1]), ly, n),
