@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from advcore.model import STEP_COUNTER, IngestError
+from advcore.model import STEP_COUNTER, IngestError, RawLog
 from advcore.ingest._text import PARQUET_MAGIC, open_text, read_text, starts_with
 
 
@@ -448,3 +448,11 @@ def long_json_lines(path: Path, limit: int, errors: list[IngestError]) -> Iterat
                     yield n, json.loads(chunk)
                 except ValueError as e:
                     errors.append(IngestError(str(path), f"not a JSON object ({e.__class__.__name__}: {e})", n))
+
+
+def file_series(format_name: str, path: Path, values: Sequence[Any], layout: str) -> RawLog:
+    """One series, one value per step, named by the file's stem as a headerless table's column is
+    (``metadata["headerless"]``: the alias lookup reads the stem's words, ``episode_rewards``), for a file
+    that holds bare numbers laid out as ``layout`` (a JSON array, one CSV row)."""
+    frame, _ = records_frame([{path.stem: v} for v in values])
+    return RawLog(format_name, frame, metadata={"headerless": [path.stem], "layout": layout})

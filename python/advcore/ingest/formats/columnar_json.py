@@ -40,7 +40,7 @@ import polars as pl
 from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest.formats import json_records
-from advcore.ingest._parse import is_json_lines, number, read_json, records_frame
+from advcore.ingest._parse import file_series, is_json_lines, number, read_json, records_frame
 from advcore.ingest._format import Format
 
 NAME = "columnar_json"
@@ -148,8 +148,7 @@ def read(path: Path) -> RawLog:
     if isinstance(doc, list) and doc and all(isinstance(v, int | float) and not isinstance(v, bool) for v in doc):
         # a bare array of numbers, one per episode or update (survey: reward_history.json, episode_rewards.json of
         # hand-written loops): a headerless series, named by its file as a headerless table's is
-        frame, _ = records_frame([{path.stem: v} for v in doc])
-        return RawLog(NAME, frame, metadata={"headerless": [path.stem], "layout": "array"})
+        return file_series(NAME, path, doc, "array")
     if isinstance(doc, list):
         return _group_stats(path, doc)
     if not isinstance(doc, dict):

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 from advcore.model import IngestError, RawLog
 from advcore.ingest import _trainers as trainers
 from advcore.ingest._text import read_text
-from advcore.ingest._parse import number, records_frame
+from advcore.ingest._parse import file_series, number, records_frame
 from advcore.ingest._format import Format
 
 NAME = "csv_table"
@@ -259,8 +259,7 @@ def read(path: Path) -> RawLog:
             and _headerless(fields):
         # one line of numbers: a loop's values written as one row (csv.writer.writerow of the episode
         # returns), one value per step under the file's stem
-        frame, _ = records_frame([{path.stem: v} for v in fields])
-        return RawLog(NAME, frame, metadata={"headerless": [path.stem], "layout": "row"})
+        return file_series(NAME, path, fields, "row")
     header, rows, errors = csv_records(path, "CSV", text)
     if header is None or not rows:
         return RawLog(NAME, pl.DataFrame(), errors=tuple(errors))
