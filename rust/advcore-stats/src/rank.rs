@@ -180,18 +180,8 @@ fn radix_sort_from<'a, I: Copy, K: RadixKey>(
     key: impl Fn(&I) -> K + Copy,
 ) -> (&'a mut [I], &'a mut [I]) {
     let n = items.len();
-    let (mut src, mut dst) = (items, &mut scratch[..n]);
-    if n < 2 {
-        return (src, dst);
-    }
-    for (pass, counts) in hist.iter().enumerate().skip(first) {
-        if counts.contains(&n) {
-            continue;
-        }
-        scatter(src, dst, &mut starts(counts), pass, key);
-        std::mem::swap(&mut src, &mut dst);
-    }
-    (src, dst)
+    let passes = if n < 2 { Vec::new() } else { live_passes(&[(hist, n)], first) };
+    radix_passes(items, &mut scratch[..n], hist, &passes, key)
 }
 
 #[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
@@ -299,11 +289,6 @@ fn rank_y<W: RadixKey>(pairs: &mut [Pair<W>], scratch: &mut [Pair<W>], rank_of: 
 /// `(Σ dx·dy, Σ dy²)` of `pairs` sorted by y, where `dx = rank_of(x slot)`.
 fn y_runs<W: RadixKey>(pairs: &[Pair<W>], rank_of: impl Fn(W) -> i64) -> (i128, i128) {
     y_runs_from(pairs, 0, pairs.len(), rank_of)
-}
-
-/// [`y_runs`] of the ranked pairs (x slots holding ranks) at global positions `at..` of `n`.
-fn y_runs_at<W: RadixKey>(pairs: &[Pair<W>], at: usize, n: usize) -> (i128, i128) {
-    y_runs_from(pairs, at, n, RadixKey::to_rank)
 }
 
 /// [`y_runs`] of `pairs` at global positions `at..` of `n` pairs sorted by y.
@@ -599,20 +584,20 @@ fn rank_x_sides<W: RadixKey>(
     sxx
 }
 
-/// The radix passes `passes` of `hist`; returns the sorted items (in `items`' or `scratch`'s memory).
+/// The radix passes `passes` of `hist`; returns `(sorted, spare)` as [`radix_sort_by`].
 fn radix_passes<'a, I: Copy, K: RadixKey>(
     items: &'a mut [I],
     scratch: &'a mut [I],
     hist: &[Histogram],
     passes: &[usize],
     key: impl Fn(&I) -> K + Copy,
-) -> &'a mut [I] {
+) -> (&'a mut [I], &'a mut [I]) {
     let (mut src, mut dst) = (items, scratch);
     for &pass in passes {
         scatter(src, dst, &mut starts(&hist[pass]), pass, key);
         std::mem::swap(&mut src, &mut dst);
     }
-    src
+    (src, dst)
 }
 
 /// Two digit histograms added.
@@ -667,8 +652,8 @@ fn parallel_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> Option<
             let (pl, ph) = pairs.split_at_mut(lx);
             let (tl, th) = scratch.split_at_mut(lx);
             both(
-                || radix_passes(pl, tl, &hx[0], &passes, |q| q[0]).len(),
-                || radix_passes(ph, th, &hx[1], &passes, |q| q[0]).len(),
+                || radix_passes(pl, tl, &hx[0], &passes, |q| q[0]).0.len(),
+                || radix_passes(ph, th, &hx[1], &passes, |q| q[0]).0.len(),
             );
         }
         let (sorted, ranked) = if passes.len() % 2 == 1 { (scratch, pairs) } else { (pairs, scratch) };
@@ -687,8 +672,8 @@ fn parallel_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> Option<
         let (tl, th) = sorted.split_at_mut(ly);
         let (pl, ph) = (live_passes(&[(&hy[0], ly)], 1), live_passes(&[(&hy[1], n - ly)], 1));
         let ((sxy0, syy0), (sxy1, syy1)) = both(
-            || y_runs_at(radix_passes(rl, tl, &hy[0], &pl, |q| q[1]), 0, n),
-            || y_runs_at(radix_passes(rh, th, &hy[1], &ph, |q| q[1]), ly, n),
+            || y_runs_from(radix_passes(rl, tl, &hy[0], &pl, |q| q[1]).0, 0, n, RadixKey::to_rank),
+            || y_runs_from(radix_passes(rh, th, &hy[1], &ph, |q| q[1]).0, ly, n, RadixKey::to_rank),
         );
         RankSums { sxy: sxy0 + sxy1, sxx: sxx_low + sxx_high, syy: syy0 + syy1 }
     }))
