@@ -30,8 +30,8 @@ STORE_RUN = "run_name"
 #: The metadata key of a run judged apart from files of its folder read before it: ``"<file>: <why>"`` each.
 JUDGED_APART = "judged_apart"
 #: The name of a hand-written loop's step counter (``grpo_step``, ``train/iteration``, ``update``, ``epoch``,
-#: ``episode``: a loop that updates once per episode).
-STEP_COUNTER = re.compile(r"(?:^|[_/])(?:step|iter|iteration|update|round|episode|epoch)s?$", re.IGNORECASE)
+#: ``episode``: a loop that updates once per episode; ``timesteps``: environment steps).
+STEP_COUNTER = re.compile(r"(?:^|[_/])(?:step|timestep|iter|iteration|update|round|episode|epoch)s?$", re.IGNORECASE)
 #: Counters that may repeat a value only when each row is a step (a count of finished episodes can
 #: stay put over several updates: those rows are not one step).
 STRICT_COUNTER = re.compile(r"episodes?$", re.IGNORECASE)

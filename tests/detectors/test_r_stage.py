@@ -101,6 +101,22 @@ def test_real_mlagents_cumulative_reward_at_its_ceiling_is_a_solved_task() -> No
     assert isinstance(f, Finding) and f.severity == "info" and f.onset_step == first
     assert f.evidence["episode_return"] == "Environment/Cumulative Reward"
 
+def test_real_mean_return_against_timesteps_at_its_cap_is_a_solved_task() -> None:
+    """h269-sb3-ppo-pygame-car-track-learns-to-full-episodes-45-ceiling: ``{"timesteps": [...], "mean_rewards":
+    [...]}``, SB3's mean return of the last 100 episodes every 5,000 environment steps; 45.0 (500 steps x 0.09,
+    a full episode without a crash) at every point from 65,000. The ``timesteps`` counter is the step and makes
+    the mean an episode return: solved (info), not a warning."""
+    path = corpus("h269-sb3-ppo-pygame-car-track-learns-to-full-episodes-45-ceiling/training_log.json")
+    doc = json.loads(path.read_text())
+    steps, means = doc["timesteps"], doc["mean_rewards"]
+    first = next(s for i, s in enumerate(steps) if all(m == 45.0 for m in means[i:]))
+    assert first == 65_000 and steps[-1] == 100_000
+    run = load(path)
+    assert run.frame["step"].to_list() == steps
+    f = one(run, "REWARD_SATURATION")
+    assert isinstance(f, Finding) and f.severity == "info" and f.evidence["episode_return"] == "timesteps"
+
+
 def test_floor_all_zero_and_after_a_decline() -> None:
     zero = make_run({"reward_mean": [0.0] * 40, "reward_std": [0.0] * 40})
     f = one(zero, "REWARD_FLOOR")

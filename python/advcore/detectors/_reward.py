@@ -73,8 +73,10 @@ def holds_share(share: float, n: int) -> bool:
 #: ``rollout/ep_rew_mean``, a hand-written loop's ``episode_return``, ``episodes,rewards``: h49 easy-rl
 #: REINFORCE; ML-Agents' ``Environment/Cumulative Reward``: h251-mlagents-ppo-rollercube-run2-solves-in-
 #: 30k-and-holds, exactly 1 from step 30,000): at its ceiling the environment is solved, an outcome, not a lost signal
-#: (sb3-invertedpendulum-dr-solved: 1000, the episode cap, from step 149,504).
-EPISODIC = ("ep_rew", "episode", "return", "cumulative reward")
+#: (sb3-invertedpendulum-dr-solved: 1000, the episode cap, from step 149,504). A step counted in ``timesteps``
+#: counts an environment's steps (h269-sb3-ppo-pygame-car-track-learns-to-full-episodes-45-ceiling: 45, a full
+#: episode without a crash, from 65,000 steps).
+EPISODIC = ("ep_rew", "episode", "return", "cumulative reward", "timestep")
 
 
 def episodic_reward(run: Run) -> str | None:
