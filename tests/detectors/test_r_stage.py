@@ -239,6 +239,43 @@ def test_component_collapse_fires_with_kl_spike_as_possible_hacking() -> None:
     assert "hacking" not in quiet_kl.message
 
 
+def test_component_collapse_pinned_at_its_floor_while_a_bonus_rises() -> None:
+    n = 100
+    rng = np.random.default_rng(3)
+    # the task reward sits exactly at its clamp floor on 4 of every 5 steps (a rare answer scores above it);
+    # the format bonus rises from 0.3 to 0.5
+    task = [-3.0 if i % 5 else -3.0 + float(rng.uniform(0.1, 1.0)) for i in range(n)]
+    fmt = [0.3 + 0.2 * min(1.0, i / 50) + float(rng.normal(0, 0.01)) for i in range(n)]
+    run = make_run({"reward/task": task, "reward/format": fmt,
+                    "reward_mean": [a + b for a, b in zip(task, fmt, strict=True)]})
+    f = one(run, "COMPONENT_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "pinned" and f.evidence["component"] == "reward/task"
+    assert f.evidence["floor_share"] == 0.8 and f.evidence["late_floor_share"] == 0.8
+    assert f.evidence["rose"] == ["reward/format"] and f.onset_step == run.frame["step"][1]
+    # quiet when nothing else rises (the whole reward is stuck: a floor, not a component given up) ...
+    flat = [0.5 + float(rng.normal(0, 0.01)) for _ in range(n)]
+    assert one(make_run({"reward/task": task, "reward/format": flat,
+                         "reward_mean": [a + b for a, b in zip(task, flat, strict=True)]}), "COMPONENT_COLLAPSE") is None
+    # ... and when the task reward leaves its floor late (a late learner: 50 % of the last fifth at the floor)
+    late = [v if i < 80 or i % 2 else -2.0 for i, v in enumerate(task)]
+    assert one(make_run({"reward/task": late, "reward/format": fmt,
+                         "reward_mean": [a + b for a, b in zip(late, fmt, strict=True)]}), "COMPONENT_COLLAPSE") is None
+
+
+def test_real_task_reward_at_its_clamp_floor_while_format_bonuses_rise() -> None:
+    """h267-handwritten-grpo-qwen25vl7b-ultrasound-probe-pose-task-reward-pinned-at-floor-format-only-gains:
+    ``rewards/numeric`` (3 - mean pose error, clamped to [-3, 3]) is exactly -3 on 229 of 292 rounds, first at
+    round 1; ``rewards/keywords`` rises from 0.36 to 0.49 (quarter means) and the total only through it."""
+    path = corpus("h267-handwritten-grpo-qwen25vl7b-ultrasound-probe-pose-task-reward-pinned-at-floor-format-only-"
+                  "gains/train_logs.json")
+    doc = json.loads(path.read_text())
+    numeric = [doc[str(s)]["rewards/numeric"] for s in range(len(doc))]
+    assert numeric.count(-3.0) == 229 and numeric.index(-3.0) == 1
+    f = one(load(path), "COMPONENT_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "pinned" and f.evidence["component"] == "reward/numeric"
+    assert f.onset_step == 1 and f.evidence["floor_share"] == pytest.approx(229 / 292)
+
+
 def test_component_collapse_quiet_when_the_total_falls_or_a_component_saturates() -> None:
     n = 100
     # correctness dies and nothing compensates: the total falls, that is REWARD_STD_DEATH/FLOOR territory

@@ -143,6 +143,40 @@ def test_nonfinite_end_to_end_from_a_trainer_state(tmp_path: Path) -> None:
     assert f.onset_step == 8 and f.evidence["metric"] == "grad_norm"
 
 
+def test_nonfinite_is_info_for_a_quantity_outside_the_update_that_recovers(tmp_path: Path) -> None:
+    # a mean error of the answers is inf on the rounds where one did not parse, finite between, while every
+    # training metric stays finite: the loop could not compute it there, nothing blew up
+    rows = [{"step": s, "loss": 0.1, "reward": 0.5, "reward_std": 0.3, "grad_norm": 1.0,
+             "metrics/mae": float("inf") if s % 3 == 0 else 20.0} for s in range(1, 13)]
+    p = tmp_path / "trainer_state.json"
+    p.write_text(json.dumps({"log_history": rows}))
+    f = fired(load(p))["NONFINITE"]
+    assert f.severity == "info" and f.onset_step == 3 and f.evidence["nonfinite_counts"] == {"metrics/mae": 4}
+    # the same pattern in a key of the update (a loss the loop skips when NaN) is a fault
+    for r in rows:
+        r["policy/actor_loss"] = r.pop("metrics/mae")
+    p.write_text(json.dumps({"log_history": rows}))
+    assert fired(load(p))["NONFINITE"].severity == "error"
+    # and one that never recovers is one too
+    rows = [{"step": s, "loss": 0.1, "reward": 0.5, "metrics/mae": float("inf") if s >= 6 else 20.0}
+            for s in range(1, 13)]
+    p.write_text(json.dumps({"log_history": rows}))
+    assert fired(load(p))["NONFINITE"].severity == "error"
+
+
+def test_real_mean_pose_error_infinite_on_unparsed_rounds_is_info() -> None:
+    """h267-handwritten-grpo-qwen25vl7b-ultrasound-probe-pose-task-reward-pinned-at-floor-format-only-gains:
+    ``metrics/mae`` (the mean pose error of a round's 16 answers) is Infinity on 77 of 292 rounds, where one
+    answer did not parse; loss, grad_norm, kl and the rewards are finite on every round."""
+    path = corpus("h267-handwritten-grpo-qwen25vl7b-ultrasound-probe-pose-task-reward-pinned-at-floor-format-only-"
+                  "gains/train_logs.json")
+    doc = json.loads(path.read_text())
+    bad = sorted(int(k) for k, v in doc.items() if not math.isfinite(v["metrics/mae"]))
+    assert len(bad) == 77 and all(math.isfinite(x) for v in doc.values() for k, x in v.items() if k != "metrics/mae")
+    f = fired(load(path))["NONFINITE"]
+    assert f.severity == "info" and f.onset_step == bad[0] and f.evidence["nonfinite_counts"] == {"metrics/mae": 77}
+
+
 # --- ENTROPY_COLLAPSE ---------------------------------------------------------------------------
 
 def test_entropy_collapse_relative_fires_with_onset_at_the_drop() -> None:

@@ -328,3 +328,30 @@ def test_real_highway_dqn_returns_by_episode_and_evaluations_by_environment_step
     assert run.frame.height == len(doc["training_returns"]) == 2617
     assert run.frame["reward_mean"].to_list() == doc["training_returns"]
     assert run.metadata["other_axis"] == ["eval_returns"]
+
+
+def test_an_object_keyed_by_step_is_one_record_per_step(tmp_path: Path) -> None:
+    p = tmp_path / "train_logs.json"
+    p.write_text(json.dumps({"0": {"reward": -1.5, "kl": 0.0}, "2": {"reward": -1.0, "kl": 0.01},
+                             "1": {"reward": -1.2, "kl": 0.005, "metrics": {"mae": 7.5}}}))
+    assert detect(p) is json_records.FORMAT
+    run = load(p)
+    assert run.frame["step"].to_list() == [0, 1, 2]
+    assert run.frame["reward_mean"].to_list() == [-1.5, -1.2, -1.0]
+    assert run.metadata["layout"] == "keyed by step"
+    # a key that is not a whole number makes it another layout (here: no arrays at all)
+    p.write_text(json.dumps({"0": {"reward": -1.5}, "final": {"reward": -1.0}}))
+    assert load(p).frame.height == 0
+
+
+def test_real_deepseekrl_extended_train_logs_keyed_by_round() -> None:
+    """h267-handwritten-grpo-qwen25vl7b-ultrasound-probe-pose-task-reward-pinned-at-floor-format-only-gains:
+    brendanhogan/DeepSeekRL-Extended's ``train_logs.json``, one object per round '0'..'291'."""
+    path = corpus("h267-handwritten-grpo-qwen25vl7b-ultrasound-probe-pose-task-reward-pinned-at-floor-format-only-"
+                  "gains/train_logs.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    assert run.frame["step"].to_list() == list(range(292)) == sorted(int(k) for k in doc)
+    assert run.frame["reward_mean"].to_list() == [doc[str(s)]["reward"] for s in range(292)]
+    assert run.frame["reward/numeric"].to_list() == [doc[str(s)]["rewards/numeric"] for s in range(292)]
+    assert run.frame["reward/numeric"].to_list().count(-3.0) == 229  # by hand: the clamp floor on 229 rounds

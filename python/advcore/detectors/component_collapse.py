@@ -17,6 +17,11 @@ and the run has at least ``min_points`` (20) logged points. It has collapsed whe
   mean is below its run maximum (a component saturated at its ceiling is a learned skill, not a
   collapse): every advantage comes from the other components; onset: the first such step;
 
+* **pinned**: its per-step mean is exactly its run minimum on at least ``pinned_share`` (0.75) of its points,
+  over the run and in the late window, while another judged component rose by more than ``traded_z``
+  standard errors (h267's pose reward at its clamp floor while format bonuses rise); onset: its first point
+  at the floor; or
+
 * **traded**: its late mean lies below its early mean by at least ``traded_share`` (0.5) x the early
   mean's size and by more than ``traded_z`` (3) standard errors of the two windows' means, while
   another judged component rose by more than ``traded_z`` standard errors (the policy gave up one
@@ -167,6 +172,26 @@ def _traded(c: Series, others: list[Series], k: Mapping[str, float | int]) -> _C
                                                 "run_min": min(c.values), "run_max": max(c.values)}, text)
 
 
+def _pinned(c: Series, others: list[Series], k: Mapping[str, float | int]) -> _Collapse | None:
+    lo = min(c.values)
+    at_floor = [v - lo <= TIE_EPS * max(1.0, abs(lo)) for v in c.values]
+    late = at_floor[len(c) - len(c.late()):]
+    share, late_share = sum(at_floor) / len(c), sum(late) / len(late)
+    if min(share, late_share) < float(k["pinned_share"]):
+        return None
+    rose = [o.name for o in others if o.late_mean() - o.early_mean() > float(k["traded_z"]) * _window_error(o)]
+    if not rose:
+        return None
+    idx = at_floor.index(True)
+    names = " and ".join(r.removeprefix("reward/") for r in rose)
+    text = (f"reward component {c.name.removeprefix('reward/')} sits exactly at its floor {lo:.3g} on "
+            f"{100 * share:.0f} % of the steps ({100 * late_share:.0f} % late), where it tells no sample apart, as "
+            f"{names} rose")
+    return _Collapse(c.name, "pinned", idx, c, {"floor_share": share, "late_floor_share": late_share, "rose": rose,
+                                                "early_mean": c.early_mean(), "late_mean": c.late_mean(),
+                                                "run_min": lo, "run_max": max(c.values)}, text)
+
+
 def _kl_spike(run: Run, at: Series, onset: int, k: Mapping[str, float | int]) -> dict[str, object]:
     kl = metric(run, "kl")
     if kl is None:
@@ -203,12 +228,13 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
               and max(c.values) - min(c.values) >= float(knobs["relevance"]) * t_width]
     found: list[_Collapse] = []
     for c in judged:
-        hit = _fell(c, knobs) or _silent(run, c, knobs) or _traded(c, [o for o in judged if o is not c], knobs)
+        others = [o for o in judged if o is not c]
+        hit = _fell(c, knobs) or _silent(run, c, knobs) or _pinned(c, others, knobs) or _traded(c, others, knobs)
         if hit is not None:
             found.append(hit)
     if not found:
         return None
-    order = {"fell": 0, "silent": 1, "traded": 2}
+    order = {"fell": 0, "silent": 1, "pinned": 2, "traded": 3}
     first = min(found, key=lambda h: (order[h.rule], h.series.keys()[h.onset]))
     kl = _kl_spike(run, first.series, first.onset, knobs)
     evidence: dict[str, object] = {
@@ -259,6 +285,10 @@ CARD = Card(
           `reward_std_within` > 1e-6; at least `sustain` of them) its std is ≤ 1e-6 on at least
           `silent_frac` of them and its late mean is below its maximum (a component saturated at its
           ceiling is a learned skill, not a collapse); onset: the first such step; or
+        - **pinned**: its per-step mean is exactly its run minimum on at least `pinned_share` of the points,
+          over the run and in the late window, while another judged component rose by more than `traded_z`
+          standard errors of its window means (a task reward clamped at its floor while format bonuses
+          carry every advantage); onset: its first point at the floor; or
         - **traded**: its late mean is below its early mean by at least `traded_share` × the early mean's
           size and by more than `traded_z` standard errors of the two windows' means, while another judged
           component rose by more than `traded_z` standard errors (one component given up for another;
@@ -313,6 +343,11 @@ SPEC = DetectorSpec(
              "silent", low=0.0, high=1.0,
              why="unsloth-qwen3-vl's `correctness_reward_func` has std 0 on all 5 steps where `reward_std` > 0 (and "
                  "on all 60 steps): all the contrast comes from the formatting reward."),
+        Knob("pinned_share", 0.75, "a component exactly at its run minimum on at least this share of its points, "
+             "over the run and in the late window, while another rises = pinned", low=0.0, high=1.0,
+             why="h267-handwritten-grpo-qwen25vl7b-ultrasound-probe-pose-task-reward-pinned-at-floor-format-only-gains: "
+                 "the pose reward sits at its clamp floor -3 on 78 % of 292 rounds (78 % of the last fifth) while the "
+                 "keyword and layout bonuses rise to 0.5."),
         Knob("hold_tol", 0.2, "the total holds when its late mean is at least its early mean minus this fraction "
              "of its span (max(hi - lo, |hi|, |lo|))", low=0.0, high=1.0,
              why="trl-dapo-vlm's total goes 2.74 → 2.38 (10 % of its span 3.7) while mdi_reward loses 0.58."),

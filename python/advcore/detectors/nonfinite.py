@@ -10,7 +10,9 @@ names the *first* non-finite value in log order (its metric, step, phase and val
 several metrics when they went non-finite on the same row), the last finite value that metric had before it,
 and every other metric that went non-finite later (``evidence["then"]``, with its first step), so that the
 cause is read ahead of its consequences; :func:`advcore.diagnose.diagnose` orders this finding before what
-began at or after it.
+began at or after it. When only keys without a canonical name went non-finite, none part of the update
+(:data:`UPDATE_WORDS`), each finite again after, the finding is info: a quantity the loop could not compute
+on some steps.
 
 Ingest keeps NaN and +-inf as float values (one parser for every format); a value a format writes
 as "missing" (an empty CSV cell) stays null and is not counted here, but a trainer convention that
@@ -70,6 +72,10 @@ _NEEDS = ("any metric another detector reads",)
 UNDEFINED_BY_DESIGN = frozenset({"vf_explained_var"})
 
 
+#: Words of a key that is part of the update (a loss, a gradient, a KL, an entropy): non-finite there is a fault.
+UPDATE_WORDS = ("loss", "grad", "kl", "entropy")
+
+
 def _value(text: str) -> float:
     return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[text]
 
@@ -102,7 +108,14 @@ def detect(run: Run, knobs: Mapping[str, float | int], read_elsewhere: frozenset
     # keys without a canonical name, as ingest found them: placed at the first row of their step,
     # after the canonical metrics of that row
     steps = frame["step"].to_list()
-    for item in run.metadata.get("nonfinite_unmapped", ()):
+    unmapped = run.metadata.get("nonfinite_unmapped", ())
+    # only keys without a canonical name went non-finite, none of them part of the update, and each was finite
+    # again after: a quantity the loop could not compute on some steps (h267's mean error of answers, inf when one
+    # did not parse), never fed to the loss. A loss that is NaN on some steps is a fault even when the loop skips
+    # those updates (h26-cs285-hw2-pg-cartpole-nan-after-saturation: Actor_Loss NaN at 78 of 100 iterations).
+    sentinel = not firsts and bool(unmapped) and all(
+        item.get("recovers") and not any(w in str(item["key"]).lower() for w in UPDATE_WORDS) for item in unmapped)
+    for item in unmapped:
         step = item["step"]
         row = next((i for i, s in enumerate(steps) if s is not None and step is not None and s >= step), len(steps) - 1)
         firsts.append((row, str(item["key"]), _value(str(item["value"])), int(item["count"])))
@@ -136,6 +149,14 @@ def detect(run: Run, knobs: Mapping[str, float | int], read_elsewhere: frozenset
     others = "" if len(at_onset) == 1 else f" (with {', '.join(n for n in at_onset if n != metric)})"
     later = [t["metric"] for t in evidence["then"]]
     then = f"; then {', '.join(later)}" if later else ""
+    if sentinel:
+        counts = ", ".join(f"{n} at {c} steps" for n, c in evidence["nonfinite_counts"].items())
+        return Finding(
+            ID, "info", "any", onset["step"], {**evidence, "recovers": True},
+            f"{metric} is {_text(value)} at step {onset['step']} ({counts}), with finite values between and every "
+            "metric advcore reads finite: a quantity the loop could not compute on those steps, not a blow-up.",
+            WHAT_TO_TRY,
+        )
     return Finding(
         ID, "error", "any", onset["step"], evidence,
         f"{metric} is {_text(value)} at step {onset['step']}{others}, the first non-finite value of the run{then}: "
@@ -183,7 +204,13 @@ CARD = Card(
         value after a finite one counts. The evidence names that metric, its step (and phase), its value
         (`nan`, `inf`, `-inf`), the other metrics that went non-finite on the same row, the last
         finite value of the metric before it, every metric that went non-finite afterwards with its
-        first step (`then`), and the count per metric. `advcore.diagnose` orders this finding before
+        first step (`then`), and the count per metric. When only keys without a canonical name went
+        non-finite, none named like part of the update (`loss`, `grad`, `kl`, `entropy`), and each is finite
+        again afterwards, the finding is info: a quantity the loop could not compute on some steps, never
+        fed to the loss (h267's `metrics/mae`, the mean pose error of the answers, `Infinity` on the 77 of
+        292 rounds where an answer did not parse, with every training metric finite); an `Actor_Loss` NaN
+        on 78 of 100 iterations stays an error though the loop skips those updates
+        (h26-cs285-hw2-pg-cartpole-nan-after-saturation). `advcore.diagnose` orders this finding before
         every finding that began at or after it (what began earlier, a reward at its floor from the
         first step, leads it). Not evaluable: a log with no metric column, or whose metrics are all
         finite and none of them is read by another detector (a log of `lr` only), so that such a run

@@ -110,7 +110,8 @@ def _with_steps(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, object]]:
 
 def _nonfinite_unmapped(raw: pl.DataFrame, unmapped: list[str], step_col: str | None) -> list[dict[str, object]]:
     """The first NaN or +-inf of every numeric key without a canonical name: ``{"key", "step", "value",
-    "count"}`` (``step`` as logged, else the row's position from 1). Placeholders before a key's first
+    "count", "recovers"}`` (``step`` as logged, else the row's position from 1; ``recovers``: a finite value
+    of the key follows it). Placeholders before a key's first
     finite value are not counted (:func:`advcore.model.counted_nonfinite`), nor is a key that is never
     finite: a quantity the trainer logs although it is undefined for this run (ML-Agents' SAC trainer,
     ``ml-agents/mlagents/trainers/sac/optimizer_torch.py``, logs ``Policy/Discrete Entropy Coeff`` as the
@@ -129,8 +130,11 @@ def _nonfinite_unmapped(raw: pl.DataFrame, unmapped: list[str], step_col: str | 
         bad = rows.filter(counted_nonfinite(key))
         v = float(bad[key][0])
         step = bad[step_col][0] if step_col is not None else bad["__row"][0]
+        first = int(bad["__row"][0])
+        recovers = bool(rows.filter((pl.col("__row") > first) & pl.col(key).is_finite()).height)
         out.append({"key": key, "step": None if step is None else int(step),
-                    "value": "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"), "count": bad.height})
+                    "value": "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"), "count": bad.height,
+                    "recovers": recovers})
     return out
 
 

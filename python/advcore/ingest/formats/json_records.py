@@ -1,6 +1,6 @@
 """JSON documents of per-iteration records that are not one table of equal-length arrays.
 
-Two layouts of hand-written training loops:
+Three layouts of hand-written training loops:
 
 * **A list of records** (``[{"epoch": 1, "avg_reward": 0.86, ...}, ...]``), one per iteration,
   without a ``step`` key (a list whose records have one is a ``log_history`` and is read by
@@ -9,6 +9,10 @@ Two layouts of hand-written training loops:
   ``iteration``, ``iter``, ``update``, ``epoch`` whose values are all integers, else the record's
   position from 1. E.g. MCP-Tool-RL (mazzeratziii/MCP-Tool-RL, ``src/rl/train_grpo.py``) writes
   ``epoch, proxy_loss, avg_reward, success_rate, avg_steps, timestamp`` per epoch.
+* **An object of records keyed by step** (``{"0": {"reward": -1.96, "kl": 0.0, ...}, "1": {...}}``): the
+  GRPO loop of brendanhogan/DeepSeekRL-Extended (``main.py`` dumps its ``train_metrics_total``, keyed by
+  round, to ``training_logs/train_logs.json``) and its forks. The key is the step; every key must be a
+  whole number and every value an object, else the document is not this layout.
 * **An object of record groups** whose arrays differ in length, e.g. the SB3 callback of
   Maybe1e/rl (``train_with_logging.py``, commit e1d8e4d)::
 
@@ -81,6 +85,7 @@ _STEP_ARRAY = re.compile(r"^(?:(?P<prefix>.+?[_/])?(?:(?:time)?steps?|episodes|i
 #: the name of an evaluation group or array (``eval_rewards``, ``evaluations``, ``val/loss``)
 _EVAL = re.compile(rf"^(?:{'|'.join(sorted(EVAL_WORDS, key=len, reverse=True))})(?:[_/]|$)", re.IGNORECASE)
 _LIST_OF_OBJECTS = re.compile(r"^\[\s*\{")
+_KEYED_BY_STEP = re.compile(r'^\{\s*"\d+"\s*:\s*\{')
 _STEP_KEY = re.compile(r'"step"\s*:')
 #: SB3 PPO's ``train/*`` names a callback copied next to per-episode arrays (trainer ``sb3_callback``)
 _SB3_UPDATE_KEYS = frozenset({"approx_kl", "clip_fraction", "entropy"})
@@ -166,8 +171,8 @@ def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
     text = head.lstrip("\ufeff").lstrip()
-    return _LIST_OF_OBJECTS.match(text) is not None and _STEP_KEY.search(text) is None \
-        and '"n_degenerate"' not in text
+    return (_LIST_OF_OBJECTS.match(text) is not None and _STEP_KEY.search(text) is None
+            and '"n_degenerate"' not in text) or _KEYED_BY_STEP.match(text) is not None
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -322,12 +327,26 @@ def _key(key: str, is_eval: bool) -> str:
     return f"eval/{_EVAL.sub('', key, count=1) or key}" if is_eval else key
 
 
+def _keyed_by_step(doc: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The records of an object keyed by step (``{"0": {...}, "1": {...}}``), each with its key as ``step``,
+    in step order; None when a key is not a whole number or a value is not an object."""
+    if not doc or not all(k.isdigit() and isinstance(v, dict) for k, v in doc.items()):
+        return None
+    return [{**flatten(v), "step": int(k)} for k, v in sorted(doc.items(), key=lambda kv: int(kv[0]))]
+
+
 def read(path: Path) -> RawLog:
     doc, error = read_json(path, "JSON records")
     if error is not None:
         return RawLog(NAME, pl.DataFrame(), errors=(error,))
     if isinstance(doc, list):
         return _list_of_records(path, doc)
+    if isinstance(doc, dict) and (rows := _keyed_by_step(doc)) is not None:
+        frame, dropped = records_frame(rows)
+        meta: dict[str, Any] = {"layout": "keyed by step"}
+        if dropped:
+            meta["non_numeric"] = dropped
+        return RawLog(NAME, frame, metadata=meta)
     if isinstance(doc, dict):
         return read_groups(path, doc)
     return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
