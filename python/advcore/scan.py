@@ -58,6 +58,8 @@ def _skipped(path: Path) -> bool:
 #: training runs print into notebooks) but left out of the report when nothing is read from them:
 #: they are usually notes or analysis notebooks.
 _QUIET_SUFFIXES = {".md", ".txt", ".ipynb"}
+#: NumPy's saved arrays (``rewards.npy``, SB3's ``evaluations.npz``), left out too when no metric is read from them.
+_ARRAY_SUFFIXES = {".npy", ".npz"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +259,9 @@ def is_quiet_miss(report: RunReport, explicit: set[Path]) -> bool:
         return False
     if p.suffix.lower() in _QUIET_SUFFIXES:
         return report.run.format == "unknown" or (p.suffix.lower() == ".ipynb" and report.run.steps == 0)
+    if p.suffix.lower() in _ARRAY_SUFFIXES:
+        # saved arrays are as often observations or weights as a training curve: kept when a metric was read
+        return not report.run.metrics
     try:
         with p.open("rb") as f:
             head = f.read(SNIFF_BYTES)

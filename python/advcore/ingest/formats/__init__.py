@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from advcore.ingest._format import Format
 from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, dict_lines, episode_lines, halos_console,
-                                    json_records, mlflow_store, nemo_rl, notebook, openrlhf, plain, prime_rl, printed,
+                                    json_records, mlflow_store, nemo_rl, notebook, numpy_arrays, openrlhf, plain, prime_rl, printed,
                                     rl4lms, rlinf_table, sample_factory, samples, sb3_console, simplevla, tensorboard,
                                     tensorboardx_json, text_table, tqdm_bar, trace_recording, trackio_db, trainer_state,
                                     trl_completions, trl_console, trl_rollouts_md, verl_console, verl_jsonl,
@@ -17,7 +17,7 @@ from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, d
 __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 
 #: Detection order: the first format whose ``sniff`` accepts a file reads it (specific formats first:
-#: the SQLite tracking stores, which only binary files can be; a notebook before the text formats, as
+#: the SQLite tracking stores and NumPy's saved arrays, which only binary files can be; a notebook before the text formats, as
 #: its outputs may hold any console text; tensorboardX's scalar export, an object of [wall_time, step,
 #: value] lists, before the other JSON formats; columnar JSON takes any object of arrays and hands one
 #: whose arrays differ in length to json_records after parsing it once; OpenRLHF, SB3, RLinf, CleanRL, Sample
@@ -28,7 +28,7 @@ __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 #: would take a tab-separated line; a blank-aligned text table after CSV, so that a tab-separated file
 #: stays CSV's).
 ORDER: list[Format] = [m.FORMAT for m in (
-    mlflow_store, trackio_db, notebook, trl_rollouts_md, trl_completions, nemo_rl, prime_rl, wandb, tensorboardx_json,
+    mlflow_store, trackio_db, numpy_arrays, notebook, trl_rollouts_md, trl_completions, nemo_rl, prime_rl, wandb, tensorboardx_json,
     json_records, columnar_json,
     simplevla, openrlhf, sb3_console, rlinf_table, cleanrl_console, sample_factory, halos_console, rl4lms,
     trl_console, dict_lines,

@@ -1,0 +1,75 @@
+"""NumPy's saved arrays: SB3's ``evaluations.npz``, other archives, and one-array ``.npy`` files. The oracle is
+numpy itself on the arrays written (means per evaluation, per step)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advcore.cli import main
+from advcore.ingest import detect, load
+from advcore.ingest.formats import numpy_arrays
+
+
+def test_sb3_eval_callback_archive(tmp_path: Path) -> None:
+    # the arrays EvalCallback._on_step saves (stable_baselines3/common/callbacks.py): timesteps (n,), results and
+    # ep_lengths (n, n_eval_episodes), successes when the environment reports is_success
+    rng = np.random.default_rng(1)
+    timesteps = np.arange(1, 13) * 10_000
+    results = rng.normal(np.linspace(-100, -20, 12)[:, None], 5.0, (12, 10))
+    successes = rng.random((12, 10)) < np.linspace(0, 0.9, 12)[:, None]
+    p = tmp_path / "evaluations.npz"
+    np.savez(p, timesteps=timesteps, results=results, ep_lengths=np.full((12, 10), 50), successes=successes)
+    assert detect(p) is numpy_arrays.FORMAT
+    run = load(p)
+    assert run.trainer == "sb3_eval" and run.errors == ()
+    assert run.frame["step"].to_list() == timesteps.tolist()
+    assert run.frame["reward_mean"].to_list() == pytest.approx(results.mean(axis=1).tolist())
+    assert run.frame["success_rate"].to_list() == pytest.approx(successes.mean(axis=1).tolist())
+    assert run.sources["reward_mean"] == "results"
+
+
+def test_other_archives_read_their_longest_arrays(tmp_path: Path) -> None:
+    p = tmp_path / "training.npz"
+    np.savez(p, episode_rewards=np.arange(30.0), losses=np.ones((30, 4)), eval_rewards=np.arange(3.0))
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == list(np.arange(30.0))
+    assert run.metadata["unaligned"] == ["eval_rewards"] and run.metadata["arrays"]["losses"] == [30, 4]
+
+
+def test_one_array_is_a_series_named_by_its_file(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    rewards = rng.normal(0, 1, 400)
+    p = tmp_path / "rewards.npy"
+    np.save(p, rewards)
+    run = load(p)
+    assert run.sources["reward_mean"] == "rewards" and run.frame["reward_mean"].to_list() == pytest.approx(rewards)
+    # five seeds of 300 episodes: the longer axis is the step, the seeds are averaged
+    seeds = rng.normal(0, 1, (5, 300))
+    np.save(p, seeds)
+    run = load(p)
+    assert run.frame.height == 300 and run.metadata["averaged_axis"] == 5
+    assert run.frame["reward_mean"].to_list() == pytest.approx(seeds.mean(axis=0).tolist())
+
+
+def test_objects_are_never_unpickled_and_damage_costs_the_file(tmp_path: Path) -> None:
+    p = tmp_path / "rewards.npy"
+    np.save(p, np.array([{"reward": 1.0}], dtype=object), allow_pickle=True)
+    run = load(p)
+    assert run.frame.height == 0 and "not a NumPy array file advcore can read" in run.errors[0].message
+    assert run.errors[0].path == str(p)
+    bad = tmp_path / "evaluations.npz"
+    bad.write_bytes(b"PK\x03\x04" + bytes(40))
+    assert load(bad).errors and load(bad).frame.height == 0
+
+
+def test_a_folder_scan_keeps_the_curves_and_leaves_out_other_arrays(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    np.save(tmp_path / "rewards.npy", np.linspace(-10, 10, 100))
+    np.save(tmp_path / "observations.npy", np.zeros((1000, 8)))
+    main(["scan", "--format", "json", str(tmp_path)])
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert [Path(r["path"]).name for r in runs] == ["rewards.npy"]
