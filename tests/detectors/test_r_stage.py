@@ -101,6 +101,20 @@ def test_real_mlagents_cumulative_reward_at_its_ceiling_is_a_solved_task() -> No
     assert isinstance(f, Finding) and f.severity == "info" and f.onset_step == first
     assert f.evidence["episode_return"] == "Environment/Cumulative Reward"
 
+def test_a_monitor_return_at_the_time_limit_is_a_solved_task(tmp_path: Path) -> None:
+    # SB3's Monitor names the episode return `r`: a PPO on CartPole-v1 (a survey file of rl-baselines3-zoo's layout)
+    # at 500, the time limit, for its last 19 of 42 episodes is solved (info), not a saturation warning
+    returns = [20, 10, 25, 10, 39, 35, 25, 13, 14, 38, 50, 35, 94, 75, 65, 73, 67, 183, 176, 149, 500, 500, 388]
+    returns += [500] * 19
+    p = tmp_path / "0.monitor.csv"
+    p.write_text('#{"t_start": 1700000000.0, "env_id": "CartPole-v1"}\nr,l,t\n'
+                 + "".join(f"{r}.0,{r},{0.1 * i:.1f}\n" for i, r in enumerate(returns)))
+    run = load(p)
+    assert run.trainer == "sb3_monitor" and run.sources["reward_mean"] == "r"
+    f = one(run, "REWARD_SATURATION")
+    assert isinstance(f, Finding) and f.severity == "info" and f.evidence["episode_return"] == "r"
+
+
 def test_real_mean_return_against_timesteps_at_its_cap_is_a_solved_task() -> None:
     """h269-sb3-ppo-pygame-car-track-learns-to-full-episodes-45-ceiling: ``{"timesteps": [...], "mean_rewards":
     [...]}``, SB3's mean return of the last 100 episodes every 5,000 environment steps; 45.0 (500 steps x 0.09,

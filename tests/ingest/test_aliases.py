@@ -157,6 +157,8 @@ def test_real_verl_csv_export_reads_as_verl() -> None:
     (["eval/reward_ALE/Pong-v5", "reward_std_Hopper-v4"], None),
     # OpenAI baselines' one-word episode reward, copied by its forks' loggers (h14 NSI PPO progress.csv)
     (["rew_mean_IDN", "eprew_recent", "ext_reward", "eprew"], "eprew_recent"),
+    # the return's symbol G (a tabular agent's 'episode steps return_G completed' TSV)
+    (["episode", "steps", "return_G", "completed"], "return_G"),
 ])
 def test_a_reward_found_by_its_words(keys: list[str], expected: str | None) -> None:
     from advcore.ingest._aliases import reward_by_name

@@ -648,3 +648,36 @@ def test_a_learning_reward_over_the_last_episodes_is_the_reward(tmp_path: Path) 
     # a step's block is what follows its line: the mean printed after 'Step 50000' is step 50,000's
     assert run.frame["step"].to_list()[:3] == [50000, 100000, 150000]
     assert run.frame["reward_mean"].to_list()[:3] == [1.0, 1.05, 1.1]
+
+
+def test_a_count_after_at_is_the_step(tmp_path: Path) -> None:
+    # a hand-written SB3 evaluation callback's console (a Mario DQN study): '[eval @  10,000] reward= ...', the count
+    # grouped by commas, a '±' before the evaluation's spread; a line's '@' elsewhere (an address) is no count
+    p = tmp_path / "dqn.log"
+    p.write_text("► [DQN_stage1-1_seed42] treinando (500,000 timesteps restantes, n_envs=1)\n"
+                 "  [eval @  10,000] reward= -455.00± 0.00  completion=0%  max_x_avg=39\n"
+                 "  [eval @  20,000] reward= +250.00± 0.00  completion=0%  max_x_avg=314\n"
+                 "  [eval @ 1,030,000] reward=+1043.00± 0.00  completion=0%  max_x_avg=693\n"
+                 "  mail me@host 3 times, reward= 9.0\n")
+    run = load(p)
+    assert run.format == "printed"
+    assert run.frame["step"].to_list() == [10_000, 20_000, 1_030_000]
+    assert run.frame["reward_mean"].to_list() == [-455.0, 250.0, 1043.0]
+
+
+def test_pymarl_sacred_console_counts_t_env(tmp_path: Path) -> None:
+    # EPyMARL's cout.txt (sacred): a 'Recent Stats | t_env: N | Episode: M' line, then tab-separated pairs; the
+    # progress lines 't_env: N / T' between the blocks hold no other pair and are no steps
+    block = ("[INFO 16:56:26] my_main Recent Stats | t_env:      {t} | Episode:       {e}\n"
+             "ep_length_mean:          1000.0000\tepsilon:                   0.0500\tgrad_norm:                 {g}\n"
+             "q_taken_mean:              0.1177\treturn_mean:               {r}\treturn_std:                0.4559\n\n"
+             "[INFO 16:56:29] my_main t_env: {t1} / 500000\n"
+             "[INFO 16:56:29] my_main Estimated time left: 33 minutes, 24 seconds. Time passed: 3 minutes, 45 seconds\n")
+    p = tmp_path / "cout.txt"
+    p.write_text("[INFO 16:52:40] pymarl Running command 'my_main'\n" + "".join(
+        block.format(t=50_000 * k, e=50 * k, g=0.5 * k, r=0.25 * k, t1=50_000 * k + 1000) for k in range(1, 5)))
+    run = load(p)
+    assert run.trainer == "pymarl"
+    assert run.frame["step"].to_list() == [50_000, 100_000, 150_000, 200_000]
+    assert run.frame["reward_mean"].to_list() == [0.25, 0.5, 0.75, 1.0]
+    assert run.frame["grad_norm"].to_list() == [0.5, 1.0, 1.5, 2.0]

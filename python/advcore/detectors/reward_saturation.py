@@ -9,7 +9,8 @@ run's lowest mean, and the reward spread is gone (late spread <= ``spread_gone``
 mean). Onset: the first of ``sustain`` (5) consecutive logged reward means within the tolerance of
 the ceiling. This is the honest collapse: the task is exhausted, not the plumbing broken.
 The run may also end in a stretch at its ceiling (:func:`advcore.detectors._reward.reward_level`'s held
-stretch, the rule REWARD_FLOOR's docstring states for the floor).
+stretch, the rule REWARD_FLOOR's docstring states for the floor). An environment's episode return (or a control
+task's success rate) at its ceiling is the task solved: info.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import REL_TOL, SPREAD_GONE, environment_run, episodic_reward, reward_level
+from advcore.detectors._reward import (CONTROL_TRAINERS, REL_TOL, SPREAD_GONE, environment_run, episodic_reward,
+                                      reward_level)
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -56,8 +58,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
               if level.spread_late is not None and level.spread is not None
               else f"{100 * (level.tied_late or 0):.0f}% tied groups" if level.tied_late is not None
               else "a constant late mean")
-    episodic = episodic_reward(run)
     source = run.sources.get("reward_mean") or ""
+    # the reward a control trainer logs is an episode return, whatever its key (SB3's Monitor calls it `r`: a survey
+    # PPO on CartPole-v1 at 500, the time limit, for its last 19 episodes)
+    episodic = episodic_reward(run) or (source if run.trainer in CONTROL_TRAINERS else None)
     # a control task's success rate at its ceiling is the task solved, as an episode return at its cap is
     # (h230-baselines-her-ddpg-aubo-reach-v5-moveit-learns-and-holds: HER's test success 1.0 at the last six epochs)
     solved = episodic is not None or ("success" in source.lower() and environment_run(run))
@@ -114,6 +118,12 @@ CARD = Card(
 
         Onset: the first of `sustain` consecutive logged reward means within the tolerance of the
         ceiling. Not evaluable without `reward_mean`.
+
+        An environment's episode return at its cap is the task solved, an outcome: the finding is then
+        info, not a warning. The reward is an episode return when its key or the step's names episodes
+        or returns (`rollout/ep_rew_mean`, `Environment/Cumulative Reward`, a step in `timesteps`) or a
+        control trainer logged it (SB3's Monitor `r`, rl_games, CleanRL, ...); a control task's success
+        rate at 1 is read the same way.
     """,
     knobs_note="""
         Calibration on the real logs: no public run in `data/real` ends saturated with its spread gone,

@@ -182,7 +182,9 @@ _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     "rolling", "moving",
     # the training episodes' reward beside the testing ones' (a survey Keras DQN on Breakout: 'Avg learning
     # reward last 100 episodes: 0.9600', then 'Avg testing reward: 0.1905')
-    "learning"})
+    "learning",
+    # the return's textbook symbol, G_t (Sutton and Barto): a tabular agent's TSV header 'episode steps return_G'
+    "g"})
 
 
 #: A Gym/Gymnasium environment id (``LunarLander-v2``, ``ALE/Pong-v5``): the env a key is logged for

@@ -89,8 +89,10 @@ from advcore.ingest.formats import tqdm_bar
 NAME = "printed"
 
 #: Names of a step counter (lower case, blanks as ``_``): ``step``, ``grpo_step``, ``Update``, ``epoch``, ``轮次``;
-#: not a window that ends in one (``mean_reward_100_episodes``).
-STEP_NAME = re.compile(r"^(?:\w*[^\W\d]_)?(?:steps?|timesteps?|updates?|episodes?|ep|epoch|iter|iteration|it|round)$|^(?:轮次|回合|步|步数|迭代)$")
+#: not a window that ends in one (``mean_reward_100_episodes``); PyMARL's ``t_env``, the environment steps its sacred
+#: console prints on each ``Recent Stats | t_env: 50000 | Episode: 50`` line (src/run.py, src/utils/logging.py).
+STEP_NAME = re.compile(r"^(?:\w*[^\W\d]_)?(?:steps?|timesteps?|updates?|episodes?|ep|epoch|iter|iteration|it|round)$|^t_env$"
+                       r"|^(?:轮次|回合|步|步数|迭代)$")
 #: Step lines (same step word) that a file's head needs to be read as printed progress.
 MIN_STEP_LINES = 3
 #: Longer lines are not read.
@@ -212,6 +214,16 @@ def _at_step(m: re.Match[str]) -> str:
     return f"{word} {m.group('n')}, {m.group('name')}: {m.group('value')}"
 
 
+#: A line that begins with a count after ``@``, a tag before it and thousands grouped by commas allowed: ``[eval @
+#: 10,000] reward= +250.00± 0.00  completion=0%`` (a hand-written SB3 evaluation callback's console in a Mario DQN
+#: study), read as ``step 10000, reward= ...``.
+_AT_COUNT = re.compile(r"^\s*+\[?+[ \t]*+(?:[^\W\d]\w{0,20}+[ \t]*+)?@[ \t]*+(?P<n>\d{1,3}+(?:,\d{3})++|\d{1,12}+)(?![\d.,])\]?+,?+")
+
+
+def _at_count(m: re.Match[str]) -> str:
+    return f"step {m.group('n').replace(',', '')}, "
+
+
 def _step_key(key: str) -> str:
     """A hyphenated counter's name as a step word (``Global-step 0``: ``global_step``); other names as
     they are."""
@@ -245,6 +257,8 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
         text = _BARE_PROGRESS.sub(r"step \g<n> |", text, count=1)
     if text.lstrip().startswith("["):
         text = _BRACKETED_PROGRESS.sub(r"step \g<n>, ", text, count=1)
+    if "@" in text:
+        text = _AT_COUNT.sub(_at_count, text, count=1)
     if " in " in text or " at " in text or " of " in text or " for " in text:
         text = _AT_STEP.sub(_at_step, text, count=1)
     if "=>" in text and (m := _LABELLED.match(text)) is not None:
