@@ -172,3 +172,22 @@ def test_real_connect4_win_rate_is_a_success_rate() -> None:
     run = load(path)
     assert run.frame["success_rate"].to_list() == doc["win_rate"] and run.frame.height == 500
     assert all(round(v * 20, 9) == round(v * 20) for v in doc["win_rate"])
+
+
+def test_sacred_metrics_json_reads_each_series_on_its_own_steps(tmp_path: Path) -> None:
+    # sacred's FileStorageObserver metrics.json (PyMARL / EPyMARL runs log through _run.log_scalar): per series its
+    # steps, timestamps and values; the learner's loss is logged at other steps than the runner's returns
+    def series(steps: list[int], values: list[float]) -> dict[str, list[object]]:
+        return {"steps": steps, "timestamps": ["2025-01-24T16:56:26.0"] * len(steps), "values": values}
+
+    runner = [10_000 * k for k in range(1, 6)]
+    doc = {"return_mean": series(runner, [0.5, 0.0, 0.25, 1.0, 2.0]), "return_std": series(runner, [0.1] * 5),
+           "ep_length_mean": series(runner, [1000.0] * 5), "epsilon": series(runner, [0.5, 0.05, 0.05, 0.05, 0.05]),
+           "loss": series([12_000, 32_000], [1.5, 0.7])}
+    p = tmp_path / "metrics.json"
+    p.write_text(json.dumps(doc))
+    run = load(p)
+    assert run.trainer == "pymarl" and run.errors == ()
+    rows = dict(zip(run.frame["step"].to_list(), run.frame["reward_mean"].to_list(), strict=True))
+    assert {s: rows[s] for s in runner} == dict(zip(runner, [0.5, 0.0, 0.25, 1.0, 2.0], strict=True))
+    assert run.frame.filter(run.frame["step"] == 32_000)["value_loss"].to_list() == [0.7]

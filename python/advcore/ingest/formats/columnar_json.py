@@ -5,6 +5,10 @@ and lists of names (``"topologies": ["buck", "boost"]``) go to ``metadata``. Wit
 ``step`` array the step is the index order (the file does not say how many trainer steps one point
 spans).
 
+Sacred's ``metrics.json`` (``{name: {"steps": [...], "timestamps": [...], "values": [...]}}``) is read as its
+``info.json`` is, each series on its own steps (:func:`_sacred_metrics`, then
+:func:`advcore.ingest.formats.json_records.read_groups`).
+
 Also read here: JSON lists of per-group statistics records with ``n_degenerate``, in the two
 layouts of rho-GRPO (Sunshine535/nips-grpo-dynamics, ``src/rho_grpo_trainer*.py`` and
 ``src/csd_logging.py``):
@@ -141,6 +145,17 @@ def _group_stats(path: Path, rows: list[Any]) -> RawLog:
     return RawLog(NAME, frame, metadata=meta)
 
 
+def _sacred_metrics(doc: dict[str, Any]) -> dict[str, list[Any]] | None:
+    """Sacred's ``metrics.json`` (its FileStorageObserver, one entry per ``_run.log_scalar(name, value, step)``
+    series: ``{"return_mean": {"steps": [...], "timestamps": [...], "values": [...]}, ...}``, written by PyMARL,
+    EPyMARL and other sacred experiments) as the ``<name>``/``<name>_T`` arrays of sacred's ``info.json``, each
+    value on its own step; None when ``doc`` is not of that form."""
+    if not doc or not all(isinstance(v, dict) and isinstance(v.get("values"), list) and isinstance(v.get("steps"), list)
+                          and len(v["values"]) == len(v["steps"]) for v in doc.values()):
+        return None
+    return {k: a for name, v in doc.items() for k, a in ((name, v["values"]), (f"{name}_T", v["steps"]))}
+
+
 def read(path: Path) -> RawLog:
     doc, error = read_json(path, "columnar JSON")
     if error is not None:
@@ -153,6 +168,8 @@ def read(path: Path) -> RawLog:
         return _group_stats(path, doc)
     if not isinstance(doc, dict):
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "expected a JSON object of arrays"),))
+    if (paired := _sacred_metrics(doc)) is not None:
+        return json_records.read_groups(path, paired)
     nested = [v for v in doc.values() if isinstance(v, dict) and any(isinstance(x, list) for x in v.values())]
     if len(nested) == 1 and not any(isinstance(v, list) for v in doc.values()):
         # the arrays sit one object down (RLlib results dumped by hand under "training_progress"); the other
