@@ -81,6 +81,12 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
             check=_close,
         ),
         Case(
+            name="spearman, tied, 2 threads vs 1 (advcore itself)",
+            advcore=lambda: spearman(reward, advantage, threads=2),
+            competitors={"advcore, 1 thread": lambda: spearman(reward, advantage, threads=1)},
+            check=_close,
+        ),
+        Case(
             name="value_census (zeros, signs, non-finite, distinct values)",
             advcore=census,
             competitors={"numpy": lambda: _numpy_census(census_values)},

@@ -970,6 +970,108 @@ fn table_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool) -
     })
 }
 
+/// What the y side of [`parallel_table_rank_sums`] counts: the digit histograms of each y side (key prefix
+/// below the split: low) over every pair, and the first-digit histogram of each (half of the positions, side).
+struct YSides {
+    hist: [Vec<Histogram>; 2],
+    first: [[Histogram; 2]; 2],
+}
+
+/// [`YSides`] of `y`, its halves split at position `h` and its sides at key prefix `by`, in one read; `None`
+/// when some y is NaN. Flat 32-bit counters while counting, as [`half_counts`].
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn y_sides<B: RankSample>(y: &[B], h: usize, by: usize) -> Option<YSides> {
+    let passes = B::Key::PASSES;
+    let mut counts = [[0u32; 2 * RADIX]; MAX_PASSES];
+    let mut first = [[0u32; 2 * RADIX]; 2];
+    let mut nan = false;
+    for (part, firsts) in [&y[..h], &y[h..]].into_iter().zip(&mut first) {
+        for &b in part {
+            nan |= b.is_nan();
+            let yk = b.rank_key();
+            let side = usize::from(prefix_of(yk, key_bits::<B>()) >= by) * RADIX;
+            for (pass, c) in counts[..passes].iter_mut().enumerate() {
+                c[side + yk.digit(pass)] += 1;
+            }
+            firsts[side + yk.digit(0)] += 1;
+        }
+    }
+    if nan {
+        return None;
+    }
+    let side = |s: usize| -> Vec<Histogram> {
+        counts[..passes].iter().map(|c| std::array::from_fn(|d| c[s * RADIX + d] as usize)).collect()
+    };
+    let of = |half: usize, s: usize| -> Histogram { std::array::from_fn(|d| first[half][s * RADIX + d] as usize) };
+    Some(YSides { hist: [side(0), side(1)], first: [[of(0, 0), of(0, 1)], [of(1, 0), of(1, 1)]] })
+}
+
+/// Count x in `table`, writing each x's slot to `slots`; `None` when x has too many distinct values or some
+/// x is NaN (the one-thread path then decides).
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn x_slots<A: RankSample>(x: &[A], table: &mut RankTable<A::Key>, slots: &mut [u16]) -> Option<()> {
+    for (s, &a) in slots.iter_mut().zip(x) {
+        if a.is_nan() {
+            return None;
+        }
+        *s = table.insert(a.rank_key())? as u16;
+    }
+    Some(())
+}
+
+/// One half of the pairs (x's slots and y) scattered by (y side, y first digit) into its buckets `out`
+/// ([`bucket_writers`]).
+#[crate::simd::dispatch(targets("x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn scatter_slot_sides<A: RankSample, B: RankSample>(
+    slots: &[u16],
+    y: &[B],
+    mut out: Vec<std::slice::IterMut<'_, PairOf<A, B>>>,
+    by: usize,
+) {
+    for (&s, &b) in slots.iter().zip(y) {
+        let yk = b.rank_key();
+        let bucket = &mut out[usize::from(prefix_of(yk, key_bits::<B>()) >= by) * RADIX + yk.digit(0)];
+        *bucket.next().expect("a bucket holds what was counted for it") = pair(A::Key::from_rank(i64::from(s)), yk);
+    }
+}
+
+/// The rank sums of [`table_rank_sums`] on two threads, equal to them (exact integers): one thread ranks x by
+/// table while the other counts y by side (a key prefix that splits y in about half, chosen from a sample);
+/// each thread then scatters half of the pairs by (y side, first digit), sorts one y side by its other digits
+/// and sums its runs from the side's first position. `None` when some pair holds NaN or x has too many
+/// distinct values.
+fn parallel_table_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B]) -> Option<Ranked> {
+    let n = x.len();
+    let h = n / 2;
+    let by = split_prefix(n, |i| prefix_of(y[i].rank_key(), key_bits::<B>()));
+    with_buffers(n, |pairs: &mut [PairOf<A, B>], scratch| {
+        let mut table = RankTable::new();
+        let (ly, hist) = {
+            // The slots go to the scratch buffer's start: the scatter reads them from there, the sort overwrites them.
+            let slots = &mut bytemuck::cast_slice_mut::<_, u16>(&mut *scratch)[..n];
+            let (ranked, sides) = both(|| x_slots(x, &mut table, slots), || y_sides(y, h, by));
+            let (YSides { hist, first }, ()) = (sides?, ranked?);
+            let [w0, w1] = bucket_writers(pairs, [[&first[0][0], &first[0][1]], [&first[1][0], &first[1][1]]]);
+            let (s0, s1) = slots.split_at(h);
+            both(
+                || scatter_slot_sides::<A, B>(s0, &y[..h], w0, by),
+                || scatter_slot_sides::<A, B>(s1, &y[h..], w1, by),
+            );
+            (counted(&hist[0]), hist)
+        };
+        table.finish(n);
+        let rank_of = |slot: <A::Key as RadixKey>::Join<B::Key>| table.ranks[slot.to_rank() as usize];
+        let (pl, ph) = pairs.split_at_mut(ly);
+        let (tl, th) = scratch.split_at_mut(ly);
+        let (low, high) = (live_passes(&[(&hist[0], ly)], 1), live_passes(&[(&hist[1], n - ly)], 1));
+        let ((sxy0, syy0), (sxy1, syy1)) = both(
+            || y_runs_from(radix_passes(pl, tl, &hist[0], &low, |q| q[1]).0, 0, n, rank_of),
+            || y_runs_from(radix_passes(ph, th, &hist[1], &high, |q| q[1]).0, ly, n, rank_of),
+        );
+        Some(Ranked::Sums { sums: RankSums { sxy: sxy0 + sxy1, sxx: table.sum_sq, syy: syy0 + syy1 }, n_pairs: n })
+    })
+}
+
 /// Values sampled (at an even stride) to tell a continuous side from one with few distinct values.
 const PROBE: usize = 256;
 /// A probe with at least this many distinct values comes from a side with many more distinct
@@ -988,17 +1090,28 @@ fn looks_continuous<T: RankSample>(v: &[T]) -> bool {
     keys.len() >= PROBE_CONTINUOUS
 }
 
+/// [`table_rank_sums`], on two threads from [`PARALLEL_MIN`] pairs when `threads` allows and no pair holds NaN.
+fn tabled_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool, threads: usize) -> Option<Ranked> {
+    if x.len() >= PARALLEL_MIN
+        && threads >= 2
+        && let Some(ranked) = parallel_table_rank_sums(x, y)
+    {
+        return Some(ranked);
+    }
+    table_rank_sums(x, y, omit)
+}
+
 /// Rank sums of the pairs of `x` and `y`, ranking a low-cardinality side by table.
 fn paired_rank_sums<A: RankSample, B: RankSample>(x: &[A], y: &[B], omit: bool, threads: usize) -> Ranked {
     if x.len() >= RADIX_MIN_LEN {
         if !looks_continuous(x)
-            && let Some(ranked) = table_rank_sums(x, y, omit)
+            && let Some(ranked) = tabled_rank_sums(x, y, omit, threads)
         {
             return ranked;
         }
         // Rho is symmetric: rank y by table and sort x.
         if !looks_continuous(y)
-            && let Some(ranked) = table_rank_sums(y, x, omit)
+            && let Some(ranked) = tabled_rank_sums(y, x, omit, threads)
         {
             return match ranked {
                 Ranked::Sums { sums, n_pairs } => {
@@ -1047,8 +1160,9 @@ pub fn spearman<A: RankSample, B: RankSample>(x: &[A], y: &[B], nan_policy: NanP
 }
 
 /// [`spearman`] on at most `threads` threads (0: two when the machine has them, else one). From
-/// [`PARALLEL_MIN`] pairs without NaN and with many distinct values on both sides, two threads sort and
-/// rank half each ([`parallel_rank_sums`]); the result is the same to the bit.
+/// [`PARALLEL_MIN`] pairs without NaN, two threads sort and rank half each: with many distinct values on both
+/// sides ([`parallel_rank_sums`]), or with few on one side, which one thread ranks by table while the other
+/// counts the other side ([`parallel_table_rank_sums`]); the result is the same to the bit.
 ///
 /// # Errors
 /// As [`spearman`].
@@ -1855,6 +1969,12 @@ mod tests {
         let two = spearman_threads(&x, &y, NanPolicy::Propagate, 2).unwrap();
         assert_eq!(one.rho.to_bits(), two.rho.to_bits());
         assert_eq!(Some(packed_rank_sums(&x, &y)), parallel_rank_sums(&x, &y));
+        // a side of 101 rounded rewards is ranked by table, on two threads as on one; continuous data is no table's
+        let rewards: Vec<f32> = x.iter().map(|&v| (v * 100.0).round() / 100.0).collect();
+        let one = spearman_threads(&rewards, &y, NanPolicy::Propagate, 1).unwrap();
+        let two = spearman_threads(&rewards, &y, NanPolicy::Propagate, 2).unwrap();
+        assert_eq!(one.rho.to_bits(), two.rho.to_bits());
+        assert!(parallel_table_rank_sums(&x, &y).is_none());
     }
 
     proptest! {
@@ -1898,6 +2018,44 @@ mod tests {
             let mut with_nan = yf.clone();
             with_nan[n - 1] = f32::NAN;
             prop_assert_eq!(parallel_rank_sums(&xf, &with_nan), None);
+        }
+
+        #[test]
+        fn two_threads_on_a_tabled_side_equal_the_packed_path(
+            seed in any::<u64>(),
+            n in 1usize..3 * RADIX_MIN_LEN,
+            x_levels in 1u32..300,
+            y_continuous in any::<bool>(),
+            by_y in any::<bool>(),
+        ) {
+            // x with few distinct values against y continuous or tied, in random order or sorted by y (each half of
+            // the positions then holds one y side); every pairing of widths
+            let (x, mut y) = draws(seed, n, x_levels);
+            if y_continuous {
+                y = draws(seed ^ 0x5555, n, 0).1;
+            }
+            let (x, y) = if by_y {
+                let mut pairs: Vec<(f64, f64)> = x.into_iter().zip(y).collect();
+                pairs.sort_by(|a, b| a.1.total_cmp(&b.1));
+                pairs.into_iter().unzip()
+            } else {
+                (x, y)
+            };
+            let (xf, yf): (Vec<f32>, Vec<f32>) = (x.iter().map(|&v| v as f32).collect(), y.iter().map(|&v| v as f32).collect());
+            let sums = |r: Option<Ranked>| match r {
+                Some(Ranked::Sums { sums, n_pairs }) => Some((sums, n_pairs)),
+                _ => None,
+            };
+            prop_assert_eq!(sums(parallel_table_rank_sums(&x, &y)), Some((packed_rank_sums(&x, &y), n)));
+            prop_assert_eq!(sums(parallel_table_rank_sums(&xf, &yf)), Some((packed_rank_sums(&xf, &yf), n)));
+            prop_assert_eq!(sums(parallel_table_rank_sums(&xf, &y)), Some((packed_rank_sums(&xf, &y), n)));
+            prop_assert_eq!(sums(parallel_table_rank_sums(&x, &yf)), Some((packed_rank_sums(&x, &yf), n)));
+            let mut with_nan = yf.clone();
+            with_nan[n - 1] = f32::NAN;
+            prop_assert!(parallel_table_rank_sums(&xf, &with_nan).is_none());
+            with_nan[n - 1] = yf[n - 1];
+            with_nan[0] = f32::NAN;
+            prop_assert!(parallel_table_rank_sums(&with_nan, &yf).is_none());
         }
 
         #[test]
