@@ -433,6 +433,20 @@ fn prefix_of(key: impl RadixKey, bits: u32) -> usize {
     (key.to_u64() >> (bits - SPLIT_BITS)) as usize
 }
 
+/// The side of a key `bits` wide: 0 below the split prefix `split`, else 1, times [`RADIX`] (a side's first counter).
+#[inline]
+fn side_of(key: impl RadixKey, bits: u32, split: usize) -> usize {
+    usize::from(prefix_of(key, bits) >= split) * RADIX
+}
+
+/// Write `item` to the next place of the bucket of (the side of `key`, its first digit) in `out`
+/// ([`bucket_writers`]).
+#[inline]
+fn put<T>(out: &mut [std::slice::IterMut<'_, T>], key: impl RadixKey, (bits, split): (u32, usize), item: T) {
+    let bucket = &mut out[side_of(key, bits, split) + key.digit(0)];
+    *bucket.next().expect("a bucket holds what was counted for it") = item;
+}
+
 /// The bit width of a sample type's key.
 const fn key_bits<T: RankSample>() -> u32 {
     T::Key::PASSES as u32 * DIGIT_BITS
@@ -495,8 +509,7 @@ fn half_counts<A: RankSample, B: RankSample>(x: &[A], y: &[B], (bx, by): (usize,
     for (&a, &b) in x.iter().zip(y) {
         nan |= a.is_nan() | b.is_nan();
         let (xk, yk) = (a.rank_key(), b.rank_key());
-        let sx = usize::from(prefix_of(xk, key_bits::<A>()) >= bx) * RADIX;
-        let sy = usize::from(prefix_of(yk, key_bits::<B>()) >= by) * RADIX;
+        let (sx, sy) = (side_of(xk, key_bits::<A>(), bx), side_of(yk, key_bits::<B>(), by));
         for (pass, h) in cx[..px].iter_mut().enumerate() {
             h[sx + xk.digit(pass)] += 1;
         }
@@ -549,8 +562,7 @@ fn scatter_sides<A: RankSample, B: RankSample>(
 ) {
     for (&a, &b) in x.iter().zip(y) {
         let xk = a.rank_key();
-        let bucket = &mut out[usize::from(prefix_of(xk, key_bits::<A>()) >= bx) * RADIX + xk.digit(0)];
-        *bucket.next().expect("a bucket holds what was counted for it") = pair(xk, b.rank_key());
+        put(&mut out, xk, (key_bits::<A>(), bx), pair(xk, b.rank_key()));
     }
 }
 
@@ -574,9 +586,7 @@ fn rank_x_sides<W: RadixKey>(
         let d = (2 * at + start + end) as i64 - n as i64;
         let rank = W::from_rank(d);
         for p in &sorted[start..end] {
-            let y = p[1];
-            let bucket = &mut out[usize::from(prefix_of(y, y_bits) >= by) * RADIX + y.digit(0)];
-            *bucket.next().expect("a bucket holds what was counted for it") = [rank, y];
+            put(&mut out, p[1], (y_bits, by), [rank, p[1]]);
         }
         sxx += (end - start) as i128 * i128::from(d * d);
         start = end;
@@ -989,7 +999,7 @@ fn y_sides<B: RankSample>(y: &[B], h: usize, by: usize) -> Option<YSides> {
         for &b in part {
             nan |= b.is_nan();
             let yk = b.rank_key();
-            let side = usize::from(prefix_of(yk, key_bits::<B>()) >= by) * RADIX;
+            let side = side_of(yk, key_bits::<B>(), by);
             for (pass, c) in counts[..passes].iter_mut().enumerate() {
                 c[side + yk.digit(pass)] += 1;
             }
@@ -1030,8 +1040,7 @@ fn scatter_slot_sides<A: RankSample, B: RankSample>(
 ) {
     for (&s, &b) in slots.iter().zip(y) {
         let yk = b.rank_key();
-        let bucket = &mut out[usize::from(prefix_of(yk, key_bits::<B>()) >= by) * RADIX + yk.digit(0)];
-        *bucket.next().expect("a bucket holds what was counted for it") = pair(A::Key::from_rank(i64::from(s)), yk);
+        put(&mut out, yk, (key_bits::<B>(), by), pair(A::Key::from_rank(i64::from(s)), yk));
     }
 }
 
