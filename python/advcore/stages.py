@@ -5,7 +5,8 @@ loss. Per stage, the quantity that carries the signal in a per-step log, early a
 medians of the detectors' windows, first and last 20 % of the logged points; a share's means):
 
 * **R** — the rewards' contrast *within* groups, which is what a group baseline can use:
-  ``1 - zero_variance_group_frac`` (share of groups with any spread) when logged, else
+  ``1 - zero_variance_group_frac`` (share of groups with any spread) when logged, else an accuracy
+  filter's kept share ``filter/kept_frac`` (the sampled groups neither all failed nor all succeeded), else
   ``reward_std_within``, else ``reward_std`` (reward units);
 * **A** — ``vf_explained_var`` (how much of the return the value baseline explains), PPO only;
 * **T** — ``adv_std``, else the verl range ``adv_max - adv_min`` (proxies built from rewards are
@@ -23,6 +24,7 @@ import statistics
 from dataclasses import dataclass
 
 from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric, reward_spread
+from advcore.detectors.filter_starvation import KEPT
 from advcore.model import Run
 
 __all__ = ["METRIC_STAGES", "StageLevel", "contrast_logged", "had_contrast", "stage_last", "stage_of", "stage_signal"]
@@ -82,6 +84,7 @@ def _percent(share: float) -> str:
 #: How a stage's metric reads in a sentence, and whether it is a share shown in percent.
 _LABELS = {
     "1 - zero_variance_group_frac": ("groups with reward spread", True),
+    KEPT: ("groups with mixed outcomes (kept by the accuracy filter)", True),
     "reward_std_within": ("reward std within groups", False),
     "reward_std": ("reward std", False),
     "reward_max - reward_min": ("reward range (max - min)", False),
@@ -102,7 +105,7 @@ def _candidates(run: Run) -> list[tuple[str, Series | None]]:
     if adv is not None and adv.name in REWARD_PROXIES:
         adv = None
     return [
-        ("R", _first(contrast, metric(run, "reward_std_within"), reward_spread(run))),
+        ("R", _first(contrast, metric(run, KEPT), metric(run, "reward_std_within"), reward_spread(run))),
         ("A", metric(run, "vf_explained_var")),
         ("T", adv),
         ("U", _first(metric(run, "grad_norm"), metric(run, "kl"), metric(run, "entropy"))),
@@ -156,6 +159,6 @@ def had_contrast(level: StageLevel, *, floor: float = 1e-6) -> bool:
     one half, or a reward spread above ``floor``)."""
     if not math.isfinite(level.late):
         return False
-    if level.metric == "1 - zero_variance_group_frac":
+    if level.metric in ("1 - zero_variance_group_frac", KEPT):
         return level.late >= 0.5
     return level.late > floor

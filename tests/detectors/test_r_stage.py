@@ -818,3 +818,13 @@ def test_a_floor_with_excursions_is_not_told_as_constant() -> None:
     flat = [-0.2 - 0.01 * (i % 3) for i in range(50)]
     g = one(make_run({"reward_mean": [5.0 + 0.1 * (i % 7) for i in range(50)] + flat}), "REWARD_FLOOR")
     assert isinstance(g, Finding) and g.message.startswith("The reward sits constant at its floor")
+
+
+def test_every_missing_metric_is_listed_with_and() -> None:
+    # COMPONENT_COLLAPSE lacks both the total and a second component: both are needed, so the line says "and"
+    # (a comma read as a choice among them)
+    from advcore.report.render import not_evaluable_lines
+
+    out = one(make_run({"grad_norm": [1.0] * 30}), "COMPONENT_COLLAPSE")
+    assert isinstance(out, NotEvaluable) and len(out.needs) == 2
+    assert not_evaluable_lines([out]) == [f"COMPONENT_COLLAPSE: needs {out.needs[0]} and {out.needs[1]}"]

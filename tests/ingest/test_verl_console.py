@@ -5,7 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from advcore.detectors import run_detectors
+from advcore.detectors._windows import window_len
+from advcore.detectors.filter_starvation import accounting
 from advcore.ingest import detect, load
+from advcore.stages import stage_signal
 from advcore.ingest.formats import verl_console
 
 from tests._real import corpus, real
@@ -175,3 +179,28 @@ def test_a_text_file_without_step_lines_is_still_not_a_verl_console(tmp_path: Pa
     p = tmp_path / "notes.log"
     p.write_text("a diary of a training run\n" * 5000 + "reward went up\n")
     assert detect(p) is not verl_console.FORMAT
+
+
+def test_real_gui_cursor_filter_trend_and_the_reward_stage() -> None:
+    """gui-cursor-verl-grpo: the share of the sampled groups that succeeded in every rollout is verl's
+    too_good_sample_ratio (1 % at step 1, 39 % at step 9); the filter line gives its early and late window
+    means, and the R stage reads the kept share, the groups with mixed outcomes, since the log has no tied
+    share; ALWAYS_FILTERED then lacks only per-task success."""
+    path = real("gui-cursor-verl-grpo/verl_demo.log")
+    text = path.read_text()
+    good = [float(v) for v in re.findall(r"rollout/too_good_sample_ratio:([\d.e-]+)", text)]
+    bad = [float(v) for v in re.findall(r"rollout/too_bad_sample_ratio:([\d.e-]+)", text)]
+    assert len(good) == len(bad) == 10
+    run = load(path)
+    w = window_len(10)
+    acc = accounting(run)
+    assert acc is not None and acc.all_success is not None and acc.all_fail is not None
+    assert acc.all_success == pytest.approx((sum(good[:w]) / w, sum(good[-w:]) / w))
+    assert acc.all_fail == pytest.approx((sum(bad[:w]) / w, sum(bad[-w:]) / w))
+    assert "groups that succeeded in every rollout" in acc.describe()
+    kept = [1 - g - b for g, b in zip(good, bad, strict=True)]
+    level = next(s for s in stage_signal(run) if s.stage == "R")
+    assert level.metric == "filter/kept_frac"
+    assert (level.early, level.late) == pytest.approx((sum(kept[:w]) / w, sum(kept[-w:]) / w))
+    needs = [n for n in run_detectors(run)[1] if n.id == "ALWAYS_FILTERED"]
+    assert len(needs) == 1 and len(needs[0].needs) == 1 and needs[0].needs[0].startswith("success per task")

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
+from advcore.detectors.filter_starvation import KEPT
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -42,7 +43,8 @@ WHAT_TO_TRY = (
 
 def _filtered(run: Run) -> bool:
     meta = run.metadata
-    return bool(meta.get("accuracy_lines") or meta.get("filter_lines")) or "accuracy_lower_bound" in meta
+    return (bool(meta.get("accuracy_lines") or meta.get("filter_lines")) or "accuracy_lower_bound" in meta
+            or run.has(KEPT))
 
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:

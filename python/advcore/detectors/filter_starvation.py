@@ -30,12 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._windows import metric, onset_index
+from advcore.detectors._windows import MIN_WINDOW, aligned, metric, onset_index, window_len
 from advcore.model import Run
 
-__all__ = ["SPEC", "FilterAccounting", "accounting", "detect"]
+__all__ = ["KEPT", "SPEC", "FilterAccounting", "accounting", "detect"]
 
 ID = "FILTER_STARVATION"
+#: The canonical key of the share of the sampled groups an accuracy filter kept.
 KEPT = "filter/kept_frac"
 
 WHAT_TO_TRY = (
@@ -153,6 +154,10 @@ class FilterAccounting:
     removed_all_fail: float | None = None
     removed_all_success: float | None = None
     pending: float | None = None
+    #: the shares of the sampled groups that succeeded (failed) in every rollout, means over the early and late
+    #: windows (first and last 20 % of the logged steps); None when the log does not split what was removed
+    all_success: tuple[float, float] | None = None
+    all_fail: tuple[float, float] | None = None
 
     def describe(self) -> str:
         """One line: ``kept 81% of the sampled groups per step (median of 20 steps; fewest 62% at step
@@ -169,6 +174,10 @@ class FilterAccounting:
         if self.removed is not None and self.sampled:
             text += (f"; removed {self.removed:.0f} of {self.sampled:.0f} groups ({self.removed_all_fail or 0:.0f} "
                      f"failed every rollout, {self.removed_all_success or 0:.0f} succeeded in every one)")
+        if self.all_success is not None and self.all_fail is not None:
+            (s0, s1), (f0, f1) = self.all_success, self.all_fail
+            text += (f"; groups that succeeded in every rollout {100 * s0:.0f}% of the sampled early -> {100 * s1:.0f}% "
+                     f"late, that failed in every one {100 * f0:.0f}% -> {100 * f1:.0f}%")
         if self.pending and self.pending > (self.batches_max or 1):  # more than a step draws: no step came of them
             text += f"; {self.pending:.0f} batches drawn after the last logged step"
         return text
@@ -191,12 +200,29 @@ def accounting(run: Run) -> FilterAccounting | None:
         return None if found is None else float(sum(found.values))
 
     tail: Any = run.metadata.get("filter_pending")
+    success, fail = _trend(run, "filter/removed_all_success"), _trend(run, "filter/removed_all_fail")
     return FilterAccounting(
         len(s.values), statistics.median(s.values), s.values[low], s.steps[low],
         statistics.median(batches.values) if batches else None, max(batches.values) if batches else None,
         total("filter/groups_sampled"), total("filter/groups_removed"), total("filter/removed_all_fail"),
         total("filter/removed_all_success"),
-        tail.get("filter/batches") if isinstance(tail, dict) else None)
+        tail.get("filter/batches") if isinstance(tail, dict) else None,
+        success if fail is not None else None, fail if success is not None else None)
+
+
+def _trend(run: Run, removed: str) -> tuple[float, float] | None:
+    """The share of the sampled groups that ``removed`` counts, per logged step, as its means over the early and
+    late windows; None without both counts or with too few steps for two windows."""
+    count = metric(run, removed) if run.has(removed) else None
+    sampled = metric(run, "filter/groups_sampled") if run.has("filter/groups_sampled") else None
+    if count is None or sampled is None:
+        return None
+    counts, sampled_counts, _ = aligned(count, sampled)
+    shares = [c / s for c, s in zip(counts, sampled_counts, strict=True) if s > 0]
+    if len(shares) < 2 * MIN_WINDOW:
+        return None
+    w = window_len(len(shares))
+    return statistics.fmean(shares[:w]), statistics.fmean(shares[-w:])
 
 
 CARD = Card(
