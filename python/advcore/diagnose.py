@@ -124,6 +124,9 @@ class Verdict:
             out["slices_not_evaluable"] = [u.to_json() for u in self.slices_not_evaluable]
         if self.filter is not None:
             out["filter"] = self.filter.to_json()
+        if self.signal:
+            out["signal"] = [{"stage": s.stage, "metric": s.metric, "early": _finite(s.early), "late": _finite(s.late)}
+                             for s in self.signal]
         if self.course is not None:
             c = self.course
             out["reward"] = {"early_median": _finite(c.early), "late_median": _finite(c.late), "noise": _finite(c.noise),
@@ -479,7 +482,7 @@ def _diagnose(
     ordered = _order(findings, run)
     # an info finding (an outcome such as a solved task) never leads a warning or an error
     ordered = [f for f in ordered if f.severity != "info"] + [f for f in ordered if f.severity == "info"]
-    not_checked = tuple(f"{n.id}: needs {', '.join(n.needs)}" for n in not_evaluable)
+    not_checked = tuple(f"{n.id}: needs {' and '.join(n.needs)}" for n in not_evaluable)
     course = reward_course(run)
     if ordered and all(f.severity == "info" for f in ordered) and run.steps >= MIN_STEPS:
         notes = "; ".join(f.message.rstrip(".") for f in ordered)

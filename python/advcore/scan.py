@@ -88,6 +88,8 @@ class RunReport:
     findings: tuple[Finding, ...]
     not_evaluable: tuple[NotEvaluable, ...]
     verdict: Verdict
+    #: the detectors that had their metrics and judged the run (fired or not)
+    checked: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The run as SPEC section 9 spells it."""
@@ -103,12 +105,13 @@ class RunReport:
             "verdict": self.verdict.to_json(),
             "errors": [str(e) for e in self.run.errors],
             "not_read": self.run.unread,
+            "checked": list(self.checked),
             **({"judged_apart": list(apart)} if (apart := self.run.metadata.get(JUDGED_APART)) else {}),
         }
 
 
 #: Version of the ``--format json`` document; described by ``advcore/schema/scan.schema.json``.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def document(reports: Sequence[RunReport]) -> dict[str, Any]:
@@ -221,9 +224,11 @@ def judge(run: Run, options: ScanOptions) -> RunReport:
     ran = tuple(i for i in REGISTRY if (not options.only or i in options.only) and i not in options.skip)
     findings: list[Finding] = []
     missing: list[NotEvaluable] = []
+    checked: tuple[str, ...] = ()
     try:
         if not (run.errors and run.steps == 0):
             findings, missing = run_detectors(run, only=options.only, skip=options.skip, settings=options.settings)
+            checked = tuple(i for i in ran if i not in {n.id for n in missing})
         verdict = diagnose(run, findings, missing, len(ran), judged=ran)
     except AdvcoreError:
         raise  # a usage error (an unknown detector ID, a bad knob) concerns every file
@@ -231,9 +236,9 @@ def judge(run: Run, options: ScanOptions) -> RunReport:
         failure = IngestError(run.path, f"advcore failed while judging this run ({described(e)}); the other files "
                                         "are not affected - please report it")
         run = replace(run, errors=(*run.errors, failure))
-        findings, missing = [], []
+        findings, missing, checked = [], [], ()
         verdict = diagnose(run, findings, missing, len(ran), judged=ran)
-    return RunReport(run, tuple(verdict.findings), tuple(missing), verdict)
+    return RunReport(run, tuple(verdict.findings), tuple(missing), verdict, checked)
 
 
 def _load_one(args: tuple[Path, ScanOptions]) -> list[Run]:

@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 import advcore
+from advcore.detectors import REGISTRY
 
 from advcore.cli import main
 from advcore.demo import DEMO_RUN, collapsed_run_log
@@ -40,6 +41,16 @@ def test_document_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert verdict["status"] == "lost" and verdict["headline"] == run["findings"][0]["id"]
     assert verdict["onset_step"] == run["findings"][0]["onset_step"]
     assert all(f["what_to_try"] for f in run["findings"])
+    # every detector either judged the run or says what it lacked; each finding's detector judged it
+    missing = {n["id"] for n in run["not_evaluable"]}
+    assert set(run["checked"]).isdisjoint(missing) and len(run["checked"]) + len(missing) == len(REGISTRY)
+    assert {f["id"] for f in run["findings"]} <= set(run["checked"])
+    # the signal by stage, as the human report's line ("R groups with reward spread 94% -> 0%  |  U grad_norm
+    # 0.499 -> 0.02"): the tied share and the gradient norm, early and late
+    r_stage, u_stage = verdict["signal"]
+    assert (r_stage["stage"], r_stage["metric"], u_stage["stage"], u_stage["metric"]) == (
+        "R", "1 - zero_variance_group_frac", "U", "grad_norm")
+    assert round(100 * r_stage["early"]) == 94 and round(100 * r_stage["late"]) == 0
 
 
 def test_json_lists_every_column_it_did_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
