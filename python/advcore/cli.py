@@ -375,9 +375,10 @@ def trace(path: Path, at_step: int | None, fmt: str, out: Path | None, rollout_n
 
 @cli.command()
 @click.argument("detector_id", required=False)
-def explain(detector_id: str | None) -> None:
-    """Print the card of a detector (what it means, how it decides, what to try); without an ID,
-    list the detectors."""
+@click.option("--full", is_flag=True, help="Also how the detector decides and its knobs (with their calibration runs).")
+def explain(detector_id: str | None, full: bool) -> None:
+    """Print the card of a detector (what it means, what it looks like, what to try; --full: how it
+    decides and its knobs); without an ID, list the detectors."""
     from advcore.detectors import REGISTRY
     from advcore.detectors.cards import render_card
 
@@ -394,7 +395,7 @@ def explain(detector_id: str | None) -> None:
         near = difflib.get_close_matches(detector_id.upper(), list(REGISTRY), n=1)
         hint = f"did you mean {near[0]}? " if near else ""
         raise click.UsageError(f"unknown detector {detector_id!r} ({hint}known: {', '.join(REGISTRY)})")
-    card = render_card(spec)
+    card = render_card(spec, full=full)
     if not sys.stdout.isatty():  # piped or redirected: the card's markdown as written (docs/detectors/)
         click.echo(card, nl=False)
         return

@@ -77,10 +77,15 @@ def test_findings_on_fixtures_carry_the_card_lists() -> None:
 
 
 def test_explain_prints_the_rendered_card() -> None:
+    # by default the card a user reading a finding needs; --full as docs/detectors/ has it
     result = CliRunner().invoke(cli, ["explain", "adv_collapse"])
     assert result.exit_code == 0, result.output
-    assert result.output == render_card(REGISTRY["ADV_COLLAPSE"])
+    assert result.output == render_card(REGISTRY["ADV_COLLAPSE"], full=False)
     assert "## What to try" in result.output and "<!--" not in result.output
+    assert "## Knobs" not in result.output and "--full" in result.output
+    full = CliRunner().invoke(cli, ["explain", "adv_collapse", "--full"])
+    assert full.exit_code == 0 and full.output == render_card(REGISTRY["ADV_COLLAPSE"])
+    assert "## How the detector decides" in full.output and "## Knobs" in full.output
 
 
 def test_the_listing_says_its_severity_is_each_detectors_highest() -> None:

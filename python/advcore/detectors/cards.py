@@ -51,8 +51,10 @@ def _bullets(items: tuple[str, ...]) -> str:
     )
 
 
-def render_card(spec: DetectorSpec) -> str:
-    """The Markdown card of ``spec``: its prose from ``spec.card``, the rest from the spec itself.
+def render_card(spec: DetectorSpec, *, full: bool = True) -> str:
+    """The Markdown card of ``spec``: its prose from ``spec.card``, the rest from the spec itself; without
+    ``full``, what a user reading a finding needs (what is happening, how it looks, what to try, related
+    detectors), not how it decides nor its knobs and their calibration runs.
 
     Raises
     ------
@@ -79,16 +81,19 @@ def render_card(spec: DetectorSpec) -> str:
         tries += ("\n\nOn a control or game task (an environment's episodes: SB3, rl_games, CleanRL, Spinning Up, "
                   "PyMARL ..., or a log whose reward is an episode return), these instead:\n"
                   f"{_bullets(spec.what_to_try_control)}")
+    rule = [f"## How the detector decides\n\n{card.decides}", "## Knobs\n\n" + "\n\n".join(knobs)]
     parts = [
         f"# {spec.id} — {card.tagline}",
         f"Severity: {spec.severity} · Stage: {spec.stage} · Key metrics: {metrics}",
         f"## What is happening\n\n{card.happening}",
         f"## What it looks like in the recording\n\n{card.looks_like}",
-        f"## How the detector decides\n\n{card.decides}",
-        "## Knobs\n\n" + "\n\n".join(knobs),
+        *(rule if full else []),
         f"## What to try\n\n{tries}",
         f"## Related detectors\n\n{card.related}",
     ]
+    if not full:
+        parts.append(f"`advcore explain {spec.id} --full` adds how the detector decides and its knobs, each with the "
+                     "runs it was calibrated on.")
     return "\n\n".join(parts) + "\n"
 
 
