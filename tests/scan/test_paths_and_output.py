@@ -279,4 +279,4 @@ def test_a_run_whose_step_counter_restarts_says_how_many_phases(tmp_path: Path,
                          for _ in range(3) for s in range(1, 21)))
     main(["scan", str(p)])
     out = " ".join(capsys.readouterr().out.split())
-    assert "60 logged steps in 3 phases" in out and "(first -> last 20 % of steps: medians, a share of groups as its mean, over every phase)" in " ".join(out.split())
+    assert "60 logged steps in 3 phases" in out and "(first fifth of the steps -> last fifth; medians, or means for shares of groups, over every phase)" in " ".join(out.split())

@@ -169,7 +169,7 @@ def _span(run: Run) -> str:
     """What the signal-by-stage line compares: the run's early and late windows, over every phase when
     the step counter restarts (the findings are judged phase by phase)."""
     # medians of windows, not two single steps (a newcomer set it against the demo's step-29 -> step-80 table)
-    span = "first -> last 20 % of steps: medians, a share of groups as its mean"
+    span = "first fifth of the steps -> last fifth; medians, or means for shares of groups"
     return f"{span}, over every phase" if "phase" in run.frame.columns else span
 
 
