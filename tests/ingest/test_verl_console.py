@@ -204,3 +204,24 @@ def test_real_gui_cursor_filter_trend_and_the_reward_stage() -> None:
     assert (level.early, level.late) == pytest.approx((sum(kept[:w]) / w, sum(kept[-w:]) / w))
     needs = [n for n in run_detectors(run)[1] if n.id == "ALWAYS_FILTERED"]
     assert len(needs) == 1 and len(needs[0].needs) == 1 and needs[0].needs[0].startswith("success per task")
+
+
+def test_real_gui_cursor_returns_that_repeat_the_advantages_are_not_read() -> None:
+    """gui-cursor-verl-grpo: verl's GRPO fills the returns with the advantages (no critic), so
+    critic/returns/mean equals critic/advantages/mean on all 10 steps: not a credit-assignment signal."""
+    text = real("gui-cursor-verl-grpo/verl_demo.log").read_text()
+    returns = re.findall(r"critic/returns/mean:([-\d.e]+)", text)
+    advantages = re.findall(r"critic/advantages/mean:([-\d.e]+)", text)
+    assert len(returns) == 10 and returns == advantages
+    run = load(real("gui-cursor-verl-grpo/verl_demo.log"))
+    assert "return_mean" not in run.frame.columns and "critic/returns/mean" in run.unread["placeholder"]
+    assert run.metadata["copied_returns"] == {"return_mean": "adv_mean"}
+
+
+def test_returns_of_a_critic_are_read(tmp_path: Path) -> None:
+    # verl PPO with a critic (GAE): the returns differ from the advantages and stay the A stage's
+    p = tmp_path / "run.log"
+    p.write_text("".join(f"step:{s} - critic/score/mean:{0.1 * s} - critic/advantages/mean:{0.01 * s} - "
+                         f"critic/returns/mean:{0.5 + 0.1 * s}\n" for s in range(1, 8)))
+    run = load(p)
+    assert run.frame["return_mean"].to_list() == pytest.approx([0.5 + 0.1 * s for s in range(1, 8)])

@@ -65,6 +65,23 @@ NEVER_ZERO = ("entropy", "value_loss")
 MIN_PLACEHOLDER_STRETCHES = 3
 
 
+#: Return columns that an estimator without a critic fills with its advantages: verl's GRPO and RLOO return
+#: ``(advantages, advantages)`` (verl/trainer/ppo/core_algos.py, compute_grpo_outcome_advantage), so
+#: ``critic/returns/mean`` repeats ``critic/advantages/mean`` at every step.
+_COPIED_RETURNS = {"return_mean": "adv_mean", "return_std": "adv_std"}
+
+
+def _without_copied_returns(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """The frame without the return columns equal to their advantage column wherever either is logged (a
+    return a critic-free estimator filled with the advantages: no credit-assignment stage to show), and their
+    names."""
+    copies = [r for r, a in _COPIED_RETURNS.items() if r in frame.columns and a in frame.columns
+              and frame[r].null_count() < frame.height
+              and bool(frame.select((pl.col(r).is_null() == pl.col(a).is_null())
+                                    & ((pl.col(r) == pl.col(a)) | pl.col(r).is_null())).to_series().all())]
+    return frame.drop(copies), copies
+
+
 def _without_update_placeholders(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """The frame with the update metrics of placeholder rows set to null, and how many rows those are.
     A row is a placeholder when every update metric logged (at least two, one of them in
@@ -243,6 +260,11 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
     frame, placeholders = _without_update_placeholders(frame)
     if placeholders:
         notes["update_placeholder_rows"] = placeholders
+    frame, copies = _without_copied_returns(frame)
+    if copies:
+        # the trainer's fill-in for returns it does not compute: listed among the placeholders, not read
+        notes["placeholder"] = [*raw.metadata.get("placeholder", ()), *(sources.pop(c) for c in copies)]
+        notes["copied_returns"] = {c: _COPIED_RETURNS[c] for c in copies}
     if nonfinite:
         notes["nonfinite_unmapped"] = nonfinite
     if guessed is not None:

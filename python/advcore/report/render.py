@@ -219,7 +219,7 @@ def unread_text(run: Run) -> str:
     unread = run.unread
     out = []
     for key, why in (("unmapped", "no alias names them: --metric-map maps a key"), ("non_numeric", "text"),
-                     ("placeholder", "a placeholder on every row: the trainer did not log it")):
+                     ("placeholder", "a placeholder on every row: the trainer's fill-in, not a measurement")):
         if names := unread[key]:
             more = len(names) > _UNREAD_SHOWN
             listed = ", ".join(names[:_UNREAD_SHOWN]) + (f" and {len(names) - _UNREAD_SHOWN} more" if more else "")
