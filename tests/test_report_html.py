@@ -242,3 +242,21 @@ def test_a_section_says_what_the_terminal_says_of_its_inputs(tmp_path: Path) -> 
     assert all(t.replace("'", "&#x27;") in text for t in report.verdict.what_to_try)
     assert "Not evaluable (a missing metric is never a pass)" in text
     assert "REWARD_FLOOR: needs reward_mean" in text
+
+
+def test_the_reward_figure_draws_the_components_that_moved_most() -> None:
+    # eight components, seven flat with noise; the one that doubled is last by name and is drawn
+    import polars as pl
+
+    from advcore.report.html import MAX_COMPONENTS, _plots_of, _reward_components
+
+    rng = np.random.default_rng(3)
+    n = 50
+    columns: dict[str, list[float]] = {"step": [float(s) for s in range(n)], "reward_mean": [0.5] * n}
+    for k in range(7):
+        columns[f"reward/a{k}"] = list(0.5 + rng.normal(0.0, 0.05, n))
+    columns["reward/success"] = list(np.linspace(0.3, 0.6, n))
+    frame = pl.DataFrame(columns)
+    drawn, total = _reward_components(frame)
+    assert total == 8 and len(drawn) == MAX_COMPONENTS and "reward/success" in drawn
+    assert [p[0] for p in _plots_of(frame, "R", ("reward_mean",))] == ["reward_mean", *drawn]

@@ -46,7 +46,7 @@ __all__ = ["PANELS", "render_comparison_html", "render_html"]
 #: the ones it holds; the reward components ``reward/<name>`` join R).
 PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("R", "reward", ("reward_mean", "success_rate", "reward_std", "reward_std_within", "zero_variance_group_frac",
-                     "truncated_frac", "response_length_mean")),
+                     "filter/kept_frac", "truncated_frac", "response_length_mean")),
     ("A", "baseline", ("vf_explained_var", "value_loss", "value_mean", "return_mean")),
     ("T", "advantages", ("adv_std", "adv_max", "adv_min", "adv_zero_frac", "spearman_adv_reward",
                          "spearman_adv_reward_within", "adv_recompute_err")),
@@ -196,19 +196,38 @@ def _thin(steps: list[float], values: list[float]) -> tuple[list[float], list[fl
 Plot = tuple[str, list[float], list[float], "list[tuple[float, ...]] | None", "tuple[list[float], list[float]] | None"]
 
 
+def _moved(frame: pl.DataFrame, name: str) -> float:
+    """How far ``name`` moved over the run: its last fifth's mean against its first fifth's, over its range."""
+    values = frame[name].drop_nulls().cast(pl.Float64)
+    values = values.filter(values.is_finite())
+    if values.len() < 2:
+        return 0.0
+    k = max(1, values.len() // 5)
+    span = float(values.max()) - float(values.min())  # type: ignore[arg-type]
+    return abs(float(values.tail(k).mean()) - float(values.head(k).mean())) / span if span > 0 else 0.0  # type: ignore[arg-type]
+
+
+def _reward_components(frame: pl.DataFrame) -> tuple[list[str], int]:
+    """The reward components (``reward/<name>``) a figure draws, at most :data:`MAX_COMPONENTS`: those that
+    moved most over the run (a newcomer missed a success component that doubled, drawn after six that did not),
+    in name order; and how many the run has."""
+    names = [c for c in frame.columns if c.startswith("reward/") and frame[c].null_count() < frame.height]
+    drawn = sorted(names, key=lambda c: -_moved(frame, c))[:MAX_COMPONENTS]
+    return sorted(drawn), len(names)
+
+
 def _plots_of(frame: pl.DataFrame, stage: str, names: tuple[str, ...]) -> list[Plot]:
-    """The plots of ``names`` that ``frame`` holds points of, and for R its reward components."""
+    """The plots of ``names`` that ``frame`` holds points of, and for R its reward components
+    (:func:`_reward_components`)."""
     if stage == "R":
-        names = (*names, *sorted(c for c in frame.columns if c.startswith("reward/")))
+        names = (*names, *_reward_components(frame)[0])
     plots: list[Plot] = []
-    components = 0
     for name in names:
-        if name not in frame.columns or (name.startswith("reward/") and components >= MAX_COMPONENTS):
+        if name not in frame.columns:
             continue
         steps, values = _series(frame, name)
         if steps:
             plots.append((name, steps, values, None, _level(frame, name)))
-            components += name.startswith("reward/")
     return plots
 
 
@@ -422,7 +441,11 @@ def _run_figures(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> l
                       if f.stage == stage and isinstance(f.evidence.get(THRESHOLD), (int, float))
                       and "proxy" not in f.evidence and math.isfinite(f.evidence[THRESHOLD])]
         fig = _figure(plt, panels, markers, shade, thresholds)
-        figures.append(_save_figure(plt, fig, f"{stage} {title}", len(panels), len(markers), png_dir, f"{i}-{stage}"))
+        drawn, components = _reward_components(frame) if stage == "R" else ([], 0)
+        left_out = (f" ({len(drawn)} of its {components} reward components drawn: those that moved most)"
+                    if components > len(drawn) else "")
+        figures.append(_save_figure(plt, fig, f"{stage} {title}{left_out}", len(panels), len(markers), png_dir,
+                                    f"{i}-{stage}"))
     trace_panels = _trace_panels(report)
     if trace_panels:
         fig = _figure(plt, trace_panels, [], shade)
