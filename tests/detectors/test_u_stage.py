@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from advcore.detectors import Finding, NotEvaluable, run_detectors
+from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import diagnose
 from advcore.ingest import Run, load
 from advcore.detectors._reward import reward_course
@@ -152,6 +152,7 @@ def test_nonfinite_is_info_for_a_quantity_outside_the_update_that_recovers(tmp_p
     p.write_text(json.dumps({"log_history": rows}))
     f = fired(load(p))["NONFINITE"]
     assert f.severity == "info" and f.onset_step == 3 and f.evidence["nonfinite_counts"] == {"metrics/mae": 4}
+    assert f.what_to_try == dict(REGISTRY["NONFINITE"].what_to_try_cases)["A quantity outside the update, finite again after"]
     # the same pattern in a key of the update (a loss the loop skips when NaN) is a fault
     for r in rows:
         r["policy/actor_loss"] = r.pop("metrics/mae")

@@ -64,6 +64,14 @@ WHAT_TO_TRY = (
 )
 
 
+#: For a quantity outside the update that the loop could not compute on some steps (the info finding).
+NOT_COMPUTED_TRIES = (
+    "Nothing in the update blew up: log an undefined value (a mean error of answers that did not parse) as "
+    "missing, and count those cases as a metric of their own, so that a real NaN stays visible.",
+)
+#: The cases of a finding's remedies, as the card lists them.
+TRIES_CASES = (("A NaN or inf that spreads, or in the update", WHAT_TO_TRY),
+               ("A quantity outside the update, finite again after", NOT_COMPUTED_TRIES))
 _NEEDS = ("any metric another detector reads",)
 
 #: Metrics a trainer sets to NaN by design when they are undefined, not because a number blew up:
@@ -155,7 +163,7 @@ def detect(run: Run, knobs: Mapping[str, float | int], read_elsewhere: frozenset
             ID, "info", "any", onset["step"], {**evidence, "recovers": True},
             f"{metric} is {_text(value)} at step {onset['step']} ({counts}), with finite values between and every "
             "metric advcore reads finite: a quantity the loop could not compute on those steps, not a blow-up.",
-            WHAT_TO_TRY,
+            NOT_COMPUTED_TRIES,
         )
     return Finding(
         ID, "error", "any", onset["step"], evidence,
@@ -239,7 +247,7 @@ def spec(read_elsewhere: frozenset[str]) -> DetectorSpec:
         key_metrics=("grad_norm", "kl", "entropy", "reward_mean", "adv_std"),
         fn=partial(detect, read_elsewhere=read_elsewhere),
         knobs=(),
-        what_to_try=WHAT_TO_TRY,
+        what_to_try_cases=TRIES_CASES,
         what_to_try_control=CONTROL_TRIES,
         card=CARD,
     )
