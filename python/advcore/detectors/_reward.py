@@ -86,9 +86,9 @@ def episodic_reward(run: Run) -> str | None:
 
 
 #: Trainers of control and game tasks (an environment's episodes), as the readers name them.
-CONTROL_TRAINERS = frozenset({"sb3", "sb3_monitor", "sb3_console", "sb3_callback", "sb3_eval", "rl_games", "cleanrl", "baselines",
-                              "pfrl", "rllab", "spinup", "rlkit", "pymarl", "torch_ac", "on_policy", "sample_factory",
-                              "elegantrl"})
+CONTROL_TRAINERS = frozenset({"sb3", "sb3_monitor", "sb3_console", "sb3_callback", "sb3_eval", "rl_games", "cleanrl",
+                              "baselines", "pfrl", "rllab", "spinup", "rlkit", "pymarl", "torch_ac", "on_policy",
+                              "sample_factory", "elegantrl"})
 
 
 def environment_run(run: Run) -> bool:
