@@ -73,3 +73,14 @@ def test_a_folder_scan_keeps_the_curves_and_leaves_out_other_arrays(tmp_path: Pa
     main(["scan", "--format", "json", str(tmp_path)])
     runs = json.loads(capsys.readouterr().out)["runs"]
     assert [Path(r["path"]).name for r in runs] == ["rewards.npy"]
+
+
+def test_arrays_too_large_for_a_curve_are_not_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # observations saved beside the curves: neither loaded nor read as one (the bound lowered for the test)
+    monkeypatch.setattr(numpy_arrays, "MAX_BYTES", 4096)
+    np.save(tmp_path / "observations.npy", np.zeros((1000, 8)))
+    run = load(tmp_path / "observations.npy")
+    assert run.frame.height == 0 and "too large to be a training curve" in run.errors[0].message
+    np.savez(tmp_path / "training.npz", rewards=np.arange(100.0), observations=np.zeros((100, 64)))
+    run = load(tmp_path / "training.npz")
+    assert run.frame["reward_mean"].to_list() == list(np.arange(100.0)) and run.metadata["unaligned"] == ["observations"]

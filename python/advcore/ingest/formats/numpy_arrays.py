@@ -14,7 +14,8 @@ Stable-Baselines3's ``evaluations.npz``.
   file of bare numbers; 2-D, its longer axis is the step and the values are averaged over the shorter one (seeds,
   agents or episodes of a step; ``metadata["averaged_axis"]``).
 
-Arrays of Python objects are never unpickled (``allow_pickle=False``): such a file or member is reported, not read.
+Arrays of Python objects are never unpickled (``allow_pickle=False``): such a file or member is reported, not read,
+as is one larger than :data:`MAX_BYTES` (observations or weights saved beside the curves).
 A file that is not a NumPy array (a truncated archive, a wrong header) costs that file, with its error.
 """
 
@@ -36,6 +37,9 @@ NAME = "numpy_arrays"
 
 #: The first bytes of a ``.npy`` file (numpy/lib/format.py ``MAGIC_PREFIX``) and of a zip archive (``.npz``).
 _NPY_MAGIC, _ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04"
+#: An array file (or archive member) larger than this is observations or weights, not a training curve: not read
+#: (a curve of a million steps in float64 is 8 MB).
+MAX_BYTES = 1 << 28
 #: The arrays of SB3's EvalCallback.
 _SB3_EVAL = frozenset({"timesteps", "results"})
 
@@ -62,6 +66,9 @@ def _archive(path: Path, file: BinaryIO) -> RawLog:
         arrays: dict[str, np.ndarray[Any, Any]] = {}
         skipped: list[str] = []
         for key in archive.files:
+            if archive.zip.getinfo(f"{key}.npy").file_size > MAX_BYTES:
+                skipped.append(key)
+                continue
             try:
                 arrays[key] = archive[key]
             except ValueError:  # an array of Python objects, which only unpickling would read
@@ -102,6 +109,10 @@ def _single(path: Path, file: BinaryIO) -> RawLog:
 
 
 def read(path: Path) -> RawLog:
+    if path.suffix.lower() == ".npy" and path.stat().st_size > MAX_BYTES:
+        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
+            str(path), f"a NumPy array of {path.stat().st_size / 2**20:.0f} MiB: too large to be a training curve "
+                       "(observations or weights?); not read"),))
     try:
         # opened here, so that a damaged file is closed however np.load fails on it
         with path.open("rb") as file:
