@@ -59,6 +59,12 @@ def test_only_calibration_expectations_are_revised() -> None:
     assert revised and all(r.split == "calibration" for r in revised)
 
 
+def test_the_files_of_an_entry_have_distinct_names() -> None:
+    # they are extracted side by side into the run's folder (two exports named alike would overwrite each other)
+    clashes = [r.name for r in RUNS if len({Path(p).name for p, _ in r.files}) < len(r.files)]
+    assert clashes == []
+
+
 @pytest.mark.parametrize("run", RUNS, ids=lambda r: r.name)
 def test_files_match_their_sha256_where_present(run: RealRun) -> None:
     if not run.present:
