@@ -65,8 +65,9 @@ def _archive(path: Path, file: BinaryIO) -> RawLog:
     with np.load(file, allow_pickle=False) as archive:
         arrays: dict[str, np.ndarray[Any, Any]] = {}
         skipped: list[str] = []
+        sizes = {info.filename.removesuffix(".npy"): info.file_size for info in archive.zip.infolist()}
         for key in archive.files:
-            if archive.zip.getinfo(f"{key}.npy").file_size > MAX_BYTES:
+            if sizes.get(key, 0) > MAX_BYTES:
                 skipped.append(key)
                 continue
             try:
