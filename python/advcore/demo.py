@@ -322,7 +322,10 @@ def render_lab_demo(demo: LabDemo, console: Any = None, *, kept: bool = True) ->
     trace = demo.report.run.trace
     if trace is not None and not trace.is_empty():
         table = Table(title=f"stage trace of the recording: step {demo.before} (before the fault) -> "
-                            f"step {demo.after}")
+                            f"step {demo.after}",
+                      caption="stages in the order the trainer computes them (adv_raw: before the normaliser, adv: "
+                              "after it); tied share: the share of groups whose values at that stage are equal up "
+                              "to rounding (a spread of 1e-9 is a tie)")
         table.add_column("stage")
         for label in _TRACE_VIEW.values():
             table.add_column(label, justify="right")
