@@ -482,7 +482,7 @@ def _diagnose(
     ordered = _order(findings, run)
     # an info finding (an outcome such as a solved task) never leads a warning or an error
     ordered = [f for f in ordered if f.severity != "info"] + [f for f in ordered if f.severity == "info"]
-    not_checked = tuple(f"{n.id}: needs {' and '.join(n.needs)}" for n in not_evaluable)
+    not_checked = tuple(n.describe() for n in not_evaluable)
     course = reward_course(run)
     if ordered and all(f.severity == "info" for f in ordered) and run.steps >= MIN_STEPS:
         notes = "; ".join(f.message.rstrip(".") for f in ordered)

@@ -118,7 +118,12 @@ class NotEvaluable:
     """A detector that could not run for lack of metrics."""
 
     id: str
+    #: what it lacks, each item needed (an item's own alternatives are inside it)
     needs: tuple[str, ...]
+
+    def describe(self) -> str:
+        """``"ID: needs A and B"``: "and" between the items, never a bare comma (read as a choice)."""
+        return f"{self.id}: needs {' and '.join(self.needs)}"
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "needs": list(self.needs)}

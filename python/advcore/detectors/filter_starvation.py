@@ -201,13 +201,14 @@ def accounting(run: Run) -> FilterAccounting | None:
 
     tail: Any = run.metadata.get("filter_pending")
     success, fail = _trend(run, "filter/removed_all_success"), _trend(run, "filter/removed_all_fail")
+    split = success is not None and fail is not None  # both shares or neither
     return FilterAccounting(
         len(s.values), statistics.median(s.values), s.values[low], s.steps[low],
         statistics.median(batches.values) if batches else None, max(batches.values) if batches else None,
         total("filter/groups_sampled"), total("filter/groups_removed"), total("filter/removed_all_fail"),
         total("filter/removed_all_success"),
         tail.get("filter/batches") if isinstance(tail, dict) else None,
-        success if fail is not None else None, fail if success is not None else None)
+        success if split else None, fail if split else None)
 
 
 def _trend(run: Run, removed: str) -> tuple[float, float] | None:

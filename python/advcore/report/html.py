@@ -441,9 +441,10 @@ def _run_figures(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> l
                       if f.stage == stage and isinstance(f.evidence.get(THRESHOLD), (int, float))
                       and "proxy" not in f.evidence and math.isfinite(f.evidence[THRESHOLD])]
         fig = _figure(plt, panels, markers, shade, thresholds)
-        drawn, components = _reward_components(frame) if stage == "R" else ([], 0)
-        left_out = (f" ({len(drawn)} of its {components} reward components drawn: those that moved most)"
-                    if components > len(drawn) else "")
+        drawn = sum(name.startswith("reward/") for name, *_ in panels)
+        components = sum(c.startswith("reward/") and frame[c].null_count() < frame.height for c in frame.columns)
+        left_out = (f" ({drawn} of its {components} reward components drawn: those that moved most)"
+                    if components > drawn else "")
         figures.append(_save_figure(plt, fig, f"{stage} {title}{left_out}", len(panels), len(markers), png_dir,
                                     f"{i}-{stage}"))
     trace_panels = _trace_panels(report)

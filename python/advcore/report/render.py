@@ -122,8 +122,7 @@ def _headed(head_markup: str, markup: str, width: int) -> Any:
 def not_evaluable_lines(outcomes: Sequence[NotEvaluable]) -> list[str]:
     """One line per detector that lacked a metric, the ones that need per-sample data on one line."""
     per_sample = [n.id for n in outcomes if any(PER_SAMPLE in need for need in n.needs)]
-    # each item is needed (its own alternatives are inside it): "and" between them, never a bare comma
-    lines = [f"{n.id}: needs {' and '.join(n.needs)}" for n in outcomes if n.id not in per_sample]
+    lines = [n.describe() for n in outcomes if n.id not in per_sample]
     if per_sample:
         lines.append(f"{', '.join(per_sample)}: {PER_SAMPLE}")
     return lines

@@ -178,13 +178,13 @@ def sniff(path: Path, head: str | None) -> bool:
 # -- reading -------------------------------------------------------------------------------------
 
 
-def _list_of_records(path: Path, doc: list[Any]) -> RawLog:
+def _list_of_records(path: Path, doc: list[Any], layout: str = "list") -> RawLog:
     if not all(isinstance(r, dict) for r in doc):
         bad = next(i for i, r in enumerate(doc) if not isinstance(r, dict))
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
             str(path), f"JSON records: expected a list of objects, but entry {bad + 1} is {type(doc[bad]).__name__}"),))
     rows = [flatten(r) for r in doc]
-    meta: dict[str, Any] = {"layout": "list"}
+    meta: dict[str, Any] = {"layout": layout}
     evaluations = evaluation_apart(rows)
     if evaluations:
         meta["evaluation_records"] = evaluations
@@ -332,7 +332,7 @@ def _keyed_by_step(doc: dict[str, Any]) -> list[dict[str, Any]] | None:
     in step order; None when a key is not a whole number or a value is not an object."""
     if not doc or not all(k.isdigit() and isinstance(v, dict) for k, v in doc.items()):
         return None
-    return [{**flatten(v), "step": int(k)} for k, v in sorted(doc.items(), key=lambda kv: int(kv[0]))]
+    return [{**v, "step": int(k)} for k, v in sorted(doc.items(), key=lambda kv: int(kv[0]))]
 
 
 def read(path: Path) -> RawLog:
@@ -342,11 +342,7 @@ def read(path: Path) -> RawLog:
     if isinstance(doc, list):
         return _list_of_records(path, doc)
     if isinstance(doc, dict) and (rows := _keyed_by_step(doc)) is not None:
-        frame, dropped = records_frame(rows)
-        meta: dict[str, Any] = {"layout": "keyed by step"}
-        if dropped:
-            meta["non_numeric"] = dropped
-        return RawLog(NAME, frame, metadata=meta)
+        return _list_of_records(path, rows, "keyed by step")
     if isinstance(doc, dict):
         return read_groups(path, doc)
     return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
