@@ -202,11 +202,16 @@ def _collapsed_tail(run: Run, c: RewardCourse, giveback: float) -> int:
     if c.succeeded:
         gave_back = c.tail_below(c.early + (1 - giveback) * c.gain)
         values = c.series.values
-        # and a fall from where the reward was just before, beyond its noise: not the last few draws of a
-        # noisy level that had already settled lower (a newcomer's loop whose reward broke to a coin flip)
-        if gave_back > tail and gave_back + c.w <= len(values) and statistics.median(
-                values[-gave_back - c.w:-gave_back]) - statistics.median(values[-gave_back:]) > FALL_NOISE * c.noise:
-            tail = gave_back
+        # and a fall from where the reward was before, beyond its noise: just before the tail, or when the
+        # late window began (a slide down to the tail: h271-rllib-ppo-cartpole-stale-int8-rollout-policy-
+        # reaches-500-then-collapses-to-100, a level of 450 at epoch 400, 312 over the 50 epochs before its
+        # last 34 at 107, a noise of 28); not the last few draws of a noisy level that had already settled
+        # lower (a newcomer's loop whose reward broke to a coin flip)
+        if gave_back > tail and gave_back + c.w <= len(values):
+            before = max(statistics.median(values[-gave_back - c.w:-gave_back]),
+                         c.level[len(values) - window_len(len(values)) - 1])
+            if before - statistics.median(values[-gave_back:]) > FALL_NOISE * c.noise:
+                tail = gave_back
     if not TAIL_POINTS <= tail < window_len(len(c.series)) // 2:
         return 0
     return 0 if _ends_at_floor(run) else tail
