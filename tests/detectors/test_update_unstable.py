@@ -483,6 +483,23 @@ def test_a_tail_that_gave_back_its_gain_without_falling_below_the_start() -> Non
     assert one(flat, "UPDATE_UNSTABLE") is None
 
 
+def test_real_slide_from_the_cap_to_a_collapsed_tail() -> None:
+    """h271-rllib-ppo-cartpole-stale-int8-rollout-policy-reaches-500-then-collapses-to-100: RLlib PPO acting
+    with a stale INT8 snapshot of its policy reaches CartPole's cap at epoch ~375, then slides: its last 34
+    epochs all lie below what keeps a quarter of the gain, the 50 before them are already half-way down, so
+    only the level where the late window began (epoch 400) shows how far it fell."""
+    path = corpus("h271-rllib-ppo-cartpole-stale-int8-rollout-policy-reaches-500-then-collapses-to-100/"
+                  "async_20251204_144355.jsonl")
+    reward = [float(json.loads(ln)["reward_mean"]) for ln in path.read_text().splitlines() if ln.strip()]
+    assert len(reward) == 500 and max(reward) >= 499
+    assert statistics.mean(reward[-30:]) < 131 and statistics.mean(reward[375:391]) > 480
+    f = one(load(path), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.severity == "error" and f.evidence["succeeded"] is True
+    tail = int(str(f.evidence["collapsed_tail_points"]))
+    assert f.onset_step == 501 - tail and 425 <= f.onset_step <= 475
+    assert max(reward[-tail:]) < statistics.median(reward[:100]) + 0.25 * (max(reward) - statistics.median(reward[:100]))
+
+
 def test_a_differential_entropy_crossing_zero_is_no_rise_and_no_witness() -> None:
     # a SAC policy's entropy swings around 0 (h181 ML-Agents SAC: -1.08 to 1.04 while it learns): no ratio of
     # it is a blow-up, and it can neither confirm nor clear the reward's collapse, judged on the reward alone

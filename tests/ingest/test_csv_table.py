@@ -587,3 +587,40 @@ def test_real_dist_entropy_column_of_an_ikostrikov_ppo_fork() -> None:
     run = load(path)
     assert run.frame["entropy"].to_list() == [float(r["Dist Entropy"]) for r in rows]
     assert run.sources["entropy"] == "Dist Entropy" and all(2.83 < float(r["Dist Entropy"]) < 2.85 for r in rows)
+
+
+def test_real_comma_table_padded_with_tabs() -> None:
+    """h271-tf-dqn-breakout-7m-steps-learns-steadily-to-37-bricks: yjhong89/DQN's writer pads each field
+    with a tab before its comma and its rows drop the comma between episode.loss and epsilon; parsed independently by
+    splitting each line on tabs and dropping the commas."""
+    path = corpus("h271-tf-dqn-breakout-7m-steps-learns-steadily-to-37-bricks/train.csv")
+    lines = path.read_text().splitlines()
+    assert lines[0].split("\t") == ["Step", ",episode.rwd", ",episode.q", ",episode.loss", ",epsilon", ",time"]
+    assert lines[1].count(",") == 4  # a row drops the comma before epsilon
+    rows = [[f.strip(",") for f in ln.split("\t")] for ln in lines[1:] if ln.strip()]
+    run = load(path)
+    assert run.sources["reward_mean"] == "episode.rwd"
+    assert run.frame["step"].to_list() == [int(r[0]) for r in rows]
+    assert run.frame["reward_mean"].to_list() == [float(r[1]) for r in rows]
+    assert len(rows) == 9173 and rows[0][:2] == ["39", "35"]
+
+
+def test_padded_comma_table_keeps_every_field(tmp_path: Path) -> None:
+    p = tmp_path / "log.csv"
+    p.write_text("step\t,reward\t,loss\tepsilon\n1\t,2.5\t,0.1\t0.9\n2\t,3.5\t,0.2\t0.8\n3\t,4.5\t,0.3\t0.7\n")
+    run = load(p)
+    assert run.frame["step"].to_list() == [1, 2, 3]
+    assert run.frame["reward_mean"].to_list() == [2.5, 3.5, 4.5]
+
+
+def test_real_step_column_that_never_moves_yields_to_the_episode_count() -> None:
+    """h273-keras-dqn-carrier-on-off-5-users-learns-best-switching-action-and-holds: one-step episodes, the
+    log's Step is 0 on every one of its 5,000 rows; the Episode column counts them."""
+    path = corpus("h273-keras-dqn-carrier-on-off-5-users-learns-best-switching-action-and-holds/training_log.csv")
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["Step"] for r in rows} == {"0"} and len(rows) == 5000
+    run = load(path)
+    assert run.sources["step"] == "Episode"
+    assert run.frame["step"].to_list() == [int(r["Episode"]) for r in rows]
+    assert run.frame["reward_mean"].to_list() == [float(r["Reward"]) for r in rows]

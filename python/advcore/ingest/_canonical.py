@@ -55,6 +55,10 @@ def _step_counter(raw: pl.DataFrame, unmapped: list[str], *, strict: bool = Fals
     return None if best is None else best[1]
 
 
+#: A logged step with one value on more than this many rows is no step counter.
+FROZEN_STEP_ROWS = 3
+
+
 #: Canonical metrics that only an update produces: a loop that logs every episode and updates every few
 #: episodes writes them as 0 on the rows between updates.
 UPDATE_METRICS = ("entropy", "value_loss", "kl", "kl_step", "grad_norm", "clip_frac")
@@ -230,12 +234,18 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         sources["reward_mean"] = guessed
         columns["reward_mean"] = [pl.col(guessed).cast(pl.Float64, strict=False)]
     restarts = "step" in sources and _restarts(raw.frame[sources["step"]])
-    counter = _step_counter(raw.frame, unmapped, strict=restarts) if "step" not in sources or restarts else None
+    # a logged step that never moves, on more than a few rows, counts nothing (one-step episodes of a
+    # hand-written Keras DQN: 'Episode,Step,...' with Step 0 on each of 5,000 rows, h273-keras-dqn-carrier-
+    # on-off-5-users-learns-best-switching-action-and-holds)
+    frozen = ("step" in sources and raw.frame.height > FROZEN_STEP_ROWS
+              and raw.frame[sources["step"]].drop_nulls().n_unique() == 1)
+    counter = (_step_counter(raw.frame, unmapped, strict=restarts)
+               if "step" not in sources or restarts or frozen else None)
     if counter is not None:
         # a logged step that restarts (SB3's time/total_timesteps counts from 0 at every learn() call of a
-        # loop that calls it 2,000 times, h39-sb3-a2c-breakout-entropy-collapse-plateau) yields to a
-        # counter that never does (train/n_updates)
-        if restarts:
+        # loop that calls it 2,000 times, h39-sb3-a2c-breakout-entropy-collapse-plateau) or never moves
+        # yields to a counter that does (train/n_updates)
+        if restarts or frozen:
             unmapped.append(sources["step"])
         unmapped.remove(counter)
         sources["step"] = counter

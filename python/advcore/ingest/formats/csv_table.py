@@ -75,9 +75,19 @@ def _delimiter(text: str) -> str:
     return " " if len(fields) >= 2 and all(number(f) is not None for f in fields) else ","
 
 
+#: a tab beside a comma, or a tab alone, between two fields of a comma-separated table padded with tabs
+_PADDED = re.compile(r"[ \t]*\t[ \t]*,?[ \t]*|[ \t]*,[ \t]*\t[ \t]*")
+
+
 def _reader(text: str) -> _csv.Reader:
-    """The rows of ``text`` by its delimiter (:func:`_delimiter`); runs of spaces are one delimiter."""
+    """The rows of ``text`` by its delimiter (:func:`_delimiter`); runs of spaces are one delimiter. A
+    first line with both tabs and commas is a comma-separated table whose writer padded each field
+    with a tab and sometimes dropped the comma (yjhong89/DQN's ``logs/train.csv``: ``Step\t,episode.rwd\t,...``
+    over rows ``39\t,35\t,6.06\t,0.063\t0.99996\t,10.7``): a tab, with or without its comma, separates."""
     delimiter = _delimiter(text)
+    end = text.find("\n")
+    if delimiter == "," and "\t" in (text if end < 0 else text[:end]):
+        text = _PADDED.sub(",", text)
     return csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=delimiter == " ")
 
 
