@@ -149,3 +149,23 @@ def test_real_a_success_rate_that_rose_is_learning_whatever_the_return_did() -> 
     # the same return with the success rate left out warns
     run = load(path)
     assert isinstance(one(make_run({"reward_mean": run.frame["reward_mean"].to_list()}), "DEAD_FROM_START"), Finding)
+
+
+def test_real_mean_that_rose_by_a_twentieth_of_its_spread_did_not_rise() -> None:
+    """h273-handwritten-dqn-carrier-on-off-reward-independent-of-action-10k-episodes-flat: a DQN whose reward
+    does not depend on its action, 10,000 episodes. The late fifth's mean lies 1.6 standard errors above the
+    early fifth's (2,000 episodes each), a twentieth of their spread: no rise. A rise of a fifth of the spread
+    on the same windows is one."""
+    path = corpus("h273-handwritten-dqn-carrier-on-off-reward-independent-of-action-10k-episodes-flat/"
+                  "training_rewards.csv")
+    with path.open(newline="") as fh:
+        reward = np.array([float(r[0]) for r in csv.reader(fh)])
+    k = math.ceil(0.2 * len(reward))
+    early, late = reward[:k], reward[-k:]
+    spread = math.sqrt((early.var() + late.var()) / 2)
+    rise = late.mean() - early.mean()
+    assert len(reward) == 10000 and spread * math.sqrt(2 / k) < rise < 0.1 * spread
+    f = one(load(path), "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.severity == "warn" and f.evidence["dead"] == "no_rise"
+    lifted = np.concatenate([reward[:-k], late + 0.2 * spread])
+    assert one(make_run({"reward_mean": list(lifted)}), "DEAD_FROM_START") is None
