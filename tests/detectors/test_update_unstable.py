@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -498,6 +500,29 @@ def test_real_slide_from_the_cap_to_a_collapsed_tail() -> None:
     tail = int(str(f.evidence["collapsed_tail_points"]))
     assert f.onset_step == 501 - tail and 425 <= f.onset_step <= 475
     assert max(reward[-tail:]) < statistics.median(reward[:100]) + 0.25 * (max(reward) - statistics.median(reward[:100]))
+
+
+def test_real_collapse_whose_only_update_metric_is_an_entropy_that_stayed_put() -> None:
+    """h270-mlagents-ppo-selfdriving-car-gamma0.9-learns-route-then-gives-half-back: ML-Agents logs the policy's
+    entropy and no update size; the return rises to a level of about 785 by 700k steps, then gives back about
+    nine tenths of its gain while the entropy stays within a factor 2. An entropy that stayed put clears
+    nothing: the collapse is reported, saying nothing could confirm it."""
+    path = corpus("h270-mlagents-ppo-selfdriving-car-gamma0.9-learns-route-then-gives-half-back/"
+                  "events.out.tfevents.1643388776.alex.25728.2")
+    acc = events(path)
+    reward = [e.value for e in acc.Scalars("Environment/Cumulative Reward")]
+    entropy = [e.value for e in acc.Scalars("Policy/Entropy")]
+    k = math.ceil(0.2 * len(reward))
+    assert max(reward) > 1.8 * statistics.median(reward[-k:])
+    assert 0.5 < statistics.median(entropy[-k:]) / statistics.median(entropy[:k]) < 2.0
+    f = one(load(path), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse after success"
+    assert f.evidence["update_moved"] == "only the entropy logged, and it stayed put"
+    assert "only the entropy was logged" in f.message
+    # the same fall with an update size logged and flat over it is not the updates'
+    run = load(path)
+    flat = run.frame.with_columns(pl.lit(0.01).alias("kl_step"))
+    assert one(replace(run, frame=flat, sources={**run.sources, "kl_step": "kl"}), "UPDATE_UNSTABLE") is None
 
 
 def test_a_differential_entropy_crossing_zero_is_no_rise_and_no_witness() -> None:

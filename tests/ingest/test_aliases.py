@@ -159,6 +159,11 @@ def test_real_verl_csv_export_reads_as_verl() -> None:
     (["rew_mean_IDN", "eprew_recent", "ext_reward", "eprew"], "eprew_recent"),
     # the return's symbol G (a tabular agent's 'episode steps return_G completed' TSV)
     (["episode", "steps", "return_G", "completed"], "return_G"),
+    # an abbreviation, a course's 'utility', one agent's return (yjhong89/DQN, BU CS440, light_mappo)
+    (["Step", "episode.rwd", "episode.q", "episode.loss", "epsilon"], "episode.rwd"),
+    (["after_cycle", "avg_utility", "avg_num_wins"], "avg_utility"),
+    (["agent12/average_episode_rewards"], "agent12/average_episode_rewards"),
+    (["gpu_utilization", "loss"], None),
 ])
 def test_a_reward_found_by_its_words(keys: list[str], expected: str | None) -> None:
     from advcore.ingest._aliases import reward_by_name

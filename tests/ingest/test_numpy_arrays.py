@@ -40,6 +40,17 @@ def test_other_archives_read_their_longest_arrays(tmp_path: Path) -> None:
     assert run.metadata["unaligned"] == ["eval_rewards"] and run.metadata["arrays"]["losses"] == [30, 4]
 
 
+def test_returns_per_episode_beside_longer_per_step_rewards(tmp_path: Path) -> None:
+    # polionus/rlprj's callback saves the episodes' returns and every step's (reward, done): the returns are
+    # the curve, though the per-step array is longer
+    p = tmp_path / "AlgPPO_envCartPole_seed0_RETURNS.npz"
+    returns = np.array([20.0, 56.0, 23.0, 31.0])
+    np.savez_compressed(p, returns=returns, rewards=np.ones((130, 2)))
+    run = load(p)
+    assert run.frame["reward_mean"].to_list() == list(returns)
+    assert run.metadata["unaligned"] == ["rewards"]
+
+
 def test_one_array_is_a_series_named_by_its_file(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     rewards = rng.normal(0, 1, 400)

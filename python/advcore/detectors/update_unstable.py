@@ -51,11 +51,12 @@ to a rise before it), since a gradual decline has its change point half-way down
 the change point at 360,001); runs with curriculum phases are not judged (a harder phase lowers the reward by design).
 sb3-acrobot-collapse-after-success: -7514 early, a level of -5261 at step 291,840, -7946 late (every
 episode at the time limit). A fall of the reward alone does not say the updates caused it (a reward
-that stops being paid falls the same way): when the log has an update metric, the collapse counts only
-when one moved with it, ``kl_step``, ``clip_frac``, ``kl`` or ``grad_norm`` (median over the fall at least ``MOVED``
-(2) times its median over the success before the peak) or ``entropy`` (that factor either way; not
-a differential entropy below ``-ENTROPY_ROUNDING`` somewhere, whose ratios mean nothing), named
-in ``evidence["update_moved"]`` (the acrobot run: clip fraction 4.7 times). A log with none of them
+that stops being paid falls the same way): when the log has a metric of the update's size, the collapse
+counts only when one moved with it, ``kl_step``, ``clip_frac``, ``kl`` or ``grad_norm`` (median over the fall at
+least ``MOVED`` (2) times its median over the success before the peak) or ``entropy`` (that factor either way;
+not a differential entropy below ``-ENTROPY_ROUNDING`` somewhere, whose ratios mean nothing), named
+in ``evidence["update_moved"]`` (the acrobot run: clip fraction 4.7 times); an entropy that stayed put clears
+nothing (a Gaussian policy's entropy follows its log-std, which a collapse need not move). A log with none of them
 (classic-control loggers write the return and the losses) is judged on the reward alone, and the
 finding says that nothing confirmed it (h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse: a return
 of about 270 at iteration 210, -131 at 240, never recovered). A reward that never succeeded
@@ -251,11 +252,16 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
     if _no_gradient(run, s.steps[first]):  # nothing to update with over the fall: it happened upstream
         return None
     moved = _update_moved(run, s.steps[max(0, peak - w)], s.steps[peak], s.steps[first])
-    logged = [name for name in _MOVERS if _mover(run, name) is not None]
-    if not moved and logged:  # the update metrics were there and stayed put: not the updates
+    # the update's size, logged and put over the fall: not the updates. An entropy that stayed put clears
+    # nothing: a Gaussian policy's entropy follows its log-std, which a collapse need not move (ML-Agents'
+    # Policy/Entropy, h270-mlagents-ppo-selfdriving-car-gamma0.9-learns-route-then-gives-half-back: the return
+    # 785 -> 412, its entropy within a factor 2)
+    logged = [name for name in _MOVERS if name != "entropy" and _mover(run, name) is not None]
+    if not moved and logged:
         return None
     tail = Series("reward_mean", s.steps[first:], s.phases[first:] if s.phases else None, s.values[first:])
-    evidence: dict[str, object] = {"update_moved": moved if logged else "no update metric logged",
+    unconfirmed = NO_MOVER if _mover(run, "entropy") is None else ENTROPY_ONLY
+    evidence: dict[str, object] = {"update_moved": moved or unconfirmed,
                                    "early_median": c.early, "peak_level": c.level[peak], "succeeded": succeeded,
                                    "peak_step": c.peak_step, "late_median": c.late,
                                    **({"gave_back": c.gave_back()} if succeeded else {}),
@@ -267,6 +273,10 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
 #: A reward whose last this many logged values all lie far below where it started
 #: (:attr:`~advcore.detectors._reward.RewardCourse.collapsed_tail`) collapsed, however late in the run.
 TAIL_POINTS = 5
+#: ``evidence["update_moved"]`` of a collapse no update metric could confirm: none logged, or only an entropy
+#: that stayed put.
+NO_MOVER = "no update metric logged"
+ENTROPY_ONLY = "only the entropy logged, and it stayed put"
 #: The update metrics that can corroborate a collapse.
 _MOVERS = ("kl_step", "clip_frac", "kl", "entropy", "grad_norm")
 #: An update metric corroborates a collapse when its median over the fall is this many times (or, for
@@ -555,7 +565,10 @@ def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | N
                + f" (its early median was {ev['early_median']:.4g}): the updates "
                f"destroyed what the policy {'had learned' if ev['succeeded'] else 'could do'}"
                + (" (no update metric logged could confirm it: log the KL, clip fraction or gradient norm)."
-                  if isinstance(ev["update_moved"], str) else "."))
+                  if ev["update_moved"] == NO_MOVER else
+                  " (only the entropy was logged, and it stayed put, as a Gaussian policy's can through a collapse: "
+                  "log the KL, clip fraction or gradient norm to confirm it)." if ev["update_moved"] == ENTROPY_ONLY
+                  else "."))
     return Finding(ID, "error", "U", onset, evidence, message, WHAT_TO_TRY)
 
 
@@ -687,12 +700,16 @@ CARD = Card(
         0 at 3/4 of its points has excursions from its floor, not successes
         (h109-cs294-dqn-montezuma-reward-floor: a mean over 100 episodes of 1.0 at 5 of 62 points). A falling reward
         alone does not say the updates caused it (a reward that stops being paid falls the same way: the
-        lab's `floor` fault), so when the log has an update metric, it counts only when one moved with
-        it: `kl_step`, `clip_frac`, `kl` or `grad_norm` at least 2 times higher over the fall than over the success,
-        or `entropy` changed by that factor either way (`evidence["update_moved"]`; not an entropy that
-        goes below 0, a Gaussian policy's differential entropy, whose ratios mean nothing:
+        lab's `floor` fault), so when the log has a metric of the update's size, it counts only when one
+        moved with it: `kl_step`, `clip_frac`, `kl` or `grad_norm` at least 2 times higher over the fall than over
+        the success, or `entropy` changed by that factor either way (`evidence["update_moved"]`; not an entropy
+        that goes below 0, a Gaussian policy's differential entropy, whose ratios mean nothing:
         h181-mlagents-sac-lstm-seeker-learns-then-collapses-below-random swings between -1.08 and 1.04
-        while it learns). A log without any
+        while it learns). An entropy that stayed put clears nothing: a Gaussian policy's entropy follows its
+        log-std, which a collapse need not move (ML-Agents logs only `Policy/Entropy`:
+        h270-mlagents-ppo-selfdriving-car-gamma0.9-learns-route-then-gives-half-back falls from a level of 785
+        to 412, its entropy within a factor 2; h191-mlagents-ppo-badminton-run3-peaks-then-collapses-and-stalls
+        and h176-mlagents-sac-crawler-with-attacker-learns-then-collapses-for-good alike). A log without any
         (classic-control loggers write the return and the losses only) is judged on the reward alone,
         and the finding says nothing confirmed it: h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse
         reaches a return of about 270 by iteration 210 and falls to -131 at 240 for good. Onset: where

@@ -171,7 +171,10 @@ _REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns", "rew",
                            "eprew", "eprewmean",
                            # a game's or an episode's score, the return hand-written loops print (a survey
                            # IQN loop on CartPole: 'Episode 7  Frame 165  Average100 Score: 23.57')
-                           "score", "scores"})
+                           "score", "scores",
+                           # decision theory's word for the return a course's agent maximises (BU CS440's
+                           # Pokemon Q-learning log: 'after cycle=0 avg(utility)=269.99 avg(num_wins)=0.35')
+                           "utility"})
 #: ... and the words that may qualify it without making it something else (a component, a spread, an
 #: evaluation): an average over the step's or the last episodes, from training
 _MEAN_WORDS = frozenset({"mean", "avg", "average", "ave"})
@@ -186,7 +189,10 @@ _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     # reward last 100 episodes: 0.9600', then 'Avg testing reward: 0.1905')
     "learning",
     # the return's textbook symbol, G_t (Sutton and Barto): a tabular agent's TSV header 'episode steps return_G'
-    "g"})
+    "g",
+    # one agent's return in a multi-agent log (light_mappo's per-agent TensorBoard runs:
+    # 'agent12/average_episode_rewards'); its number is dropped with the other digits
+    "agent"})
 
 
 #: A Gym/Gymnasium environment id (``LunarLander-v2``, ``ALE/Pong-v5``): the env a key is logged for

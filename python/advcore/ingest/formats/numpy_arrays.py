@@ -8,7 +8,7 @@ Stable-Baselines3's ``evaluations.npz``.
   reads ``results`` as the reward (the return of the deterministic policy evaluated apart from training, as PFRL's
   ``scores.txt``) and ``successes`` as the success rate.
 * **Any other archive**: its arrays with the most entries on the first axis are columns named by their keys (as a
-  columnar JSON's arrays); a 2-D one gives its mean over the second axis; the others are listed in
+  columnar JSON's arrays), or those as long as an array named like a return per episode (:func:`_rows`); a 2-D one gives its mean over the second axis; the others are listed in
   ``metadata["unaligned"]``. An array named like a step counter (``timesteps``, ``episodes``) is the step.
 * **One array** (``.npy``): 1-D, one series named by the file's stem (``rewards.npy`` is read as ``rewards``), as a
   file of bare numbers; 2-D, its longer axis is the step and the values are averaged over the shorter one (seeds,
@@ -21,6 +21,7 @@ A file that is not a NumPy array (a truncated archive, a wrong header) costs tha
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -61,6 +62,19 @@ def _per_row(name: str, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return values if values.ndim == 1 else values.reshape(len(values), -1).mean(axis=1)
 
 
+#: A key that names a return per episode (``returns``, ``episode_scores``, ``ep_rew``).
+_EPISODIC = re.compile(r"return|score|ep_?rew", re.IGNORECASE)
+
+
+def _rows(shaped: dict[str, np.ndarray[Any, Any]]) -> int:
+    """The length of the arrays read as columns: those of an array named like a return per episode when there
+    is one, else the longest. A loop that saves its episodes' returns beside its per-step rewards reads the
+    returns (polionus/rlprj's ``*_RETURNS.npz``: ``returns`` of 665 episodes and ``rewards`` of 200,704 steps x
+    (reward, done))."""
+    episodic = [len(a) for k, a in shaped.items() if _EPISODIC.search(k)]
+    return max(episodic) if episodic else max(len(a) for a in shaped.values())
+
+
 def _archive(path: Path, file: BinaryIO) -> RawLog:
     with np.load(file, allow_pickle=False) as archive:
         arrays: dict[str, np.ndarray[Any, Any]] = {}
@@ -77,7 +91,7 @@ def _archive(path: Path, file: BinaryIO) -> RawLog:
     shaped = {k: a for k, a in arrays.items() if a.ndim >= 1 and len(a)}
     if not shaped:
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "NumPy archive: no array of numbers found"),))
-    n = max(len(a) for a in shaped.values())
+    n = _rows(shaped)
     columns, errors = {}, []
     for key, array in shaped.items():
         if len(array) != n:
