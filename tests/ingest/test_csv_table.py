@@ -624,3 +624,18 @@ def test_real_step_column_that_never_moves_yields_to_the_episode_count() -> None
     assert run.sources["step"] == "Episode"
     assert run.frame["step"].to_list() == [int(r["Episode"]) for r in rows]
     assert run.frame["reward_mean"].to_list() == [float(r["Reward"]) for r in rows]
+
+
+def test_a_renamed_tensorboard_export_is_named_by_its_folder(tmp_path: Path) -> None:
+    # AsterisCrack/BipedRobot keeps its exported curves as data/Reward/ddpg.csv: the file's name says which
+    # agent, the folder what it holds; a folder named for a run (many words) names nothing
+    rows = "Wall time,Step,Value\n" + "".join(f"{1.7e9 + i},{1000 * (i + 1)},{i * 0.5}\n" for i in range(12))
+    for folder in ("Reward", "Loss", "ppo-minigrid-doorkey-llm-critic-reward-floor"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "ddpg.csv").write_text(rows)
+    run = load(tmp_path / "Reward" / "ddpg.csv")
+    assert run.frame["step"].to_list() == [1000 * (i + 1) for i in range(12)]
+    assert run.frame["reward_mean"].to_list() == [i * 0.5 for i in range(12)]
+    assert run.metadata["reward_by_name"] == "Reward/ddpg"
+    for folder in ("Loss", "ppo-minigrid-doorkey-llm-critic-reward-floor"):
+        assert "reward_mean" not in load(tmp_path / folder / "ddpg.csv").frame.columns

@@ -55,6 +55,9 @@ def _step_counter(raw: pl.DataFrame, unmapped: list[str], *, strict: bool = Fals
     return None if best is None else best[1]
 
 
+#: A folder named for what its files hold has at most this many words (``Reward``, ``csv_train_rewards``); a
+#: longer name describes a run (``ppo-minigrid-doorkey-llm-critic-reward-floor``), whose files hold anything.
+FOLDER_WORDS = 4
 #: A logged step with one value on more than this many rows is no step counter.
 FROZEN_STEP_ROWS = 3
 
@@ -229,6 +232,14 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
             unmapped = [c for c in unmapped if c not in formula.replace("(", " ").replace(")", " ").split()]
     stems = raw.metadata.get("headerless", ())  # a headerless table's series is named by its file
     guessed = reward_by_name(unmapped, stems) if "reward_mean" not in columns else None
+    named_as = guessed
+    folder = Path(path).parent.name
+    if (guessed is None and "reward_mean" not in columns and len(stems) == 1 and stems[0] in unmapped
+            and len(re.findall(r"[A-Za-z]+", folder)) <= FOLDER_WORDS):
+        # a file whose name says nothing of what it holds, in a folder named for what it holds (a TensorBoard
+        # export renamed by hand: data/Reward/ddpg.csv, csv_train_rewards/log_c51_defend_the_center_50_....csv)
+        named_as = reward_by_name([f"{folder}/{stems[0]}"], [f"{folder}/{stems[0]}"])
+        guessed = stems[0] if named_as is not None else None
     if guessed is not None:
         unmapped.remove(guessed)
         sources["reward_mean"] = guessed
@@ -277,8 +288,8 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         notes["copied_returns"] = {c: _COPIED_RETURNS[c] for c in copies}
     if nonfinite:
         notes["nonfinite_unmapped"] = nonfinite
-    if guessed is not None:
-        notes["reward_by_name"] = guessed
+    if named_as is not None:
+        notes["reward_by_name"] = named_as
     fallbacks = {name: keys[1:] for name, keys in read_as.items() if len(keys) > 1 and name in frame.columns}
     if fallbacks:
         notes["fallback_keys"] = fallbacks
