@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, cast
 
 from advcore.detectors._base import CAUSAL_ORDER, Finding, NotEvaluable
-from advcore.detectors._slices import Unjudged, slice_views
+from advcore.detectors._slices import Unjudged, group_views, slice_views
 from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, reward_course, reward_level
 from advcore.detectors._windows import REWARD_PROXIES, median_spacing
 from advcore.detectors.filter_starvation import FilterAccounting, accounting
@@ -507,6 +507,9 @@ def _diagnose(
                 checked = [d for d in judged or () if d not in missing]
                 if judged is not None and len(checked) <= FEW_CHECKED:
                     summary += ": " + ", ".join(checked)
+                groups = [v.name.removeprefix("group=") for v in group_views(run)]
+                if groups:
+                    summary += f"; the policy and critic judged per agent group: {', '.join(groups)}"
                 summary += ")"
             elif not_checked:
                 summary += f" ({len(not_checked)} detectors could not check this log)"

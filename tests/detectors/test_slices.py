@@ -11,9 +11,12 @@ import numpy as np
 import polars as pl
 import pytest
 
+from advcore.detectors import Finding, run_detectors
 from advcore.detectors._slices import MIN_GROUPS, slice_views
 from advcore.ingest import load
 from advcore.scan import ScanOptions, judge
+from tests._real import real
+from tests.detectors._fixtures import make_run, one
 
 G = 8
 
@@ -158,3 +161,35 @@ def test_slices_that_die_with_the_run_are_not_called_apart(tmp_path: Path) -> No
     assert report.verdict.slices and not any(s.apart for s in report.verdict.slices)
     assert "the slices lost it with the run" in report.verdict.summary
     assert "apart from the aggregate" not in report.verdict.summary
+
+
+def test_agent_groups_are_judged_one_by_one() -> None:
+    # a multi-agent PPO log (BenchMARL's train/<group>/entropy): group a's entropy collapses while its
+    # reward stays flat, group b's holds; the whole run has no entropy of its own
+    n = 100
+    rng = np.random.default_rng(0)
+    reward = list(-5.0 + 0.3 * rng.standard_normal(n))
+    collapsing = [1.2 if i < 40 else max(0.01, 1.2 * 0.85 ** (i - 40)) for i in range(n)]
+    steady = list(1.2 + 0.01 * rng.standard_normal(n))
+    run = make_run({"reward_mean": reward, "reward_mean/a": reward, "entropy/a": collapsing,
+                    "reward_mean/b": reward, "entropy/b": steady})
+    findings, missing = run_detectors(run)
+    grouped = [f for f in findings if f.id == "ENTROPY_COLLAPSE"]
+    alone = one(make_run({"reward_mean": reward, "entropy": collapsing}), "ENTROPY_COLLAPSE")
+    assert isinstance(alone, Finding) and alone.severity in ("warn", "error")
+    assert [f.slice for f in grouped] == ["group=a"] and grouped[0].onset_step == alone.onset_step
+    assert grouped[0].message.startswith("In slice group=a: ")
+    assert "ENTROPY_COLLAPSE" not in {m.id for m in missing}
+    assert one(make_run({"reward_mean": reward, "entropy": steady}), "ENTROPY_COLLAPSE") is None
+    # without per-group metrics the detector stays not evaluable, as before
+    _, plain = run_detectors(make_run({"reward_mean": reward}))
+    assert "ENTROPY_COLLAPSE" in {m.id for m in plain}
+
+
+def test_real_multi_agent_run_is_judged_per_group() -> None:
+    """marl-mappo-schiphol-wandb-history: BenchMARL MAPPO with three agent groups, each with its own entropy,
+    approximate KL, clip fraction and critic; healthy (SOURCE.md: the reward rises, the entropy decays)."""
+    report = judge(load(real("marl-mappo-schiphol-wandb-history/wandb_export.csv")), ScanOptions())
+    assert report.verdict.status == "quiet"
+    assert {"ENTROPY_COLLAPSE", "UPDATE_UNSTABLE", "BASELINE_BROKEN"} <= set(report.checked)
+    assert "per agent group: ghas, orchestrator, transporter" in report.verdict.summary

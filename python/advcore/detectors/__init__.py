@@ -9,7 +9,7 @@ from typing import Any
 from advcore.detectors._base import CAUSAL_ORDER, THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable
 from advcore.detectors._evidence import PER_SAMPLE
 from advcore.detectors._reward import environment_run
-from advcore.detectors._slices import SLICE_DETECTORS, slice_views, sliced
+from advcore.detectors._slices import GROUP_DETECTORS, SLICE_DETECTORS, group_views, slice_views, sliced
 from advcore.detectors._windows import MIN_WINDOW
 from advcore.errors import AdvcoreError
 from advcore.model import Run
@@ -107,7 +107,40 @@ def run_detectors(
             findings.append(outcome)
     if slices and run.slices is not None:
         findings.extend(_slice_findings(run, only, skip, settings, {f.id for f in findings}))
+    if slices:
+        group_findings, still = _group_findings(run, {n.id: n for n in missing}, settings)
+        findings.extend(group_findings)
+        missing = [still.get(n.id, n) for n in missing if n.id in still or n.id not in GROUP_DETECTORS]
     return findings, missing
+
+
+def _group_findings(run: Run, missing: dict[str, NotEvaluable], settings: Mapping[str, Mapping[str, Any]]
+                    ) -> tuple[list[Finding], dict[str, NotEvaluable]]:
+    """The findings of :data:`GROUP_DETECTORS` that the whole run could not judge (``missing``), on each
+    agent group of a multi-agent run (:func:`advcore.detectors._slices.group_views`); and what stays not
+    evaluable: the whole run's outcome, or, when the run has agent groups, the first group's (it names what
+    the group's metrics lack)."""
+    views = group_views(run)
+    if not views:
+        return [], {i: n for i, n in missing.items() if i in GROUP_DETECTORS}
+    out: list[Finding] = []
+    still: dict[str, NotEvaluable] = {}
+    judged: set[str] = set()
+    for view in views:
+        for det_id in GROUP_DETECTORS:
+            if det_id not in missing:
+                continue
+            spec = REGISTRY[det_id]
+            outcome = spec.fn(view.run, spec.resolve(settings.get(det_id, {})))
+            if isinstance(outcome, NotEvaluable):
+                still.setdefault(det_id, outcome)
+                continue
+            judged.add(det_id)
+            if isinstance(outcome, Finding):
+                if spec.what_to_try_control and environment_run(view.run):
+                    outcome = replace(outcome, what_to_try=spec.what_to_try_control)
+                out.append(sliced(outcome, view, False))
+    return out, {i: n for i, n in still.items() if i not in judged}
 
 
 def _slice_findings(run: Run, only: list[str], skip: list[str], settings: Mapping[str, Mapping[str, Any]],

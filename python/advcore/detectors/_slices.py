@@ -35,7 +35,8 @@ import polars as pl
 
 from advcore.model import Run
 
-__all__ = ["MAX_POOL", "MIN_GROUPS", "MIN_PRESENT", "SLICE_DETECTORS", "SliceView", "Unjudged", "slice_views"]
+__all__ = ["GROUP_DETECTORS", "MAX_POOL", "MIN_GROUPS", "MIN_PRESENT", "SLICE_DETECTORS", "SliceView", "Unjudged",
+           "group_views", "slice_views"]
 
 #: The detectors that run per slice: those that read the reward and advantage of the samples
 #: (stages R and T); the update (stage U) is one for the whole batch and has no slices.
@@ -173,6 +174,37 @@ def _views(run: Run) -> tuple[list[SliceView], list[Unjudged]]:
         out = _view(str(name), part.sort("step"), run, steps)
         (views if isinstance(out, SliceView) else unjudged).append(out)  # type: ignore[arg-type]
     return views, unjudged
+
+
+#: The canonical metrics a multi-agent trainer logs once per agent group (BenchMARL/TorchRL MAPPO:
+#: ``train/<group>/entropy`` read as ``entropy/<group>``), and the detectors that judge each group's policy
+#: and critic with them: no one group's is the run's.
+GROUP_METRICS = ("reward_mean", "entropy", "kl_step", "kl", "clip_frac", "vf_explained_var", "grad_norm",
+                 "value_loss")
+GROUP_DETECTORS = ("ENTROPY_COLLAPSE", "UPDATE_UNSTABLE", "UPDATE_SUPPRESSED", "BASELINE_BROKEN")
+
+
+def group_views(run: Run) -> list[SliceView]:
+    """One view per agent group of ``run`` (``group=<name>``): a run of that group's metrics under their
+    canonical names (``entropy/ghas`` read as ``entropy``), its reward the group's where logged
+    (``reward_mean/ghas``), else the run's. Only groups with a metric besides the reward; none when the
+    run logs no per-group metric."""
+    by_group: dict[str, dict[str, str]] = {}
+    for col in run.frame.columns:
+        metric, _, group = col.partition("/")
+        if group and metric in GROUP_METRICS:
+            by_group.setdefault(group, {})[metric] = col
+    views = []
+    for group, cols in sorted(by_group.items()):
+        if set(cols) <= {"reward_mean"}:
+            continue
+        if "reward_mean" not in cols and "reward_mean" in run.frame.columns:
+            cols["reward_mean"] = "reward_mean"
+        frame = run.frame.select("step", *(pl.col(c).alias(m) for m, c in cols.items()))
+        sources = {m: run.sources.get(c, c) for m, c in cols.items()}
+        views.append(SliceView(f"group={group}", replace(run, frame=frame, sources=sources, slices=None, trace=None),
+                               1, None))
+    return views
 
 
 def sliced(finding: Any, view: SliceView, aggregate_fired: bool) -> Any:
