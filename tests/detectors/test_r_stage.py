@@ -828,3 +828,21 @@ def test_every_missing_metric_is_listed_with_and() -> None:
     out = one(make_run({"grad_norm": [1.0] * 30}), "COMPONENT_COLLAPSE")
     assert isinstance(out, NotEvaluable) and len(out.needs) == 2
     assert not_evaluable_lines([out]) == [f"COMPONENT_COLLAPSE: needs {out.needs[0]} and {out.needs[1]}"]
+
+
+def test_a_control_run_names_the_group_filter_detectors_on_one_line() -> None:
+    # a newcomer read SimpleVLA-RL's filter lines among the needs of a multi-agent PPO run: a control or game
+    # trainer has no group filter, so its two detectors share one line there, and keep their needs elsewhere
+    from advcore.detectors import run_detectors
+    from advcore.report.render import not_evaluable_lines
+
+    reward = [float(i % 7) for i in range(30)]
+    for trainer, folded in (("sb3", True), ("trl", False)):
+        run = make_run({"reward_mean": reward}, trainer=trainer)
+        _, missing = run_detectors(run)
+        lines = not_evaluable_lines(missing, run)
+        ids = {n.id for n in missing}
+        assert {"FILTER_STARVATION", "ALWAYS_FILTERED"} <= ids
+        assert any(ln.startswith("FILTER_STARVATION, ALWAYS_FILTERED: ") for ln in lines) is folded
+        assert any(ln.startswith("FILTER_STARVATION: needs ") for ln in lines) is not folded
+        assert len(lines) == len(not_evaluable_lines(missing)) - folded

@@ -15,7 +15,7 @@ from advcore.errors import AdvcoreError
 from advcore.model import Run
 
 __all__ = ["CAUSAL_ORDER", "PER_SAMPLE", "REGISTRY", "THRESHOLD", "Card", "DetectorSpec", "Finding", "Knob",
-           "NotEvaluable", "parse_settings", "phases", "run_detectors"]
+           "NotEvaluable", "environment_run", "parse_settings", "phases", "run_detectors"]
 
 #: Every detector by ID, in catalog order. Detector modules add their SPEC here.
 REGISTRY: dict[str, DetectorSpec] = {}

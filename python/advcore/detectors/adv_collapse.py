@@ -77,9 +77,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         now = fmean(s.values[since:])
         extra["held_since_step"] = s.steps[since]
         extra["mean_since"] = now
-        late_said = f"{now:.3g} over its last {len(s) - since} points"
+        said = (f"a mean of {early:.3g} over the first 20 % of logged steps to {now:.3g} over its last "
+                f"{len(s) - since} points")
     else:
-        late_said = f"{late:.3g} late (means of the first and last 20 % of logged steps)"
+        said = f"{early:.3g} early to {late:.3g} late (means of the first and last 20 % of logged steps)"
     evidence: dict[str, object] = {
         "metric": s.name,
         "rule": rule,
@@ -95,7 +96,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         evidence["proxy"] = s.name
     return Finding(
         ID, "warn", "T", s.step_at(idx), dict(evidence),
-        f"Advantage spread ({plain(s.name)}) fell from {early:.3g} early to {late_said}: the learning signal has "
+        f"Advantage spread ({plain(s.name)}) fell from {said}: the learning signal has "
         "vanished.",
         WHAT_TO_TRY,
     )

@@ -63,7 +63,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     step = _per_step(run)
     if sample is None and step is None:
         return NotEvaluable(ID, ("reward_null_frac (from per-sample rewards: a per-sample dump, advcore trace, or "
-                                 "advcore.Monitor), or reward_mean logged with another metric of the same steps",))
+                                 "advcore.Monitor), or reward_mean logged on the steps of a whole-run update metric (grad_norm, kl, "
+                                 "entropy, clip_frac, lr or the advantage statistics), where a NaN reward is a "
+                                 "step that trained on unscored samples",))
     candidates = [h for h in (sample, step) if h is not None and h.index and len(h.index) >= int(knobs["min_steps"])]
     if not candidates:
         return None

@@ -109,6 +109,12 @@ addEventListener('beforeprint',drawAll);
 """
 
 
+def _status_word(status: str) -> str:
+    """A verdict's status as the page shows it: the JSON's word, and for a quiet run the scan's words too
+    ("no finding"), so that the terminal and the page read alike."""
+    return "quiet (no finding)" if status == "quiet" else status.replace("_", " ")
+
+
 def _pyplot() -> Any:
     try:
         import matplotlib
@@ -404,7 +410,7 @@ def _run_head(i: int, report: RunReport) -> str:
         f"steps: {note}" for note in (step_note(run),) if note]
     parts = [f"<h2 id='{_slug(i)}'>{html.escape(run.path)}</h2>",
              f"<p>{html.escape(run.format)} | trainer {html.escape(str(run.trainer or 'unknown'))} | "
-             f"{html.escape(steps_text(run))} | <span class='{status}'>{status.replace('_', ' ')}</span>"
+             f"{html.escape(steps_text(run))} | <span class='{status}'>{_status_word(status)}</span>"
              + (f", stage {verdict.stage}" if verdict.stage else "") + "</p>",
              f"<p class='dim'>metrics: {html.escape(metrics_text(run))}</p>",
              *(f"<p class='dim'>{html.escape(n)}</p>" for n in notes),
@@ -416,7 +422,7 @@ def _run_head(i: int, report: RunReport) -> str:
                                                                    for t in verdict.what_to_try) + "</ul>")
     if report.not_evaluable:
         parts.append("<h3>Not evaluable (a missing metric is never a pass)</h3><ul class='dim'>" + "".join(
-            f"<li>{html.escape(line)}</li>" for line in not_evaluable_lines(report.not_evaluable)) + "</ul>")
+            f"<li>{html.escape(line)}</li>" for line in not_evaluable_lines(report.not_evaluable, report.run)) + "</ul>")
     return "\n".join(p for p in parts if p)
 
 
@@ -508,7 +514,7 @@ def _section(i: int, report: RunReport, figures: list[Figure]) -> str:
 def _index(reports: Sequence[RunReport]) -> str:
     rows = "".join(
         f"<tr><td><a href='#{_slug(i)}'>{html.escape(r.run.path)}</a></td>"
-        f"<td class='{r.verdict.status}'>{r.verdict.status.replace('_', ' ')}</td><td>{r.verdict.stage or ''}</td>"
+        f"<td class='{r.verdict.status}'>{_status_word(r.verdict.status)}</td><td>{r.verdict.stage or ''}</td>"
         f"<td>{html.escape(r.verdict.headline or '')}</td>"
         f"<td>{'' if r.verdict.onset is None else r.verdict.onset}</td><td>{r.run.steps}</td></tr>"
         for i, r in enumerate(reports))
@@ -562,9 +568,9 @@ def render_comparison_html(a: RunReport, b: RunReport, comparison: Comparison) -
     plt = _pyplot()
     first = comparison.first
     head = [f"<h1>advcore compare</h1><p>A <code>{html.escape(a.run.path)}</code>: "
-            f"<span class='{a.verdict.status}'>{a.verdict.status.replace('_', ' ')}</span><br>B "
+            f"<span class='{a.verdict.status}'>{_status_word(a.verdict.status)}</span><br>B "
             f"<code>{html.escape(b.run.path)}</code>: <span class='{b.verdict.status}'>"
-            f"{b.verdict.status.replace('_', ' ')}</span></p>",
+            f"{_status_word(b.verdict.status)}</span></p>",
             f"<p class='summary'>{comparison.common_steps} common steps; " + (
                 f"they part first at stage {first.stage}, step {first.step} ({html.escape(first.metric)})"
                 if first is not None else "no signal parts beyond its noise") + "</p>"]

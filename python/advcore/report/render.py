@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from advcore._escape import printable
-from advcore.detectors import PER_SAMPLE, NotEvaluable
+from advcore.detectors import PER_SAMPLE, NotEvaluable, environment_run
 from advcore.diagnose import since_step
 from advcore.model import JUDGED_APART
 from advcore.stages import stage_last
@@ -119,10 +119,21 @@ def _headed(head_markup: str, markup: str, width: int) -> Any:
     return text
 
 
-def not_evaluable_lines(outcomes: Sequence[NotEvaluable]) -> list[str]:
-    """One line per detector that lacked a metric, the ones that need per-sample data on one line."""
+#: The detectors of a group filter (SimpleVLA-RL's and DAPO's accuracy filter), which a control or game
+#: trainer never runs: on such a run they are named on one line, not each with what it needs.
+_FILTER_ONLY = ("FILTER_STARVATION", "ALWAYS_FILTERED")
+
+
+def not_evaluable_lines(outcomes: Sequence[NotEvaluable], run: Run | None = None) -> list[str]:
+    """One line per detector that lacked a metric, the ones that need per-sample data on one line; on a
+    control or game task's run (:func:`~advcore.detectors.environment_run`), the group filter's
+    detectors on one line too."""
     per_sample = [n.id for n in outcomes if any(PER_SAMPLE in need for need in n.needs)]
-    lines = [n.describe() for n in outcomes if n.id not in per_sample]
+    filters = [n.id for n in outcomes if n.id in _FILTER_ONLY] if run is not None and environment_run(run) else []
+    lines = [n.describe() for n in outcomes if n.id not in per_sample and n.id not in filters]
+    if filters:
+        lines.append(f"{', '.join(filters)}: judge a language-model or VLA trainer's group filter, which this "
+                     "run's trainer does not have")
     if per_sample:
         lines.append(f"{', '.join(per_sample)}: {PER_SAMPLE}")
     return lines
@@ -326,7 +337,7 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
                                         hang=1, width=console.width), highlight=False)
         if r.not_evaluable:
             console.print("\n[dim]not evaluable (a missing metric is never a pass):[/dim]")
-            for line in not_evaluable_lines(r.not_evaluable):
+            for line in not_evaluable_lines(r.not_evaluable, r.run):
                 console.print(_indented(_safe(line), 2, "dim", hang=2, width=console.width), highlight=False)
         unjudged = r.verdict.slices_not_evaluable
         if unjudged:
@@ -442,7 +453,7 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
             lines += ["What to try first:", ""] + [f"- {_md(t)}" for t in r.verdict.what_to_try] + [""]
         if r.not_evaluable:
             lines += ["Not evaluable (a missing metric is never a pass):", ""]
-            lines += [f"- {_md(line)}" for line in not_evaluable_lines(r.not_evaluable)] + [""]
+            lines += [f"- {_md(line)}" for line in not_evaluable_lines(r.not_evaluable, r.run)] + [""]
         lines += [f"- skipped: {e}" for e in listed]
     return "\n".join(lines) + "\n"
 
