@@ -260,3 +260,19 @@ def test_the_reward_figure_draws_the_components_that_moved_most() -> None:
     drawn, total = _reward_components(frame)
     assert total == 8 and len(drawn) == MAX_COMPONENTS and "reward/success" in drawn
     assert [p[0] for p in _plots_of(frame, "R", ("reward_mean",))] == ["reward_mean", *drawn]
+
+
+def test_a_multi_agent_run_draws_each_groups_policy_and_critic(tmp_path: Path) -> None:
+    # marl-mappo-schiphol-wandb-history: BenchMARL logs entropy, KL, clip fraction and explained variance once
+    # per agent group; a newcomer found only the reward drawn
+    out = tmp_path / "marl.html"
+    assert main(["report", str(REAL / "marl-mappo-schiphol-wandb-history" / "wandb_export.csv"), "--out", str(out)]) == 0
+    captions = re.findall(r"<figcaption><h3>(.*?)</h3>", out.read_text(encoding="utf-8"))
+    assert captions == ["R reward", "A baseline", "U update"]
+    import polars as pl
+
+    from advcore.report.html import _plots_of
+
+    frame = pl.DataFrame({"step": [0.0, 1.0, 2.0], "entropy/b": [1.0, 0.9, 0.8], "entropy/a": [1.0, 1.0, 1.0],
+                          "kl_step": [0.01, 0.02, 0.01]})
+    assert [p[0] for p in _plots_of(frame, "U", ("kl_step", "entropy"))] == ["kl_step", "entropy/a", "entropy/b"]

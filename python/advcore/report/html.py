@@ -223,17 +223,18 @@ def _reward_components(frame: pl.DataFrame) -> tuple[list[str], int]:
 
 
 def _plots_of(frame: pl.DataFrame, stage: str, names: tuple[str, ...]) -> list[Plot]:
-    """The plots of ``names`` that ``frame`` holds points of, and for R its reward components
-    (:func:`_reward_components`)."""
+    """The plots of ``names`` that ``frame`` holds points of, each followed by its agent groups' (``entropy/ghas``:
+    a multi-agent trainer's per-group metrics), and for R its reward components (:func:`_reward_components`)."""
     if stage == "R":
         names = (*names, *_reward_components(frame)[0])
     plots: list[Plot] = []
-    for name in names:
-        if name not in frame.columns:
-            continue
-        steps, values = _series(frame, name)
-        if steps:
-            plots.append((name, steps, values, None, _level(frame, name)))
+    for base in names:
+        for name in (base, *sorted(c for c in frame.columns if c.startswith(f"{base}/"))):
+            if name not in frame.columns:
+                continue
+            steps, values = _series(frame, name)
+            if steps:
+                plots.append((name, steps, values, None, _level(frame, name)))
     return plots
 
 
