@@ -846,3 +846,24 @@ def test_a_control_run_names_the_group_filter_detectors_on_one_line() -> None:
         assert any(ln.startswith("FILTER_STARVATION, ALWAYS_FILTERED: ") for ln in lines) is folded
         assert any(ln.startswith("FILTER_STARVATION: needs ") for ln in lines) is not folded
         assert len(lines) == len(not_evaluable_lines(missing)) - folded
+
+
+def test_real_reward_that_settled_at_zero_late_is_dated_where_it_settled() -> None:
+    """h292-handwritten-dqn-snake-no-step-penalty-learns-apples-then-loops-score-0-last-4500-of-10000-episodes:
+    a DQN snake scores on 37-47 % of its episodes for about 5,000 episodes, then loops and scores on 1 %; the
+    floor's onset is the change point of its share of scoring episodes (least squares, computed here with
+    numpy), not its first five zero episodes."""
+    path = corpus("h292-handwritten-dqn-snake-no-step-penalty-learns-apples-then-loops-score-0-last-4500-of-"
+                  "10000-episodes/scores.npy")
+    scores = np.load(path, allow_pickle=False)
+    scored = (scores != 0).astype(float)
+    n = len(scored)
+    k = np.arange(1, n)
+    head = np.cumsum(scored)[:-1]
+    diff = head / k - (scored.sum() - head) / (n - k)
+    stat = np.where(diff > 0, k * (n - k) / n * diff * diff, -1.0)
+    cut = int(k[np.argmax(stat)])
+    assert scored[:cut].mean() > 0.25 and scored[cut:].mean() < 0.05
+    first_zero = cut + int(np.argmax(scores[cut:] == 0))
+    f = one(load(path), "REWARD_FLOOR")
+    assert isinstance(f, Finding) and f.onset_step == first_zero + 1  # steps count episodes from 1

@@ -16,7 +16,8 @@ holds within the tolerance at the run's floor counts as no spread (an SB3 episod
 bit-identical). A reward mean of exactly 0 on at least 3/4 of the logged steps and of the
 late window (within a one-sided 95 % binomial bound of 3/4), with excursions near it, is at its
 floor too, when the spread is gone or is gone at the late steps whose mean is 0 (the level over
-the run, not constancy, names the regime; onset: where it settled at 0); so is, without a logged
+the run, not constancy, names the regime; onset: where it settled at 0, the change point of its share of
+non-zero points when it scored often before); so is, without a logged
 spread, a late window at least 3/4 of whose points sit within the tolerance of the run's floor. On a run too short for windows, a reward mean of exactly 0 at every one of
 at least two logged steps is a point fact and fires too.
 The run may also end in a stretch at its floor: its last ``HELD_POINTS`` (5) or more reward means
@@ -47,7 +48,7 @@ from advcore.detectors._reward import (
     reward_course,
     reward_level,
 )
-from advcore.detectors._windows import POINT_FACT_MIN, Series, metric, rolling_level
+from advcore.detectors._windows import POINT_FACT_MIN, Series, change_point, metric, rolling_level
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -106,8 +107,28 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     course = reward_course(run)
     settled = course is None or course.succeeded
     idx = level.pinned_onset(0.0 if at_zero else level.floor, int(knobs["sustain"]), settled=settled)
+    if at_zero and not all_zero and not settled:
+        idx = _settled_at_zero(level.mean.values, idx)
     finding = _finding(level.mean, idx, {**level.evidence(), "all_zero": all_zero}, None if all_zero else level)
     return _after_success(finding, course) if course is not None and course.succeeded else finding
+
+
+def _settled_at_zero(values: tuple[float, ...], first: int | None) -> int | None:
+    """Where a reward exactly 0 on most of its points settled there: the change point of its share of
+    non-zero points (least squares) when that share falls there from below ``ZERO_SHARE`` of zeros to at
+    least it, else ``first`` (the first stretch at 0). A run that scored now and then for half its length and
+    then never again settled late (h292-handwritten-dqn-snake-no-step-penalty-learns-apples-then-loops-score-0-
+    last-4500-of-10000-episodes: apples on 37-47 % of its episodes by thousands, then on 1 %; not its first
+    five zero episodes at episode 4)."""
+    scored = tuple(0.0 if v == 0.0 else 1.0 for v in values)
+    k = change_point(scored, fall=True)
+    if k is None:
+        return first
+    zeros_before = 1.0 - sum(scored[:k]) / k
+    zeros_after = 1.0 - sum(scored[k:]) / (len(scored) - k)
+    if zeros_before < ZERO_SHARE <= zeros_after:
+        return next((i for i in range(k, len(values)) if values[i] == 0.0), first)
+    return first
 
 
 def _never_succeeds(run: Run, below: float) -> Finding | None:
@@ -222,7 +243,11 @@ CARD = Card(
         sb3-acrobot-collapse-after-success starts near its floor, learns, and falls back), when the
         reward had succeeded; else from the first such stretch (h109-cs294-dqn-montezuma-reward-floor:
         a mean over 100 episodes of 0, of 1.0 at 5 points while one rewarded episode stays in that
-        window, then 0 again, is at its floor from the first log).
+        window, then 0 again, is at its floor from the first log). A reward exactly 0 on most points that
+        scored often before it settled there is dated by the change point of its share of non-zero points
+        (least squares), when fewer than 3/4 of the points before it are 0 and at least 3/4 after
+        (h292-handwritten-dqn-snake-no-step-penalty-learns-apples-then-loops-score-0-last-4500-of-10000-episodes:
+        apples on 37-47 % of the episodes for about 5,000 episodes, then on 1 %: onset 5,408, not episode 4).
 
         A run can also end in a stretch at its floor that the late window has not yet taken in: its
         last 5 or more reward means within the tolerance of the floor, longer than any such stretch

@@ -233,7 +233,10 @@ def reward_by_name(keys: list[str], stems: Collection[str] = ()) -> str | None:
         allowed = _REWARD_WORDS | _QUALIFIERS
         if key in stems:
             allowed |= set(words) - _NOT_REWARD_WORDS
-        if not words or not set(words) & _REWARD_WORDS or not set(words) <= allowed:
+        # a file named by its run's settings, the seed among them (hanacatic/RL-Project's
+        # results/DQN_continous_seed8.npy: np.save of the episodes' returns), holds the run's returns
+        settings = key in stems and "seed" in words and not set(words) & _NOT_REWARD_WORDS
+        if not settings and (not words or not set(words) & _REWARD_WORDS or not set(words) <= allowed):
             continue
         # an average over every episode since the start lags more with each one: the last choice
         running = bool(set(words) & _SINCE_START and set(words) & _MEAN_WORDS)
