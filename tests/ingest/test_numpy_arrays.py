@@ -95,3 +95,15 @@ def test_arrays_too_large_for_a_curve_are_not_loaded(tmp_path: Path, monkeypatch
     np.savez(tmp_path / "training.npz", rewards=np.arange(100.0), observations=np.zeros((100, 64)))
     run = load(tmp_path / "training.npz")
     assert run.frame["reward_mean"].to_list() == list(np.arange(100.0)) and run.metadata["unaligned"] == ["observations"]
+
+
+def test_an_array_named_by_its_runs_settings_is_the_runs_returns(tmp_path: Path) -> None:
+    # hanacatic/RL-Project saves each run's episode returns as results/DQN_continous_seed8.npy; a file named by a
+    # seed and a metric other than the reward is not
+    returns = np.linspace(-35.0, -1.5, 40)
+    np.save(tmp_path / "DQN_continous_seed8.npy", returns)
+    np.save(tmp_path / "loss_seed8.npy", returns)
+    run = load(tmp_path / "DQN_continous_seed8.npy")
+    assert run.frame["reward_mean"].to_list() == list(returns)
+    assert run.metadata["reward_by_name"] == "DQN_continous_seed8"
+    assert "reward_mean" not in load(tmp_path / "loss_seed8.npy").frame.columns
