@@ -908,3 +908,29 @@ def test_the_verdict_dates_a_collapse_the_log_did_not_see() -> None:
     even = make_run({"entropy": [1.0] * 10 + [0.005] * 10}, trainer="verl")
     v = diagnose(even, *run_detectors(even))
     assert "nothing logged" not in v.summary and "(since step 11)" in v.summary
+
+
+def test_real_gaussian_entropy_that_fell_whole_nats_while_nothing_was_learned() -> None:
+    """h288-mlagents-ppo-gail-bc-kart-racing-demo4-entropy-collapses-never-finishes-a-lap-2M: ML-Agents PPO with a
+    behavioural-cloning term; the policy's (differential) entropy falls from about 0 to -6.5 nats while every
+    episode runs to its time limit at a return near -1,000. A Gaussian entropy is judged by the nats it fell, and
+    only when the reward did not rise: the same fall with a rising reward is a policy sharpening as it learns."""
+    from advcore.scan import ScanOptions, scan
+    from tests._real import events
+
+    run = "h288-mlagents-ppo-gail-bc-kart-racing-demo4-entropy-collapses-never-finishes-a-lap-2M/"
+    paths = [corpus(run + "events.out.tfevents.1642031253.Ruskin.18212.0"),
+             corpus(run + "events.out.tfevents.1642064768.Ruskin.2648.0")]
+    entropy = [e.value for p in paths for e in events(p).Scalars("Policy/Entropy")]
+    k = math.ceil(0.2 * len(entropy))
+    assert min(entropy) < 0 and statistics.mean(entropy[:k]) - statistics.mean(entropy[-k:]) > 5.0
+    [report] = scan(paths, ScanOptions(), jobs=1)
+    f = next(f for f in report.findings if f.id == "ENTROPY_COLLAPSE")
+    assert f.severity == "warn" and f.evidence["rule"] == "differential"
+    # synthetic: the same fall, of a reward that stayed flat and of one that rose
+    drop = [0.5 - 0.07 * i for i in range(100)]
+    rng = np.random.default_rng(2)
+    flat = list(-1000.0 + 30.0 * rng.standard_normal(100))
+    rising = [-1000.0 + 10.0 * i + 30.0 * rng.standard_normal() for i in range(100)]
+    assert isinstance(one(make_run({"entropy": drop, "reward_mean": flat}, trainer="sb3"), "ENTROPY_COLLAPSE"), Finding)
+    assert one(make_run({"entropy": drop, "reward_mean": rising}, trainer="sb3"), "ENTROPY_COLLAPSE") is None

@@ -98,6 +98,13 @@ NOISY_RISE_DEPTH = 0.5
 #: The end of a log judged on its own (the median of its last points): an entropy still falling when the log
 #: ends has a late-window mean above the cut while its last points are far below it.
 END_SHARE = 0.1
+#: A Gaussian policy's (differential) entropy that fell by at least this many nats, early window to late, while
+#: the reward did not rise (neither :attr:`~advcore.detectors._reward.RewardCourse.rose` nor succeeded): the action distribution
+#: narrowed and nothing was learned (h288-mlagents-ppo-gail-bc-kart-racing-demo4-entropy-collapses-never-finishes-
+#: a-lap-2M: 0.008 -> -6.46 under a behavioural-cloning term; h61-sb3-a2c-antbullet-notebook-tail-unstable-std-
+#: collapsed: -5.66 -> -7.14). No calibration run that learned nothing kept a healthy policy with such a fall;
+#: one that learned is not judged by it (SB3's continuous-control runs fall by 3 to 5 nats as they learn).
+GAUSSIAN_DROP = 1.0
 
 
 def _mean(xs: tuple[float, ...]) -> float:
@@ -142,11 +149,16 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         if not s.judgeable:
             return None
     early, late = s.early_mean(), s.late_mean()
-    if differential(s):  # a Gaussian policy's entropy: no fraction of it means "collapsed"
-        return None
     discrete = run.trainer != "sb3"
     end = statistics.median(s.values[-max(sustain, math.ceil(END_SHARE * len(s))):])
-    if early > floor and min(late, end) < fraction * early:  # fallen by the late window, or still falling at the end
+    if differential(s):
+        # a Gaussian policy's entropy: no fraction of it means "collapsed", but a fall of whole nats while the
+        # reward never rose narrowed the policy without teaching it anything
+        course = reward_course(run)
+        if course is None or course.rose or course.succeeded or early - late < GAUSSIAN_DROP:
+            return None
+        rule, cut = "differential", early - GAUSSIAN_DROP
+    elif early > floor and min(late, end) < fraction * early:  # fallen by the late window, or still falling at the end
         rule, cut = "relative", fraction * early
     elif discrete and late < floor:
         rule, cut = "absolute", floor
@@ -199,7 +211,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                    f"{improving['early_median']:.4g} to {improving['late_median']:.4g} and held it{held}: the policy "
                    "sharpened as it learned; nothing says exploration was lost yet.")
         return Finding(ID, "info", "U", s.step_at(idx), dict(evidence), message, WHAT_TO_TRY)
-    if rule == "relative" and late < cut:
+    if rule == "differential":
+        message = (f"Policy entropy (a Gaussian policy's, in nats) fell from {early:.3g} early to {late:.3g} late while "
+                   "the reward never rose: the action distribution narrowed without the policy learning anything, "
+                   "and it explores less and less.")
+    elif rule == "relative" and late < cut:
         message = (f"Policy entropy fell from {early:.3g} early to {late:.3g} late ({100 * late / early:.0f}% of its "
                    "early level): the policy has become nearly deterministic and stopped exploring.")
     elif rule == "relative":
@@ -266,8 +282,11 @@ CARD = Card(
           negative anywhere (by more than 1e-6 nats: ML-Agents logs -1.19e-07, float32 rounding of 0,
           for a policy turned deterministic, h183-mlagents-ppo-2048-illegal-move-penalty-entropy-collapse)
           is the differential entropy of a continuous (Gaussian) policy, where a share of the early
-          level means nothing: not judged
-          (sb3-invertedpendulum-dr-solved narrows from 1.2 to -0.42 on a solved task). A first
+          level means nothing: not judged by a share
+          (sb3-invertedpendulum-dr-solved narrows from 1.2 to -0.42 on a solved task), but by a fall of at
+          least 1 nat (early window to late) while the reward did not rise
+          (h288-mlagents-ppo-gail-bc-kart-racing-demo4-entropy-collapses-never-finishes-a-lap-2M: 0.008 ->
+          -6.46, the return flat around -1,000 as every episode hits its time limit). A first
           logged point alone below 0 (every later one at or above 0) is a stray, dropped before judging. Onset: the first of `sustain` consecutive points below that cut.
         - *Absolute*: otherwise, the late-window mean is below `floor` nats per token, for a discrete
           (token) distribution only: never negative and not from SB3, whose policies are mostly Gaussian
