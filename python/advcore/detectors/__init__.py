@@ -9,7 +9,7 @@ from typing import Any
 from advcore.detectors._base import CAUSAL_ORDER, THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable
 from advcore.detectors._evidence import PER_SAMPLE
 from advcore.detectors._reward import environment_run
-from advcore.detectors._slices import GROUP_DETECTORS, SLICE_DETECTORS, group_views, slice_views, sliced
+from advcore.detectors._slices import GROUP_DETECTORS, SLICE_DETECTORS, SliceView, group_views, slice_views, sliced
 from advcore.detectors._windows import MIN_WINDOW
 from advcore.errors import AdvcoreError
 from advcore.model import Run
@@ -107,40 +107,37 @@ def run_detectors(
             findings.append(outcome)
     if slices and run.slices is not None:
         findings.extend(_slice_findings(run, only, skip, settings, {f.id for f in findings}))
-    if slices:
-        group_findings, still = _group_findings(run, {n.id: n for n in missing}, settings)
-        findings.extend(group_findings)
-        missing = [still.get(n.id, n) for n in missing if n.id in still or n.id not in GROUP_DETECTORS]
+    views = group_views(run) if slices else []
+    if views:
+        found, judged, lacking = _group_findings(views, {n.id for n in missing}, settings)
+        findings.extend(found)
+        missing = [lacking.get(n.id, n) for n in missing if n.id not in judged]
     return findings, missing
 
 
-def _group_findings(run: Run, missing: dict[str, NotEvaluable], settings: Mapping[str, Mapping[str, Any]]
-                    ) -> tuple[list[Finding], dict[str, NotEvaluable]]:
-    """The findings of :data:`GROUP_DETECTORS` that the whole run could not judge (``missing``), on each
-    agent group of a multi-agent run (:func:`advcore.detectors._slices.group_views`); and what stays not
-    evaluable: the whole run's outcome, or, when the run has agent groups, the first group's (it names what
-    the group's metrics lack)."""
-    views = group_views(run)
-    if not views:
-        return [], {i: n for i, n in missing.items() if i in GROUP_DETECTORS}
+def _group_findings(views: list[SliceView], unjudged: set[str], settings: Mapping[str, Mapping[str, Any]]
+                    ) -> tuple[list[Finding], set[str], dict[str, NotEvaluable]]:
+    """The findings of :data:`GROUP_DETECTORS` that the whole run could not judge (``unjudged``) on each agent
+    group of a multi-agent run (:func:`advcore.detectors._slices.group_views`), the detectors that judged some
+    group, and for the others the first group's outcome (it names what the group's metrics lack)."""
     out: list[Finding] = []
-    still: dict[str, NotEvaluable] = {}
     judged: set[str] = set()
+    lacking: dict[str, NotEvaluable] = {}
     for view in views:
         for det_id in GROUP_DETECTORS:
-            if det_id not in missing:
+            if det_id not in unjudged:
                 continue
             spec = REGISTRY[det_id]
             outcome = spec.fn(view.run, spec.resolve(settings.get(det_id, {})))
             if isinstance(outcome, NotEvaluable):
-                still.setdefault(det_id, outcome)
+                lacking.setdefault(det_id, outcome)
                 continue
             judged.add(det_id)
             if isinstance(outcome, Finding):
                 if spec.what_to_try_control and environment_run(view.run):
                     outcome = replace(outcome, what_to_try=spec.what_to_try_control)
                 out.append(sliced(outcome, view, False))
-    return out, {i: n for i, n in still.items() if i not in judged}
+    return out, judged, lacking
 
 
 def _slice_findings(run: Run, only: list[str], skip: list[str], settings: Mapping[str, Mapping[str, Any]],

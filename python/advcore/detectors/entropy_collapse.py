@@ -102,8 +102,9 @@ END_SHARE = 0.1
 #: the reward did not rise (neither :attr:`~advcore.detectors._reward.RewardCourse.rose` nor succeeded): the action distribution
 #: narrowed and nothing was learned (h288-mlagents-ppo-gail-bc-kart-racing-demo4-entropy-collapses-never-finishes-
 #: a-lap-2M: 0.008 -> -6.46 under a behavioural-cloning term; h61-sb3-a2c-antbullet-notebook-tail-unstable-std-
-#: collapsed: -5.66 -> -7.14). No calibration run that learned nothing kept a healthy policy with such a fall;
-#: one that learned is not judged by it (SB3's continuous-control runs fall by 3 to 5 nats as they learn).
+#: collapsed: -5.66 -> -7.14). Of the 44 calibration runs with a differential entropy, the 39 whose reward rose
+#: fell by a median of 1.6 nats (up to 37) as they learned and are not judged by it; of the 5 that did not rise,
+#: these two fell, the others rose or fell by 0.6 nats or less.
 GAUSSIAN_DROP = 1.0
 
 
@@ -153,7 +154,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     end = statistics.median(s.values[-max(sustain, math.ceil(END_SHARE * len(s))):])
     if differential(s):
         # a Gaussian policy's entropy: no fraction of it means "collapsed", but a fall of whole nats while the
-        # reward never rose narrowed the policy without teaching it anything
+        # reward did not rise narrowed the policy without teaching it anything
         course = reward_course(run)
         if course is None or course.rose or course.succeeded or early - late < GAUSSIAN_DROP:
             return None
@@ -213,7 +214,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return Finding(ID, "info", "U", s.step_at(idx), dict(evidence), message, WHAT_TO_TRY)
     if rule == "differential":
         message = (f"Policy entropy (a Gaussian policy's, in nats) fell from {early:.3g} early to {late:.3g} late while "
-                   "the reward never rose: the action distribution narrowed without the policy learning anything, "
+                   "the reward did not rise: the action distribution narrowed without the policy learning anything, "
                    "and it explores less and less.")
     elif rule == "relative" and late < cut:
         message = (f"Policy entropy fell from {early:.3g} early to {late:.3g} late ({100 * late / early:.0f}% of its "

@@ -113,20 +113,27 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     return _after_success(finding, course) if course is not None and course.succeeded else finding
 
 
+#: Separate stretches of non-zero rewards before a reward settled at 0 that make it a run that scored now and
+#: then, not one lucky stretch (h109-cs294-dqn-montezuma-reward-floor: 1.0 at 5 consecutive points, a floor
+#: from the first log).
+MIN_EXCURSIONS = 10
+
+
 def _settled_at_zero(values: tuple[float, ...], first: int | None) -> int | None:
     """Where a reward exactly 0 on most of its points settled there: the change point of its share of
     non-zero points (least squares) when that share falls there from below ``ZERO_SHARE`` of zeros to at
-    least it, else ``first`` (the first stretch at 0). A run that scored now and then for half its length and
-    then never again settled late (h292-handwritten-dqn-snake-no-step-penalty-learns-apples-then-loops-score-0-
-    last-4500-of-10000-episodes: apples on 37-47 % of its episodes by thousands, then on 1 %; not its first
-    five zero episodes at episode 4)."""
+    least it, after at least ``MIN_EXCURSIONS`` stretches of non-zero points; else ``first`` (the first stretch
+    at 0). A run that scored now and then for half its length and then never again settled late
+    (h292-handwritten-dqn-snake-no-step-penalty-learns-apples-then-loops-score-0-last-4500-of-10000-episodes:
+    apples on 37-47 % of its episodes by thousands, then on 1 %; not its first five zero episodes at episode 4)."""
     scored = tuple(0.0 if v == 0.0 else 1.0 for v in values)
     k = change_point(scored, fall=True)
     if k is None:
         return first
     zeros_before = 1.0 - sum(scored[:k]) / k
     zeros_after = 1.0 - sum(scored[k:]) / (len(scored) - k)
-    if zeros_before < ZERO_SHARE <= zeros_after:
+    excursions = sum(1 for i in range(k) if scored[i] and (i == 0 or not scored[i - 1]))
+    if zeros_before < ZERO_SHARE <= zeros_after and excursions >= MIN_EXCURSIONS:
         return next((i for i in range(k, len(values)) if values[i] == 0.0), first)
     return first
 
@@ -245,7 +252,8 @@ CARD = Card(
         a mean over 100 episodes of 0, of 1.0 at 5 points while one rewarded episode stays in that
         window, then 0 again, is at its floor from the first log). A reward exactly 0 on most points that
         scored often before it settled there is dated by the change point of its share of non-zero points
-        (least squares), when fewer than 3/4 of the points before it are 0 and at least 3/4 after
+        (least squares), when fewer than 3/4 of the points before it are 0, in at least 10 separate stretches of
+        non-zero points (not one lucky stretch), and at least 3/4 after
         (h292-handwritten-dqn-snake-no-step-penalty-learns-apples-then-loops-score-0-last-4500-of-10000-episodes:
         apples on 37-47 % of the episodes for about 5,000 episodes, then on 1 %: onset 5,408, not episode 4).
 

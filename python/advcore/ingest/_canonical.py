@@ -238,7 +238,8 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
             and len(re.findall(r"[A-Za-z]+", folder)) <= FOLDER_WORDS):
         # a file whose name says nothing of what it holds, in a folder named for what it holds (a TensorBoard
         # export renamed by hand: data/Reward/ddpg.csv, csv_train_rewards/log_c51_defend_the_center_50_....csv)
-        named_as = reward_by_name([f"{folder}/{stems[0]}"], [f"{folder}/{stems[0]}"])
+        in_folder = f"{folder}/{stems[0]}"
+        named_as = reward_by_name([in_folder], [in_folder])
         guessed = stems[0] if named_as is not None else None
     if guessed is not None:
         unmapped.remove(guessed)
