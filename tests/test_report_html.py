@@ -15,7 +15,7 @@ import pytest
 from advcore.cli import main
 from advcore.scan import ScanOptions, scan
 from tests._html import read_page
-from tests._real import REAL
+from tests._real import REAL, real
 
 pytest.importorskip("matplotlib")
 
@@ -266,7 +266,7 @@ def test_a_multi_agent_run_draws_each_groups_policy_and_critic(tmp_path: Path) -
     # marl-mappo-schiphol-wandb-history: BenchMARL logs entropy, KL, clip fraction and explained variance once
     # per agent group; a newcomer found only the reward drawn
     out = tmp_path / "marl.html"
-    assert main(["report", str(REAL / "marl-mappo-schiphol-wandb-history" / "wandb_export.csv"), "--out", str(out)]) == 0
+    assert main(["report", str(real("marl-mappo-schiphol-wandb-history/wandb_export.csv")), "--out", str(out)]) == 0
     captions = re.findall(r"<figcaption><h3>(.*?)</h3>", out.read_text(encoding="utf-8"))
     assert captions == ["R reward", "A baseline", "U update"]
     import polars as pl
