@@ -12,6 +12,7 @@ import pytest
 from advcore.cli import main
 from advcore.ingest import detect, load
 from advcore.ingest.formats import numpy_arrays
+from tests._real import corpus
 
 
 def test_sb3_eval_callback_archive(tmp_path: Path) -> None:
@@ -107,3 +108,26 @@ def test_an_array_named_by_its_runs_settings_is_the_runs_returns(tmp_path: Path)
     assert run.frame["reward_mean"].to_list() == list(returns)
     assert run.metadata["reward_by_name"] == "DQN_continous_seed8"
     assert "reward_mean" not in load(tmp_path / "loss_seed8.npy").frame.columns
+
+
+def test_rows_of_step_and_value_are_read_as_such() -> None:
+    # Zamiko/Pong-Deep-Learner (ECS 170 Pong homework) saved np.save('rewards.npy', all_rewards) of
+    # (frame at which a game ended, the game's return) rows, shape (475, 2); they were averaged over the short axis
+    path = corpus("h295-ecs170-handwritten-dqn-pong-td-loss-rebuilt-as-detached-leaf-no-weight-update-epsilon-only"
+                  "-rise-plateau-minus-10.5-1M-frames/rewards.npy")
+    rows = np.load(path)
+    run = load(path)
+    assert run.metadata["step_column"] == 0 and "averaged_axis" not in run.metadata
+    assert run.frame["step"].to_list() == rows[:, 0].astype(int).tolist()
+    assert run.frame["reward_mean"].to_list() == rows[:, 1].tolist()
+
+
+def test_two_columns_that_both_count_or_neither_are_averaged(tmp_path: Path) -> None:
+    # a cumulative count beside a step, or two seeds, are not (step, value) rows
+    p = tmp_path / "rewards.npy"
+    for pair in (np.column_stack([np.arange(1.0, 51), np.arange(2.0, 102, 2)]),
+                 np.random.default_rng(3).normal(0, 1, (50, 2))):
+        np.save(p, pair)
+        run = load(p)
+        assert run.metadata["averaged_axis"] == 2
+        assert run.frame["reward_mean"].to_list() == pytest.approx(pair.mean(axis=1).tolist())

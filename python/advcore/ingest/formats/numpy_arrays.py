@@ -11,8 +11,9 @@ Stable-Baselines3's ``evaluations.npz``.
   columnar JSON's arrays), or those as long as an array named like a return per episode (:func:`_rows`); a 2-D one gives its mean over the second axis; the others are listed in
   ``metadata["unaligned"]``. An array named like a step counter (``timesteps``, ``episodes``) is the step.
 * **One array** (``.npy``): 1-D, one series named by the file's stem (``rewards.npy`` is read as ``rewards``), as a
-  file of bare numbers; 2-D, its longer axis is the step and the values are averaged over the shorter one (seeds,
-  agents or episodes of a step; ``metadata["averaged_axis"]``).
+  file of bare numbers; 2-D, its longer axis is the step. Two columns of which the first counts (whole numbers,
+  strictly increasing) and the second does not are (step, value) rows (``metadata["step_column"]``); otherwise the
+  values are averaged over the shorter axis (seeds, agents or episodes of a step; ``metadata["averaged_axis"]``).
 
 Arrays of Python objects are never unpickled (``allow_pickle=False``): such a file or member is reported, not read,
 as is one larger than :data:`MAX_BYTES` (observations or weights saved beside the curves).
@@ -110,6 +111,11 @@ def _archive(path: Path, file: BinaryIO) -> RawLog:
     return RawLog(NAME, frame, trainer=trainer, metadata=meta, errors=tuple(errors))
 
 
+def _counter(column: np.ndarray[Any, Any]) -> bool:
+    """Whether ``column`` counts steps: whole numbers, strictly increasing."""
+    return len(column) > 1 and bool(np.all(np.diff(column) > 0) and np.all(column == np.round(column)))
+
+
 def _single(path: Path, file: BinaryIO) -> RawLog:
     array = np.load(file, allow_pickle=False)
     if array.ndim not in (1, 2) or array.size == 0:
@@ -117,6 +123,13 @@ def _single(path: Path, file: BinaryIO) -> RawLog:
             str(path), f"NumPy array of shape {array.shape}: expected one value per step, or a 2-D array"),))
     if array.ndim == 2 and array.shape[1] > array.shape[0]:
         array = array.T  # the longer axis is the step
+    if array.ndim == 2 and array.shape[1] == 2 and np.issubdtype(array.dtype, np.number):
+        steps, values = array[:, 0].astype(np.float64), array[:, 1].astype(np.float64)
+        if _counter(steps) and not _counter(values):
+            # (step, value) rows: the frame at which each game ended and its return (an ECS 170 Pong homework's
+            # ``np.save('rewards.npy', all_rewards)`` of ``(frame_idx, episode_reward)`` pairs)
+            frame, _ = records_frame([{"step": int(k), path.stem: v} for k, v in zip(steps, values.tolist())])
+            return RawLog(NAME, frame, metadata={"headerless": [path.stem], "layout": "npy", "step_column": 0})
     raw = file_series(NAME, path, _per_row(path.stem, array).tolist(), "npy")
     if array.ndim == 2:
         return RawLog(NAME, raw.frame, metadata={**raw.metadata, "averaged_axis": array.shape[1]})
