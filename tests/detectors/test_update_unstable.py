@@ -680,3 +680,30 @@ def test_a_rolling_mean_of_a_flat_return_is_no_collapse(tmp_path: Path) -> None:
     course = reward_course(run)
     assert course is not None and course.noise == pytest.approx(10 * step_noise(values))
     assert not isinstance(one(run, "UPDATE_UNSTABLE"), Finding)
+
+
+def test_a_value_loss_that_grew_while_the_critic_fits_is_no_divergence() -> None:
+    # the same loss that outgrows the returns' square, beside a critic that explains 90 % of them late: fitting
+    n = 50
+    returns = [10.0] * 25 + [500.0] * 25
+    exploding = [0.5 * r ** 2 * 10 ** (4 * i / (n - 1)) for i, r in enumerate(returns)]
+    for explained, diverged in ((0.9, False), (0.2, True)):
+        run = make_run({"reward_mean": returns, "value_loss": exploding, "vf_explained_var": [0.1] * 25 + [explained] * 25})
+        f = one(run, "UPDATE_UNSTABLE")
+        assert (isinstance(f, Finding) and f.evidence["metric"] == "value_loss") is diverged
+
+
+def test_real_sb3_walker_whose_critic_fits_growing_returns_is_dated_by_its_collapse() -> None:
+    # SB3 PPO on a MuJoCo Unitree A1: every return is clipped at 0 for the first fifth (value loss about 0.001),
+    # the returns grow to ~2,000 and the value loss to ~100 while the explained variance ends near 0.9; then the
+    # deterministic evaluation falls from 1,000-2,274 to about 100 over its last six evaluations (950k to 1M)
+    folder = "h276-sb3-ppo-unitree-a1-mujoco-walk-evalcallback-peaks-then-deterministic-policy-falls/"
+    tb = corpus(folder + "events.out.tfevents.1733640611.DESKTOP-S01480D.438104.0")
+    evaluations = corpus(folder + "evaluations.npz")
+    explained = [e.value for e in events(tb).Scalars("train/explained_variance")]
+    assert np.median(explained[-len(explained) // 5:]) > 0.5
+    assert one(load(tb), "UPDATE_UNSTABLE") is None  # the value loss grew with the returns the critic fits
+    arrays = np.load(evaluations)
+    means, steps = arrays["results"].mean(axis=1), arrays["timesteps"]
+    f = one(load(evaluations), "UPDATE_UNSTABLE")
+    assert all(means[-6:] < 150) and isinstance(f, Finding) and f.onset_step == int(steps[-6]) == 950000

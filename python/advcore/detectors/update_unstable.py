@@ -23,7 +23,8 @@ A logged point is *unstable* when any of these holds there:
   as a ratio (sb3-acrobot-effort-std-blowup: std 1.0 -> 81.7, 10x by step 498,688);
 * the level of ``value_loss`` at or above ``value_loss_rise`` (100) x its early median, times the
   square of the growth of the reward's scale (:func:`_return_growth`: a critic of unnormalised
-  returns has a loss that grows with their square while it fits them): the critic diverged.
+  returns has a loss that grows with their square while it fits them): the critic diverged; not when
+  ``vf_explained_var`` is logged with a late median of at least ``CRITIC_FITS`` (0.5), a critic that fits.
 * the level of ``grad_norm`` at or above ``grad_rise`` (100) x its start level: the gradients exploded.
 
 The rises count only when the late window's median is past the bar too: a blow-up the run
@@ -334,6 +335,12 @@ def _update_moved(run: Run, success_from: int, success_to: int, fall_from: int) 
     return out
 
 
+#: A critic whose explained variance has a late median at least this high fits the returns: its loss grew with
+#: them, it did not diverge (h276-sb3-ppo-unitree-a1-mujoco-walk-evalcallback-peaks-then-deterministic-policy-falls:
+#: value loss 0.001 while every early return was clipped at 0, up to 101 late, explained variance 0.05 -> 0.89).
+CRITIC_FITS = 0.5
+
+
 def _return_growth(run: Run) -> float:
     """How many times the reward's scale grew from the early to the late window (at least 1): the late
     median of ``|reward_mean|`` over the early one, that floored at a tenth of the reward's range. A
@@ -473,6 +480,9 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         # a blow-up that is still there at the end: one the critic recovers from is a warm-up
         # (mountaincar-actor-critic-floor: value loss 0.01 -> 7,133 in 4 steps, then 0 once returns are constant)
         if not early > 0 or statistics.median(s.late()) < cut_rise:
+            continue
+        explained = metric(run, "vf_explained_var") if name == "value_loss" else None
+        if explained is not None and statistics.median(explained.late()) >= CRITIC_FITS:
             continue
         scaled = f" x the reward's growth squared ({growth ** 2:.3g})" if growth > 1.0 else ""
         out.append(_Check(name, rolling_level(s, f"{name} level"), _at_least(cut_rise),
@@ -668,7 +678,9 @@ CARD = Card(
         the first returns: h26-tianshou-ddpg-pendulum-learns) × the square of the reward's growth (late
         median of |`reward_mean`| over the early one, floored at a tenth of its range: an MSE on
         unnormalised returns grows with their square; h20-vpg-cartpole-learns-value-loss-grows learns
-        from 18 to 493 while its value loss goes from 603 to 78,000), or the level of `grad_norm` ≥
+        from 18 to 493 while its value loss goes from 603 to 78,000), unless `vf_explained_var` ends at
+        0.5 or more (a critic that fits its returns has not diverged: h276-sb3-ppo-unitree-a1-mujoco-walk-
+        evalcallback, 0.05 to 0.89), or the level of `grad_norm` ≥
         `grad_rise` × its start level (the gradients exploded: h59-cs336-grpo-noclip-offpolicy-nan-collapse,
         an off-policy GRPO loss without its clip); these rises count only when the median
         of the late window is past the bar too (a critic that blows up for four steps and then fits
