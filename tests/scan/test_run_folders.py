@@ -117,6 +117,21 @@ def test_a_metric_both_files_log_comes_from_the_denser_one(tmp_path: Path) -> No
     assert run.format == "verl_console+csv_table"
 
 
+def test_a_metric_a_console_and_a_dump_both_log_is_the_consoles() -> None:
+    # trl-dapo-vlm-181457: TRL's console every 10 steps over the whole batch (about 32 prompts a step), its rollout
+    # dump 8 prompts of each step; the joined reward is the console's, not the dump's sample of it
+    console = real("trl-dapo-vlm-181457/run_terminal.md")
+    dump = real("trl-dapo-vlm-181457/rollout_results.md")
+    logged = load(console)
+    (run,) = join_runs([load(dump), logged])
+    assert run.sources["reward_mean"] == logged.sources["reward_mean"] == "reward"
+    joined = run.frame.drop_nulls("reward_mean")
+    assert joined["step"].to_list() == logged.frame["step"].to_list()
+    assert joined["reward_mean"].to_list() == logged.frame["reward_mean"].to_list()
+    assert "n_groups" in run.metrics  # what only the dump logs stays at every step
+    assert run.frame["n_groups"].null_count() < run.frame.height - joined.height
+
+
 def test_files_of_one_format_that_share_no_metric_join_on_the_very_same_steps(tmp_path: Path) -> None:
     # a hand-written REINFORCE loop writing episode rewards and losses to two CSVs
     # (h12-handwritten-reinforce-meal-planning-slow-learner: monitor.csv and progress.csv, episodes 1..3000)

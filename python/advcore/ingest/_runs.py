@@ -36,7 +36,9 @@ The rule (:func:`join_runs`): two files read from the **same folder** are of one
 
 Files are taken in order (sorted paths); each joins the first run of its folder it fits, else
 starts one. The joined run has one row per step (outer join on ``step``, sorted); a metric both
-log is taken from the file that logs it at more steps, the other's values fill its gaps. Its
+log is taken from the file that logs it at more steps, the other's values fill its gaps; between a per-step log
+and a per-sample dump it is the log's alone (the trainer's statistic of the whole batch or interval; a dump may
+keep a few samples of each step, and two estimators in one series would make its noise). Its
 ``path`` is the folder, ``format`` the formats joined with ``+``, ``files`` the files.
 ``advcore scan --per-file`` keeps one run per file.
 """
@@ -182,10 +184,19 @@ def _join(a: Run, b: Run) -> Run:
     joined = fa.join(fb, on="step", how="full", coalesce=True, suffix="__b").sort("step")
     sources = dict(a.sources)
     columns: list[pl.Expr] = [pl.col("step")]
+    a_dump, b_dump = (bool(_formats(r) & PER_SAMPLE_FORMATS) and not _formats(r) - PER_SAMPLE_FORMATS for r in (a, b))
     for name in dict.fromkeys([*fa.columns, *fb.columns]):
         if name == "step":
             continue
         if name in fa.columns and name in fb.columns:
+            if a_dump != b_dump:
+                # the trainer's own statistic of each logged step (or interval) against one computed from the
+                # samples a dump kept: the trainer's, alone (TRL DAPO-VLM's console every 10 steps, its rollout
+                # dump 2 samples of each step; the two estimates mixed in one series would make its noise)
+                columns.append(pl.col(f"{name}__b" if a_dump else name).alias(name))
+                if a_dump and name in b.sources:
+                    sources[name] = b.sources[name]
+                continue
             a_first = fa.height - fa[name].null_count() >= fb.height - fb[name].null_count()
             first, second = (pl.col(name), pl.col(f"{name}__b")) if a_first else (pl.col(f"{name}__b"), pl.col(name))
             columns.append(pl.coalesce(first, second).alias(name))
