@@ -26,6 +26,7 @@ import os
 import socket
 import sqlite3
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -37,8 +38,8 @@ from urllib.parse import urlparse
 import polars as pl
 
 from advcore import __version__
-from advcore.errors import AdvcoreError
-from advcore.scan import RunReport, ScanOptions, collect_paths, is_quiet_miss, scan
+from advcore.errors import AdvcoreError, AdvcoreWarning
+from advcore.scan import NO_WORKERS, RunReport, ScanOptions, collect_paths, is_quiet_miss, scan, workers_start
 
 __all__ = ["COLUMNS", "ENGINES", "FleetCache", "default_cache", "fleet_frame", "fleet_row", "resolve_engine",
            "scan_fleet", "scan_many", "write_fleet"]
@@ -229,6 +230,11 @@ def _local(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
                             yield folder, _DIED
                         else:
                             retry.append((folder, args))
+        if attempt == 0 and len(retry) == len(pending) and not workers_start():
+            warnings.warn(NO_WORKERS, AdvcoreWarning, stacklevel=4)
+            for folder, args in retry:
+                yield folder, _scan_folder(args)
+            return
         pending, attempt = retry, attempt + 1
 
 

@@ -177,3 +177,25 @@ def test_bad_files_are_rows_with_their_error_and_the_rest_completes(archive: Pat
         assert row["status"] == "unreadable" and row["errors"][0].startswith(str(archive / name)), row
     assert rows[str(archive / "b" / "exp.jsonl")]["status"] == "lost"
     assert rows[str(archive / "a" / "exp.jsonl")]["status"] == "quiet"
+
+
+@pytest.mark.parametrize("call", ["advcore.scan_many([root], jobs=2, cache=False)['status'].to_list()",
+                                  "[r.verdict.status for r in scan(sorted(root.rglob('*.jsonl')), jobs=2)]"])
+def test_a_script_without_a_main_guard_is_scanned_in_its_own_process(archive: Path, tmp_path: Path,
+                                                                      call: str) -> None:
+    # Python's spawn start method runs the main script again in each worker: unguarded, every worker dies as it
+    # starts; the scan goes on in the script's process and says why
+    import subprocess
+    import sys
+
+    for k in range(8):  # enough files for scan() to use workers
+        _run(archive / f"more{k}" / "exp.jsonl", dies=k % 2 == 0)
+    script = tmp_path / "unguarded.py"
+    script.write_text("import pathlib\nimport advcore\nfrom advcore.scan import scan\n"
+                      f"root = pathlib.Path({str(archive)!r})\nprint('STATUSES', {call})\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("STATUSES")]
+    statuses = eval(line.removeprefix("STATUSES "))  # noqa: S307 (our own script's printed list)
+    assert statuses.count("lost") == 6 and "could not start worker processes" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr
