@@ -163,12 +163,31 @@ def test_real_verl_csv_export_reads_as_verl() -> None:
     (["Step", "episode.rwd", "episode.q", "episode.loss", "epsilon"], "episode.rwd"),
     (["after_cycle", "avg_utility", "avg_num_wins"], "avg_utility"),
     (["agent12/average_episode_rewards"], "agent12/average_episode_rewards"),
+    # the team's return beside each named agent's (MaxMaiche/COCOMA-DeepRL's archers): the team's
+    (["Agent_archer_0/Reward", "Agent_archer_1/Reward", "Global/Reward"], "Global/Reward"),
     (["gpu_utilization", "loss"], None),
 ])
 def test_a_reward_found_by_its_words(keys: list[str], expected: str | None) -> None:
     from advcore.ingest._aliases import reward_by_name
 
     assert reward_by_name(keys) == expected
+
+
+def test_real_kaz_archers_team_reward_by_name() -> None:
+    # four independent DQN archers (PettingZoo's Knights-Archers-Zombies), written by tf.summary as tensors: each
+    # archer's kills and the team's total; TensorBoard's reader (every tensor kept) is the oracle
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # type: ignore[import-untyped]
+    from tensorboard.util.tensor_util import make_ndarray  # type: ignore[import-untyped]
+
+    path = corpus("h300-handwritten-iql-dqn-kaz-4-archers-arrow-penalty-kills-fall-from-5-to-1-as-epsilon-decays-never-"
+                  "recover/events.out.tfevents.1731626018.MAXPC.10436.16.v2")
+    acc = EventAccumulator(str(path), size_guidance={"tensors": 0})
+    acc.Reload()
+    team = [(e.step, float(make_ndarray(e.tensor_proto))) for e in acc.Tensors("Global/Reward")]
+    run = load(path)
+    assert run.sources["reward_mean"] == "Global/Reward" and len(team) == 1416
+    assert run.frame["step"].to_list() == [s for s, _ in team]
+    assert run.frame["reward_mean"].to_list() == pytest.approx([v for _, v in team])
 
 
 def test_real_carla_ppo_reward_by_name() -> None:

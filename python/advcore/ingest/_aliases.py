@@ -192,7 +192,10 @@ _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     "g",
     # one agent's return in a multi-agent log (light_mappo's per-agent TensorBoard runs:
     # 'agent12/average_episode_rewards'); its number is dropped with the other digits
-    "agent"})
+    "agent",
+    # the team's return beside each agent's (MaxMaiche/COCOMA-DeepRL's independent DQN archers:
+    # 'Global/Reward' and 'Agent_archer_0/Reward' .. 'Agent_archer_3/Reward')
+    "global", "team"})
 
 
 #: A Gym/Gymnasium environment id (``LunarLander-v2``, ``ALE/Pong-v5``): the env a key is logged for
