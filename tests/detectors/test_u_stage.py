@@ -20,7 +20,7 @@ from advcore.diagnose import diagnose
 from advcore.ingest import Run, load
 from advcore.detectors._reward import reward_course
 from advcore.stages import stage_of
-from tests._real import corpus, real
+from tests._real import corpus, events, real
 from tests.detectors._fixtures import fired as fired_by
 from tests.detectors._fixtures import make_run, one
 
@@ -393,6 +393,38 @@ def test_baseline_broken_bound_from_the_spreads_of_values_and_returns() -> None:
                "BASELINE_BROKEN") is None
     assert one(make_run({"value_std": [30.0] * n, "return_std": returns_sd, "value_loss": growing}),
                "BASELINE_BROKEN") is None
+
+
+def test_baseline_broken_values_far_beyond_every_return_diverged() -> None:
+    n = 40
+    rng = np.random.default_rng(5)
+    returns = list(2.0 + 0.5 * rng.standard_normal(n))
+    runaway = [0.01] * 20 + [-(10.0 ** (1 + 0.25 * i)) for i in range(20)]  # leaves the returns at point 21
+    f = one(make_run({"reward_mean": returns, "value_mean": runaway}), "BASELINE_BROKEN")
+    biggest = max(abs(r) for r in returns)
+    assert isinstance(f, Finding) and f.stage == "A" and f.evidence["rule"] == "values_diverged"
+    assert f.evidence["reward_abs_max"] == biggest and f.onset_step == 21 > 0
+    assert f.evidence["late_abs_median"] == pytest.approx(float(np.median(np.abs(runaway[-8:]))))
+    # a discounted sum of per-step rewards (gamma 0.999) stays within 1,000 of them; a reward exactly 0 gives no scale
+    per_step = [0.01] * n
+    for quiet in ({"reward_mean": per_step, "value_mean": [0.01 / (1 - 0.999) * 0.99] * n},
+                  {"reward_mean": [0.0] * n, "value_mean": runaway}):
+        assert not isinstance(one(make_run(quiet), "BASELINE_BROKEN"), Finding)
+
+
+def test_real_mlagents_critic_whose_value_estimate_ran_away() -> None:
+    # KamranMiralami/MLProject: ML-Agents PPO's extrinsic value estimate goes to -29,430 while every logged return
+    # lies between -0.25 and 6.07
+    path = corpus("h301-mlagents-ppo-alt-config-buffer-100k-critic-diverges-value-minus-29k-return-stalls-at-2.5-520k/"
+                  "events.out.tfevents.1721760667.AVATAR-PC.7864.0")
+    acc = events(path)
+    returns = [e.value for e in acc.Scalars("Environment/Cumulative Reward")]
+    values = [(e.step, e.value) for e in acc.Scalars("Policy/Extrinsic Value Estimate")]
+    beyond = next(i for i, (_, v) in enumerate(values) if all(abs(w) > max(map(abs, returns)) for _, w in values[i:]))
+    f = one(load(path), "BASELINE_BROKEN")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "values_diverged"
+    assert f.evidence["reward_abs_max"] == pytest.approx(max(map(abs, returns)))
+    assert f.onset_step == values[beyond][0] == 250000
 
 
 def test_spinup_critic_with_one_output_for_every_state() -> None:

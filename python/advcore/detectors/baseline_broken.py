@@ -41,6 +41,10 @@ task with this baseline: the finding is ``info``
 task: h3-sb3-a2c-breakout-mlp-entropy-collapse idles at a score of 3.6 to 3.9 with a dead critic,
 and gets the info too (a missed warning, where the other way gave two false ones).
 
+* *diverged*, judged first and without ``vf_explained_var``: the critic's value estimate (``value_mean``) has a
+  late median ``VALUE_BEYOND`` (1,000) times the largest ``|reward_mean|`` of the run or more, dated from the
+  stretch where it stayed beyond every reward (ML-Agents' ``Policy/Extrinsic Value Estimate``).
+
 Not applicable (None) to a group-based run (GRPO and kin log group
 statistics and no critic metric: their baseline is the group mean); not evaluable without
 ``vf_explained_var`` otherwise.
@@ -69,6 +73,7 @@ WHAT_TO_TRY_NOTHING = (
     "Give the critic a chance: a higher critic learning rate, critic warm-up steps before actor updates, value "
     "clipping that is not freezing it.",
 )
+WHAT_TO_TRY_DIVERGED = (WHAT_TO_TRY_NOTHING[1], WHAT_TO_TRY_NOTHING[2])
 WHAT_TO_TRY_EVERYTHING = (
     "Look for a target leak: the value input includes the reward, the return or future tokens (e.g. the scored "
     "response with its verdict), so returns - values is ~0.",
@@ -156,12 +161,45 @@ def _bound(values: Series, returns: Series) -> Series:
                   tuple(values.phases[idx[k]] for k in keep) if values.phases else None, bound, proxy=True)
 
 
+#: A critic whose values have a late median this many times the largest ``|reward_mean|`` of the run diverged: no
+#: discount lets a value exceed the returns by that much (a per-step reward under gamma 0.999 sums to at most 1,000
+#: of them). Calibration half: every critic that went that far was a failure (h301-mlagents-ppo-alt-config-buffer-
+#: 100k-critic-diverges: a value estimate of -29,430 next to returns of -0.25 to 6.07, 3,700 x; h250-cql-d4rl-
+#: hopper-expert-seed0: 8.6e9 x); the healthy runs' values stay within 1 x their largest reward.
+VALUE_BEYOND = 1000.0
+
+
+def _values_diverged(run: Run, sustain: int) -> Finding | None:
+    """The critic's value estimate (``value_mean``) left the range of the returns (``reward_mean``) by
+    ``VALUE_BEYOND`` or more late in the run; dated from the stretch where its size stayed beyond every return."""
+    values, reward = metric(run, "value_mean"), metric(run, "reward_mean")
+    if values is None or reward is None or not values.judgeable:
+        return None
+    scale = max(abs(v) for v in reward.values)
+    late = statistics.median(abs(v) for v in values.late())
+    if scale == 0.0 or late < VALUE_BEYOND * scale:  # a reward exactly 0 throughout gives no scale
+        return None
+    idx = last_onset_index(values.values, lambda v: abs(v) > scale, sustain)
+    if idx is None:
+        idx = next(i for i in range(len(values) - window_len(len(values)), len(values)) if abs(values.values[i]) > scale)
+    evidence: dict[str, object] = {"metric": values.name, "rule": "values_diverged", "late_abs_median": late,
+                                   "reward_abs_max": scale, "times": late / scale, **values.where(idx)}
+    message = (f"The critic diverged: its value estimate has a median size of {late:.4g} late, {late / scale:.3g} x "
+               f"the largest reward of the run ({scale:.4g}), and stayed beyond every reward from step "
+               f"{values.step_at(idx)}. The advantages are returns minus a baseline no return can match.")
+    return Finding(ID, "warn", "A", values.step_at(idx), evidence, message, WHAT_TO_TRY_DIVERGED)
+
+
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate BASELINE_BROKEN on ``run`` with resolved ``knobs``."""
+    diverged = _values_diverged(run, int(knobs["sustain"]))
+    if diverged is not None:
+        return diverged
     s = metric(run, "vf_explained_var")
     if s is None:
         values, returns = metric(run, "value_std"), metric(run, "return_std")
         if values is None or returns is None:
+            # a value estimate that did not run away says nothing of what the critic explains
             return None if run_kind(run) == "group" else NotEvaluable(
                 ID, ("vf_explained_var (or value_std with return_std)",))
         if _critic_fitting(run):  # its flat values are still a baseline
@@ -304,6 +342,13 @@ CARD = Card(
         variance -0.21 while A2C holds CartPole at 491 to 500; sb3-invertedpendulum-dr-solved at 980
         to 1000). A plateau at the run's best level that is no solved task looks the same in the log
         (h3-sb3-a2c-breakout-mlp-entropy-collapse idles at 3.6 to 3.9) and gets the info too.
+
+        - *Diverged*, judged first and without `vf_explained_var`: the critic's value estimate
+          (`value_mean`, ML-Agents `Policy/Extrinsic Value Estimate`) has a late median at least 1,000 x the
+          largest |`reward_mean`| of the run (no discount lets a value exceed the returns that much; a
+          per-step reward under gamma 0.999 sums to 1,000 of them): h301-mlagents-ppo-alt-config-buffer-100k-
+          critic-diverges, -29,430 next to returns of -0.25 to 6.07; the healthy calibration runs stay within
+          1 x. Dated from the stretch where its size stayed beyond every reward.
 
         Onset: the first of `sustain` consecutive logged points in that state after the last stretch of
         `sustain` points out of it, else the first such point of the late window (for a critic that went
