@@ -681,3 +681,15 @@ def test_pymarl_sacred_console_counts_t_env(tmp_path: Path) -> None:
     assert run.frame["step"].to_list() == [50_000, 100_000, 150_000, 200_000]
     assert run.frame["reward_mean"].to_list() == [0.25, 0.5, 0.75, 1.0]
     assert run.frame["grad_norm"].to_list() == [0.5, 1.0, 1.5, 2.0]
+
+
+def test_real_frame_counter_is_the_step() -> None:
+    # an ECS 170 Pong DQN's nohup.out: '#Frame: 20000, Loss: 0.023345' then 'Last-10 average reward: -20.300000'
+    path = corpus("h299-ecs170-handwritten-dqn-pong-pairwise-broadcast-td-loss-erases-pretrained-policy-pinned-minus-"
+                  "20.8-1M-frames/nohup.out")
+    text = path.read_text()
+    frames = [int(f) for f in re.findall(r"#Frame: (\d+), Loss", text)]
+    rewards = [float(r) for r in re.findall(r"Last-10 average reward: (-?[\d.]+)", text)]
+    run = load(path)
+    assert run.frame["step"].to_list() == frames and len(frames) == 99 and frames[0] == 20000
+    assert run.frame["reward_mean"].to_list() == pytest.approx(rewards)

@@ -36,7 +36,7 @@ a step counter's name and its number separated by blanks only (``Update 10``, ``
 may every pair of a line made of pairs only (``Episode 1    Reward  -1689``), while elsewhere
 ``generating 2 candidates`` is prose, not a pair. A *step line* begins with a pair
 whose name is a step counter's (:data:`STEP_NAME`: ``step``, ``grpo_step``, ``update``,
-``episode``, ``epoch``, ``iteration``, ``轮次`` ...) and holds at least one other pair; the most common kind of step line
+``episode``, ``epoch``, ``iteration``, ``frame``, ``轮次`` ...) and holds at least one other pair; the most common kind of step line
 (its step word and other names) is the log's; a step line with another step word is not a step,
 nor is one with fewer than half of those names whose step goes back (a test episode printed after
 training: ``Episode 1 Reward: 500`` after ``Episode 1900, Total Reward: 500.00, Trajectory Length:
@@ -90,8 +90,9 @@ NAME = "printed"
 
 #: Names of a step counter (lower case, blanks as ``_``): ``step``, ``grpo_step``, ``Update``, ``epoch``, ``轮次``;
 #: not a window that ends in one (``mean_reward_100_episodes``); PyMARL's ``t_env``, the environment steps its sacred
-#: console prints on each ``Recent Stats | t_env: 50000 | Episode: 50`` line (src/run.py, src/utils/logging.py).
-STEP_NAME = re.compile(r"^(?:\w*[^\W\d]_)?(?:steps?|timesteps?|updates?|episodes?|ep|epoch|iter|iteration|it|round)$|^t_env$"
+#: console prints on each ``Recent Stats | t_env: 50000 | Episode: 50`` line (src/run.py, src/utils/logging.py); a
+#: frame count (an ECS 170 Pong DQN's ``#Frame: 20000, Loss: 0.023345``).
+STEP_NAME = re.compile(r"^(?:\w*[^\W\d]_)?(?:steps?|timesteps?|updates?|episodes?|ep|epoch|iter|iteration|it|round|frames?)$|^t_env$"
                        r"|^(?:轮次|回合|步|步数|迭代)$")
 #: Step lines (same step word) that a file's head needs to be read as printed progress.
 MIN_STEP_LINES = 3
