@@ -13,7 +13,7 @@ import numpy as np
 from advcore.detectors import REGISTRY, Finding, run_detectors
 from advcore.diagnose import diagnose
 from advcore.ingest import load
-from tests._real import corpus, real
+from tests._real import corpus, events, real
 from tests.detectors._fixtures import fired, make_run, one
 
 POINTS = int(REGISTRY["DEAD_FROM_START"].resolve({})["no_rise_points"])
@@ -169,3 +169,31 @@ def test_real_mean_that_rose_by_a_twentieth_of_its_spread_did_not_rise() -> None
     assert isinstance(f, Finding) and f.severity == "warn" and f.evidence["dead"] == "no_rise"
     lifted = np.concatenate([reward[:-k], late + 0.2 * spread])
     assert one(make_run({"reward_mean": list(lifted)}), "DEAD_FROM_START") is None
+
+
+def test_a_self_play_rating_that_rose_is_learning_a_zero_sum_return_cannot_show() -> None:
+    # in a zero-sum self-play game one side's win is the other's loss: the return stays flat however much is learned
+    zero_sum = _flat(300)
+    climbing = list(np.linspace(1200.0, 1500.0, 300) + np.random.default_rng(4).normal(0.0, 10.0, 300))
+    assert isinstance(one(make_run({"reward_mean": zero_sum}), "DEAD_FROM_START"), Finding)
+    assert one(make_run({"reward_mean": zero_sum, "elo": climbing}), "DEAD_FROM_START") is None
+    stuck = list(np.full(300, 1200.0) + np.random.default_rng(4).normal(0.0, 10.0, 300))
+    assert isinstance(one(make_run({"reward_mean": zero_sum, "elo": stuck}), "DEAD_FROM_START"), Finding)
+
+
+def test_real_mlagents_poca_self_play_whose_elo_climbs_is_quiet() -> None:
+    # alidenewade/SoccerTwos (the Hugging Face course's POCA self-play): POCA pays only the group (each agent's own
+    # return is 0 at every summary), the group's return stays near -0.1 (one team's goal is the other's loss) while
+    # Self-play/ELO climbs
+    path = corpus("h304-mlagents-poca-selfplay-soccertwos-hf-course-slow-start-scores-only-in-last-10pct-5m/"
+                  "events.out.tfevents.1730759620.ali.1222.0")
+    acc = events(path)
+    own = [e.value for e in acc.Scalars("Environment/Cumulative Reward")]
+    group = [e.value for e in acc.Scalars("Environment/Group Cumulative Reward")]
+    elo = [e.value for e in acc.Scalars("Self-play/ELO")]
+    assert set(own) == {0.0} and np.median(elo[-len(elo) // 5:]) > np.median(elo[:len(elo) // 5]) + 20
+    run = load(path)
+    assert run.sources["reward_mean"] == "Environment/Cumulative Reward + Environment/Group Cumulative Reward"
+    assert run.frame["reward_mean"].drop_nulls().to_list() == [a + b for a, b in zip(own, group, strict=True)]
+    findings, _ = run_detectors(run)
+    assert not [f for f in findings if f.severity in ("warn", "error")]

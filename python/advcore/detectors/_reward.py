@@ -520,6 +520,14 @@ def success_course(run: Run) -> RewardCourse | None:
     return run.cached(("success_course",), lambda: _course(run, "success_rate"))
 
 
+def rating_course(run: Run) -> RewardCourse | None:
+    """The course of ``elo``, a self-play rating against the policy's past selves, as :func:`reward_course`'s of the
+    reward: in a zero-sum self-play game one side's win is the other's loss, so the return averages about 0 whatever
+    the policy learned, and a rating that rose is the learning (h304-mlagents-poca-selfplay-soccer-2v2-elo-1200-to-
+    1490: the group's return near -0.1 throughout while its ELO climbs)."""
+    return run.cached(("rating_course",), lambda: _course(run, "elo"))
+
+
 #: A key that names the window of episodes its values average (``Average100 Score``, ``mean_100_episode_reward``,
 #: ``Avg learning reward last 100 episodes``, ``MeanReward100Episodes``): the window's size.
 _WINDOW = re.compile(r"(?:avg|average|mean|last|rolling|moving)[\s_/-]*(\d{1,5})(?!\d)|(?<!\d)(\d{1,5})[\s_/-]*(?:episodes|eps)",

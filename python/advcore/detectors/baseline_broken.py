@@ -399,6 +399,7 @@ SPEC = DetectorSpec(
         Knob("sustain", 5, "consecutive logged steps in that state for the onset estimate", low=1, integer=True,
              why="As the seed card. carla constant-obs: 2048 (the first update); carla kl-blowup: 7168."),
     ),
-    what_to_try_cases=(("Explains nothing", WHAT_TO_TRY_NOTHING), ("Explains everything", WHAT_TO_TRY_EVERYTHING)),
+    what_to_try_cases=(("Explains nothing", WHAT_TO_TRY_NOTHING), ("Explains everything", WHAT_TO_TRY_EVERYTHING),
+                        ("The critic diverged", WHAT_TO_TRY_DIVERGED)),
     card=CARD,
 )

@@ -34,7 +34,8 @@ from collections.abc import Mapping
 from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import MEDIAN_ERROR, SUCCESS_NOISE, improving_reward, reward_course, success_course
+from advcore.detectors._reward import (MEDIAN_ERROR, SUCCESS_NOISE, improving_reward, rating_course, reward_course,
+                                       success_course)
 from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, change_point, median_spacing,
                                         metric, one_advantage_per_step, plain, reward_spread)
 from advcore.model import Run
@@ -135,8 +136,8 @@ def _no_rise(run: Run, min_points: int) -> Finding | None:
     course = reward_course(run)
     if course is None or len(course.series) < min_points or _resumed(course.series) or not course.never_rose():
         return None
-    success = success_course(run)
-    if success is not None and (success.succeeded or success.rose):
+    # a success rate or a self-play rating that rose is learning the return does not show
+    if any(other is not None and (other.succeeded or other.rose) for other in (success_course(run), rating_course(run))):
         return None
     s = course.series
     start, k = course.start
@@ -298,7 +299,9 @@ CARD = Card(
         spread; the healthy runs closest to the bar rose by 0.17 and 0.18 of it); and no trailing-median level after the first window is more than 3 noises above the
         start (the median of the first 5 points, or of the first 1 % when that is more); and a logged
         `success_rate` did not rise either (h249-handwritten-dueling-ddqn-grid-navigation-return-peaks-ep374-
-        then-falls-2-7x: success 0.34 -> 0.70 by tenth while the return's median fell). A bar of 1.5
+        then-falls-2-7x: success 0.34 -> 0.70 by tenth while the return's median fell), nor a self-play
+        rating, `elo` (in a zero-sum game the return stays near 0 whatever is learned: h304-mlagents-poca-
+        selfplay-soccer-2v2-elo-1200-to-1490, a group return near -0.1 throughout). A bar of 1.5
         standard errors would also warn on a healthy
         slow learner (h69-unsloth-trl-grpo-qwen3-4b-mmlupro-physics-flat-but-alive, 1.29 for the means); at
         one, a run with no trend is caught about seven times in ten, a conservative claim. A log that begins

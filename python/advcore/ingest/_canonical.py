@@ -162,6 +162,10 @@ def _nonfinite_unmapped(raw: pl.DataFrame, unmapped: list[str], step_col: str | 
     return out
 
 
+#: Unity ML-Agents' TensorBoard returns (mlagents/trainers/stats.py): an agent's own, and its group's under POCA.
+_AGENT_RETURN, _GROUP_RETURN = "Environment/Cumulative Reward", "Environment/Group Cumulative Reward"
+
+
 def _filter_shares(columns: dict[str, list[pl.Expr]], sources: dict[str, str]) -> None:
     """A group filter logged as the shares of the sampled groups it removed at each bound
     (``filter/all_success_frac``, ``filter/all_fail_frac``) gives the share it kept, and with the number
@@ -217,6 +221,14 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
             expr = expr * row.scale
         columns.setdefault(name, []).append(expr + row.offset if row is not None and row.offset else expr)
     _filter_shares(columns, sources)
+    if _GROUP_RETURN in raw.frame.columns and sources.get("reward_mean") == _AGENT_RETURN:
+        # ML-Agents' POCA pays a group of agents as one (AddGroupReward): an agent's return is its own rewards and
+        # its group's, and a trainer that pays only the group logs an individual return of exactly 0
+        # (h186-mlagents-poca-object-collector: 0 at all 333 summaries, the group's 21.5 -> 11.6)
+        sources["reward_mean"] = f"{_AGENT_RETURN} + {_GROUP_RETURN}"
+        columns["reward_mean"] = [pl.coalesce(columns["reward_mean"]).fill_null(0.0)
+                                  + pl.col(_GROUP_RETURN).cast(pl.Float64, strict=False)]
+        unmapped.remove(_GROUP_RETURN)
     for metric, team in _TEAM.items():
         agents = sorted((m for c in columns if (m := _PER_AGENT.match(c)) and m["metric"] == metric),
                         key=lambda m: int(m["i"]))
