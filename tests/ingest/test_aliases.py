@@ -7,6 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from advcore.detectors import run_detectors
 from advcore.ingest import RawLog, load, load_aliases
 from advcore.ingest._canonical import canonicalize
 from tests._real import REAL, corpus, events
@@ -165,6 +166,8 @@ def test_real_verl_csv_export_reads_as_verl() -> None:
     (["agent12/average_episode_rewards"], "agent12/average_episode_rewards"),
     # the team's return beside each named agent's (MaxMaiche/COCOMA-DeepRL's archers): the team's
     (["Agent_archer_0/Reward", "Agent_archer_1/Reward", "Global/Reward"], "Global/Reward"),
+    # what an SB3 callback records itself (logger.record("custom/...")), beside its evaluation's (h12 JEPA trading)
+    (["custom/ent_coef", "custom/eval_episode_reward_mean", "custom/episode_reward_mean"], "custom/episode_reward_mean"),
     (["gpu_utilization", "loss"], None),
 ])
 def test_a_reward_found_by_its_words(keys: list[str], expected: str | None) -> None:
@@ -188,6 +191,20 @@ def test_real_kaz_archers_team_reward_by_name() -> None:
     assert run.sources["reward_mean"] == "Global/Reward" and len(team) == 1416
     assert run.frame["step"].to_list() == [s for s, _ in team]
     assert run.frame["reward_mean"].to_list() == pytest.approx([v for _, v in team])
+
+
+def test_real_sb3_callback_reward_by_name() -> None:
+    # an SB3 PPO trading run whose callback logs custom/episode_reward_mean; its entropy falls to 3 % of uniform
+    # while that reward climbs (quarter means -2.35 / 0.0002 / 0.73 / 1.03)
+    path = corpus("h12-sb3-ppo-jepa-trading-entropy-to-3pct-learns/events.out.tfevents.1771615870.b7d9443f0efc.117062.0")
+    expected = [(e.step, e.value) for e in events(path).Scalars("custom/episode_reward_mean")]
+    run = load(path)
+    assert run.sources["reward_mean"] == "custom/episode_reward_mean"
+    got = run.frame.drop_nulls("reward_mean")
+    assert got["step"].to_list() == [step for step, _ in expected]
+    assert got["reward_mean"].to_list() == pytest.approx([value for _, value in expected])
+    findings, _ = run_detectors(run)
+    assert "ENTROPY_COLLAPSE" not in {f.id for f in findings if f.severity in ("warn", "error")}
 
 
 def test_real_carla_ppo_reward_by_name() -> None:

@@ -195,7 +195,10 @@ _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     "agent",
     # the team's return beside each agent's (MaxMaiche/COCOMA-DeepRL's independent DQN archers:
     # 'Global/Reward' and 'Agent_archer_0/Reward' .. 'Agent_archer_3/Reward')
-    "global", "team"})
+    "global", "team",
+    # the namespace of the metrics an SB3 callback records itself (logger.record("custom/episode_reward_mean"):
+    # h12-sb3-ppo-jepa-trading-entropy-to-3pct-learns)
+    "custom"})
 
 
 #: A Gym/Gymnasium environment id (``LunarLander-v2``, ``ALE/Pong-v5``): the env a key is logged for
