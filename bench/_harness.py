@@ -28,12 +28,17 @@ class Case:
     targets: dict[str, float] = field(default_factory=dict)
 
 
-def median_time(fn: Callable[[], Any], repeat: int) -> float:
-    """Median wall time of ``fn()`` in seconds over ``repeat`` runs, after one warm-up run."""
+def wall_times(fn: Callable[[], Any], repeat: int) -> list[float]:
+    """Wall times of ``fn()`` in seconds over ``repeat`` runs, after one warm-up run."""
     fn()
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return times
+
+
+def median_time(fn: Callable[[], Any], repeat: int) -> float:
+    """Median wall time of ``fn()`` in seconds over ``repeat`` runs, after one warm-up run."""
+    return statistics.median(wall_times(fn, repeat))

@@ -21,24 +21,18 @@ Times are the minimum of 9 calls (streams) or 5 calls (kernels) after one warm-u
 from __future__ import annotations
 
 import platform
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from _harness import wall_times
 from advcore.stats import grouped_moments, spearman
 
 
 def _best_ms(fn: Callable[[], Any], repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times) * 1e3
+    return min(wall_times(fn, repeat)) * 1e3
 
 
 def _cpu() -> str:
