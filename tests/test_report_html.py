@@ -198,8 +198,27 @@ def test_findings_that_start_together_share_one_label() -> None:
                (1.0, "COMPONENT_COLLAPSE", "reward/mdi")]
     labels = _marker_labels(markers, [1.0, 100.0])
     assert LABEL_GAP * 99 >= 3  # steps 1 and 4 are within the gap on a 1-100 axis
-    assert labels == [(1.0, "COMPONENT_COLLAPSE, DEGENERATE_GROUPS"), (90.0, "ENTROPY_COLLAPSE")]
+    assert labels == [(1.0, "COMPONENT_COLLAPSE\nDEGENERATE_GROUPS"), (90.0, "ENTROPY_COLLAPSE")]
     assert _marker_labels(markers, [1.0, 10.0])[:2] == [(1.0, "COMPONENT_COLLAPSE"), (4.0, "DEGENERATE_GROUPS")]
+
+
+def test_an_onset_label_near_the_left_edge_is_drawn_inside_the_plot() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from advcore.report.html import LABEL_INSIDE, _figure
+
+    steps = [float(s) for s in range(1, 101)]
+    panel = ("reward_mean", steps, [0.5] * 100, None, None)
+    fig = _figure(plt, [panel], [(1.0, "COMPONENT_COLLAPSE", None), (90.0, "ENTROPY_COLLAPSE", None)], [])
+    (ax,) = fig.axes
+    lo, hi = ax.get_xlim()
+    assert 1.0 - lo < LABEL_INSIDE * (hi - lo) < 90.0 - lo
+    sides = {t.get_text(): t.get_horizontalalignment() for t in ax.texts}
+    assert sides == {"COMPONENT_COLLAPSE": "left", "ENTROPY_COLLAPSE": "right"}  # each beside its line, inside
+    plt.close(fig)
 
 
 def test_a_long_noisy_series_is_drawn_under_its_level() -> None:

@@ -69,6 +69,8 @@ PARALLEL_FROM = 24
 MAX_COMPONENTS = 6
 #: Onsets closer than this share of the steps drawn share one label.
 LABEL_GAP = 0.04
+#: An onset label sits right of its line when the line lies within this share of the plot from its left edge.
+LABEL_INSIDE = 0.1
 #: Small plots per row of a figure.
 COLUMNS = 3
 #: Line colors of the several series of one plot (two runs compared, the slices of a run).
@@ -285,9 +287,12 @@ def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | 
         for onset, ident, metric in markers:
             named = metric == title
             ax.axvline(onset, color="#b00020", linewidth=1.6 if named else 0.8, linestyle="-" if named else "--")
+        lo, hi = ax.get_xlim()
         for onset, label in labels:
+            # left of its line, unless the line is near the plot's left edge, where the label would be cut off
+            near_start = onset - lo < LABEL_INSIDE * (hi - lo)
             ax.annotate(label, (onset, 1.0), xycoords=("data", "axes fraction"), fontsize=6.5, color="#b00020",
-                        rotation=90, va="top", ha="right")
+                        rotation=90, va="top", ha="left" if near_start else "right")
         for name, value, ident in thresholds:
             if name == title:
                 ax.axhline(value, color="#b00020", linewidth=0.8, linestyle=":")
@@ -299,7 +304,7 @@ def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | 
 
 def _marker_labels(markers: Sequence[tuple[float, str, str | None]], ends: Sequence[float]) -> list[tuple[float, str]]:
     """One label per cluster of onsets closer than :data:`LABEL_GAP` of the steps drawn (``ends``: the first and
-    last step of each plot): the IDs of findings that started together, joined at the first onset, rather than
+    last step of each plot): the IDs of findings that started together, one line each at the first onset, rather than
     printed over one another."""
     span = (max(ends) - min(ends)) if ends else 0.0
     out: list[tuple[float, list[str]]] = []
@@ -309,7 +314,7 @@ def _marker_labels(markers: Sequence[tuple[float, str, str | None]], ends: Seque
                 out[-1][1].append(ident)
         else:
             out.append((onset, [ident]))
-    return [(onset, ", ".join(ids)) for onset, ids in out]
+    return [(onset, "\n".join(ids)) for onset, ids in out]
 
 
 def _svg(fig: Any) -> str:
