@@ -1,4 +1,5 @@
-"""BASELINE_BROKEN (warn, stage A): the value baseline explains nothing of the return, or all of it.
+"""BASELINE_BROKEN (warn, stage A): the value baseline explains nothing of the return, or all of it, or its values ran
+far beyond every return.
 
 Judged on ``vf_explained_var`` = ``1 - Var(returns - values) / Var(returns)`` (verl
 ``critic/vf_explained_var``, SB3 ``train/explained_variance``; dimensionless, at most 1, unbounded
@@ -287,7 +288,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
 
 
 CARD = Card(
-    tagline="the critic explains nothing, or everything",
+    tagline="the critic explains nothing, or everything, or diverged",
     happening="""
         With a learned value baseline (PPO with GAE, actor-critic), the advantage is the return minus the
         critic's value. Explained variance, `1 - Var(returns - values) / Var(returns)`, says how much of the
@@ -381,7 +382,8 @@ SPEC = DetectorSpec(
     id=ID,
     severity="warn",
     stage="A",
-    summary="the value baseline explains nothing of the return (explained variance <= ~0) or all of it (~1)",
+    summary="the value baseline explains nothing of the return (explained variance <= ~0) or all of it (~1), or its "
+            "values ran 1,000 x beyond every return",
     key_metrics=("vf_explained_var", "value_mean"),
     fn=detect,
     knobs=(
