@@ -26,11 +26,9 @@ import os
 import socket
 import sqlite3
 import sys
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -38,8 +36,9 @@ from urllib.parse import urlparse
 import polars as pl
 
 from advcore import __version__
-from advcore.errors import AdvcoreError, AdvcoreWarning
-from advcore.scan import NO_WORKERS, RunReport, ScanOptions, collect_paths, is_quiet_miss, scan, workers_start
+from advcore._workers import spawn_pool, warn_no_workers, workers_start
+from advcore.errors import AdvcoreError
+from advcore.scan import RunReport, ScanOptions, collect_paths, is_quiet_miss, scan
 
 __all__ = ["COLUMNS", "ENGINES", "FleetCache", "default_cache", "fleet_frame", "fleet_row", "resolve_engine",
            "scan_fleet", "scan_many", "write_fleet"]
@@ -219,7 +218,7 @@ def _local(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
         solo = attempt >= 2
         retry: list[Task] = []
         for group in ([[t] for t in pending] if solo else [pending]):
-            with ProcessPoolExecutor(max_workers=1 if solo else jobs, mp_context=get_context("spawn")) as pool:
+            with spawn_pool(1 if solo else jobs) as pool:
                 futures = {pool.submit(_scan_folder, args): (folder, args) for folder, args in group}
                 for fut in as_completed(futures):
                     folder, args = futures[fut]
@@ -231,7 +230,7 @@ def _local(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
                         else:
                             retry.append((folder, args))
         if attempt == 0 and len(retry) == len(pending) and not workers_start():
-            warnings.warn(NO_WORKERS, AdvcoreWarning, stacklevel=4)
+            warn_no_workers(stacklevel=4)
             for folder, args in retry:
                 yield folder, _scan_folder(args)
             return

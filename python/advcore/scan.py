@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
-from multiprocessing import get_context
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 from typing import Any
@@ -29,13 +26,14 @@ from advcore._escape import described
 from advcore._paths import Walk, expand_glob, glob_root, walk_files
 from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
-from advcore.errors import AdvcoreError, AdvcoreWarning
+from advcore._workers import spawn_pool, warn_no_workers, workers_start
+from advcore.errors import AdvcoreError
 from advcore.ingest import IngestError, Run, join_runs, load, load_runs
 from advcore.model import JUDGED_APART, STORE_RUN
 from advcore.ingest._text import PARQUET_MAGIC, SNIFF_BYTES, decode_head
 from advcore.ingest.formats import mlflow_store, nemo_rl, prime_rl, samples, trl_completions, wandb
 
-__all__ = ["NO_WORKERS", "Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "scan_file", "workers_start"]
+__all__ = ["Collected", "RunReport", "ScanOptions", "collect_paths", "scan", "scan_file"]
 
 #: Below this many files the scan runs in this process (worker start-up costs ~0.5 s).
 PARALLEL_FROM = 8
@@ -322,8 +320,7 @@ def scan(
         runs_of_store = stores(runs)
         return judged(judge(run, options) for run in runs)
     try:
-        # spawn, not fork: Polars' thread pool does not survive a fork.
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        with spawn_pool(jobs) as pool:
             chunk = max(1, len(paths) // (jobs * 8))
             runs = [run for runs_of_file in pool.map(_load_one, [(p, options) for p in paths], chunksize=chunk)
                     for run in runs_of_file]
@@ -333,26 +330,5 @@ def scan(
     except BrokenProcessPool:
         if workers_start():
             raise
-        warnings.warn(NO_WORKERS, AdvcoreWarning, stacklevel=2)
+        warn_no_workers(stacklevel=2)
         return scan(paths, options, jobs=1, progress=progress)
-
-
-#: Said when worker processes cannot start (:func:`workers_start`) and a scan goes on in the calling process.
-NO_WORKERS = ("advcore could not start worker processes and scans in this process instead: Python starts each "
-              "worker by running the main script again, and a script that calls advcore outside an "
-              "`if __name__ == \"__main__\":` block stops every worker as it starts; put the call in that block to "
-              "scan on every core")
-
-
-def workers_start() -> bool:
-    """Whether a worker process can start here at all (one spawned worker runs a trivial task). False when the
-    main script calls advcore at its top level without an ``if __name__ == "__main__":`` guard: under Python's
-    spawn start method every worker first re-runs that script, which starts workers again while it is still
-    starting, and dies (``multiprocessing`` "An attempt has been made to start a new process before the current
-    process has finished its bootstrapping phase")."""
-    try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
-            pool.submit(int).result()
-    except BrokenProcessPool:
-        return False
-    return True

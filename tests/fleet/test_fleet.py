@@ -179,8 +179,11 @@ def test_bad_files_are_rows_with_their_error_and_the_rest_completes(archive: Pat
     assert rows[str(archive / "a" / "exp.jsonl")]["status"] == "quiet"
 
 
-@pytest.mark.parametrize("call", ["advcore.scan_many([root], jobs=2, cache=False)['status'].to_list()",
-                                  "[r.verdict.status for r in scan(sorted(root.rglob('*.jsonl')), jobs=2)]"])
+@pytest.mark.parametrize("call", [
+    "advcore.scan_many([root], jobs=2, cache=False)['status'].to_list()",
+    "[r.verdict.status for r in scan(sorted(root.rglob('*.jsonl')), jobs=2)]",
+    # the report draws its figures on workers from 24 runs on
+    "[r.verdict.status for r in reports] if render_html(reports, jobs=2).count('<section') == len(reports) else []"])
 def test_a_script_without_a_main_guard_is_scanned_in_its_own_process(archive: Path, tmp_path: Path,
                                                                       call: str) -> None:
     # Python's spawn start method runs the main script again in each worker: unguarded, every worker dies as it
@@ -188,14 +191,17 @@ def test_a_script_without_a_main_guard_is_scanned_in_its_own_process(archive: Pa
     import subprocess
     import sys
 
-    for k in range(8):  # enough files for scan() to use workers
+    for k in range(24):  # enough files for scan() and the report to use workers
         _run(archive / f"more{k}" / "exp.jsonl", dies=k % 2 == 0)
     script = tmp_path / "unguarded.py"
-    script.write_text("import pathlib\nimport advcore\nfrom advcore.scan import scan\n"
-                      f"root = pathlib.Path({str(archive)!r})\nprint('STATUSES', {call})\n")
+    script.write_text("import pathlib\nimport advcore\nfrom advcore.report.html import render_html\n"
+                      "from advcore.scan import scan\n"
+                      f"root = pathlib.Path({str(archive)!r})\n"
+                      "reports = scan(sorted(root.rglob('*.jsonl')), jobs=1)\n"
+                      f"print('STATUSES', {call})\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("STATUSES")]
     statuses = eval(line.removeprefix("STATUSES "))  # noqa: S307 (our own script's printed list)
-    assert statuses.count("lost") == 6 and "could not start worker processes" in done.stderr
+    assert statuses.count("lost") == 14 and "could not start worker processes" in done.stderr
     assert 'if __name__ == "__main__":' in done.stderr

@@ -27,13 +27,12 @@ import math
 import os
 import re
 from collections.abc import Collection, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from advcore._workers import pool_map
 from advcore.compare import SIGNALS, Comparison
 from advcore.detectors import THRESHOLD
 from advcore.errors import AdvcoreError
@@ -499,9 +498,7 @@ def _all_figures(reports: Sequence[RunReport], png_dir: Path | None, jobs: int |
     if jobs == 1 or len(reports) < PARALLEL_FROM:
         plt = _pyplot()
         return [_run_figures(plt, *job) for job in work]
-    # spawn, not fork: Polars' thread pool does not survive a fork (as in advcore.scan)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-        return list(pool.map(_drawn, work, chunksize=max(1, len(work) // (jobs * 8))))
+    return pool_map(_drawn, work, jobs, chunksize=max(1, len(work) // (jobs * 8)))
 
 
 def _section(i: int, report: RunReport, figures: list[Figure]) -> str:
