@@ -225,3 +225,20 @@ def test_returns_of_a_critic_are_read(tmp_path: Path) -> None:
                          f"critic/returns/mean:{0.5 + 0.1 * s}\n" for s in range(1, 8)))
     run = load(p)
     assert run.frame["return_mean"].to_list() == pytest.approx([0.5 + 0.1 * s for s in range(1, 8)])
+
+
+def test_a_config_dump_with_trainer_keys_does_not_make_a_verl_console_trls(tmp_path: Path) -> None:
+    # verl-agent prints its config before the first step line: "{'alfworld': {'eval_dataset': 'eval_in_distribution'}"
+    # holds a key TRL's metric dicts begin with, but with a string value
+    pre = f"{ESC}[36m(TaskRunner pid=9323){ESC}[0m "
+    text = (f"{pre}{{'actor_rollout_ref': {{'actor': {{'ppo_epochs': 1}}}},\n"
+            f"{pre} 'env': {{'alfworld': {{'eval_dataset': 'eval_in_distribution'}},\n"
+            + "".join(f"{pre}step:{s} - actor/entropy_loss:0.9 - critic/score/mean:0.{s}\n" for s in range(1, 4)))
+    path = _write(tmp_path, text)
+    assert detect(path) is verl_console.FORMAT
+    assert load(path).frame["reward_mean"].to_list() == [0.1, 0.2, 0.3]
+    # a TRL metric dict is still TRL's, a nan or a tensor as its first value included
+    from advcore.ingest.formats import trl_console
+    for first in ("0.25", "nan", "-inf", "tensor(0.3)", ".5", "'0.1'"):
+        trl = _write(tmp_path, f"{{'loss': {first}, 'reward': 0.5, 'epoch': 0.1}}\n", "trl.log")
+        assert detect(trl) is trl_console.FORMAT, first

@@ -181,3 +181,22 @@ def test_real_sample_factory_run_resumed_into_a_second_event_file() -> None:
     (run,) = join_runs([a, b])
     assert run.steps == a.steps + b.steps and run.trainer == "sample_factory"
     assert run.frame["step"].to_list() == a.frame["step"].to_list() + b.frame["step"].to_list()
+
+
+def test_a_session_resumed_from_an_earlier_checkpoint_replaces_the_steps_it_redid() -> None:
+    # h308 (wallacexuhanxiao/search-r1): verl-agent crashed saving step 150's checkpoint and resumed from step
+    # 100's: steps 101..149 are in both consoles, sampled anew, so they disagree; the resumed session's are the run's
+    folder = "h308-verl-agent-grpo-lora-qwen25-3b-search-r1-bm25-val-success-0.261-to-0.303-healthy"
+    first = corpus(f"{folder}/train_v2.pre_resume_step100.log")
+    resumed = corpus(f"{folder}/train_v2_resume_from100.log")
+
+    def scores(path: Path) -> dict[int, float]:  # independent reading: the step lines, by regex
+        return {int(m.group(1)): float(m.group(2)) for m in
+                re.finditer(r"\bstep:(\d+) - .*?critic/score/mean:(-?[\d.]+)", path.read_text(errors="replace"))}
+
+    early, late = scores(first), scores(resumed)
+    assert (min(early), max(early), min(late), max(late)) == (1, 149, 101, 300)
+    assert any(early[s] != late[s] for s in range(101, 150))  # the redone steps disagree
+    (run,) = join_runs([load(first), load(resumed)])
+    got = dict(zip(run.frame["step"].to_list(), run.frame["reward_mean"].to_list(), strict=True))
+    assert got == {**{s: v for s, v in early.items() if s < 101}, **late}

@@ -164,6 +164,8 @@ def load_aliases(extra: Path | None = None) -> AliasTable:
 
 #: words that name a reward or return ...
 _REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns", "rew",
+                           # its plural (a CMPE591 homework's np.save("rews.npy", episode_returns))
+                           "rews",
                            # the abbreviation of a hand-written TF DQN's log (yjhong89/DQN: episode.rwd)
                            "rwd",
                            # OpenAI baselines' episode reward, one word (eprew, eprewmean): its forks and

@@ -243,6 +243,10 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
             sources[name] = formula
             unmapped = [c for c in unmapped if c not in formula.replace("(", " ").replace(")", " ").split()]
     stems = raw.metadata.get("headerless", ())  # a headerless table's series is named by its file
+    if not stems and len(unmapped) == 1 and set(columns) <= {"step"}:
+        # a log of one series: its key is a name given to the run's one curve, whatever else it says
+        # (h307's SAC scheduler: TensorBoard's 'profile4 Episode Reward 2023-08-06-13-17-31' and nothing else)
+        stems = tuple(unmapped)
     guessed = reward_by_name(unmapped, stems) if "reward_mean" not in columns else None
     named_as = guessed
     folder = Path(path).parent.name

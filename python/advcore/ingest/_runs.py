@@ -13,6 +13,10 @@ The rule (:func:`join_runs`): two files read from the **same folder** are of one
    format, at least half of the smaller set of metrics in common, and the later file's first step
    at most ``RESUME_GAP`` (2) median step intervals after the earlier one's last (Sample Factory
    writes a new event file when a run resumes: frames 4,096 to 5.67 M, then 5.74 M to 194.65 M). A
+   file that resumes another from a checkpoint taken before the other's last step (one format, half
+   the metrics in common, beginning after the other's first step and ending after its last) is of its
+   run even where the steps logged twice disagree: the resumed session's are kept, the earlier's from
+   there on were undone (a verl-agent run crashed saving step 150 and resumed from step 100). A
    run's excerpts from far apart (TinyZero's early steps 2 to 122 every 40 and late steps 383 to 399)
    stay apart. A file without step numbers (TRL's console
    dicts with no progress bar to date them: the step is the order of the lines,
@@ -150,6 +154,8 @@ def apart(a: Run, b: Run) -> str | None:
         return None  # per-sample values and interval-averaged ones are not expected to agree
     for m in sorted(common):
         if not _agree(a.frame, b.frame, m):
+            if _resumed_within(a, b) is not None:
+                return None
             trainers = [t for t in (a.trainer, b.trainer) if t]
             why = (f"written by two trainers, {trainers[0]} and {trainers[1]}" if len(set(trainers)) == 2
                    else "two runs, or two seeds")
@@ -171,6 +177,21 @@ def _resumes(a: Run, b: Run) -> bool:
     return interval > 0 and min(late) - max(early) <= RESUME_GAP * interval
 
 
+def _resumed_within(a: Run, b: Run) -> tuple[Run, Run] | None:
+    """(earlier, later) when one of ``a`` and ``b`` resumes the other from a checkpoint taken before the
+    other's last step: one format, at least half of the smaller metric set in common, the later file
+    beginning after the earlier's first step and ending after its last; else None."""
+    if a.format != b.format or not a.metrics or not b.metrics:
+        return None
+    if 2 * len(set(a.metrics) & set(b.metrics)) < min(len(a.metrics), len(b.metrics)):
+        return None
+    early, late = (a, b) if a.frame["step"].min() <= b.frame["step"].min() else (b, a)  # type: ignore[operator]
+    first, last = late.frame["step"].min(), late.frame["step"].max()
+    if first > early.frame["step"].min() and last > early.frame["step"].max():  # type: ignore[operator]
+        return early, late
+    return None
+
+
 def _median_interval(steps: list[int]) -> float:
     ordered = sorted(steps)
     diffs = [b - a for a, b in zip(ordered, ordered[1:], strict=False)]
@@ -180,6 +201,11 @@ def _median_interval(steps: list[int]) -> float:
 def _join(a: Run, b: Run) -> Run:
     """One run of ``a`` and ``b``: outer join on step; a metric in both comes from the file that logs it
     at more steps, the other fills its gaps."""
+    if (resumed := _resumed_within(a, b)) is not None:
+        # the resumed session's steps are the run's: the earlier session's from the resume on were undone
+        early, late = resumed
+        cut = replace(early, frame=early.frame.filter(pl.col("step") < late.frame["step"].min()))
+        a, b = (cut, late) if early is a else (late, cut)
     fa, fb = a.frame, b.frame
     joined = fa.join(fb, on="step", how="full", coalesce=True, suffix="__b").sort("step")
     sources = dict(a.sources)

@@ -40,6 +40,11 @@ _START = re.compile(
     r"\{'(loss|grad_norm|learning_rate|reward|rewards/[^']*|kl|entropy|epoch|num_tokens|"
     r"completion_length|completions/[^']*|frac_reward_zero_std|train_runtime|eval_[^']*)'\s*:"
 )
+#: What a sniffed metric dict's first value looks like: a number, bare or quoted (recent Trainers
+#: print ``{'loss': '0.1'}``), ``nan``, ``inf`` or ``tensor(`` included; never a word. A config dump
+#: holds the same keys with words (verl-agent prints ``{'alfworld': {'eval_dataset':
+#: 'eval_in_distribution'}`` before its first ``step:1`` line).
+_NUMBER_VALUE = re.compile(r"\s*'?(?:[-+]?(?:\d|\.\d|nan|inf)|tensor\()", re.IGNORECASE)
 _SEGMENTS = re.compile(r"\r")
 #: A tqdm counter: ``12/29790 [`` (the elapsed time follows in brackets).
 _COUNTER = re.compile(r"(?<![\d/])(\d+)/(\d+) \[")
@@ -68,7 +73,7 @@ def _segments(text: str) -> list[tuple[int, str]]:
 def sniff(path: Path, head: str | None) -> bool:
     if head is None:
         return False
-    return any(_START.search(seg) for _, seg in _segments(head))
+    return any(_NUMBER_VALUE.match(seg, m.end()) for _, seg in _segments(head) for m in _START.finditer(seg))
 
 
 def _parse(seg: str, start: int) -> dict[str, Any] | None:
