@@ -36,7 +36,7 @@ __all__ = ["METRIC_STAGES", "StageLevel", "contrast_logged", "had_contrast", "st
 METRIC_STAGES: dict[str, str] = {
     **dict.fromkeys(("reward_mean", "reward_std", "reward_std_within", "reward_max", "reward_min",
                      "zero_variance_group_frac", "response_length_mean", "response_length_max", "truncated_frac",
-                     "success_rate", "elo", "reward_null_frac", "reward/", "reward_std/"), "R"),
+                     "success_rate", "elo", "val_score", "reward_null_frac", "reward/", "reward_std/"), "R"),
     **dict.fromkeys(("return_mean", "return_std", "value_mean", "value_std", "value_loss", "vf_explained_var",
                      "vf_explained_var/"), "A"),
     **dict.fromkeys(("adv_mean", "adv_std", "adv_max", "adv_min", "adv_zero_frac"), "T"),

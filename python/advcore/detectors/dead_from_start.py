@@ -35,7 +35,7 @@ from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import (MEDIAN_ERROR, SUCCESS_NOISE, improving_reward, rating_course, reward_course,
-                                       success_course)
+                                       success_course, validation_rose)
 from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, change_point, median_spacing,
                                         metric, one_advantage_per_step, plain, reward_spread)
 from advcore.model import Run
@@ -136,8 +136,10 @@ def _no_rise(run: Run, min_points: int) -> Finding | None:
     course = reward_course(run)
     if course is None or len(course.series) < min_points or _resumed(course.series) or not course.never_rose():
         return None
-    # a success rate or a self-play rating that rose is learning the return does not show
+    # a success rate, a self-play rating or a validation score that rose is learning the return does not show
     if any(other is not None and (other.succeeded or other.rose) for other in (success_course(run), rating_course(run))):
+        return None
+    if validation_rose(run) is not None:
         return None
     s = course.series
     start, k = course.start
@@ -301,7 +303,9 @@ CARD = Card(
         `success_rate` did not rise either (h249-handwritten-dueling-ddqn-grid-navigation-return-peaks-ep374-
         then-falls-2-7x: success 0.34 -> 0.70 by tenth while the return's median fell), nor a self-play
         rating, `elo` (in a zero-sum game the return stays near 0 whatever is learned: h304-mlagents-poca-
-        selfplay-soccer-2v2-elo-1200-to-1490, a group return near -0.1 throughout). A bar of 1.5
+        selfplay-soccer-2v2-elo-1200-to-1490, a group return near -0.1 throughout), nor a validation score,
+        `val_score` (5 evaluations or more ranking with the step at Spearman 0.9, the last above the
+        first). A bar of 1.5
         standard errors would also warn on a healthy
         slow learner (h69-unsloth-trl-grpo-qwen3-4b-mmlupro-physics-flat-but-alive, 1.29 for the means); at
         one, a run with no trend is caught about seven times in ten, a conservative claim. A log that begins

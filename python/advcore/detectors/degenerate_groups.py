@@ -37,7 +37,7 @@ import math
 from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import RewardLevel, reward_level
+from advcore.detectors._reward import RewardLevel, answered_by_validation, reward_level
 from advcore.detectors._windows import (TIE_EPS, Series, aligned, fmean, held_since, metric, onset_index, plain,
                                         run_kind, tied_share, window_len)
 from advcore.model import Run
@@ -257,8 +257,15 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                        f"{learning['second_half_rise_z']:.1f}) with {100 * learning['room_left']:.0f}% of its range left "
                        "below its ceiling: the untied groups still train. The tied ones cost compute without a "
                        "gradient.", WHAT_TO_TRY)
-    return Finding(ID, "warn", "R", s.step_at(idx), dict(evidence),
+    tied = Finding(ID, "warn", "R", s.step_at(idx), dict(evidence),
                    f"{share}: those groups give zero advantage and no gradient.", WHAT_TO_TRY)
+    # a validation score that rose answers groups tied in failure (h311's WebShop GiGPO after SFT: 8 episodes a step,
+    # a training reward of 0 on 28 of 32 steps), not groups tied in success, the upper half of the reward's range:
+    # the signal is gone whatever the validation says (simplevla-terminal-reward-libero: a training success of 0.95
+    # from step 0, both groups of a step all-success on most steps, the validation 0.917 -> 0.983)
+    succeeding = level is not None and level.ceiling > level.floor and (
+        level.late_mean - level.floor >= (level.ceiling - level.floor) / 2)
+    return tied if succeeding else answered_by_validation(tied, run)
 
 
 CARD = Card(
@@ -313,7 +320,12 @@ CARD = Card(
         agree by chance (RLOO with k = 2 at a success of 0.75 ties most of them): the lab's G = 2 runs
         that learn reach z 4.1 to 5.5 and gains of 0.09 to 0.14; the real runs stuck with tied groups
         reach a z of at most 1.7, and the lab's small_g fault (99 % of pairs tied, held-out success
-        flat) creeps with a gain of at most 0.01. Onset: the first of `sustain` consecutive points at or above
+        flat) creeps with a gain of at most 0.01. Ties in failure (the late reward mean in the lower half of
+        the range) are info too when a logged validation score (`val_score`: verl's `val/test_score/<source>`,
+        verl-agent's `val/success_rate`) rose: at least 5 evaluations ranking with the step at Spearman 0.9 or
+        more, the last above the first (h311's WebShop GiGPO after SFT: 8 episodes a step, a training reward of
+        0 on 28 of 32 steps, the held-out success 0.016 -> 0.328); ties in success stay a warning whatever
+        the validation says (simplevla-terminal-reward-libero, validation 0.917 -> 0.983). Onset: the first of `sustain` consecutive points at or above
         `tied_above`, or the
         first tied point from which the share of every remaining stretch stays at or above `tied_above`,
         whichever is earlier; the first logged step when the early window's mean is already at or above

@@ -30,7 +30,9 @@ A logged success rate (``success_rate``: the share of episodes that reached the 
 tenth of the run, at least 5 points) never rises above ``success_below`` (0.1) and its late mean is
 at most half of that, the task is never solved and the finding fires with onset at the first logged
 point, whatever the noisy return around its floor does; unless that return rose and held its gain
-(the policy is learning towards its first successes).
+(the policy is learning towards its first successes) and no validation score logged beside it stayed
+flat. A validation score that rose (:func:`~advcore.detectors._reward.answered_by_validation`) makes
+the finding information.
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ from advcore.detectors._reward import (
     ZERO_SHARE,
     RewardCourse,
     RewardLevel,
+    answered_by_validation,
     reward_course,
+    validation_logged,
+    validation_rose,
     reward_level,
 )
 from advcore.detectors._windows import POINT_FACT_MIN, Series, change_point, metric, rolling_level
@@ -82,7 +87,12 @@ CONTROL_TRIES = (
 
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
-    """Evaluate REWARD_FLOOR on ``run`` with resolved ``knobs``."""
+    """Evaluate REWARD_FLOOR on ``run`` with resolved ``knobs``: information only when the validation score
+    rose (:func:`~advcore.detectors._reward.answered_by_validation`)."""
+    return answered_by_validation(_floor(run, knobs), run)
+
+
+def _floor(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     if not run.has("reward_mean") and not run.has("success_rate"):
         return NotEvaluable(ID, ("reward_mean (or success_rate)",))
     never = _never_succeeds(run, float(knobs["success_below"]))
@@ -157,7 +167,11 @@ def _never_succeeds(run: Run, below: float) -> Finding | None:
     if success is None or not success.judgeable or any(not 0.0 <= v <= 1.0 for v in success.values):
         return None
     c = reward_course(run)
-    if c is not None and c.improved() and c.late - c.early >= MIN_RELATIVE_GAIN * max(abs(c.early), abs(c.late)):
+    # ... unless a validation score logged beside it did not rise: then the return's gain was a shaping term's
+    # (h311's WebShop GiGPO from scratch: its only payment, the -0.1 for an invalid action, shrank from -0.038 to
+    # -0.01 a step while no training episode succeeded and the held-out success stayed between 0 and 0.047)
+    if (c is not None and c.improved() and c.late - c.early >= MIN_RELATIVE_GAIN * max(abs(c.early), abs(c.late))
+            and (not validation_logged(run) or validation_rose(run) is not None)):
         return None
     if c is not None and c.fell_below_start:  # the return answers the policy: a collapse, not a floor
         return None
@@ -285,7 +299,12 @@ CARD = Card(
         (h70-pymarl-lica-corridor-zero-wins-but-learning: no SMAC battle won in 204 logs while the shaped
         return climbs from 3.7 to 6.5) by at least a tenth of its magnitude (a 2-D push whose return
         moves from -40.1 to -37.0 while the object never moves is a shaping term at work, not progress:
-        h76-handwritten-reinforce-2d-push-never-contacts-success-zero). A run too short
+        h76-handwritten-reinforce-2d-push-never-contacts-success-zero), and only when a logged validation
+        score (`val_score`, 5 evaluations or more) rose too (h311's WebShop GiGPO from scratch: its only
+        payment, the -0.1 for an invalid action, shrank from -0.038 to -0.01 while the held-out success stayed
+        between 0 and 0.047). A validation score that rose (5 evaluations or more ranking with the step at
+        Spearman 0.9, the last above the first) makes any finding info: the training batch is not the
+        policy's measure (8 episodes a step at a 5-10 % success rate read 0 on most steps). A run too short
         for windows (fewer than six logged reward means) is still judged on the point fact: a reward mean
         of exactly 0 at every one of at least two logged steps fires, with onset at the first. Not
         evaluable without `reward_mean` or `success_rate`.
