@@ -12,7 +12,7 @@ import numpy as np
 
 from advcore.detectors import REGISTRY, Finding, run_detectors
 from advcore.diagnose import diagnose
-from advcore.ingest import load
+from advcore.ingest import join_runs, load
 from tests._real import corpus, events, real
 from tests.detectors._fixtures import fired, make_run, one
 
@@ -197,3 +197,48 @@ def test_real_mlagents_poca_self_play_whose_elo_climbs_is_quiet() -> None:
     assert run.frame["reward_mean"].drop_nulls().to_list() == [a + b for a, b in zip(own, group, strict=True)]
     findings, _ = run_detectors(run)
     assert not [f for f in findings if f.severity in ("warn", "error")]
+
+
+def test_a_reward_below_its_start_for_the_whole_run_never_rose() -> None:
+    # five first points near 0, then a drop to about -1 that creeps back up half a noise: its late median lies above
+    # the early one (so it "rose"), but no level ever came back to where the run started
+    rng = np.random.default_rng(5)
+    start = list(rng.normal(0.0, 0.05, 5))
+    rest = list(np.linspace(-1.2, -1.0, 295) + rng.normal(0.0, 0.05, 295))
+    f = one(make_run({"reward_mean": start + rest}), "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.evidence["dead"] == "no_rise" and f.evidence["fell"] is True
+    assert "fell from where it started and never came back" in f.message
+    back = start + rest[:200] + list(rng.normal(0.1, 0.05, 95))  # came back above its start at the end
+    assert one(make_run({"reward_mean": back}), "DEAD_FROM_START") is None
+
+
+def test_real_pong_paddle_below_its_first_summaries_for_3_7m_steps() -> None:
+    # masterxolos/AI-Ping-Pong MoveThePlayer: about -0.74 over the first summaries, never above -0.95 after 100k steps
+    folder = "h314-mlagents-ppo-pong-movetheplayer-return-falls-below-start-and-stays-3.7m-resumed"
+    paths = [corpus(f"{folder}/{name}") for name in ("events.out.tfevents.1671064795.DESKTOP-GN66KVI.51428.0",
+                                                     "events.out.tfevents.1671066355.DESKTOP-GN66KVI.30460.0")]
+    pts = sorted((e.step, e.value) for p in paths for e in events(p).Scalars("Environment/Cumulative Reward"))
+    values = [v for _, v in pts]
+    assert len(values) == 370 and np.median(values[:5]) > -0.8
+    assert max(v for s, v in pts if s > 100_000) < -0.95
+    k = math.ceil(0.2 * len(values))
+    assert np.median(values[-k:]) > np.median(values[:k])  # the late window above the early one
+    (run,) = join_runs([load(p) for p in paths])
+    f = one(run, "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.severity == "warn" and f.evidence["fell"] is True
+
+
+def test_real_sac_whose_objective_was_broken_rose_by_a_tenth_of_its_spread() -> None:
+    # Refref18/CMPE591_HOMEWORK3: SAC on a UR5e push whose objective was broken, 4,130 episodes flat at the random
+    # policy's return; its late median lies 0.11 of the windows' spread above the early one, 2 standard errors
+    path = corpus("h310-handwritten-sac-gae-pusher-v5-objective-broken-flat-at-random-4130-episodes/"
+                  "sac_total_reward_per_episode.txt")
+    with path.open(newline="") as fh:
+        reward = np.array([float(r[1]) for r in csv.reader(fh) if r])
+    k = math.ceil(0.2 * len(reward))
+    early, late = reward[:k], reward[-k:]
+    spread = math.sqrt((early.var() + late.var()) / 2)
+    rise = np.median(late) - np.median(early)
+    assert len(reward) == 4130 and 0.1 * spread < rise < 0.15 * spread
+    f = one(load(path), "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.evidence["dead"] == "no_rise"

@@ -17,7 +17,7 @@ import pytest
 
 from advcore.detectors import REGISTRY, Finding, run_detectors
 from advcore.diagnose import diagnose
-from advcore.ingest import Run, load
+from advcore.ingest import Run, join_runs, load
 from tests._real import corpus, events, real
 from tests.detectors._fixtures import fired, make_run, one
 
@@ -707,3 +707,33 @@ def test_real_sb3_walker_whose_critic_fits_growing_returns_is_dated_by_its_colla
     means, steps = arrays["results"].mean(axis=1), arrays["timesteps"]
     f = one(load(evaluations), "UPDATE_UNSTABLE")
     assert all(means[-6:] < 150) and isinstance(f, Finding) and f.onset_step == int(steps[-6]) == 950000
+
+
+def test_a_self_play_return_that_fell_while_the_rating_held_is_the_opponents_progress() -> None:
+    cols = _hold_then_fall(4.4)
+    rng = np.random.default_rng(7)
+    n = len(cols["reward_mean"])
+    climbing = list(np.linspace(1200.0, 1400.0, n) + rng.normal(0.0, 5.0, n))
+    assert isinstance(one(make_run(cols), "UPDATE_UNSTABLE"), Finding)
+    assert one(make_run({**cols, "elo": climbing}), "UPDATE_UNSTABLE") is None
+    falling = list(np.linspace(1400.0, 1200.0, n) + rng.normal(0.0, 5.0, n))  # the rating fell with the return
+    assert isinstance(one(make_run({**cols, "elo": falling}), "UPDATE_UNSTABLE"), Finding)
+
+
+def test_real_hide_and_seek_hiders_whose_return_fell_as_the_seekers_learned() -> None:
+    # florian1702/ML_HideAndSeek, the Hider behaviour of an asymmetric self-play run (four sessions): the hiders'
+    # return falls from about 143 to -19 as the seekers learn to find them, while the hiders' ELO climbs
+    folder = ("h309-mlagents-ppo-asymmetric-selfplay-hide-and-seek-hider-return-155-to-minus-26-as-seekers-improve-"
+              "elo-rises-healthy")
+    paths = sorted(corpus(f"{folder}/{name}") for name in (
+        "events.out.tfevents.1735566547.Florian-Laptop.22356.1", "events.out.tfevents.1735637118.Florian-Laptop.12004.0",
+        "events.out.tfevents.1735811638.Florian-Laptop.11016.0", "events.out.tfevents.1735828699.Florian-Laptop.21812.1"))
+    reward = [e.value for p in paths for e in events(p).Scalars("Environment/Cumulative Reward")]
+    elo = [e.value for p in paths for e in events(p).Scalars("Self-play/ELO")]
+    fifth_r, fifth_e = len(reward) // 5, len(elo) // 5
+    assert np.median(reward[:fifth_r]) > 100 > 0 > np.median(reward[-fifth_r:])
+    assert np.median(elo[-fifth_e:]) > np.median(elo[:fifth_e]) + 100
+    (run,) = join_runs([load(p) for p in paths])
+    findings, not_evaluable = run_detectors(run)
+    assert "UPDATE_UNSTABLE" not in {f.id for f in findings}
+    assert "the self-play rating rose" in diagnose(run, findings, not_evaluable).summary

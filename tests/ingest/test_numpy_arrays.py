@@ -131,3 +131,12 @@ def test_two_columns_that_both_count_or_neither_are_averaged(tmp_path: Path) -> 
         run = load(p)
         assert run.metadata["averaged_axis"] == 2
         assert run.frame["reward_mean"].to_list() == pytest.approx(pair.mean(axis=1).tolist())
+
+
+def test_rews_is_a_name_for_the_returns() -> None:
+    # Refref18/CMPE591_HOMEWORK3: np.save("rews.npy", episode_returns) at the end of a REINFORCE loop
+    path = corpus("h310-handwritten-reinforce-running-baseline-pusher-v5-climbs-87-to-53-10k-episodes-healthy/rews.npy")
+    returns = np.load(path, allow_pickle=False)
+    run = load(path)
+    assert run.sources["reward_mean"] == "rews"
+    assert run.frame["reward_mean"].to_list() == pytest.approx(returns.astype(float).tolist())

@@ -127,3 +127,15 @@ def test_cleanrl_is_told_by_its_return_tag_with_one_of_its_losses() -> None:
     assert trainer_of(["charts/episodic_return", "losses/td_loss", "losses/q_values"]) == "cleanrl"
     # the return tag alone names no library (any script can write it)
     assert trainer_of(["charts/episodic_return", "charts/episodic_length"]) is None
+
+
+def test_a_file_of_one_series_whose_name_says_reward_is_read_as_the_reward() -> None:
+    # jzmrexu1s/rl-scheduling: torch SummaryWriter('logs') with one scalar per run, named by its profile and date
+    path = corpus("h307-sac-dvfs-mixed-criticality-scheduler-profile4-3340-to-4080-in-500-episodes-healthy/"
+                  "events.out.tfevents.1691327851.inspur.16283.0")
+    acc = events(path)
+    (tag,) = acc.Tags()["scalars"]
+    assert tag == "profile4 Episode Reward 2023-08-06-13-17-31"
+    run = load(path)
+    assert run.sources["reward_mean"] == tag
+    assert run.frame["reward_mean"].to_list() == pytest.approx([e.value for e in acc.Scalars(tag)])

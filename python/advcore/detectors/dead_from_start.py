@@ -134,7 +134,8 @@ def _no_rise(run: Run, min_points: int) -> Finding | None:
     """The fifth sign, a warning: over at least ``min_points`` logged points from the run's start, the
     reward never rose (:meth:`advcore.detectors._reward.RewardCourse.never_rose`)."""
     course = reward_course(run)
-    if course is None or len(course.series) < min_points or _resumed(course.series) or not course.never_rose():
+    if (course is None or len(course.series) < min_points or _resumed(course.series)
+            or not (course.never_rose() or course.never_regained_start())):
         return None
     # a success rate, a self-play rating or a validation score that rose is learning the return does not show
     if any(other is not None and (other.succeeded or other.rose) for other in (success_course(run), rating_course(run))):
@@ -295,11 +296,17 @@ CARD = Card(
         level, nor of the windows, nor inside the first window (`RewardCourse.rose`); the late fifth's
         median and mean are at most one standard error above the early fifth's (for the medians 1.2533 x
         the step-to-step noise x sqrt(2 / k), for the means the windows' pooled standard deviation x
-        sqrt(2 / k)), or the mean rose by less than a tenth of that pooled standard deviation, which a long
+        sqrt(2 / k)), or they rose by less than 0.15 of the windows' pooled standard deviation, which a long
         run's standard error no longer asks for (h273-handwritten-dqn-carrier-on-off-reward-independent-
         of-action-10k-episodes-flat: 1.6 standard errors over windows of 2,000 episodes, 0.05 of the
-        spread; the healthy runs closest to the bar rose by 0.17 and 0.18 of it); and no trailing-median level after the first window is more than 3 noises above the
-        start (the median of the first 5 points, or of the first 1 % when that is more); and a logged
+        spread; h310-handwritten-sac-gae-pusher-v5-objective-broken: a median 0.11 of it higher; the healthy
+        runs closest to the bar rose by 0.17 and 0.18 of it); and no trailing-median level after the first
+        window is more than 3 noises above the start (the median of the first 5 points, or of the first 1 %
+        when that is more). Or the reward fell below its start and never came back: its late median more
+        than 3 standard errors below the start and no level after the first window at the start
+        (h314-mlagents-ppo-pong-movetheplayer-return-falls-below-start-and-stays: about -0.74 over the first
+        summaries, under -0.95 at every one after 100k steps, while its late median, -1.09, lies above the
+        early -1.18). In either case a logged
         `success_rate` did not rise either (h249-handwritten-dueling-ddqn-grid-navigation-return-peaks-ep374-
         then-falls-2-7x: success 0.34 -> 0.70 by tenth while the return's median fell), nor a self-play
         rating, `elo` (in a zero-sum game the return stays near 0 whatever is learned: h304-mlagents-poca-

@@ -96,8 +96,8 @@ from dataclasses import dataclass
 
 from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome,
                                      first_of_checks)
-from advcore.detectors._reward import (FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward, reward_course,
-                                       reward_level)
+from advcore.detectors._reward import (FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward, rating_course,
+                                       reward_course, reward_level)
 from advcore.detectors._windows import (MIN_WINDOW, TIE_EPS, Series, change_point, differential, metric,
                                         rolling_level, window_len)
 from advcore.model import Run
@@ -230,7 +230,7 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
     succeeded = c.succeeded or _brief_success(run, c)
     fell = (succeeded and c.gave_back() >= giveback) or _fell_above_floor(run, c)
     late_tail = 0 if fell else _collapsed_tail(run, c, giveback)
-    if not (fell or late_tail):
+    if not (fell or late_tail) or _rating_held(run, c):
         return None
     s, w, peak = c.series, c.w, c.peak
     start = max(0, peak - w // 2)
@@ -269,6 +269,18 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
                                    "noise": c.noise, "level_points": w,
                                    **({"collapsed_tail_points": late_tail} if late_tail else {})}
     return tail, evidence
+
+
+def _rating_held(run: Run, c: RewardCourse) -> bool:
+    """A self-play rating (``elo``) logged beside the reward ends at or above its level when the reward peaked: in
+    self-play the return is scored against an opponent that learns too, so a return that fell while the rating
+    held is the opponent's progress, not a collapse (h309-mlagents-ppo-asymmetric-selfplay-hide-and-seek-hider:
+    the hiders' return 143 -> -19 as the seekers learned to find them, their ELO 1291 -> 1420)."""
+    rating = rating_course(run)
+    if rating is None:
+        return False
+    at_peak = [i for i, st in enumerate(rating.series.steps) if st <= c.peak_step]
+    return bool(at_peak) and rating.late >= rating.level[max(at_peak[-1], rating.w - 1)]
 
 
 #: A reward whose last this many logged values all lie far below where it started
@@ -748,7 +760,10 @@ CARD = Card(
         (h228-rlgames-isaacgym-walkbot-learns-then-return-crashes-below-start-at-end: its last 6 of 259
         epochs). Runs with curriculum phases are not judged this way, nor a fall over which the advantages
         carried nothing (`zero_variance_group_frac` at least 0.95 or `adv_std` 0 in median): with every
-        group tied no update happened, the reward stopped telling samples apart.
+        group tied no update happened, the reward stopped telling samples apart; nor one over which a
+        self-play rating (`elo`) ends at or above its level when the reward peaked: the return is scored
+        against an opponent that learns too (h309-mlagents-ppo-asymmetric-selfplay-hide-and-seek-hider: the
+        hiders' return 143 -> -19 as the seekers learned to find them, their ELO 1291 -> 1420).
     """,
     related="""
         The opposite of UPDATE_SUPPRESSED (the update is ~0). A clip fraction pinned near 1 with a KL
