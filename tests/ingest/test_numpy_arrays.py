@@ -140,3 +140,22 @@ def test_rews_is_a_name_for_the_returns() -> None:
     run = load(path)
     assert run.sources["reward_mean"] == "rews"
     assert run.frame["reward_mean"].to_list() == pytest.approx(returns.astype(float).tolist())
+
+
+def test_a_file_named_by_its_algorithm_and_seed_holds_the_runs_returns() -> None:
+    # Martyanovst/differential-games-rl: rewards/pendulum/ddpg2021.npy, one value per episode (a running mean of
+    # the returns), the file named by the algorithm and its seed
+    path = corpus("h314-handwritten-ddpg-pendulum-swingup-seed-2021-solves-then-collapses-to-minus-21-at-episode-1313/"
+                  "ddpg2021.npy")
+    returns = np.load(path, allow_pickle=False)
+    run = load(path)
+    assert run.sources["reward_mean"] == "ddpg2021"
+    assert run.frame["reward_mean"].to_list() == pytest.approx(returns.astype(float).tolist())
+
+
+@pytest.mark.parametrize(("stem", "read"), [("ppo_3", True), ("sac", True), ("td3_seed4", True),
+                                            ("ppo_loss", False), ("dqn_epsilon", False), ("ppo_policy", False)])
+def test_only_a_name_of_algorithm_and_number_is_a_curve_of_returns(tmp_path: Path, stem: str, read: bool) -> None:
+    path = tmp_path / f"{stem}.npy"
+    np.save(path, np.linspace(-100.0, 0.0, 50))
+    assert ("reward_mean" in load(path).metrics) is read

@@ -203,6 +203,11 @@ _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     "custom"})
 
 
+#: Names of RL algorithms: a file named by one alone (and a number) is that run's curve of returns.
+_ALGORITHMS = frozenset({"ddpg", "td3", "sac", "ppo", "trpo", "a2c", "a3c", "acer", "acktr", "dqn", "ddqn", "qlearning",
+                         "sarsa", "reinforce", "vpg", "naf", "grpo", "rloo", "maddpg", "mappo", "ippo", "qmix"})
+
+
 #: A Gym/Gymnasium environment id (``LunarLander-v2``, ``ALE/Pong-v5``): the env a key is logged for
 #: (``step_rewards_LunarLander-v2``, Lizhi-sjtu/DRL-code-pytorch), not a word of what it measures.
 _ENV_ID = re.compile(r"(?:[A-Za-z]+/)?[A-Z][A-Za-z0-9]*(?:-[A-Za-z][A-Za-z0-9]*)*-v\d+")
@@ -242,8 +247,11 @@ def reward_by_name(keys: list[str], stems: Collection[str] = ()) -> str | None:
         if key in stems:
             allowed |= set(words) - _NOT_REWARD_WORDS
         # a file named by its run's settings, the seed among them (hanacatic/RL-Project's
-        # results/DQN_continous_seed8.npy: np.save of the episodes' returns), holds the run's returns
-        settings = key in stems and "seed" in words and not set(words) & _NOT_REWARD_WORDS
+        # results/DQN_continous_seed8.npy: np.save of the episodes' returns), or by its algorithm alone
+        # (Martyanovst/differential-games-rl's rewards/pendulum/ddpg2021.npy, the seed its number), holds the run's
+        # returns
+        settings = key in stems and not set(words) & _NOT_REWARD_WORDS and (
+            "seed" in words or (bool(words) and set(words) <= _ALGORITHMS))
         if not settings and (not words or not set(words) & _REWARD_WORDS or not set(words) <= allowed):
             continue
         # an average over every episode since the start lags more with each one: the last choice
