@@ -295,3 +295,15 @@ def test_a_multi_agent_run_draws_each_groups_policy_and_critic(tmp_path: Path) -
     frame = pl.DataFrame({"step": [0.0, 1.0, 2.0], "entropy/b": [1.0, 0.9, 0.8], "entropy/a": [1.0, 1.0, 1.0],
                           "kl_step": [0.01, 0.02, 0.01]})
     assert [p[0] for p in _plots_of(frame, "U", ("kl_step", "entropy"))] == ["kl_step", "entropy/a", "entropy/b"]
+
+
+def test_only_the_reward_figure_counts_the_reward_components(tmp_path: Path) -> None:
+    # a newcomer read "U update (0 of its 1 reward components drawn: those that moved most)" on legaloom-grpo-final
+    log = tmp_path / "run.jsonl"
+    log.write_text("".join(json.dumps({"step": s, "reward": 0.5 + s / 100, "rewards/fn/mean": 0.1 + s / 100,
+                                       "grad_norm": 1.0 / s, "kl": s / 1000}) + "\n" for s in range(1, 30)))
+    page = tmp_path / "r.html"
+    assert main(["report", str(log), "--out", str(page)]) == 0
+    titles = re.findall(r"data-stage='([^']*)'", page.read_text())
+    assert titles and not any("components drawn" in t for t in titles)
+    assert any(t.startswith("U update") for t in titles)

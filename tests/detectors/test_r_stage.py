@@ -867,3 +867,21 @@ def test_real_reward_that_settled_at_zero_late_is_dated_where_it_settled() -> No
     first_zero = cut + int(np.argmax(scores[cut:] == 0))
     f = one(load(path), "REWARD_FLOOR")
     assert isinstance(f, Finding) and f.onset_step == first_zero + 1  # steps count episodes from 1
+
+
+def test_a_floor_after_a_brief_success_is_dated_after_it_and_told_as_a_collapse() -> None:
+    # h318's ML-Agents robot tournament: -0.1 for 8 M steps, 500 to 900 over 30 of its 668 summaries, then -0.1 for the
+    # last 24 M: too brief for a level over a tenth of the run, a success all the same
+    rng = np.random.default_rng(11)
+    before, success, after = 200, 20, 300
+    floor = list(-0.1 + rng.normal(0.0, 0.01, before))
+    peak = list(700.0 + rng.normal(0.0, 100.0, success))
+    rest = list(-0.1 + rng.normal(0.0, 0.01, after))
+    f = one(make_run({"reward_mean": floor + peak + rest}), "REWARD_FLOOR")
+    assert isinstance(f, Finding) and "collapsed after a brief success" in f.message
+    assert before + success < f.onset_step <= before + success + 10
+    assert before < f.evidence["peak_step"] <= before + success
+    # single lucky points are no success: the floor holds from the start
+    spikes = floor + [50.0 if i % 40 == 0 else v for i, v in enumerate(rest + rest[:success])]
+    g = one(make_run({"reward_mean": spikes}), "REWARD_FLOOR")
+    assert isinstance(g, Finding) and "brief success" not in g.message and g.onset_step <= 10

@@ -42,6 +42,7 @@ from dataclasses import replace
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import (
+    FALL_NOISE,
     REL_TOL,
     SPREAD_GONE,
     ZERO_SHARE,
@@ -49,9 +50,9 @@ from advcore.detectors._reward import (
     RewardLevel,
     answered_by_validation,
     reward_course,
+    reward_level,
     validation_logged,
     validation_rose,
-    reward_level,
 )
 from advcore.detectors._windows import POINT_FACT_MIN, Series, change_point, metric, rolling_level
 from advcore.model import Run
@@ -119,8 +120,50 @@ def _floor(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     idx = level.pinned_onset(0.0 if at_zero else level.floor, int(knobs["sustain"]), settled=settled)
     if at_zero and not all_zero and not settled:
         idx = _settled_at_zero(level.mean.values, idx)
+    brief = None if course is None or course.succeeded or at_zero else _brief_success(level.mean, course)
+    if brief is not None:  # dated where it settled after the success, not before it
+        idx = level.pinned_onset(level.floor, int(knobs["sustain"]), settled=True)
     finding = _finding(level.mean, idx, {**level.evidence(), "all_zero": all_zero}, None if all_zero else level)
-    return _after_success(finding, course) if course is not None and course.succeeded else finding
+    if course is not None and course.succeeded:
+        return _after_success(finding, course)
+    return _after_brief_success(finding, course, *brief) if brief is not None and course is not None else finding
+
+
+#: A success held for at least this many logged points (their trailing median) is one, however brief
+#: against the run (:func:`_brief_success`).
+BRIEF_POINTS = 5
+
+
+def _brief_success(mean: Series, course: RewardCourse) -> tuple[int, float] | None:
+    """Where the reward's trailing median over ``BRIEF_POINTS`` points peaked, and that level, when it rose more
+    than ``FALL_NOISE`` noises above the late median and held above half-way for ``BRIEF_POINTS`` points or more:
+    a success too short for the level over a tenth of the run to show it (h318-mlagents-ppo-robot-tournament:
+    -0.1 for 8 M steps, 500 to 900 from 8.6 M to 10 M, 30 of 668 summaries, then -0.1 for the last 24 M); else
+    None. A reward exactly 0 on most points is REWARD_FLOOR's excursions rule's (a lucky stretch)."""
+    short = rolling_level(mean, "brief level", BRIEF_POINTS).values
+    first = BRIEF_POINTS - 1
+    if len(short) <= first or course.noise <= 0:
+        return None
+    peak = max(range(first, len(short)), key=lambda i: short[i])
+    gain = short[peak] - course.late
+    if gain <= FALL_NOISE * course.noise:
+        return None
+    if sum(1 for v in short[first:] if v >= course.late + gain / 2) < BRIEF_POINTS:
+        return None
+    return peak, short[peak]
+
+
+def _after_brief_success(finding: Finding, course: RewardCourse, peak: int, level: float) -> Finding:
+    """``finding`` told as a collapse after a brief success (:func:`_brief_success`)."""
+    peak_step = course.series.steps[peak]
+    if finding.onset_step is None or finding.onset_step <= peak_step:
+        return finding
+    message = (f"The reward collapsed after a brief success: it rose from {course.start_text()} to a level of "
+               f"{level:.4g} (a median over {BRIEF_POINTS} logged steps) at step {peak_step}, fell, and sits at its "
+               f"floor from step {finding.onset_step} ({course.late:.4g} late): what the policy had learned is gone.")
+    evidence = {**finding.evidence, "peak_level": level, "peak_step": peak_step, "peak_points": BRIEF_POINTS,
+                "start_level": course.start[0]}
+    return replace(finding, message=message, evidence=evidence)
 
 
 #: Separate stretches of non-zero rewards before a reward settled at 0 that make it a run that scored now and
@@ -318,7 +361,12 @@ CARD = Card(
         A floor reached after a success (the reward rose and held, and the late window gave back all of
         that gain) is told as the collapse it is, with the peak's level and step in the evidence
         (h176-mlagents-sac-crawler-with-attacker-learns-then-collapses-for-good: a level of 1,432 at step
-        540,000, 47 late): "everything fails" would be the wrong story for a run that had learned.
+        540,000, 47 late): "everything fails" would be the wrong story for a run that had learned. So is a
+        success too brief for that level (a tenth of the run) to show: a trailing median over 5 points that
+        rose more than 10 noises above the late median and held above half-way for 5 points or more, on a
+        reward not exactly 0 on most points (h318-mlagents-ppo-robot-tournament: -0.1 for 8 M steps, 500 to
+        900 over 30 of its 668 summaries, -0.1 for the last 24 M); the floor is then dated where it settled
+        after the success.
     """,
     related="""
         DEAD_FROM_START fires with it when the floor holds from the first step (a setup problem);

@@ -38,13 +38,14 @@ from advcore.detectors import THRESHOLD
 from advcore.errors import AdvcoreError
 from advcore.report.render import metrics_text, not_evaluable_lines, step_note, steps_text, unread_text
 from advcore.scan import RunReport
+from advcore.stages import stage_of
 
 __all__ = ["PANELS", "render_comparison_html", "render_html"]
 
 #: Per stage: its title and the canonical per-step metrics drawn on its figure, in order (a run draws
 #: the ones it holds; the reward components ``reward/<name>`` join R).
 PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("R", "reward", ("reward_mean", "success_rate", "reward_std", "reward_std_within", "zero_variance_group_frac",
+    ("R", "reward", ("reward_mean", "success_rate", "val_score", "elo", "reward_std", "reward_std_within", "zero_variance_group_frac",
                      "filter/kept_frac", "truncated_frac", "response_length_mean")),
     ("A", "baseline", ("vf_explained_var", "value_loss", "value_mean", "return_mean")),
     ("T", "advantages", ("adv_std", "adv_max", "adv_min", "adv_zero_frac", "spearman_adv_reward",
@@ -453,7 +454,9 @@ def _run_figures(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> l
                       and "proxy" not in f.evidence and math.isfinite(f.evidence[THRESHOLD])]
         fig = _figure(plt, panels, markers, shade, thresholds)
         drawn = sum(name.startswith("reward/") for name, *_ in panels)
-        components = sum(c.startswith("reward/") and frame[c].null_count() < frame.height for c in frame.columns)
+        # the components are the reward's stage's (a newcomer read "U update (0 of its 1 reward components drawn)")
+        components = sum(c.startswith("reward/") and frame[c].null_count() < frame.height for c in frame.columns
+                         if stage_of(c) == stage)
         left_out = (f" ({drawn} of its {components} reward components drawn: those that moved most)"
                     if components > drawn else "")
         figures.append(_save_figure(plt, fig, f"{stage} {title}{left_out}", len(panels), len(markers), png_dir,
