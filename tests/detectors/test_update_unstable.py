@@ -737,3 +737,24 @@ def test_real_hide_and_seek_hiders_whose_return_fell_as_the_seekers_learned() ->
     findings, not_evaluable = run_detectors(run)
     assert "UPDATE_UNSTABLE" not in {f.id for f in findings}
     assert "the self-play rating rose" in diagnose(run, findings, not_evaluable).summary
+
+
+def test_real_foosball_return_pinned_near_one_value_did_not_collapse() -> None:
+    # KaiKz/foosballProject3: the ball never moves, every episode ends at step 10 with 2,350 +- 1.5; a step noise
+    # near 0 had a level of 2,352 read as a success and 2,350 as its collapse
+    folder = "h323-sb3-tqc-mujoco-foosball-ball-never-moves-every-episode-ends-at-10-steps-return-pinned-at-2350-dead-from-start"
+    path = corpus(f"{folder}/events.out.tfevents.1763069284.DESKTOP-K6T5L05.24520.0")
+    returns = [e.value for e in events(path).Scalars("rollout/ep_rew_mean")]
+    assert max(returns) - min(returns) < 0.005 * np.median(returns) and 2340 < np.median(returns) < 2360
+    assert not isinstance(one(load(path), "UPDATE_UNSTABLE"), Finding)
+
+
+def test_a_critic_chasing_returns_that_crossed_zero_has_a_loss_on_the_scale_of_the_move() -> None:
+    # h324's CARLA cruise control: returns -247 -> 289 (their magnitude barely changes) while the value loss grows
+    # from 1.1 to 283: the returns moved by 536, and a critic chasing them has a loss on that scale
+    n = 120
+    reward = list(np.linspace(-250.0, 290.0, n))
+    value_loss = list(np.geomspace(1.1, 600.0, n))
+    assert one(make_run({"reward_mean": reward, "value_loss": value_loss}), "UPDATE_UNSTABLE") is None
+    flat = [-250.0 + (i % 3) for i in range(n)]  # the same loss under returns that did not move: a divergence
+    assert isinstance(one(make_run({"reward_mean": flat, "value_loss": value_loss}), "UPDATE_UNSTABLE"), Finding)

@@ -153,7 +153,7 @@ def test_a_file_named_by_its_algorithm_and_seed_holds_the_runs_returns() -> None
     assert run.frame["reward_mean"].to_list() == pytest.approx(returns.astype(float).tolist())
 
 
-@pytest.mark.parametrize(("stem", "read"), [("ppo_3", True), ("sac", True), ("td3_seed4", True),
+@pytest.mark.parametrize(("stem", "read"), [("ppo_3", True), ("sac", True), ("td3_seed4", True), ("PPO_3", True),
                                             ("ppo_loss", False), ("dqn_epsilon", False), ("ppo_policy", False)])
 def test_only_a_name_of_algorithm_and_number_is_a_curve_of_returns(tmp_path: Path, stem: str, read: bool) -> None:
     path = tmp_path / f"{stem}.npy"

@@ -136,7 +136,7 @@ BRIEF_POINTS = 5
 
 def _brief_success(mean: Series, course: RewardCourse) -> tuple[int, float] | None:
     """Where the reward's trailing median over ``BRIEF_POINTS`` points peaked, and that level, when it rose more
-    than ``FALL_NOISE`` noises above the late median and held above half-way for ``BRIEF_POINTS`` points or more:
+    than ``FALL_NOISE`` noises above both its start and its late median and held above half-way for ``BRIEF_POINTS`` points or more:
     a success too short for the level over a tenth of the run to show it (h318-mlagents-ppo-robot-tournament:
     -0.1 for 8 M steps, 500 to 900 from 8.6 M to 10 M, 30 of 668 summaries, then -0.1 for the last 24 M); else
     None. A reward exactly 0 on most points is REWARD_FLOOR's excursions rule's (a lucky stretch)."""
@@ -145,10 +145,11 @@ def _brief_success(mean: Series, course: RewardCourse) -> tuple[int, float] | No
     if len(short) <= first or course.noise <= 0:
         return None
     peak = max(range(first, len(short)), key=lambda i: short[i])
-    gain = short[peak] - course.late
+    base = max(course.start[0], course.late)  # a rise above where it started, and above where it ended
+    gain = short[peak] - base
     if gain <= FALL_NOISE * course.noise:
         return None
-    if sum(1 for v in short[first:] if v >= course.late + gain / 2) < BRIEF_POINTS:
+    if sum(1 for v in short[first:] if v >= base + gain / 2) < BRIEF_POINTS:
         return None
     return peak, short[peak]
 

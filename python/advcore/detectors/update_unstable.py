@@ -252,6 +252,8 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
         first = min(first, max(start, top + 1 - lag))
     if _no_gradient(run, s.steps[first]):  # nothing to update with over the fall: it happened upstream
         return None
+    if c.level[peak] - statistics.median(s.values[first:]) <= c.still:  # a move within the reward's stillness
+        return None
     moved = _update_moved(run, s.steps[max(0, peak - w)], s.steps[peak], s.steps[first])
     # the update's size, logged and put over the fall: not the updates. An entropy that stayed put clears
     # nothing: a Gaussian policy's entropy follows its log-std, which a collapse need not move (ML-Agents'
@@ -355,15 +357,18 @@ CRITIC_FITS = 0.5
 
 def _return_growth(run: Run) -> float:
     """How many times the reward's scale grew from the early to the late window (at least 1): the late
-    median of ``|reward_mean|`` over the early one, that floored at a tenth of the reward's range. A
-    critic regressing unnormalised returns has a loss that grows with their square (h20-vpg-cartpole-
-    learns-value-loss-grows: returns 18 -> 493, value loss 603 -> 78,000)."""
+    median of ``|reward_mean|``, or its distance from the early median when that is more, over the early
+    one, that floored at a tenth of the reward's range. A critic regressing unnormalised returns has a loss
+    that grows with their square (h20-vpg-cartpole-learns-value-loss-grows: returns 18 -> 493, value loss
+    603 -> 78,000), and one chasing returns that moved has a loss on the scale of the move (h324-sb3-ppo-
+    carla-cruise-control-1pct-tolerance-learns: returns -247 -> 289 across 0, value loss 1.1 -> 283)."""
     s = metric(run, "reward_mean")
     if s is None or not s.judgeable:
         return 1.0
     span = max(s.values) - min(s.values)
-    early = max(abs(statistics.median(s.early())), 0.1 * span)
-    late = abs(statistics.median(s.late()))
+    early_median, late_median = statistics.median(s.early()), statistics.median(s.late())
+    early = max(abs(early_median), 0.1 * span)
+    late = max(abs(late_median), abs(late_median - early_median))
     return max(1.0, late / early) if early > 0 else 1.0
 
 
@@ -688,9 +693,11 @@ CARD = Card(
         start level (sb3-acrobot-effort-std-blowup: 1.0 to 81.7), or the level of
         `value_loss` ≥ `value_loss_rise` × its early median (a critic's loss starts tiny while it fits
         the first returns: h26-tianshou-ddpg-pendulum-learns) × the square of the reward's growth (late
-        median of |`reward_mean`| over the early one, floored at a tenth of its range: an MSE on
-        unnormalised returns grows with their square; h20-vpg-cartpole-learns-value-loss-grows learns
-        from 18 to 493 while its value loss goes from 603 to 78,000), unless `vf_explained_var` ends at
+        median of |`reward_mean`|, or its distance from the early median when that is more, over the early
+        one, floored at a tenth of its range: an MSE on unnormalised returns grows with their square;
+        h20-vpg-cartpole-learns-value-loss-grows learns from 18 to 493 while its value loss goes from 603 to
+        78,000; h324-sb3-ppo-carla-cruise-control learns from -247 to 289 while its value loss goes from 1.1
+        to 283), unless `vf_explained_var` ends at
         0.5 or more (a critic that fits its returns has not diverged: h276-sb3-ppo-unitree-a1-mujoco-walk-
         evalcallback, 0.05 to 0.89), or the level of `grad_norm` ≥
         `grad_rise` × its start level (the gradients exploded: h59-cs336-grpo-noclip-offpolicy-nan-collapse,
@@ -758,7 +765,8 @@ CARD = Card(
         `evidence["collapsed_tail_points"]`), or, after a success, all lie below what keeps a quarter of the
         gain with their median 10 noises below the level of the points before them
         (h228-rlgames-isaacgym-walkbot-learns-then-return-crashes-below-start-at-end: its last 6 of 259
-        epochs). Runs with curriculum phases are not judged this way, nor a fall over which the advantages
+        epochs). Runs with curriculum phases are not judged this way, nor a fall within 2 % of the reward's span
+        (h323-sb3-tqc-mujoco-foosball-ball-never-moves: 2,350 +- 1.5 at every episode), nor a fall over which the advantages
         carried nothing (`zero_variance_group_frac` at least 0.95 or `adv_std` 0 in median): with every
         group tied no update happened, the reward stopped telling samples apart; nor one over which a
         self-play rating (`elo`) ends at or above its level when the reward peaked: the return is scored

@@ -227,7 +227,7 @@ _NOT_REWARD_WORDS = frozenset({"std", "stdev", "var", "variance", "min", "max", 
                                "values", "advantage", "advantages", "success", "component", "components"})
 
 
-def reward_by_name(keys: list[str], stems: Collection[str] = ()) -> str | None:
+def reward_by_name(keys: list[str], stems: Collection[str] = (), *, run_named: bool = True) -> str | None:
     """The key most likely to hold the mean training reward of a log that no alias maps to
     ``reward_mean``, judged by its words alone: a reward or return word, qualified only by words of
     averaging, episodes or training (``Average Episodic Reward/info``, ``avgReturn``, ``Reward/(t)``),
@@ -239,7 +239,10 @@ def reward_by_name(keys: list[str], stems: Collection[str] = ()) -> str | None:
     key qualifies. A key in ``stems`` is a file's name (a headerless table's one series): its other words
     are the file's tags, so it qualifies unless one of them names another quantity
     (:data:`_NOT_REWARD_WORDS`: ``rewards_before.csv`` of h223-2048-hand-written-dqn-one-update-per-
-    episode-plateau is its returns, ``reward_std.csv`` is not)."""
+    episode-plateau is its returns, ``reward_std.csv`` is not). Without ``run_named``, a file named by its
+    run's settings alone (an algorithm, a seed) is not taken for its returns: a TensorBoard download renamed
+    after its run holds whichever tag was downloaded (h134-sb3-ppo-minigrid-doorkey's ``PPO_3.csv`` is the
+    episode length, its ``PPO_4.csv`` the return)."""
     best: tuple[int, int, str] | None = None
     for i, key in enumerate(keys):
         words = _words(key)
@@ -250,7 +253,7 @@ def reward_by_name(keys: list[str], stems: Collection[str] = ()) -> str | None:
         # results/DQN_continous_seed8.npy: np.save of the episodes' returns), or by its algorithm alone
         # (Martyanovst/differential-games-rl's rewards/pendulum/ddpg2021.npy, the seed its number), holds the run's
         # returns
-        settings = key in stems and not set(words) & _NOT_REWARD_WORDS and (
+        settings = run_named and key in stems and not set(words) & _NOT_REWARD_WORDS and (
             "seed" in words or (bool(words) and set(words) <= _ALGORITHMS))
         if not settings and (not words or not set(words) & _REWARD_WORDS or not set(words) <= allowed):
             continue

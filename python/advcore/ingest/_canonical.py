@@ -247,7 +247,9 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         # a log of one series: its key is a name given to the run's one curve, whatever else it says
         # (h307's SAC scheduler: TensorBoard's 'profile4 Episode Reward 2023-08-06-13-17-31' and nothing else)
         stems = tuple(unmapped)
-    guessed = reward_by_name(unmapped, stems) if "reward_mean" not in columns else None
+    # a TensorBoard download renamed after its run (PPO_3.csv) holds whichever tag was downloaded
+    run_named = raw.metadata.get("layout") != "tensorboard_csv"
+    guessed = reward_by_name(unmapped, stems, run_named=run_named) if "reward_mean" not in columns else None
     named_as = guessed
     folder = Path(path).parent.name
     if (guessed is None and "reward_mean" not in columns and len(stems) == 1 and stems[0] in unmapped
