@@ -885,3 +885,14 @@ def test_a_floor_after_a_brief_success_is_dated_after_it_and_told_as_a_collapse(
     spikes = floor + [50.0 if i % 40 == 0 else v for i, v in enumerate(rest + rest[:success])]
     g = one(make_run({"reward_mean": spikes}), "REWARD_FLOOR")
     assert isinstance(g, Finding) and "brief success" not in g.message and g.onset_step <= 10
+
+
+def test_real_tied_steps_are_dated_where_their_share_rose() -> None:
+    # legaloom-grpo-final (SOURCE.md: mode collapse onto one 9-token answer from step 6): reward_std is exactly 0 on
+    # 25 of 40 steps, the first at step 6, but never on five steps in a row before step 18
+    path = real("legaloom-grpo-final/training_log.json")
+    rows = [r for r in json.loads(path.read_text()) if "reward_std" in r]  # the last entry is the run's summary
+    tied = [r["step"] for r in rows if r["reward_std"] == 0.0]
+    assert len(rows) == 40 and len(tied) == 25 and tied[0] == 6
+    f = one(load(path), "DEGENERATE_GROUPS")
+    assert isinstance(f, Finding) and f.onset_step == tied[0]

@@ -38,8 +38,8 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import RewardLevel, answered_by_validation, reward_level
-from advcore.detectors._windows import (TIE_EPS, Series, aligned, fmean, held_since, metric, onset_index, plain,
-                                        run_kind, tied_share, window_len)
+from advcore.detectors._windows import (TIE_EPS, Series, aligned, change_point, fmean, held_since, metric,
+                                        onset_index, plain, run_kind, tied_share, window_len)
 from advcore.model import Run
 from advcore.stats import spearman
 
@@ -214,6 +214,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         idx = 0  # tied over the first window already: since the start, not since a run of single steps
     if idx is None:
         return None
+    if s.name.startswith("1[") and (cp := change_point(s.values)) is not None and cp < idx:
+        # a per-step 0/1 share that rose is dated where it rose, not where five tied steps first ran in a row
+        # (legaloom-grpo-final: tied from step 6 on 25 of its last 35 steps, never five in a row before step 18)
+        if fmean(s.values[cp:]) > fmean(s.values[:cp]):
+            idx = cp
     evidence: dict[str, object] = {
         "metric": s.name,
         "early_mean": s.early_mean(),
@@ -330,7 +335,9 @@ CARD = Card(
         first tied point from which the share of every remaining stretch stays at or above `tied_above`,
         whichever is earlier; the first logged step when the early window's mean is already at or above
         `tied_above` (grpo-dynamics-gate2-rho1-seed42: 81 % over its first 12 steps, five single steps in a
-        row at or above 75 % only from step 13). DAPO-style dynamic sampling drops tied groups before
+        row at or above 75 % only from step 13); for a per-step 0/1 proxy, the change point of the tied steps'
+        share (least squares) when it lies earlier and the share rose there (legaloom-grpo-final: tied from step
+        6 on 25 of its last 35 steps, never five in a row before step 18). DAPO-style dynamic sampling drops tied groups before
         metrics are computed, so there the logged share understates the truth.
 
         Not applicable to runs that are evidently not group-based: when the run logs a critic
