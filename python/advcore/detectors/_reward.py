@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -46,11 +46,12 @@ from advcore.detectors._windows import (Series, aligned, change_point, fmean, he
 from advcore.model import Run
 from advcore.stats import spearman
 
-__all__ = ["CONTROL_TRAINERS", "FALL_NOISE", "FROZEN_MOVED", "FROZEN_OFF", "FROZEN_POINTS", "FROZEN_SHARE",
-           "HELD_SHARE", "MEDIAN_ERROR", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE", "TIED_LATE", "VAL_POINTS",
-           "VAL_RISE_RHO", "ZERO_SHARE", "Regime", "RewardCourse", "RewardLevel", "answered_by_validation",
-           "environment_run", "episodic_reward", "improving_reward", "rating_course", "reward_course", "reward_level",
-           "success_course", "validation_logged", "validation_rose", "validation_text"]
+__all__ = ["BRIEF_POINTS", "CONTROL_TRAINERS", "FALL_NOISE", "FROZEN_MOVED", "FROZEN_OFF", "FROZEN_POINTS",
+           "FROZEN_SHARE", "HELD_SHARE", "MEDIAN_ERROR", "NEVER_BACK_NOISE", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE",
+           "TIED_LATE", "VAL_POINTS", "VAL_RISE_RHO", "ZERO_SHARE", "Regime", "RewardCourse", "RewardLevel",
+           "answered_by_validation", "environment_run", "episodic_reward", "improving_reward", "rating_course",
+           "reward_course", "reward_level", "success_course", "validation_logged", "validation_rose",
+           "validation_text"]
 
 Regime = Literal["saturation", "floor", "tied_groups"]
 
@@ -301,6 +302,9 @@ FALL_NOISE = 10.0
 #: learn drift 3 to 5 below; a start of 5 lucky episodes at epsilon 1 lies 4.4 above a DQN's later returns
 #: (h326-handwritten-double-dqn-case-closed-light-cycle, whose win rate rose 0.18 -> 0.34).
 NEVER_BACK_NOISE = 5.0
+#: A success held for at least this many logged points is one, however brief against the run (UPDATE_UNSTABLE's
+#: and REWARD_FLOOR's brief successes).
+BRIEF_POINTS = 5
 #: A reward that gave back at most this share of its gain by the end is still improving.
 HELD_SHARE = 0.25
 #: The start of a reward: the median of its first this many logged points, or of its first 1 % when

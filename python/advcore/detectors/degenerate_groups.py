@@ -330,14 +330,16 @@ CARD = Card(
         verl-agent's `val/success_rate`) rose: at least 5 evaluations ranking with the step at Spearman 0.9 or
         more, the last above the first (h311's WebShop GiGPO after SFT: 8 episodes a step, a training reward of
         0 on 28 of 32 steps, the held-out success 0.016 -> 0.328); ties in success stay a warning whatever
-        the validation says (simplevla-terminal-reward-libero, validation 0.917 -> 0.983). Onset: the first of `sustain` consecutive points at or above
+        the validation says (simplevla-terminal-reward-libero, validation 0.917 -> 0.983). Onset: the first
+        of `sustain` consecutive points at or above
         `tied_above`, or the
         first tied point from which the share of every remaining stretch stays at or above `tied_above`,
         whichever is earlier; the first logged step when the early window's mean is already at or above
         `tied_above` (grpo-dynamics-gate2-rho1-seed42: 81 % over its first 12 steps, five single steps in a
         row at or above 75 % only from step 13); for a per-step 0/1 proxy, the change point of the tied steps'
         share (least squares) when it lies earlier and the share rose there (legaloom-grpo-final: tied from step
-        6 on 25 of its last 35 steps, never five in a row before step 18). DAPO-style dynamic sampling drops tied groups before
+        6 on 25 of its last 35 steps, never five in a row before step 18). DAPO-style dynamic sampling drops
+        tied groups before
         metrics are computed, so there the logged share understates the truth.
 
         Not applicable to runs that are evidently not group-based: when the run logs a critic

@@ -42,6 +42,7 @@ from dataclasses import replace
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import (
+    BRIEF_POINTS,
     FALL_NOISE,
     REL_TOL,
     SPREAD_GONE,
@@ -129,15 +130,10 @@ def _floor(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     return _after_brief_success(finding, course, *brief) if brief is not None and course is not None else finding
 
 
-#: A success held for at least this many logged points (their trailing median) is one, however brief
-#: against the run (:func:`_brief_success`).
-BRIEF_POINTS = 5
-
-
 def _brief_success(mean: Series, course: RewardCourse) -> tuple[int, float] | None:
     """Where the reward's trailing median over ``BRIEF_POINTS`` points peaked, and that level, when it rose more
-    than ``FALL_NOISE`` noises above both its start and its late median and held above half-way for ``BRIEF_POINTS`` points or more:
-    a success too short for the level over a tenth of the run to show it (h318-mlagents-ppo-robot-tournament:
+    than ``FALL_NOISE`` noises above both its start and its late median and held above half-way for
+    ``BRIEF_POINTS`` points or more: a success too short for the level over a tenth of the run to show it (h318-mlagents-ppo-robot-tournament:
     -0.1 for 8 M steps, 500 to 900 from 8.6 M to 10 M, 30 of 668 summaries, then -0.1 for the last 24 M); else
     None. A reward exactly 0 on most points is REWARD_FLOOR's excursions rule's (a lucky stretch)."""
     short = rolling_level(mean, "brief level", BRIEF_POINTS).values

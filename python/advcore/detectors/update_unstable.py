@@ -39,7 +39,7 @@ A collapse after success is the same failure seen at the reward: the level of ``
 (trailing median over a tenth of the run, at least 5 points) rose from the early window's median
 ``E`` to a peak ``P`` before the late window and stayed above ``E + (P - E) / 2`` for at least
 that many points (a success held, not a lucky stretch; a rise of more than ``FALL_NOISE`` (10) noises for
-``BRIEF_HOLD`` (5) points, on a run that does not end at its floor: :func:`_brief_success`), by more than
+``BRIEF_POINTS`` (5) points, on a run that does not end at its floor: :func:`_brief_success`), by more than
 ``SUCCESS_NOISE`` (3) times the reward's
 step-to-step noise (1.4826 x the median absolute deviation of its first differences, over sqrt 2), on a
 reward not exactly 0 at 3/4 of its points (whose highs are excursions from its floor: REWARD_FLOOR's),
@@ -96,8 +96,8 @@ from dataclasses import dataclass
 
 from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome,
                                      first_of_checks)
-from advcore.detectors._reward import (FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward, rating_course,
-                                       reward_course, reward_level)
+from advcore.detectors._reward import (BRIEF_POINTS, FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward,
+                                       rating_course, reward_course, reward_level)
 from advcore.detectors._windows import (MIN_WINDOW, TIE_EPS, Series, change_point, differential, metric,
                                         rolling_level, window_len)
 from advcore.model import Run
@@ -179,16 +179,14 @@ def _ends_at_floor(run: Run) -> bool:
 
 
 def _brief_success(run: Run, c: RewardCourse) -> bool:
-    """A rise of more than ``FALL_NOISE`` noises whose level held above half-way for ``BRIEF_HOLD`` points
+    """A rise of more than ``FALL_NOISE`` noises whose level held above half-way for ``BRIEF_POINTS`` points
     at least, fewer than a level window's (:attr:`RewardCourse.succeeded` asks that many), on a run that does
     not end at its floor (REWARD_FLOOR's to report): no lucky stretch either
     (h79-cs294-pg-invpendulum-20-steps-per-batch-collapses: a level of 51.6 from 17.6, 108 noises, for 7 of its
     100 iterations, then 2 to 8 for the rest)."""
-    return c.gain > FALL_NOISE * c.noise and c.held_points >= BRIEF_HOLD and not _ends_at_floor(run)
+    return c.gain > FALL_NOISE * c.noise and c.held_points >= BRIEF_POINTS and not _ends_at_floor(run)
 
 
-#: The points a large rise's level must hold above half-way to count as a success (:func:`_brief_success`).
-BRIEF_HOLD = 5
 
 
 def _collapsed_tail(run: Run, c: RewardCourse, giveback: float) -> int:

@@ -167,9 +167,7 @@ def _resumes(a: Run, b: Run) -> bool:
     """Whether one of ``a`` and ``b`` (whose steps do not overlap) continues the other: one format, at
     least half of the smaller metric set in common, and the gap between the last step of the earlier
     and the first of the later at most ``RESUME_GAP`` times the larger of their median step intervals."""
-    if a.format != b.format or not a.metrics or not b.metrics:
-        return False
-    if 2 * len(set(a.metrics) & set(b.metrics)) < min(len(a.metrics), len(b.metrics)):
+    if not _alike(a, b):
         return False
     sa, sb = a.frame["step"].to_list(), b.frame["step"].to_list()
     early, late = (sa, sb) if min(sa) < min(sb) else (sb, sa)
@@ -177,13 +175,19 @@ def _resumes(a: Run, b: Run) -> bool:
     return interval > 0 and min(late) - max(early) <= RESUME_GAP * interval
 
 
+def _alike(a: Run, b: Run) -> bool:
+    """``a`` and ``b`` could be sessions of one run: one format, and at least half of the smaller metric set
+    in common."""
+    if a.format != b.format or not a.metrics or not b.metrics:
+        return False
+    return 2 * len(set(a.metrics) & set(b.metrics)) >= min(len(a.metrics), len(b.metrics))
+
+
 def _resumed_within(a: Run, b: Run) -> tuple[Run, Run] | None:
     """(earlier, later) when one of ``a`` and ``b`` resumes the other from a checkpoint taken before the
-    other's last step: one format, at least half of the smaller metric set in common, the later file
-    beginning after the earlier's first step and ending after its last; else None."""
-    if a.format != b.format or not a.metrics or not b.metrics:
-        return None
-    if 2 * len(set(a.metrics) & set(b.metrics)) < min(len(a.metrics), len(b.metrics)):
+    other's last step: files of one trainer's run (:func:`_alike`), the later beginning after the earlier's
+    first step and ending after its last; else None."""
+    if not _alike(a, b):
         return None
     early, late = (a, b) if a.frame["step"].min() <= b.frame["step"].min() else (b, a)  # type: ignore[operator]
     first, last = late.frame["step"].min(), late.frame["step"].max()
