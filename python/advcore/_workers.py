@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from advcore.errors import AdvcoreWarning
 
-__all__ = ["NO_WORKERS", "pool_map", "spawn_pool", "warn_no_workers", "workers_start"]
+__all__ = ["NO_WORKERS", "no_workers_here", "pool_map", "spawn_pool", "workers_start"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -47,9 +47,13 @@ def workers_start() -> bool:
     return True
 
 
-def warn_no_workers(stacklevel: int) -> None:
-    """Say that the work goes on in this process (:data:`NO_WORKERS`), for the caller ``stacklevel`` frames up."""
+def no_workers_here(stacklevel: int) -> bool:
+    """After a pool broke: True, with :data:`NO_WORKERS` as a warning for the caller ``stacklevel`` frames up, when
+    no worker can start here (the work goes on in this process); False when one can (a worker was killed)."""
+    if workers_start():
+        return False
     warnings.warn(NO_WORKERS, AdvcoreWarning, stacklevel=stacklevel + 1)
+    return True
 
 
 def pool_map(fn: Callable[[_T], _R], items: Iterable[_T], workers: int, chunksize: int) -> list[_R]:
@@ -60,7 +64,6 @@ def pool_map(fn: Callable[[_T], _R], items: Iterable[_T], workers: int, chunksiz
         with spawn_pool(workers) as pool:
             return list(pool.map(fn, items, chunksize=chunksize))
     except BrokenProcessPool:
-        if workers_start():
+        if not no_workers_here(stacklevel=3):
             raise
-        warn_no_workers(stacklevel=3)
         return [fn(x) for x in items]

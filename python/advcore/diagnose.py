@@ -20,8 +20,7 @@ from typing import Literal, cast
 
 from advcore.detectors._base import CAUSAL_ORDER, Finding, NotEvaluable
 from advcore.detectors._slices import Unjudged, group_views, slice_views
-from advcore.detectors._reward import (REL_TOL, Regime, RewardCourse, rating_course, reward_course, reward_level,
-                                       success_course, validation_rose, validation_text)
+from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, other_rise, reward_course, reward_level
 from advcore.detectors._windows import REWARD_PROXIES, median_spacing
 from advcore.detectors.filter_starvation import FilterAccounting, accounting
 from advcore.detectors.update_unstable import is_collapse
@@ -333,16 +332,6 @@ def _downstream(stage: VerdictStage | None, signal: Sequence[StageLevel]) -> lis
 GAP_SPACINGS = 10
 
 
-def _other_rise(run: Run) -> str | None:
-    """In words, the learning a flat reward does not show, when another measure of the policy rose: a success rate,
-    a self-play rating (the return of a zero-sum game stays near 0) or a validation score."""
-    for name, course in (("success rate", success_course(run)), ("self-play rating", rating_course(run))):
-        if course is not None and (course.succeeded or course.rose):
-            return f"the {name} rose from a median of {course.early:.4g} early to {course.late:.4g} late"
-    rose = validation_rose(run)
-    return validation_text(rose) if rose is not None else None
-
-
 def _unlogged_before(run: Run, onset: int) -> str:
     """``"; nothing logged between step M and it"`` when the logged step before ``onset`` lies more than
     ``GAP_SPACINGS`` median spacings before it: the change happened somewhere in that gap, not at ``onset``
@@ -538,7 +527,7 @@ def _diagnose(
                     summary += (f"; {shown} steps are too few to tell whether it learns (the reward's median went "
                                 f"from {course.early:.4g} early to {course.late:.4g} late, within its step-to-step "
                                 "noise)")
-                elif (other := _other_rise(run)) is not None:
+                elif (other := other_rise(run)) is not None:
                     summary += (f"; the reward did not rise beyond its step-to-step noise (a median of {course.early:.4g} "
                                 f"early, {course.late:.4g} late), but {other}")
                 else:

@@ -36,7 +36,7 @@ from urllib.parse import urlparse
 import polars as pl
 
 from advcore import __version__
-from advcore._workers import spawn_pool, warn_no_workers, workers_start
+from advcore._workers import no_workers_here, spawn_pool
 from advcore.errors import AdvcoreError
 from advcore.scan import RunReport, ScanOptions, collect_paths, is_quiet_miss, scan
 
@@ -229,8 +229,7 @@ def _local(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
                             yield folder, _DIED
                         else:
                             retry.append((folder, args))
-        if attempt == 0 and len(retry) == len(pending) and not workers_start():
-            warn_no_workers(stacklevel=4)
+        if attempt == 0 and len(retry) == len(pending) and no_workers_here(stacklevel=4):
             for folder, args in retry:
                 yield folder, _scan_folder(args)
             return

@@ -24,9 +24,9 @@ import polars as pl
 from advcore import __version__
 from advcore._escape import described
 from advcore._paths import Walk, expand_glob, glob_root, walk_files
+from advcore._workers import no_workers_here, spawn_pool
 from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import Verdict, diagnose
-from advcore._workers import spawn_pool, warn_no_workers, workers_start
 from advcore.errors import AdvcoreError
 from advcore.ingest import IngestError, Run, join_runs, load, load_runs
 from advcore.model import JUDGED_APART, STORE_RUN
@@ -328,7 +328,6 @@ def scan(
             runs_of_store = stores(runs)
             return judged(pool.map(_judge_one, [(run, options) for run in runs], chunksize=chunk))
     except BrokenProcessPool:
-        if workers_start():
+        if not no_workers_here(stacklevel=2):
             raise
-        warn_no_workers(stacklevel=2)
         return scan(paths, options, jobs=1, progress=progress)

@@ -49,7 +49,7 @@ from advcore.stats import spearman
 __all__ = ["BRIEF_POINTS", "CONTROL_TRAINERS", "FALL_NOISE", "FROZEN_MOVED", "FROZEN_OFF", "FROZEN_POINTS",
            "FROZEN_SHARE", "HELD_SHARE", "MEDIAN_ERROR", "NEVER_BACK_NOISE", "REL_TOL", "SPREAD_GONE", "SUCCESS_NOISE",
            "TIED_LATE", "VAL_POINTS", "VAL_RISE_RHO", "ZERO_SHARE", "Regime", "RewardCourse", "RewardLevel",
-           "answered_by_validation", "environment_run", "episodic_reward", "improving_reward", "rating_course",
+           "answered_by_validation", "environment_run", "episodic_reward", "improving_reward", "other_rise", "rating_course",
            "reward_course", "reward_level", "success_course", "validation_logged", "validation_rose",
            "validation_text"]
 
@@ -604,6 +604,17 @@ def answered_by_validation(outcome: Outcome, run: Run) -> Outcome:
     return replace(outcome, severity="info", evidence={**outcome.evidence, **rose},
                    message=f"{outcome.message.rstrip('.')}; but {validation_text(rose)}: the policy learns what the "
                            "training batch does not show.")
+
+
+def other_rise(run: Run) -> str | None:
+    """In words, the learning a flat reward does not show, when another measure of the policy rose: a success rate
+    (a return dragged down by failed episodes' penalties), a self-play rating (the return of a zero-sum game stays
+    near 0) or a validation score (:func:`validation_rose`); else None."""
+    for name, course in (("success rate", success_course(run)), ("self-play rating", rating_course(run))):
+        if course is not None and (course.succeeded or course.rose):
+            return f"the {name} rose from a median of {course.early:.4g} early to {course.late:.4g} late"
+    rose = validation_rose(run)
+    return validation_text(rose) if rose is not None else None
 
 
 def validation_text(rose: Mapping[str, float]) -> str:

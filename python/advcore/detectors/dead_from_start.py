@@ -34,8 +34,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import (MEDIAN_ERROR, SUCCESS_NOISE, improving_reward, rating_course, reward_course,
-                                       success_course, validation_rose)
+from advcore.detectors._reward import MEDIAN_ERROR, SUCCESS_NOISE, improving_reward, other_rise, reward_course
 from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, change_point, median_spacing,
                                         metric, one_advantage_per_step, plain, reward_spread)
 from advcore.model import Run
@@ -137,10 +136,7 @@ def _no_rise(run: Run, min_points: int) -> Finding | None:
     if (course is None or len(course.series) < min_points or _resumed(course.series)
             or not (course.never_rose() or course.never_regained_start())):
         return None
-    # a success rate, a self-play rating or a validation score that rose is learning the return does not show
-    if any(other is not None and (other.succeeded or other.rose) for other in (success_course(run), rating_course(run))):
-        return None
-    if validation_rose(run) is not None:
+    if other_rise(run) is not None:  # learning the return does not show
         return None
     s = course.series
     start, k = course.start

@@ -45,8 +45,8 @@ __all__ = ["PANELS", "render_comparison_html", "render_html"]
 #: Per stage: its title and the canonical per-step metrics drawn on its figure, in order (a run draws
 #: the ones it holds; the reward components ``reward/<name>`` join R).
 PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("R", "reward", ("reward_mean", "success_rate", "val_score", "elo", "reward_std", "reward_std_within", "zero_variance_group_frac",
-                     "filter/kept_frac", "truncated_frac", "response_length_mean")),
+    ("R", "reward", ("reward_mean", "success_rate", "val_score", "elo", "reward_std", "reward_std_within",
+                     "zero_variance_group_frac", "filter/kept_frac", "truncated_frac", "response_length_mean")),
     ("A", "baseline", ("vf_explained_var", "value_loss", "value_mean", "return_mean")),
     ("T", "advantages", ("adv_std", "adv_max", "adv_min", "adv_zero_frac", "spearman_adv_reward",
                          "spearman_adv_reward_within", "adv_recompute_err")),
