@@ -966,3 +966,41 @@ def test_real_gaussian_entropy_that_fell_whole_nats_while_nothing_was_learned() 
     rising = [-1000.0 + 10.0 * i + 30.0 * rng.standard_normal() for i in range(100)]
     assert isinstance(one(make_run({"entropy": drop, "reward_mean": flat}, trainer="sb3"), "ENTROPY_COLLAPSE"), Finding)
     assert one(make_run({"entropy": drop, "reward_mean": rising}, trainer="sb3"), "ENTROPY_COLLAPSE") is None
+
+
+def test_real_sb3_log_without_a_train_section_took_no_gradient_step() -> None:
+    # h327's QR-DQN: learning_starts at sb3-contrib's old default of 50,000 in a 30,000-step run; 300 rollout
+    # summaries and not one train/ tag
+    folder = ("h327-sb3contrib-qrdqn-airsim-leader-drone-default-learning-starts-50000-beyond-30000-steps-never-"
+              "trains")
+    path = corpus(f"{folder}/events.out.tfevents.1681111245.DGX1.6559.0")
+    tags = events(path).Tags()["scalars"]
+    returns = events(path).Scalars("rollout/ep_rew_mean")
+    assert "time/fps" in tags and not any(t.startswith("train/") for t in tags) and len(returns) == 300
+    run = load(path)
+    f = one(run, "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.severity == "error" and f.onset_step == returns[0].step
+    assert f.evidence["summaries"] == 300
+    assert not isinstance(one(run, "UPDATE_UNSTABLE"), Finding)  # no update can have destroyed anything
+
+
+def test_an_sb3_log_with_a_train_section_is_not_judged_untrained() -> None:
+    # the same keys with the train/ section SB3 writes at every update: judged by the usual rules
+    path = real("carla-sb3-ppo-kl-blowup/events.out.tfevents.1755701530.Legion.256656.0")
+    f = one(load(path), "UPDATE_SUPPRESSED")
+    assert not (isinstance(f, Finding) and "summaries" in f.evidence)
+
+
+def test_real_sb3_entropy_at_zero_within_rounding_is_a_deterministic_categorical_policy() -> None:
+    # h327's AirSim PPO (7 discrete moves) after a first update of 37 nats: -train/entropy_loss 0.042 at the first
+    # update, about 1.5e-15 at every later one; SB3's entropies are mostly Gaussian, but none sits at 0
+    folder = "h327-sb3-ppo-airsim-drone-lr-0.1-first-update-kl-37-clip-0.99-entropy-to-zero-return-minus-880-flat"
+    path = corpus(f"{folder}/events.out.tfevents.1676558250.Citadel.2800.0")
+    entropy = [-e.value for e in events(path).Scalars("train/entropy_loss")]
+    assert 0.01 < entropy[0] < 0.1 and all(0 <= v < 1e-14 for v in entropy[1:])
+    f = one(load(path), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "absolute" and "per action" in f.message
+    # a Gaussian's differential entropy a little above 0 is not judged by the absolute rule
+    run = load(path)
+    gaussian = run.frame.with_columns(pl.col("entropy") + 0.005)
+    assert one(Run(run.path, run.format, run.trainer, gaussian, run.sources, run.metadata), "ENTROPY_COLLAPSE") is None

@@ -758,3 +758,57 @@ def test_a_critic_chasing_returns_that_crossed_zero_has_a_loss_on_the_scale_of_t
     assert one(make_run({"reward_mean": reward, "value_loss": value_loss}), "UPDATE_UNSTABLE") is None
     flat = [-250.0 + (i % 3) for i in range(n)]  # the same loss under returns that did not move: a divergence
     assert isinstance(one(make_run({"reward_mean": flat, "value_loss": value_loss}), "UPDATE_UNSTABLE"), Finding)
+
+
+def test_real_dqn_td_loss_is_read_as_the_critic_loss_and_its_divergence_found() -> None:
+    # h327's AirSim DQN with target_update_interval 1: SB3 DQN logs its TD (Huber) loss as train/loss, 12.9 at step 100
+    # and about 1e10 over its last tenth while the returns stay near -150
+    folder = "h327-sb3-dqn-airsim-drone-target-update-interval-1-td-loss-13-to-6e10-return-never-improves"
+    path = corpus(f"{folder}/events.out.tfevents.1668847421.Citadel.13692.0")
+    loss = [e.value for e in events(path).Scalars("train/loss")]
+    tags = events(path).Tags()["scalars"]
+    assert "train/value_loss" not in tags and loss[0] < 20 and np.median(loss[-len(loss) // 10:]) > 1e9
+    run = load(path)
+    assert run.sources["value_loss"] == "train/loss"
+    f = one(run, "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "value_loss" and f.onset_step < 2500
+
+
+def test_sb3_ppo_total_loss_yields_to_its_value_loss() -> None:
+    # SB3 PPO logs train/loss (policy + value + entropy terms) beside train/value_loss: the alias table's order,
+    # not the columns', picks the critic's own loss
+    path = real("carla-sb3-ppo-kl-blowup/events.out.tfevents.1755701530.Legion.256656.0")
+    value = [e.value for e in events(path).Scalars("train/value_loss")]
+    run = load(path)
+    assert run.sources["value_loss"] == "train/value_loss"
+    assert run.frame["value_loss"].drop_nulls().to_list() == pytest.approx(value, rel=1e-6)
+
+
+def test_a_critic_that_first_fitted_a_constant_return_has_not_diverged() -> None:
+    # h328's sparse triple acrobot DQN: every episode earned -1000 for half the run, the TD loss about 1e-4; once
+    # successes entered the buffer it rose to 0.02-0.15, hundreds of times that but 0.03 % of the returns
+    folder = "h328-sb3-dqn-triple-acrobot-sparse-reward-seed1-return-pinned-at-minus-1000-floor-for-488k-of-1m-steps"
+    path = corpus(f"{folder}/events.out.tfevents.1778923662.66290ef1dc6c.16.0")
+    loss = [e.value for e in events(path).Scalars("train/loss")]
+    returns = [e.value for e in events(path).Scalars("rollout/ep_rew_mean")]
+    early, late = np.median(loss[:len(loss) // 5]), np.median(loss[-len(loss) // 5:])
+    assert late > 100 * early and late < (0.01 * max(abs(r) for r in returns)) ** 2
+    assert not isinstance(one(load(path), "UPDATE_UNSTABLE"), Finding)
+    # the same loss curve under returns a hundredth as large is a critic erring by more than its returns
+    n = 100
+    small = make_run({"reward_mean": [-10.0 + 0.01 * (i % 3) for i in range(n)],
+                      "value_loss": list(np.geomspace(1e-4, 0.1, n))})
+    assert isinstance(one(small, "UPDATE_UNSTABLE"), Finding)
+
+
+def test_real_first_update_of_37_nats_the_reward_never_recovered_from() -> None:
+    # h327's AirSim PPO at learning rate 0.1: approx_kl 37.3 and clip fraction 0.995 on its first update (step
+    # 4,096); one return was logged before it (-100.3, two-step collisions), none after above -877
+    folder = "h327-sb3-ppo-airsim-drone-lr-0.1-first-update-kl-37-clip-0.99-entropy-to-zero-return-minus-880-flat"
+    path = corpus(f"{folder}/events.out.tfevents.1676558250.Citadel.2800.0")
+    kl = events(path).Scalars("train/approx_kl")
+    returns = events(path).Scalars("rollout/ep_rew_mean")
+    assert kl[0].step == 4096 and kl[0].value > 30 and max(e.value for e in kl[1:]) < 1
+    assert [e.step for e in returns if e.step < 4096] == [2048] and max(e.value for e in returns[1:]) < -800
+    f = one(load(path), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.onset_step == 4096 and f.evidence["metric"] == "kl_step"

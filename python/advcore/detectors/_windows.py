@@ -37,6 +37,8 @@ from advcore.model import Run
 
 __all__ = [
     "ENTROPY_ROUNDING",
+    "never_trained",
+    "SB3_TRAIN_PREFIX",
     "median_spacing",
     "differential",
     "MIN_WINDOW",
@@ -474,3 +476,28 @@ def run_kind(run: Run) -> Literal["critic", "group"] | None:
     if critic == group:
         return None
     return "critic" if critic else "group"
+
+
+#: Stable-Baselines3's logger (stable_baselines3/common/logger.py) writes ``time/fps`` with every rollout summary, and
+#: its algorithms record their ``train/`` section at every gradient step (``train/n_updates``, ``train/learning_rate``
+#: and the losses: on-policy after each rollout, off-policy once ``learning_starts`` steps were collected).
+SB3_SUMMARY_KEY = "time/fps"
+SB3_TRAIN_PREFIX = "train/"
+#: Rollout summaries an SB3 log holds before a missing ``train/`` section means no gradient step was taken.
+NEVER_TRAINED_POINTS = 20
+
+
+def never_trained(run: Run) -> int | None:
+    """The number of reward points of an SB3 log in which the optimizer never stepped, else None: a log of
+    ``NEVER_TRAINED_POINTS`` or more rollout summaries (``time/fps`` written) with no ``train/`` key at all
+    (h327-sb3contrib-qrdqn-airsim-leader-drone: ``learning_starts`` at its default of 50,000 before sb3-contrib
+    2.3, a run of 30,000 steps; 300 summaries, no ``train/`` key)."""
+    if run.trainer != "sb3":
+        return None
+    parts = run.metadata.get("parts") or [run.metadata]
+    keys = set(run.sources.values()) | {str(c) for p in parts for c in p.get("unmapped", ())}
+    reward = metric(run, "reward_mean")
+    if (SB3_SUMMARY_KEY not in keys or any(k.startswith(SB3_TRAIN_PREFIX) for k in keys) or reward is None
+            or len(reward) < NEVER_TRAINED_POINTS):
+        return None
+    return len(reward)

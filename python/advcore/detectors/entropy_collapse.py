@@ -19,7 +19,7 @@ Rule (``entropy``: mean per-token entropy of the policy in nats, as TRL ``entrop
 * *absolute*: otherwise, the late-window mean is below ``floor`` (0.01 nats per token) and the
   entropy is that of a discrete (token) distribution, i.e. never negative and not from SB3, whose
   policies are mostly Gaussian (a differential entropy: it can sit near or below 0 with a healthy
-  spread). This catches a log that
+  spread), unless SB3's late window sits at 0 within ``ENTROPY_ROUNDING``, where no Gaussian's does. This catches a log that
   begins after the collapse (a resumed run, an excerpt), where there is no early level to fall
   from; the evidence then says the entropy was already low at the first logged step.
 
@@ -74,7 +74,8 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import BEGAN_BEFORE_LOG, THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import improving_reward, reward_course
-from advcore.detectors._windows import Series, adv_signal, change_point, differential, metric, onset_index
+from advcore.detectors._windows import (ENTROPY_ROUNDING, Series, adv_signal, change_point, differential, metric,
+                                        onset_index)
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -150,7 +151,10 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         if not s.judgeable:
             return None
     early, late = s.early_mean(), s.late_mean()
-    discrete = run.trainer != "sb3"
+    # SB3's policies are mostly Gaussian, but a late window at 0 within float rounding is a deterministic categorical
+    # policy's: a differential entropy does not sit at 0 (h327-sb3-ppo-airsim-drone-lr-0.1: 1.5e-15 from the second
+    # update on, 7 discrete moves)
+    discrete = run.trainer != "sb3" or all(0.0 <= v <= ENTROPY_ROUNDING for v in s.late())
     end = statistics.median(s.values[-max(sustain, math.ceil(END_SHARE * len(s))):])
     if differential(s):
         # a Gaussian policy's entropy: no fraction of it means "collapsed", but a fall of whole nats while the
@@ -224,8 +228,9 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                    f"{100 * END_SHARE:.0f}% of the logged steps ({100 * end / early:.0f}% of its early level), and was "
                    "still falling when the log ends: the policy is becoming deterministic and has stopped exploring.")
     else:
-        message = (f"Policy entropy is {late:.3g} nats per token late in the run (below {floor:g}): the policy "
-                   "samples nearly one token sequence and no longer explores.")
+        unit = "per action" if run.trainer == "sb3" else "per token"
+        message = (f"Policy entropy is {late:.3g} nats {unit} late in the run (below {floor:g}): the policy "
+                   "samples nearly one answer every time and no longer explores.")
         if idx == 0:
             evidence[BEGAN_BEFORE_LOG] = True
             message += (f" It was already that low at the first logged step ({s.steps[0]}): the collapse happened "
@@ -291,7 +296,9 @@ CARD = Card(
           logged point alone below 0 (every later one at or above 0) is a stray, dropped before judging. Onset: the first of `sustain` consecutive points below that cut.
         - *Absolute*: otherwise, the late-window mean is below `floor` nats per token, for a discrete
           (token) distribution only: never negative and not from SB3, whose policies are mostly Gaussian
-          (a differential entropy can sit near or below 0 with a healthy spread). Onset: the first of
+          (a differential entropy can sit near or below 0 with a healthy spread), unless every late point of
+          SB3's lies within 1e-6 of 0, a deterministic categorical policy's (h327-sb3-ppo-airsim-drone-lr-0.1:
+          1.5e-15 from its second update on, 7 discrete moves). Onset: the first of
           `sustain` points below `floor`. This catches a log that begins after the collapse (a resumed
           run, an excerpt); the evidence then carries `already_low_at_first_logged_step`.
 

@@ -22,7 +22,9 @@ without any of the update metrics, or without an advantage signal (SB3 logs neit
 nor reward spread). A KL early stop is judged where the trainer logs it (``early_stop_frac``: the
 share of a step's updates ended by the KL target, e.g. an ``early_stopped`` flag): at or above
 ``early_stop_share`` (0.9) the step's update is cut short, whatever the advantages carry (SB3's
-``target_kl`` stop is only printed and is not seen). When the reward still rises (late mean above
+``target_kl`` stop is only printed and is not seen). A Stable-Baselines3 log of ``NEVER_TRAINED_POINTS`` (20) rollout
+summaries or more with no ``train/`` key at all took no gradient step (:func:`~advcore.detectors._windows.never_trained`):
+an error at the first logged step, whatever else is logged. When the reward still rises (late mean above
 the early one by ``reward_rise`` (0.1) x the span of the reward means) the finding is a warning, not
 an error, and says so.
 """
@@ -47,12 +49,14 @@ from advcore.detectors._base import (
 from advcore.detectors._reward import SUCCESS_NOISE
 from advcore.detectors._windows import (
     ADV_NEEDS,
+    SB3_TRAIN_PREFIX,
     MIN_WINDOW,
     Series,
     adv_signal,
     aligned,
     fmean,
     metric,
+    never_trained,
     onset_index,
     running_peak,
     running_peak_ratio,
@@ -200,8 +204,36 @@ def _reward_improving(run: Run, rise: float) -> dict[str, float] | None:
     return {"early_mean": early, "late_mean": late} if span > 0 and late - early >= rise * span else None
 
 
+#: What to try when the trainer never took a gradient step.
+NEVER_TRAINED_TRY = (
+    "Compare `learning_starts` with `total_timesteps`: an off-policy learner (DQN, QR-DQN, SAC, TD3) trains only "
+    "after `learning_starts` environment steps (50,000 by default in SB3's DQN before 2.0 and in sb3-contrib's "
+    "QR-DQN before 2.3, 100 since).",
+    "Check `train_freq` and `gradient_steps` (a `gradient_steps` of 0 takes no step), and that `learn()` is called "
+    "on the model being saved.",
+)
+
+
+def _never_trained_finding(run: Run) -> Finding | None:
+    points = never_trained(run)
+    if points is None:
+        return None
+    reward = metric(run, "reward_mean")
+    assert reward is not None  # never_trained counts its points
+    message = (f"No gradient step was taken: the log holds {points} rollout summaries up to step {reward.steps[-1]} "
+               f"and not one `{SB3_TRAIN_PREFIX}` key, which Stable-Baselines3 writes at every update: the policy "
+               "acting is the one initialised at the start.")
+    evidence: dict[str, object] = {"metric": "reward_mean", "source": run.sources.get("reward_mean"),
+                                   "condition": f"no {SB3_TRAIN_PREFIX} key in an SB3 log", "summaries": points,
+                                   **reward.where(0)}
+    return Finding(ID, "error", "U", reward.steps[0], evidence, message, NEVER_TRAINED_TRY)
+
+
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate UPDATE_SUPPRESSED on ``run`` with resolved ``knobs``."""
+    untrained = _never_trained_finding(run)
+    if untrained is not None:
+        return untrained
     checks = _checks(run, knobs)
     if not checks:
         return NotEvaluable(ID, ("grad_norm, update_ratio, grad_norm_clipped, kl_step, kl (to the reference policy), "
@@ -375,6 +407,12 @@ CARD = Card(
         says so, and carries `evidence["reward_improving"]`. Not evaluable without any of `grad_norm`,
         `update_ratio`, `grad_norm_clipped`, `kl_step`, `kl`, `clip_frac`, `early_stop_frac`, or, for all
         but the early stop, without an advantage signal (SB3 logs neither advantages nor a reward spread).
+
+        A fact needs none of these: a Stable-Baselines3 log of at least 20 rollout summaries (`time/fps`
+        written) without a single `train/` key took no gradient step, since SB3 records its `train/` section
+        at every update; the finding is dated at the first logged step
+        (h327-sb3contrib-qrdqn-airsim-leader-drone: 300 summaries over 30,000 steps, QR-DQN's
+        `learning_starts` at its default of 50,000 before sb3-contrib 2.3).
     """,
     related="""
         The U-stage counterpart of ADV_COLLAPSE: there the signal vanishes before the update, here the

@@ -24,7 +24,9 @@ A logged point is *unstable* when any of these holds there:
 * the level of ``value_loss`` at or above ``value_loss_rise`` (100) x its early median, times the
   square of the growth of the reward's scale (:func:`_return_growth`: a critic of unnormalised
   returns has a loss that grows with their square while it fits them): the critic diverged; not when
-  ``vf_explained_var`` is logged with a late median of at least ``CRITIC_FITS`` (0.5), a critic that fits.
+  ``vf_explained_var`` is logged with a late median of at least ``CRITIC_FITS`` (0.5), a critic that fits, nor
+  when its late median is below the square of ``CRITIC_ERROR`` (1 %) of the largest ``|reward_mean|``, a critic that
+  errs by less than that share of its returns.
 * the level of ``grad_norm`` at or above ``grad_rise`` (100) x its start level: the gradients exploded.
 
 The rises count only when the late window's median is past the bar too: a blow-up the run
@@ -77,9 +79,9 @@ recovers is a routine event of RL training, not an unstable run (three update KL
 updates of a run that learns, h7-baselines-ppo2-humanoidstandup-good-high-clipfrac). Fewer spikes of
 ``kl_step`` count when the reward never recovered from one (:func:`_unrecovered_spike`: after the
 spike, its level stays below its median over the window before by more than ``SUCCESS_NOISE`` times
-its noise and a tenth of its range): h44-rlgames-ppo-isaacgym-yumicube-kl-spikes-collapse, an update
-KL of 3.98 at epoch 260 (frame 272,629,760) with a return of about -14.7 before and -24.7 at best
-after. Onset: the first unstable point of the check that fired first (the others that fired are
+its noise and a tenth of its range; over the points before it when fewer were logged):
+h44-rlgames-ppo-isaacgym-yumicube-kl-spikes-collapse, an update KL of 3.98 at epoch 260 (frame 272,629,760)
+with a return of about -14.7 before and -24.7 at best after. Onset: the first unstable point of the check that fired first (the others that fired are
 named in ``evidence["also"]``); a rise (entropy, action std, value loss, grad norm) is dated from where it
 began: the first point of the stretch above the geometric middle of its early level and its bar
 that led past the bar (``evidence["past_bar_step"]`` keeps the crossing). Not evaluable without any of these
@@ -98,7 +100,7 @@ from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Kno
                                      first_of_checks)
 from advcore.detectors._reward import (BRIEF_POINTS, FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward,
                                        rating_course, reward_course, reward_level)
-from advcore.detectors._windows import (MIN_WINDOW, TIE_EPS, Series, change_point, differential, metric,
+from advcore.detectors._windows import (MIN_WINDOW, TIE_EPS, Series, change_point, differential, metric, never_trained,
                                         rolling_level, window_len)
 from advcore.model import Run
 
@@ -248,8 +250,8 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
         while top > peak and c.level[top - 1] > c.level[top] - tol and c.level[top] < c.level[peak] - tol:
             top -= 1
         first = min(first, max(start, top + 1 - lag))
-    if _no_gradient(run, s.steps[first]):  # nothing to update with over the fall: it happened upstream
-        return None
+    if _no_gradient(run, s.steps[first]) or never_trained(run) is not None:
+        return None  # nothing to update with over the fall, or no update at all: it happened upstream
     if c.level[peak] - statistics.median(s.values[first:]) <= c.still:  # a move within the reward's stillness
         return None
     moved = _update_moved(run, s.steps[max(0, peak - w)], s.steps[peak], s.steps[first])
@@ -351,6 +353,18 @@ def _update_moved(run: Run, success_from: int, success_to: int, fall_from: int) 
 #: them, it did not diverge (h276-sb3-ppo-unitree-a1-mujoco-walk-evalcallback-peaks-then-deterministic-policy-falls:
 #: value loss 0.001 while every early return was clipped at 0, up to 101 late, explained variance 0.05 -> 0.89).
 CRITIC_FITS = 0.5
+#: A critic whose loss stays below the square of this share of the returns' scale errs by less than it (a root mean
+#: square error, or a Huber loss's absolute one above 1): however many times its early loss that is, it fits its
+#: targets. A critic that first fits a constant return has a tiny early loss (h328-sb3-dqn-triple-acrobot-sparse-
+#: reward: a TD loss of 1e-4 while every episode earned -1000, 0.07 once successes entered the buffer, an error of
+#: 0.03 % of the returns); the critics that diverged on calibration err by 3 % to 1e8 times their returns.
+CRITIC_ERROR = 0.01
+
+
+def _return_scale(run: Run) -> float:
+    """The largest ``|reward_mean|`` logged (0 without a reward): the scale of the returns a critic regresses."""
+    s = metric(run, "reward_mean")
+    return 0.0 if s is None else max(abs(v) for v in s.values)
 
 
 def _return_growth(run: Run) -> float:
@@ -499,6 +513,8 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         explained = metric(run, "vf_explained_var") if name == "value_loss" else None
         if explained is not None and statistics.median(explained.late()) >= CRITIC_FITS:
             continue
+        if name == "value_loss" and statistics.median(s.late()) < (CRITIC_ERROR * _return_scale(run)) ** 2:
+            continue
         scaled = f" x the reward's growth squared ({growth ** 2:.3g})" if growth > 1.0 else ""
         out.append(_Check(name, rolling_level(s, f"{name} level"), _at_least(cut_rise),
                           f"{name} (median of 5 points) >= {float(knobs[knob]):g} x its early level {early:.3g}"
@@ -527,7 +543,7 @@ SPIKE_DROP_SHARE = 0.1
 def _unrecovered_spike(run: Run, kl_step: Series, cut: float) -> tuple[int, dict[str, object]] | None:
     """The first update-KL spike (``kl_step`` >= ``cut``) that the reward never recovered from, as its
     index in ``kl_step`` and the evidence; None when there is none. The reward's median over the
-    ``w`` points before the spike (``w`` as for :func:`reward_course`) is its level then; after the
+    ``w`` points before the spike (``w`` as for :func:`reward_course`, or the fewer logged before it) is its level then; after the
     spike, every level over a full window stays below it by more than ``SUCCESS_NOISE`` times the
     reward's noise and by at least ``SPIKE_DROP_SHARE`` of the level's range over the run."""
     c = reward_course(run)
@@ -539,9 +555,11 @@ def _unrecovered_spike(run: Run, kl_step: Series, cut: float) -> tuple[int, dict
         if value < cut:
             continue
         j = bisect.bisect_left(r.steps, step)  # the first reward point at or after the spike
-        if j < w or len(r) - j < 2 * w:
+        if j < 1 or len(r) - j < 2 * w:
             continue
-        before = statistics.median(r.values[j - w:j])
+        # the reward's level before the spike, over what was logged before it when that is less than a window (a
+        # first update that moved the policy 37 nats: h327-sb3-ppo-airsim-drone-lr-0.1, one logged return before it)
+        before = statistics.median(r.values[max(0, j - w):j])
         after = max(c.level[j + w - 1:])
         drop = before - after
         if drop > SUCCESS_NOISE * c.noise and drop >= SPIKE_DROP_SHARE * span:
@@ -697,7 +715,9 @@ CARD = Card(
         78,000; h324-sb3-ppo-carla-cruise-control learns from -247 to 289 while its value loss goes from 1.1
         to 283), unless `vf_explained_var` ends at
         0.5 or more (a critic that fits its returns has not diverged: h276-sb3-ppo-unitree-a1-mujoco-walk-
-        evalcallback, 0.05 to 0.89), or the level of `grad_norm` ≥
+        evalcallback, 0.05 to 0.89) or the late loss is below the square of 1 % of the largest return (a critic
+        that first fitted a constant return: h328-sb3-dqn-triple-acrobot-sparse-reward, a TD loss of 1e-4 while
+        every episode earned -1000, 0.07 once successes entered its buffer), or the level of `grad_norm` ≥
         `grad_rise` × its start level (the gradients exploded: h59-cs336-grpo-noclip-offpolicy-nan-collapse,
         an off-policy GRPO loss without its clip); these rises count only when the median
         of the late window is past the bar too (a critic that blows up for four steps and then fits
@@ -707,7 +727,8 @@ CARD = Card(
         over a tenth of the run) stays below its median over that many points before the spike by more
         than 3 times its step-to-step noise and a tenth of its range (h44-rlgames-ppo-isaacgym-yumicube-
         kl-spikes-collapse: an update KL of 3.98 at frame 272,629,760, a return of -14.7 before it and
-        at best -24.7 after). Onset: the first unstable point of the check that fired first (an entropy
+        at best -24.7 after), or over what was logged before it when that is fewer points
+        (h327-sb3-ppo-airsim-drone-lr-0.1: 37.3 nats on the first update, -100.3 before, at best -877 after). Onset: the first unstable point of the check that fired first (an entropy
         blow-up before the KL ran away); the others are listed in `evidence["also"]`; a rise (entropy, action std, value loss, grad norm) is dated from where it began, the
         first point of the stretch above the geometric middle of its early level and its bar that led
         past the bar (the crossing stays in `evidence["past_bar_step"]`:

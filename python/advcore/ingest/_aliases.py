@@ -78,6 +78,7 @@ class AliasTable:
 
     def __init__(self, rows: list[Alias]) -> None:
         self.rows = rows
+        self._rank = {id(row): i for i, row in enumerate(rows)}
         # exact keys are looked up in a dict, only the rows with {name} are matched as patterns (a log
         # with 16,000 keys must not try every row's pattern on each); both keep the rows' priority order
         self._exact: dict[str, list[tuple[int, Alias]]] = {}
@@ -87,6 +88,10 @@ class AliasTable:
                 self._patterns.append((i, row, row.pattern()))
             else:
                 self._exact.setdefault(row.key, []).append((i, row))
+
+    def rank(self, row: Alias) -> int:
+        """The row's place in the table: of two keys read as one name, the one whose row comes first wins."""
+        return self._rank[id(row)]
 
     def canonical(self, key: str, trainer: str | None, version: str | None = None) -> tuple[str, Alias] | None:
         """The canonical name of ``key`` for ``trainer`` at ``version``, and the row that said so; None

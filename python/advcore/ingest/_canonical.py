@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from advcore.ingest._aliases import AliasTable, reward_by_name
+from advcore.ingest._aliases import Alias, AliasTable, reward_by_name
 from advcore.ingest._slices import task_slices
 from advcore.ingest._trainers import trainer_of
 from advcore.model import STEP_COUNTER, STRICT_COUNTER, IngestError, RawLog, Run, counted_nonfinite
@@ -190,7 +190,8 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
     names are kept in ``metadata["unmapped"]``, and the first non-finite value of each numeric one in
     ``metadata["nonfinite_unmapped"]``, for NONFINITE). With ``canonical`` (a per-sample format, whose
     reduction emits canonical names) every column keeps its name and the alias table is not consulted. When several keys map to one name, the first
-    non-null value of each row wins, in column order (the keys after the first in ``metadata["fallback_keys"]``). A log whose format names no trainer is read
+    non-null value of each row wins: the trainer's own rows in the alias table's order, then the rows for any
+    trainer in column order (the keys after the first in ``metadata["fallback_keys"]``). A log whose format names no trainer is read
     with the aliases of the trainer its keys belong to (a TensorBoard file of a verl run is verl's).
     When no key maps to ``reward_mean`` (``grad_norm``), it is the mean of the agents' returns (actor
     gradient norms) where each agent's is logged (``reward/agent<i>``, ``grad_norm/agent<i>``: on-policy
@@ -207,12 +208,18 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
     #: every key each name was read from: the first is its source, the others fill its nulls
     read_as: dict[str, list[str]] = {}
     unmapped: list[str] = []
-    for col in raw.frame.columns:
+    hits: list[tuple[tuple[int, int], str, Alias | None, str]] = []
+    for i, col in enumerate(raw.frame.columns):
         hit = (col, None) if canonical else aliases.canonical(col, trainer, version)
         if hit is None:
             unmapped.append(col)
             continue
         name, row = hit
+        # of two keys read as one name, the trainer's own rows come first, in the table's order (SB3 PPO's
+        # train/value_loss before the train/loss that is a DQN's TD loss); the rows for any trainer in column order
+        priority = (0, aliases.rank(row)) if row is not None and row.trainer != "*" else (1, i)
+        hits.append((priority, name, row, col))
+    for _, name, row, col in sorted(hits, key=lambda h: h[0]):
         sources.setdefault(name, col)
         read_as.setdefault(name, []).append(col)
         dtype = pl.Int64 if name == "step" else pl.Float64
