@@ -1004,3 +1004,19 @@ def test_real_sb3_entropy_at_zero_within_rounding_is_a_deterministic_categorical
     run = load(path)
     gaussian = run.frame.with_columns(pl.col("entropy") + 0.005)
     assert one(Run(run.path, run.format, run.trainer, gaussian, run.sources, run.metadata), "ENTROPY_COLLAPSE") is None
+
+
+def test_real_entropy_collapse_of_a_long_log_is_dated_where_it_stays_below_the_cut() -> None:
+    # h332's Galaxian PPO, 5,859 updates: per-update entropies dip below a quarter of the early mean for a few
+    # updates before 1M steps, but stay there only from about 2.3M (the policy deterministic at 2.75M)
+    folder = ("h332-sb3-ppo-atari-galaxian-3m-lr-1.5e-3-learns-to-1600-then-entropy-hits-0-at-2.75m-and-return-"
+              "falls-to-450")
+    path = corpus(f"{folder}/events.out.tfevents.1763496476.3f4a64a188d8.372.0")
+    scalars = events(path).Scalars("train/entropy_loss")
+    entropy = np.array([-e.value for e in scalars])
+    cut = 0.25 * entropy[: round(0.2 * len(entropy))].mean()
+    below = entropy < cut
+    first_five = next(i for i in range(len(below) - 5) if below[i:i + 5].all())
+    assert scalars[first_five].step < 1_000_000
+    f = one(load(path), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.onset_step > 2_000_000

@@ -812,3 +812,17 @@ def test_real_first_update_of_37_nats_the_reward_never_recovered_from() -> None:
     assert [e.step for e in returns if e.step < 4096] == [2048] and max(e.value for e in returns[1:]) < -800
     f = one(load(path), "UPDATE_UNSTABLE")
     assert isinstance(f, Finding) and f.onset_step == 4096 and f.evidence["metric"] == "kl_step"
+
+
+def test_real_return_that_fell_below_every_early_value_collapsed_though_its_start_was_noisy() -> None:
+    # h333's curiosity-driven killer: its first summaries swing -8.2 to -0.3, its last 22 lie at -12.6 to -23.7;
+    # the drop is 8 noises (not the 10 a noisy start asks for) but no late value comes near an early one
+    folder = ("h333-mlagents-ppo-curiosity-1.0-camp-kawanakwa-killer-learns-to-minus-0.3-then-falls-to-minus-15-"
+              "at-1m-entropy-rises")
+    path = corpus(f"{folder}/events.out.tfevents.1627347569.LAPTOP-86KCIFB1.5528.0")
+    returns = [e.value for e in events(path).Scalars("Environment/Cumulative Reward")]
+    k = max(3, round(0.2 * len(returns)))
+    assert max(returns[-k:]) < min(returns[:k]) and len(returns) == 42
+    f = one(load(path), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse below the start"
+    assert 960_000 <= f.onset_step <= 1_200_000

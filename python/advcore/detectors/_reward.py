@@ -436,11 +436,17 @@ class RewardCourse:
 
     @property
     def fell_below_start(self) -> bool:
-        """The late median lies ``FALL_NOISE`` x the noise, and at least half the level's range, below the
-        early median: the reward collapsed from where it held, success or not."""
+        """The late median lies ``FALL_NOISE`` x the noise (or ``NEVER_BACK_NOISE`` x it with every late value
+        below every early one), and at least half the level's range, below the early median: the reward collapsed
+        from where it held, success or not."""
         held = self.level[self.w - 1:]
         drop = self.early - self.late
-        return self.noise > 0 and drop > FALL_NOISE * self.noise and drop >= 0.5 * (max(held) - min(held))
+        # or, beyond ``NEVER_BACK_NOISE`` noises, below every early value at every late one: a shift no noise
+        # makes, however noisy the start (h333-mlagents-ppo-curiosity-camp-kawanakwa-killer: -8.2 to -0.3 over its
+        # early window, -12.6 to -23.7 over its late one; a drop of 8 noises)
+        apart = drop > NEVER_BACK_NOISE * self.noise and max(self.series.late()) < min(self.series.early())
+        return (self.noise > 0 and (drop > FALL_NOISE * self.noise or apart)
+                and drop >= 0.5 * (max(held) - min(held)))
 
     @property
     def collapsed_tail(self) -> int:

@@ -63,8 +63,8 @@ nothing (a Gaussian policy's entropy follows its log-std, which a collapse need 
 (classic-control loggers write the return and the losses) is judged on the reward alone, and the
 finding says that nothing confirmed it (h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse: a return
 of about 270 at iteration 210, -131 at 240, never recovered). A reward that never succeeded
-collapses the same way when its late median lies ``FALL_NOISE`` (10) times its noise, and at least
-half its level's range, below its early median (:attr:`~advcore.detectors._reward.RewardCourse.fell_below_start`),
+collapses the same way when its late median lies ``FALL_NOISE`` (10) times its noise (or 5 times it, with
+every late value below every early one), and at least half its level's range, below its early median (:attr:`~advcore.detectors._reward.RewardCourse.fell_below_start`),
 and does not end held at its floor (REWARD_FLOOR's to report):
 h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse, a return of 11.8 early and 4.4 late, grad
 norm 20 times higher over the fall. So does one whose last ``TAIL_POINTS`` (5) or more logged values,
@@ -772,8 +772,10 @@ CARD = Card(
         sb3-acrobot-collapse-after-success: -7514 early, a level of -5261
         at step 291,840, -7946 late with every episode at the time limit, clip fraction 4.7 times higher;
         onset 391,168. A reward that never succeeded collapsed too when its late median lies 10 times
-        its noise, and at least half its level's range, below its early median, and does not end held at
-        its floor (REWARD_FLOOR's to report): no healthy run of the
+        its noise (or 5 times, every late value below every early one: h333-mlagents-ppo-curiosity-camp-
+        kawanakwa-killer, -8.2 to -0.3 early, -12.6 to -23.7 late, 8 noises), and at least half its level's
+        range, below its early median, and does not end held at its floor (REWARD_FLOOR's to report): no
+        healthy run of the
         corpus falls even 3 noises below its start, runs that never learn drift 3 to 5 below, while
         h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse falls 28 (11.8 to 4.4, grad norm 20
         times higher) and h73-cs285f22-dqn-lunarlander-lr3e-2-td-loss-blowup 12. A collapse too late for
