@@ -896,3 +896,23 @@ def test_real_tied_steps_are_dated_where_their_share_rose() -> None:
     assert len(rows) == 40 and len(tied) == 25 and tied[0] == 6
     f = one(load(path), "DEGENERATE_GROUPS")
     assert isinstance(f, Finding) and f.onset_step == tied[0]
+
+
+def test_real_clipped_ratio_that_the_lengths_contradict_is_not_evaluable() -> None:
+    # h335's gridiron GRPO (TRL, colocated vLLM): completions/clipped_ratio 1.0 at nearly every step, while
+    # completions/max_length (the batch's padded length) moves between a few hundred tokens and 1,020 under the cap
+    # of 1,024: a completion cut at the cap has the cap's length, so the share counts something else
+    folder = "h335-trl-grpo-qwen25-15b-gridiron-nfl-lora-1200-steps-reward-flat-kl-drifts-0.04-to-0.87-clipped-ratio-telemetry"
+    path = corpus(f"{folder}/job_15b.log")
+    rows = [ast.literal_eval(m) for m in re.findall(r"\{'loss'.*?\}", path.read_text(errors="replace"))]
+    rows = [r for r in rows if "completions/clipped_ratio" in r]
+    real_run = rows[2:]  # the first two dicts are a smoke test
+    clipped = [float(r["completions/clipped_ratio"]) for r in real_run]
+    longest = [float(r["completions/max_length"]) for r in real_run]
+    assert sum(c == 1.0 for c in clipped) >= len(clipped) - 1 and max(longest) <= 1024
+    assert max(longest[-len(longest) // 5:]) - min(longest[-len(longest) // 5:]) > 100
+    assert isinstance(one(load(path), "TRUNCATION_REWARD"), NotEvaluable)
+    # the same share beside a longest completion pinned at the cap is every completion cut
+    n = 40
+    pinned = make_run({"truncated_frac": [1.0] * n, "response_length_max": [1024.0] * n, "reward_mean": [0.3] * n})
+    assert isinstance(one(pinned, "TRUNCATION_REWARD"), Finding)

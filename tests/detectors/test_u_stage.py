@@ -1020,3 +1020,21 @@ def test_real_entropy_collapse_of_a_long_log_is_dated_where_it_stays_below_the_c
     assert scalars[first_five].step < 1_000_000
     f = one(load(path), "ENTROPY_COLLAPSE")
     assert isinstance(f, Finding) and f.onset_step > 2_000_000
+
+
+def test_real_zero_gradient_norms_as_frequent_as_tied_groups_are_the_tied_steps() -> None:
+    # h335's marine-hydrodynamics GRPO: one prompt of 4 completions per step; TRL logs the logging step's own
+    # grad_norm and the tied share averaged over the 10 steps since the last log, so the norm is exactly 0 about as
+    # often as the groups tie
+    folder = "h335-trl-grpo-qwen25-3b-lora-r32-marine-hydrodynamics-physics-verifier-run5b-graded-reward-flat-0.6-eval-up-healthy"
+    path = corpus(f"{folder}/training_metrics.json")
+    steps = [r for r in json.loads(path.read_text())["steps"] if "grad_norm" in r]
+    last = steps[-len(steps) // 5:]
+    zero_share = sum(r["grad_norm"] == 0.0 for r in last) / len(last)
+    tied = statistics.fmean(r["frac_reward_zero_std"] for r in last)
+    assert zero_share > 0.5 and abs(zero_share - tied) < 0.2
+    assert not isinstance(one(load(path), "UPDATE_SUPPRESSED"), Finding)
+    # a norm of 0 at every step while a third of the groups tie is an update that does not happen
+    n = 60
+    stuck = make_run({"grad_norm": [0.0] * n, "zero_variance_group_frac": [0.3] * n, "reward_mean": [0.5] * n})
+    assert isinstance(one(stuck, "UPDATE_SUPPRESSED"), Finding)

@@ -14,6 +14,12 @@ TRL tables log only ``completion_length``; a batch mean repeats one whole number
 ``sustain`` points where every completion was cut (``all_truncated_from``, when the late mean is
 >= 0.95) and the Pearson
 correlation of the truncated share with ``reward_mean`` across steps.
+
+A logged share that says every completion was cut (late mean >= ``ALL_CUT_LATE``) while the longest completion
+(``response_length_max``) varies by more than ``CAP_TOL`` of itself between the late steps contradicts itself: a cut
+completion has the cap's length. It counts something else (TRL's ``completions/clipped_ratio`` of a colocated vLLM
+run whose stop token is not the tokenizer's end of sequence: h335-trl-grpo-qwen25-15b-gridiron, 1.0 at 119 of 120
+steps, the padded length 376 to 1,020 under a cap of 1,024), and the detector is not evaluable.
 """
 
 from __future__ import annotations
@@ -96,6 +102,15 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         return None
     above, sustain = float(knobs["truncated_above"]), int(knobs["sustain"])
     late, early = s.late_mean(), s.early_mean()
+    longest = metric(run, "response_length_max")
+    if not s.proxy and late >= ALL_CUT_LATE and longest is not None and longest.judgeable:
+        # a completion cut at the cap has the cap's length: with every one cut, the longest is the cap at every step
+        lengths = longest.late()
+        if max(lengths) - min(lengths) > CAP_TOL * max(lengths):
+            return NotEvaluable(ID, (f"a truncated share the lengths agree with ({s.name} says every completion was "
+                                     f"cut, yet the longest completion varies from {min(lengths):.0f} to "
+                                     f"{max(lengths):.0f} "
+                                     "tokens between the late steps: the share counts something else)",))
     reward = metric(run, "reward_mean")
     corr = None
     if reward is not None:
@@ -182,7 +197,11 @@ CARD = Card(
         every completion was cut, given when the late mean is ≥ 0.95) and `reward_corr`, the Pearson
         correlation of the share with `reward_mean` across steps. Not evaluable without `truncated_frac`
         or a length and a cap (older TRL logs only `completion_length`: pass `max_length` when the
-        mean length never sits at the cap).
+        mean length never sits at the cap), and not evaluable when a logged share says every completion was
+        cut while the longest completion varies by more than 1 % between the late steps: a cut completion has
+        the cap's length, so the share counts something else (h335-trl-grpo-qwen25-15b-gridiron: TRL's
+        `completions/clipped_ratio` 1.0 at 119 of 120 steps of a colocated vLLM run whose completions stop at
+        `<|im_end|>`, the padded length 376 to 1,020 under its cap of 1,024).
     """,
     related="""
         DEGENERATE_GROUPS and REWARD_FLOOR often fire with it (all-truncated groups tie at the floor);

@@ -14,7 +14,9 @@ flags) and, at the same step (and phase), the update is not happening:
   region, where the clipped objective has no gradient.
 
 Fires when at least ``late_share`` (0.5) of the late window's points are suppressed and an onset
-exists: the first of ``sustain`` (5) consecutive suppressed points (or a suppressed tail). The
+exists: the first of ``sustain`` (5) consecutive suppressed points (or a suppressed tail); not for a
+``grad_norm`` of 0 at no more than ``TIED_MARGIN`` (0.2) above the late mean of ``zero_variance_group_frac``
+(:func:`_tied_steps`: a trainer that logs one step's norm beside a tied share averaged since the last log). The
 checks are tried in the order above; the first that fires is reported, the others are named in
 ``evidence["also"]``. A point where the signal is absent (every group tied) is not suppressed:
 no update is then expected, and DEGENERATE_GROUPS or DEAD_FROM_START says why. Not evaluable
@@ -229,6 +231,23 @@ def _never_trained_finding(run: Run) -> Finding | None:
     return Finding(ID, "error", "U", reward.steps[0], evidence, message, NEVER_TRAINED_TRY)
 
 
+#: Zero gradients no more frequent than this above the share of tied groups are the tied steps'.
+TIED_MARGIN = 0.2
+
+
+def _tied_steps(run: Run, check: _Check, xs: tuple[float, ...]) -> bool:
+    """A gradient norm of 0 at about as many late points as the late share of tied groups (at most ``TIED_MARGIN``
+    more): a trainer that logs the gradient norm of one step and the tied share averaged over the steps since the
+    last log, with few groups per step, logs a norm of 0 whenever the logged step's groups all tied
+    (h335-trl-grpo-qwen25-3b-lora-r32-marine-hydrodynamics: one prompt of 4 completions per step, the norm 0 at
+    64 % of its last quarter's points, 64 % of the groups tied there)."""
+    tied = metric(run, "zero_variance_group_frac")
+    if check.name != "grad_norm" or tied is None or not tied.judgeable:
+        return False
+    late = xs[len(xs) - window_len(len(xs)):]
+    return fmean(1.0 if check.no_update(x) else 0.0 for x in late) <= fmean(tied.late()) + TIED_MARGIN
+
+
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate UPDATE_SUPPRESSED on ``run`` with resolved ``knobs``."""
     untrained = _never_trained_finding(run)
@@ -265,7 +284,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             continue
         late = flags[len(flags) - window_len(len(flags)):]
         late_share = fmean(late)
-        if late_share < share:
+        if late_share < share or _tied_steps(run, check, xs):
             continue
         on = onset_index(flags, lambda f: f == 1.0, sustain)
         if on is None:
@@ -398,7 +417,11 @@ CARD = Card(
            printed to the console and is not seen.
 
         It fires when at least `late_share` of the late window's points (last 20 %) are suppressed and
-        an onset exists: the first of `sustain` consecutive suppressed points (or a suppressed tail). The
+        an onset exists: the first of `sustain` consecutive suppressed points (or a suppressed tail). A
+        `grad_norm` of 0 at no more of the late points than the late share of tied groups plus 0.2 is the tied
+        steps' (TRL logs the logging step's own norm and the tied share averaged since the last log: with one
+        group per step the norm is 0 whenever that step's group tied; h335-trl-grpo-qwen25-3b-lora-r32-marine-
+        hydrodynamics, 0 at 64 % of its last points, 64 % of the groups tied there). The
         first check that fires (in the order above) is reported, the others are listed in
         `evidence["also"]`.
 
