@@ -826,3 +826,21 @@ def test_real_return_that_fell_below_every_early_value_collapsed_though_its_star
     f = one(load(path), "UPDATE_UNSTABLE")
     assert isinstance(f, Finding) and f.evidence["condition"] == "collapse below the start"
     assert 960_000 <= f.onset_step <= 1_200_000
+
+
+def test_real_isolated_update_kl_spikes_do_not_date_the_blowup_that_came_much_later() -> None:
+    # h341's climbbot reach: approx_kl 1.2 and 3.0 at 127k steps, then below 1 while the return rose for 380k steps;
+    # from 475k one update after another at 2 to 17 nats, and the return collapsed (a newcomer was sent 650k steps
+    # before the trouble)
+    folder = "h341-sb3-ppo-climbbot-two-arm-reach-1m-learns-minus-740-to-minus-290-approx-kl-up-to-17-then-collapses-to-minus-1006"
+    npz = corpus(f"{folder}/evaluations.npz")
+    board = next(p for p in npz.parent.iterdir() if p.name.startswith("events.out.tfevents"))
+    kl = events(board).Scalars("train/approx_kl")
+    spikes = [e.step for e in kl if e.value >= 1.0]
+    assert spikes[0] < 130_000 and spikes[1] < 130_000 and spikes[2] > 470_000 and len(spikes) >= 20
+    f = one(load(board), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "kl_step" and f.onset_step == spikes[2]
+    # its entropy (six Gaussian action dimensions, 8.5 -> 1.0 as the std went 1.0 -> 0.26) has no level a share of
+    # which says "deterministic"
+    e = one(load(board), "ENTROPY_COLLAPSE")
+    assert not (isinstance(e, Finding) and e.evidence["rule"] in ("relative", "absolute"))

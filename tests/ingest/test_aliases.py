@@ -253,3 +253,20 @@ def test_tianshou_2_names_its_training_returns_under_training(tmp_path: Path) ->
     assert run.frame["reward_mean"].to_list() == [-64.97, -60.41, -63.05]
     assert run.frame["reward_max"].to_list() == [-30.2, -25.0, -28.9] and run.frame["return_std"].to_list()[0] == 20.1
     assert run.sources["reward_mean"] == "training/returns_stat/mean"
+
+
+def test_a_table_of_bare_statistics_named_for_the_reward_is_the_reward() -> None:
+    # h349's OpenEnv run: reward_curve.json, one record per step with the batch's mean, max and min reward
+    import json
+
+    folder = "h349-unsloth-trl-grpo-qwen25-15b-cognitive-load-manager-1117-reward-calls-0.11-to-0.25-plateau-near-step-max-healthy"
+    path = corpus(f"{folder}/reward_curve.json")
+    records = json.loads(path.read_text())
+    run = load(path)
+    assert {run.sources[m] for m in ("reward_mean", "reward_max", "reward_min")} == {"mean", "max", "min"}
+    assert run.frame["reward_mean"].to_list() == pytest.approx([r["mean"] for r in records])
+    assert run.frame["reward_max"].to_list() == pytest.approx([r["max"] for r in records])
+    # the same statistics in a file named for something else are not read as the reward
+    raw = RawLog("csv_table", pl.DataFrame({"step": [1.0, 2.0, 3.0], "mean": [0.1, 0.2, 0.3], "max": [1.0, 1.0, 1.0]}))
+    assert "reward_mean" not in canonicalize(raw, "episode_length.csv", load_aliases()).frame.columns
+    assert canonicalize(raw, "episode_rewards.csv", load_aliases()).sources["reward_mean"] == "mean"

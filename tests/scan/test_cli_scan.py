@@ -445,3 +445,21 @@ def test_an_onset_where_the_log_begins_says_so(capsys: pytest.CaptureFixture[str
     main(["scan", str(folder)])
     out = capsys.readouterr().out
     assert "ENTROPY_COLLAPSE  stage U  by step 383, where the log begins" in out and "<=383" in out
+
+
+def test_the_reward_course_names_the_peak_a_collapsed_run_gave_back(capsys: pytest.CaptureFixture[str]) -> None:
+    # h341's climbbot reach: training returns about -730 over the first fifth and -830 over the last, after climbing
+    # to about -300 in between; "did not rise" alone hid the success the run gave back (a newcomer's first finding)
+    from tests._real import corpus, events
+
+    folder = "h341-sb3-ppo-climbbot-two-arm-reach-1m-learns-minus-740-to-minus-290-approx-kl-up-to-17-then-collapses-to-minus-1006"
+    npz = corpus(f"{folder}/evaluations.npz")
+    board = next(p for p in npz.parent.iterdir() if p.name.startswith("events.out.tfevents"))
+    returns = [e.value for e in events(board).Scalars("rollout/ep_rew_mean")]
+    fifth = len(returns) // 5
+    assert max(returns) > -300 and sorted(returns[:fifth])[fifth // 2] < -700 and sorted(returns[-fifth:])[fifth // 2] < -700
+    assert main(["scan", "--per-file", str(board)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    line = out[out.index("reward (median, early -> late):"):]
+    peak = float(line.split("after peaking at ")[1].split()[0])
+    assert "did not rise at the end" in line and max(returns) >= peak > -400

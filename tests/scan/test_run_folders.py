@@ -201,3 +201,16 @@ def test_a_session_resumed_from_an_earlier_checkpoint_replaces_the_steps_it_redi
     logged = run.frame.drop_nulls("reward_mean")  # step 0 holds the validation before training alone
     got = dict(zip(logged["step"].to_list(), logged["reward_mean"].to_list(), strict=True))
     assert got == {**{s: v for s, v in early.items() if s < 101}, **late}
+
+
+def test_an_evaluation_file_beside_a_training_log_is_said_to_hold_the_evaluation_returns() -> None:
+    # h341's climbbot reach: SB3's EvalCallback archive beside the run's TensorBoard file; the evaluation returns of
+    # the deterministic policy are not the training episodes', so the two disagree by design
+    folder = "h341-sb3-ppo-climbbot-two-arm-reach-1m-learns-minus-740-to-minus-290-approx-kl-up-to-17-then-collapses-to-minus-1006"
+    npz = corpus(f"{folder}/evaluations.npz")
+    board = next(p for p in npz.parent.iterdir() if p.name.startswith("events.out.tfevents"))
+    a, b = load(board), load(npz)
+    assert (a.trainer, b.trainer) == ("sb3", "sb3_eval")
+    why = apart(a, b)
+    assert why is not None and "evaluations.npz holds the returns of SB3's EvalCallback" in why
+    assert "two trainers" not in why

@@ -84,11 +84,13 @@ POINT_FACT_MIN = 2
 ENTROPY_ROUNDING = 1e-6
 
 
-def differential(entropy: Series) -> bool:
+def differential(entropy: Series, run: Run) -> bool:
     """Whether ``entropy`` is a continuous policy's differential entropy: below ``-ENTROPY_ROUNDING`` somewhere
-    (a Gaussian's narrows below 0: sb3-invertedpendulum-dr-solved, 1.2 -> -0.42), so that no ratio of it
-    means anything."""
-    return min(entropy.values) < -ENTROPY_ROUNDING
+    (a Gaussian's narrows below 0: sb3-invertedpendulum-dr-solved, 1.2 -> -0.42), or logged beside the policy's
+    ``action_std`` (SB3's ``train/std``, written for Gaussian policies only: h341-sb3-ppo-climbbot-two-arm-reach's
+    entropy 8.5 -> 1.0 over six action dimensions as the std went 1.0 -> 0.26), so that no ratio of it means
+    anything."""
+    return min(entropy.values) < -ENTROPY_ROUNDING or run.has("action_std")
 #: A reward spread at or below this is "tied" (float32 rounding of 0/1 or partial-credit rewards).
 TIE_EPS = 1e-6
 

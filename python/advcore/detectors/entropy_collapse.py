@@ -10,7 +10,8 @@ Rule (``entropy``: mean per-token entropy of the policy in nats, as TRL ``entrop
   h137-tinker-multitask-qwen3-30b-entropy-falls-reward-flat goes from 0.321 to a late mean of 0.095,
   30 %, but to a median of 0.059, 19 %, over its last 18 points; an entropy that is negative anywhere
   (beyond :data:`~advcore.detectors._windows.ENTROPY_ROUNDING`, 1e-6 nats: float32 rounding of a
-  deterministic policy's 0) is a differential entropy of a
+  deterministic policy's 0), or one logged beside the policy's ``action_std`` (SB3 writes ``train/std`` for Gaussian
+  policies only), is a differential entropy of a
   continuous policy, where a share of the early level means nothing: not judged;
   sb3-invertedpendulum-dr-solved goes from 1.2 to -0.42 as its Gaussian narrows on a solved task;
   but a first logged point alone below 0 before every later one at or above 0 is a stray and is
@@ -160,7 +161,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     # update on, 7 discrete moves)
     discrete = run.trainer != "sb3" or all(0.0 <= v <= ENTROPY_ROUNDING for v in s.late())
     end = statistics.median(s.values[-max(sustain, math.ceil(END_SHARE * len(s))):])
-    if differential(s):
+    if differential(s, run):
         # a Gaussian policy's entropy: no fraction of it means "collapsed", but a fall of whole nats while the
         # reward did not rise narrowed the policy without teaching it anything
         course = reward_course(run)
@@ -294,6 +295,8 @@ CARD = Card(
           a median of 0.059 over its last 18 points, while its reward stays flat). An entropy that is
           negative anywhere (by more than 1e-6 nats: ML-Agents logs -1.19e-07, float32 rounding of 0,
           for a policy turned deterministic, h183-mlagents-ppo-2048-illegal-move-penalty-entropy-collapse)
+          or one logged beside `action_std` (SB3's `train/std`, a Gaussian's: h341-sb3-ppo-climbbot-two-arm-reach,
+          8.5 -> 1.0 over six action dimensions as the std went 1.0 -> 0.26)
           is the differential entropy of a continuous (Gaussian) policy, where a share of the early
           level means nothing: not judged by a share
           (sb3-invertedpendulum-dr-solved narrows from 1.2 to -0.42 on a solved task), but by a fall of at

@@ -82,7 +82,8 @@ spike, its level stays below its median over the window before by more than ``SU
 its noise and a tenth of its range; over the points before it when fewer were logged):
 h44-rlgames-ppo-isaacgym-yumicube-kl-spikes-collapse, an update KL of 3.98 at epoch 260 (frame 272,629,760)
 with a return of about -14.7 before and -24.7 at best after. Onset: the first unstable point of the check that fired first (the others that fired are
-named in ``evidence["also"]``); a rise (entropy, action std, value loss, grad norm) is dated from where it
+named in ``evidence["also"]``); for single updates (``kl_step``, ``clip_frac``) the first that ``min_points`` of them
+follow within a tenth of the run, not an isolated spike long before; a rise (entropy, action std, value loss, grad norm) is dated from where it
 began: the first point of the stretch above the geometric middle of its early level and its bar
 that led past the bar (``evidence["past_bar_step"]`` keeps the crossing). Not evaluable without any of these
 metrics.
@@ -327,7 +328,7 @@ def _mover(run: Run, name: str) -> Series | None:
     """The update metric ``name`` of :data:`_MOVERS` when it can corroborate a collapse: not a differential
     entropy (:func:`~advcore.detectors._windows.differential`), whose ratios mean nothing."""
     s = metric(run, name)
-    return None if s is None or (name == "entropy" and differential(s)) else s
+    return None if s is None or (name == "entropy" and differential(s, run)) else s
 
 
 def _update_moved(run: Run, success_from: int, success_to: int, fall_from: int) -> dict[str, float]:
@@ -496,7 +497,7 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         s = metric(run, name)
         if s is None or not s.judgeable:
             continue
-        if name == "entropy" and differential(s):
+        if name == "entropy" and differential(s, run):
             # a Gaussian policy's entropy that crosses 0 has no level a ratio can be taken of
             # (h181-mlagents-sac-lstm-seeker-learns-then-collapses-below-random: -1.08 to 1.04 in its early window)
             continue
@@ -644,6 +645,12 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             continue
         worst = max(s.values[i] for i in idx)
         first = idx[0]
+        if spread:
+            # single updates are dated where they recur: the first that ``need`` of them follow within a tenth of the
+            # run, not an isolated pair long before (h341-sb3-ppo-climbbot-two-arm-reach: approx_kl 1.2 and 3.0 at
+            # 127k steps, then the reward rose for 380k more; from 475k one update after another at 2 to 17)
+            span = window_len(len(s))
+            first = next((i for k, i in enumerate(idx) if k + need <= len(idx) and idx[k + need - 1] - i < span), first)
         if check.rising is not None:  # date a rise from where it began: the stretch above the middle that led to the bar
             while first > 0 and check.rising(s.values[first - 1]):
                 first -= 1
@@ -729,7 +736,10 @@ CARD = Card(
         kl-spikes-collapse: an update KL of 3.98 at frame 272,629,760, a return of -14.7 before it and
         at best -24.7 after), or over what was logged before it when that is fewer points
         (h327-sb3-ppo-airsim-drone-lr-0.1: 37.3 nats on the first update, -100.3 before, at best -877 after). Onset: the first unstable point of the check that fired first (an entropy
-        blow-up before the KL ran away); the others are listed in `evidence["also"]`; a rise (entropy, action std, value loss, grad norm) is dated from where it began, the
+        blow-up before the KL ran away); the others are listed in `evidence["also"]`; single updates (`kl_step`,
+        `clip_frac`) are dated at the first that `min_points` of them follow within a tenth of the run
+        (h341-sb3-ppo-climbbot-two-arm-reach: approx_kl 1.2 and 3.0 at 127k steps, then below 1 while the return
+        rose for 380k more, from 475k one update after another at 2 to 17); a rise (entropy, action std, value loss, grad norm) is dated from where it began, the
         first point of the stretch above the geometric middle of its early level and its bar that led
         past the bar (the crossing stays in `evidence["past_bar_step"]`:
         h19-spinup-vd3-critic-divergence-halfcheetah's Q loss passes 10 times its early level at epoch 9

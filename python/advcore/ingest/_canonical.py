@@ -58,6 +58,8 @@ def _step_counter(raw: pl.DataFrame, unmapped: list[str], *, strict: bool = Fals
 #: A folder named for what its files hold has at most this many words (``Reward``, ``csv_train_rewards``); a
 #: longer name describes a run (``ppo-minigrid-doorkey-llm-critic-reward-floor``), whose files hold anything.
 FOLDER_WORDS = 4
+#: The bare statistics a table named for the reward holds, and what each is of it.
+_BARE_STATISTICS = {"mean": "reward_mean", "max": "reward_max", "min": "reward_min", "std": "reward_std"}
 #: A logged step with one value on more than this many rows is no step counter.
 FROZEN_STEP_ROWS = 3
 
@@ -266,6 +268,17 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         in_folder = f"{folder}/{stems[0]}"
         named_as = reward_by_name([in_folder], [in_folder])
         guessed = stems[0] if named_as is not None else None
+    stem = Path(path).stem
+    if (guessed is None and "reward_mean" not in columns and "mean" in unmapped
+            and reward_by_name([stem], [stem]) is not None):
+        # a table of bare statistics, named by its file for what they describe (an OpenEnv run's reward_curve.json:
+        # step, mean, max, min of the batch's rewards at each step)
+        for stat, name in _BARE_STATISTICS.items():
+            if stat in unmapped and name not in columns:
+                unmapped.remove(stat)
+                sources[name] = stat
+                columns[name] = [pl.col(stat).cast(pl.Float64, strict=False)]
+        named_as = stem
     if guessed is not None:
         unmapped.remove(guessed)
         sources["reward_mean"] = guessed

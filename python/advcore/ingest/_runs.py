@@ -119,6 +119,11 @@ def _agree(a: pl.DataFrame, b: pl.DataFrame, metric: str) -> bool:
     return share is not None and share >= AGREE_SHARE
 
 
+#: Readers of evaluation files, and what their reward is: a training log beside one measures another policy (the
+#: deterministic one, on other episodes), so the two disagree by design.
+EVALUATION_TRAINERS = {"sb3_eval": "the returns of SB3's EvalCallback (the deterministic policy on evaluation episodes)"}
+
+
 def of_one_run(a: Run, b: Run) -> bool:
     """Whether ``a`` and ``b`` (already read, from one folder) are files of one run (see the module)."""
     return apart(a, b) is None
@@ -157,8 +162,14 @@ def apart(a: Run, b: Run) -> str | None:
             if _resumed_within(a, b) is not None:
                 return None
             trainers = [t for t in (a.trainer, b.trainer) if t]
-            why = (f"written by two trainers, {trainers[0]} and {trainers[1]}" if len(set(trainers)) == 2
-                   else "two runs, or two seeds")
+            evaluation = next((run for run in (a, b) if run.trainer in EVALUATION_TRAINERS), None)
+            if evaluation is not None:
+                why = (f"{Path(evaluation.path).name} holds {EVALUATION_TRAINERS[str(evaluation.trainer)]}, the other "
+                       "file the training's: two measures of one run")
+            elif len(set(trainers)) == 2:
+                why = f"written by two trainers, {trainers[0]} and {trainers[1]}"
+            else:
+                why = "two runs, or two seeds"
             return f"they disagree on {m} at the steps both log ({why})"
     return None
 

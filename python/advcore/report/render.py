@@ -263,6 +263,10 @@ def _reward_line(r: RunReport) -> str:
         course = f"rose from {c.start_text()} within the early window"
     else:
         course = (f"no rise beyond its step-to-step noise ({c.noise:.3g})" if c.late > c.early else "did not rise")
+    if c.succeeded and not c.improved():
+        # the windows hide a success the run gave back: its peak is the story (a newcomer read "-731 -> -830, did
+        # not rise" on a run that had climbed to -290 before it collapsed)
+        course += f" at the end, after peaking at {c.level[c.peak]:.4g} at step {c.peak_step}"
     return f"reward (median, early -> late): {c.early:.4g} -> {c.late:.4g}, {course}"
 
 
