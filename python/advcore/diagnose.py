@@ -21,7 +21,7 @@ from typing import Literal, cast
 from advcore.detectors._base import CAUSAL_ORDER, Finding, NotEvaluable
 from advcore.detectors._slices import Unjudged, group_views, slice_views
 from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, other_rise, reward_course, reward_level
-from advcore.detectors._windows import REWARD_PROXIES, median_spacing
+from advcore.detectors._windows import REWARD_PROXIES, WINDOW_FRAC, median_spacing
 from advcore.detectors.filter_starvation import FilterAccounting, accounting
 from advcore.detectors.update_unstable import is_collapse
 from advcore.model import Run
@@ -193,9 +193,19 @@ def _blowup_leads(findings: Sequence[Finding], tolerance: float) -> bool:
     return not others or blowup.onset_step <= min(others) + tolerance
 
 
-#: DEAD_FROM_START's no-rise sign (the reward never rose) follows every other finding: it says that nothing was
-#: learned, the others say why (h186-mlagents-poca-object-collector-constant-beta-entropy-grows: REWARD_FLOOR).
+#: DEAD_FROM_START's no-rise sign (the reward never rose) follows every other finding that began within the run's
+#: early window: it says that nothing was learned, the others say why (h186-mlagents-poca-object-collector-constant-beta-
+#: entropy-grows: REWARD_FLOOR).
 NO_RISE_RANK = 5.5
+
+
+def _early_end(run: Run) -> float | None:
+    """The step ``WINDOW_FRAC`` of the way through the run's logged steps (where its early window ends), or None."""
+    steps = run.frame["step"].drop_nulls() if "step" in run.frame.columns else None
+    if steps is None or not len(steps):
+        return None
+    first, last = float(steps.min()), float(steps.max())  # type: ignore[arg-type]
+    return first + WINDOW_FRAC * (last - first)
 
 
 def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
@@ -203,6 +213,12 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
     first_step = int(run.frame["step"].min()) if "step" in run.frame.columns and run.frame.height else None  # type: ignore[arg-type]
     entropy_first = _entropy_leads(findings, tolerance, first_step)
     blowup_first = _blowup_leads(findings, tolerance)
+    # a reward that never rose from its start is explained by what began within the early window it is measured
+    # from; a failure that began later cannot say why nothing was learned before it (h354-sb3-ppo-uav-mec-five-
+    # drones: a return pinned near -66 from the first rollout, clip fractions past 0.5 from 4.99M of 10M steps)
+    early_end = _early_end(run)
+    explained = any(f.evidence.get("dead") != "no_rise" and f.severity != "info"
+                    and (f.onset_step is None or early_end is None or f.onset_step <= early_end) for f in findings)
     onsets = [f.onset_step for f in findings if f.id != "NONFINITE" and f.onset_step is not None]
     first_onset = min(onsets) if onsets else None
 
@@ -217,7 +233,7 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
             rank = 0.5
         if blowup_first and f.id == "UPDATE_UNSTABLE":
             rank = 0.4
-        if f.evidence.get("dead") == "no_rise":
+        if f.evidence.get("dead") == "no_rise" and explained:
             rank = NO_RISE_RANK  # a symptom: any other finding says more about why
         onset = float(f.onset_step) if f.onset_step is not None else math.inf
         return (rank, 0 if is_collapse(f) else 1, 0 if f.id == "DEAD_FROM_START" else 1, onset)

@@ -252,3 +252,29 @@ def test_real_sac_whose_objective_was_broken_rose_by_a_tenth_of_its_spread() -> 
     assert len(reward) == 4130 and 0.1 * spread < rise < 0.15 * spread
     f = one(load(path), "DEAD_FROM_START")
     assert isinstance(f, Finding) and f.evidence["dead"] == "no_rise"
+
+
+def test_real_a_level_within_the_rewards_stillness_is_no_rise() -> None:
+    # h323's foosball TQC: the ball never moves, every episode returns 2,350 +- 1.5; a level 1 above the start is
+    # many noises of a 100-episode mean but nothing against the reward's size
+    folder = "h323-sb3-tqc-mujoco-foosball-ball-never-moves-every-episode-ends-at-10-steps-return-pinned-at-2350-dead-from-start"
+    path = corpus(f"{folder}/events.out.tfevents.1763069284.DESKTOP-K6T5L05.24520.0")
+    returns = [e.value for e in events(path).Scalars("rollout/ep_rew_mean")]
+    assert len(returns) >= 200 and max(returns) - min(returns) < 0.005 * np.median(returns)
+    f = one(load(path), "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.evidence["dead"] == "no_rise"
+
+
+def test_real_a_failure_that_began_late_does_not_explain_a_reward_that_never_rose() -> None:
+    # h354's five-drone MEC PPO: every episode ends at its first step, the return pinned near -66 from the first
+    # rollout of 10M steps; clip fractions pass 0.5 only from 4.99M: the run never learned, and that leads
+    folder = "h354-sb3-ppo-uav-mec-five-drones-10m-every-episode-ends-at-step-1-return-pinned-minus-66-never-learns"
+    path = corpus(f"{folder}/events.out.tfevents.1739551001.SK-20240420RHLC.25684.0")
+    clip = events(path).Scalars("train/clip_fraction")
+    first_high = next(e.step for e in clip if e.value >= 0.5 and e.step > 100_000)
+    assert first_high > 0.4 * clip[-1].step
+    run = load(path)
+    findings, not_evaluable = run_detectors(run)
+    verdict = diagnose(run, findings, not_evaluable)
+    assert verdict.stage == "R" and verdict.headline == "DEAD_FROM_START"
+    assert "UPDATE_UNSTABLE" in {f.id for f in findings}

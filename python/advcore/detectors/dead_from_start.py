@@ -298,7 +298,8 @@ CARD = Card(
         spread; h310-handwritten-sac-gae-pusher-v5-objective-broken: a median 0.11 of it higher; the healthy
         runs closest to the bar rose by 0.17 and 0.18 of it); and no trailing-median level after the first
         window is more than 3 noises above the start (the median of the first 5 points, or of the first 1 %
-        when that is more). Or the reward fell below its start and never came back: its late median 5 to 10
+        when that is more), nor more than 2 % of what the reward spans (a return pinned near one value:
+        h323-sb3-tqc-mujoco-foosball-ball-never-moves, 2,350 +- 1.5 at every episode). Or the reward fell below its start and never came back: its late median 5 to 10
         step-to-step noises below the start (never-learners drift 3 to 5, a collapse falls 10 or more) and
         no level after the first window at the start
         (h314-mlagents-ppo-pong-movetheplayer-return-falls-below-start-and-stays: about -0.74 over the first
