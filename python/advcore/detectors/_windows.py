@@ -489,8 +489,8 @@ SB3_TRAIN_PREFIX = "train/"
 NEVER_TRAINED_POINTS = 20
 
 
-def never_trained(run: Run) -> int | None:
-    """The number of reward points of an SB3 log in which the optimizer never stepped, else None: a log of
+def never_trained(run: Run) -> Series | None:
+    """The reward of an SB3 log in which the optimizer never stepped, else None: a log of
     ``NEVER_TRAINED_POINTS`` or more rollout summaries (``time/fps`` written) with no ``train/`` key at all
     (h327-sb3contrib-qrdqn-airsim-leader-drone: ``learning_starts`` at its default of 50,000 before sb3-contrib
     2.3, a run of 30,000 steps; 300 summaries, no ``train/`` key)."""
@@ -502,4 +502,4 @@ def never_trained(run: Run) -> int | None:
     if (SB3_SUMMARY_KEY not in keys or any(k.startswith(SB3_TRAIN_PREFIX) for k in keys) or reward is None
             or len(reward) < NEVER_TRAINED_POINTS):
         return None
-    return len(reward)
+    return reward

@@ -217,11 +217,10 @@ NEVER_TRAINED_TRY = (
 
 
 def _never_trained_finding(run: Run) -> Finding | None:
-    points = never_trained(run)
-    if points is None:
+    reward = never_trained(run)
+    if reward is None:
         return None
-    reward = metric(run, "reward_mean")
-    assert reward is not None  # never_trained counts its points
+    points = len(reward)
     message = (f"No gradient step was taken: the log holds {points} rollout summaries up to step {reward.steps[-1]} "
                f"and not one `{SB3_TRAIN_PREFIX}` key, which Stable-Baselines3 writes at every update: the policy "
                "acting is the one initialised at the start.")
