@@ -21,7 +21,7 @@ from typing import Literal, cast
 from advcore.detectors._base import CAUSAL_ORDER, Finding, NotEvaluable
 from advcore.detectors._slices import Unjudged, group_views, slice_views
 from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, other_rise, reward_course, reward_level
-from advcore.detectors._windows import REWARD_PROXIES, WINDOW_FRAC, median_spacing
+from advcore.detectors._windows import REWARD_PROXIES, median_spacing
 from advcore.detectors.filter_starvation import FilterAccounting, accounting
 from advcore.detectors.update_unstable import is_collapse
 from advcore.model import Run
@@ -199,13 +199,11 @@ def _blowup_leads(findings: Sequence[Finding], tolerance: float) -> bool:
 NO_RISE_RANK = 5.5
 
 
-def _early_end(run: Run) -> float | None:
-    """The step ``WINDOW_FRAC`` of the way through the run's logged steps (where its early window ends), or None."""
-    steps = run.frame["step"].drop_nulls() if "step" in run.frame.columns else None
-    if steps is None or not len(steps):
-        return None
-    first, last = float(steps.min()), float(steps.max())  # type: ignore[arg-type]
-    return first + WINDOW_FRAC * (last - first)
+def _early_end(run: Run) -> int | None:
+    """The last step of the reward's early window, the one the no-rise sign measures the late window against, or
+    None without a reward course."""
+    course = reward_course(run)
+    return None if course is None else course.series.steps[len(course.series.early()) - 1]
 
 
 def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
