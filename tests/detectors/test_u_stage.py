@@ -379,6 +379,25 @@ def test_baseline_broken_explains_nothing_from_the_start() -> None:
     assert f.onset_step == 1 and abs(f.evidence["late_median"]) < 1e-6
 
 
+def test_real_critic_that_explains_nothing_while_its_loss_grows_cannot_fit_its_targets() -> None:
+    # carla-sb3-ppo-kl-blowup: explained variance about 0 at every update while train/value_loss climbs 23 -> 32,080;
+    # the advice starts at the value targets, not at the critic's view of the state
+    path = real("carla-sb3-ppo-kl-blowup/events.out.tfevents.1755701530.Legion.256656.0")
+    losses = [e.value for e in events(path).Scalars("train/value_loss")]
+    k = max(3, math.ceil(0.2 * len(losses)))  # the early and late windows: a fifth of the 16 points, 4
+    early, late = float(np.median(losses[:k])), float(np.median(losses[-k:]))
+    assert late > 10 * early
+    f = one(load(path), "BASELINE_BROKEN")
+    assert isinstance(f, Finding) and f.evidence["rule"] == "explains_nothing"
+    assert f.evidence["value_loss_early_median"] == pytest.approx(early, rel=1e-6)
+    assert f.evidence["value_loss_late_median"] == pytest.approx(late, rel=1e-6)
+    assert "cannot fit its targets" in f.message and f.what_to_try[0].startswith("Check the value targets")
+    # the same critic with a loss that stays put keeps the state-first advice
+    ev = [0.0, 1.2e-7, -1.2e-7, 0.0, 6e-8] * 5
+    flat = one(make_run({"vf_explained_var": ev, "value_loss": [3.0] * 25}, trainer="sb3"), "BASELINE_BROKEN")
+    assert isinstance(flat, Finding) and flat.what_to_try[0].startswith("Check that the critic sees the state")
+
+
 def test_baseline_broken_bound_from_the_spreads_of_values_and_returns() -> None:
     n = 50
     returns_sd = [3000.0] * n
@@ -982,6 +1001,33 @@ def test_real_sb3_log_without_a_train_section_took_no_gradient_step() -> None:
     assert isinstance(f, Finding) and f.severity == "error" and f.onset_step == returns[0].step
     assert f.evidence["summaries"] == 300
     assert not isinstance(one(run, "UPDATE_UNSTABLE"), Finding)  # no update can have destroyed anything
+
+
+def test_real_log_whose_first_update_comes_after_most_of_the_run_was_untrained_until_then() -> None:
+    # h356's ML-Agents sailing boat: a buffer of 85,000 steps in a run of 100,000; Losses/Value Loss is written once,
+    # at the summary after the one update (90,000), after 17 of the 20 Environment/Cumulative Reward summaries
+    folder = ("h356-mlagents-ppo-sailing-boat-ppo5-buffer-85k-of-100k-one-update-at-90k-return-noise-around-zero-"
+              "never-trains")
+    path = corpus(f"{folder}/events.out.tfevents.1701713501.DESKTOP-HCT58MV.17752.0")
+    returns = events(path).Scalars("Environment/Cumulative Reward")
+    losses = events(path).Scalars("Losses/Value Loss")
+    assert len(returns) == 20 and [e.step for e in losses] == [90000]
+    f = one(load(path), "UPDATE_SUPPRESSED")
+    assert isinstance(f, Finding) and f.severity == "error" and f.onset_step == returns[0].step
+    assert f.evidence["first_update_step"] == 90000
+    assert f.evidence["summaries"] == 20 and "after 17 of the 20" in f.message
+    assert sum(1 for e in returns if e.step < 90000) == 17
+
+
+def test_a_first_update_before_most_of_the_run_is_not_judged_untrained() -> None:
+    # synthetic: 20 reward points; a value loss from the 16th point (75 % of them before it) is an update in time,
+    # from the 17th (80 %) it is not
+    rng = np.random.default_rng(5)
+    reward = list(rng.standard_normal(20))
+    for first, untrained in ((15, False), (16, True)):
+        loss = [None] * first + [1.0] * (20 - first)
+        f = one(make_run({"reward_mean": reward, "value_loss": loss}, trainer=None), "UPDATE_SUPPRESSED")
+        assert (isinstance(f, Finding) and f.evidence.get("first_update_step") == first + 1) is untrained
 
 
 def test_an_sb3_log_with_a_train_section_is_not_judged_untrained() -> None:

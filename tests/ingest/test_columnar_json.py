@@ -174,6 +174,26 @@ def test_real_connect4_win_rate_is_a_success_rate() -> None:
     assert all(round(v * 20, 9) == round(v * 20) for v in doc["win_rate"])
 
 
+def test_real_history_list_is_read_as_its_metric() -> None:
+    """h357's tabular Q-learning blackjack: training_results.json keeps ``win_rate_history`` (the win rate of each
+    1,000 hands, 45 of them) beside its hyperparameters and Q-table: the list of the win rate, a success rate."""
+    path = corpus("h357-tabular-qlearning-blackjack-50k-hands-win-rate-29-to-43pct-basic-strategy-healthy/"
+                  "training_results.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    assert run.sources["success_rate"] == "win_rate_history"
+    assert run.frame["success_rate"].to_list() == doc["win_rate_history"] and run.frame.height == 45
+
+
+def test_a_history_suffix_names_no_other_metric(tmp_path: Path) -> None:
+    # a key with the suffix is read as the key without it; a key whose stem names nothing stays unread
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps({"win_rate_history": [0.1, 0.2, 0.3], "mood_history": [1, 2, 3]}))
+    run = load(p)
+    assert run.frame["success_rate"].to_list() == [0.1, 0.2, 0.3]
+    assert run.metadata["unmapped"] == ["mood_history"]
+
+
 def test_sacred_metrics_json_reads_each_series_on_its_own_steps(tmp_path: Path) -> None:
     # sacred's FileStorageObserver metrics.json (PyMARL / EPyMARL runs log through _run.log_scalar): per series its
     # steps, timestamps and values; the learner's loss is logged at other steps than the runner's returns

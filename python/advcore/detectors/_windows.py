@@ -38,6 +38,7 @@ from advcore.model import Run
 __all__ = [
     "ENTROPY_ROUNDING",
     "never_trained",
+    "Untrained",
     "SB3_TRAIN_PREFIX",
     "median_spacing",
     "differential",
@@ -487,19 +488,47 @@ SB3_SUMMARY_KEY = "time/fps"
 SB3_TRAIN_PREFIX = "train/"
 #: Rollout summaries an SB3 log holds before a missing ``train/`` section means no gradient step was taken.
 NEVER_TRAINED_POINTS = 20
+#: canonical metrics a trainer logs only with a gradient step (a loss, the update's size)
+UPDATE_METRICS = ("value_loss", "kl_step", "clip_frac", "grad_norm", "update_ratio", "step_norm")
+#: a first update after this share of the reward's points, and after ``LATE_UPDATE_POINTS`` of them at least, leaves
+#: the run untrained for most of its length
+LATE_UPDATE_SHARE = 0.8
+LATE_UPDATE_POINTS = 10
 
 
-def never_trained(run: Run) -> Series | None:
-    """The reward of an SB3 log in which the optimizer never stepped, else None: a log of
-    ``NEVER_TRAINED_POINTS`` or more rollout summaries (``time/fps`` written) with no ``train/`` key at all
-    (h327-sb3contrib-qrdqn-airsim-leader-drone: ``learning_starts`` at its default of 50,000 before sb3-contrib
-    2.3, a run of 30,000 steps; 300 summaries, no ``train/`` key)."""
-    if run.trainer != "sb3":
-        return None
-    parts = run.metadata.get("parts") or [run.metadata]
-    keys = set(run.sources.values()) | {str(c) for p in parts for c in p.get("unmapped", ())}
+@dataclass(frozen=True, slots=True)
+class Untrained:
+    """A run whose optimizer did not step over most of its length."""
+
+    reward: Series
+    #: the step of the first update metric logged (None: none at all)
+    first_update: int | None
+    #: how many reward points were logged before it
+    before: int
+
+
+def never_trained(run: Run) -> Untrained | None:
+    """How the optimizer of ``run`` did not step, else None:
+
+    * an SB3 log of ``NEVER_TRAINED_POINTS`` or more rollout summaries (``time/fps`` written) with no ``train/`` key at
+      all (h327-sb3contrib-qrdqn-airsim-leader-drone: ``learning_starts`` at its default of 50,000 before sb3-contrib
+      2.3, a run of 30,000 steps; 300 summaries, no ``train/`` key);
+    * any log whose first update metric (:data:`UPDATE_METRICS`) comes after ``LATE_UPDATE_SHARE`` of the reward's
+      points and ``LATE_UPDATE_POINTS`` of them (h356-mlagents-ppo-sailing-boat-ppo5: an ML-Agents buffer of 85,000
+      steps in a run of 100,000, ``Losses/Value Loss`` logged once, at 90,000, after 17 of 20 summaries)."""
     reward = metric(run, "reward_mean")
-    if (SB3_SUMMARY_KEY not in keys or any(k.startswith(SB3_TRAIN_PREFIX) for k in keys) or reward is None
-            or len(reward) < NEVER_TRAINED_POINTS):
+    if reward is None:
         return None
-    return reward
+    if run.trainer == "sb3" and len(reward) >= NEVER_TRAINED_POINTS:
+        parts = run.metadata.get("parts") or [run.metadata]
+        keys = set(run.sources.values()) | {str(c) for p in parts for c in p.get("unmapped", ())}
+        if SB3_SUMMARY_KEY in keys and not any(k.startswith(SB3_TRAIN_PREFIX) for k in keys):
+            return Untrained(reward, None, len(reward))
+    firsts = [s.steps[0] for name in UPDATE_METRICS if (s := metric(run, name)) is not None]
+    if not firsts:
+        return None
+    first = min(firsts)
+    before = sum(1 for step in reward.steps if step < first)
+    if before >= max(LATE_UPDATE_POINTS, LATE_UPDATE_SHARE * len(reward)):
+        return Untrained(reward, first, before)
+    return None

@@ -191,6 +191,20 @@ def _values_diverged(run: Run, sustain: int) -> Finding | None:
     return Finding(ID, "warn", "A", values.step_at(idx), evidence, message, WHAT_TO_TRY_DIVERGED)
 
 
+#: A value loss whose late median is this many times its early one grew: the critic cannot fit its targets.
+LOSS_GROWTH = 10.0
+
+
+def _loss_growth(run: Run) -> tuple[float, float] | None:
+    """The early and late medians of ``value_loss`` when the late one is at least ``LOSS_GROWTH`` times the early one
+    (carla-sb3-ppo-kl-blowup: 52 early, 4,123 late, explained variance about 0 throughout), else None."""
+    loss = metric(run, "value_loss")
+    if loss is None or not loss.judgeable:
+        return None
+    early, late = statistics.median(loss.early()), statistics.median(loss.late())
+    return (early, late) if early > 0 and late >= LOSS_GROWTH * early else None
+
+
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate BASELINE_BROKEN on ``run`` with resolved ``knobs``."""
     diverged = _values_diverged(run, int(knobs["sustain"]))
@@ -264,7 +278,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         measured = ("explained variance" if not s.proxy
                     else "explained variance at most (from the spreads of values and returns)")
         if by_medians:
-            said = f"{measured} {post:.3g} (median after the first {warmup} points, the warm-up), {late:.3g} late"
+            said = f"{measured} {post:.3g} (median after a warm-up of {warmup} points), {late:.3g} late"
         else:
             assert went_flat is not None
             evidence["flat_since_step"] = s.steps[went_flat]
@@ -272,6 +286,13 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
                     f"{s.steps[went_flat]} (its values stopped moving; {post:.3g} median after the warm-up)")
         message = (f"The value baseline explains nothing of the return: {said}. The advantages are returns minus an "
                    "uninformative baseline.")
+        grown = _loss_growth(run)
+        if grown is not None:
+            # a critic that cannot fit its targets, not one that does not see the state: the targets come first
+            evidence["value_loss_early_median"], evidence["value_loss_late_median"] = grown
+            message += (f" Its value loss grew {grown[1] / grown[0]:.3g}x (median {grown[0]:.4g} early, "
+                        f"{grown[1]:.4g} late): the critic cannot fit its targets.")
+            try_ = (*WHAT_TO_TRY_DIVERGED, WHAT_TO_TRY_NOTHING[0])
     else:
         message = (f"The value baseline explains all of the return (explained variance {late:.4g} late): "
                    "returns - values, hence the advantage, is ~0 and the policy gets no signal.")
@@ -323,7 +344,9 @@ CARD = Card(
           below), longer than any before. A value head whose output stopped moving is seen `sustain`
           points after it stopped (the lab's `baseline_broken` fault, onset 30: reported inside a trainer
           at delay 5 instead of 14 to 19, while the medians wait for half of the points after the
-          warm-up).
+          warm-up). When `value_loss` is logged and its late-window median is at least 10 times its early
+          one, the critic cannot fit its targets rather than not see the state, and the advice starts at
+          the value targets (carla-sb3-ppo-kl-blowup: 73 early, 3,578 late).
         - *Explains everything*: both medians are at or above `leak_above`.
 
         Without `vf_explained_var`, an upper bound stands in for it where the log has the spread of the

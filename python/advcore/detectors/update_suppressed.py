@@ -25,8 +25,9 @@ nor reward spread). A KL early stop is judged where the trainer logs it (``early
 share of a step's updates ended by the KL target, e.g. an ``early_stopped`` flag): at or above
 ``early_stop_share`` (0.9) the step's update is cut short, whatever the advantages carry (SB3's
 ``target_kl`` stop is only printed and is not seen). A Stable-Baselines3 log of ``NEVER_TRAINED_POINTS`` (20) rollout
-summaries or more with no ``train/`` key at all took no gradient step (:func:`~advcore.detectors._windows.never_trained`):
-an error at the first logged step, whatever else is logged. When the reward still rises (late mean above
+summaries or more with no ``train/`` key at all took no gradient step, and so did, for most of its length, any log whose
+first update metric (a loss, a KL, a clip fraction, a gradient norm) comes after 80 % of the reward's points
+(:func:`~advcore.detectors._windows.never_trained`): an error at the first logged step, whatever else is logged. When the reward still rises (late mean above
 the early one by ``reward_rise`` (0.1) x the span of the reward means) the finding is a warning, not
 an error, and says so.
 """
@@ -52,6 +53,7 @@ from advcore.detectors._reward import SUCCESS_NOISE
 from advcore.detectors._windows import (
     ADV_NEEDS,
     SB3_TRAIN_PREFIX,
+    UPDATE_METRICS,
     MIN_WINDOW,
     Series,
     adv_signal,
@@ -213,20 +215,31 @@ NEVER_TRAINED_TRY = (
     "QR-DQN before 2.3, 100 since).",
     "Check `train_freq` and `gradient_steps` (a `gradient_steps` of 0 takes no step), and that `learn()` is called "
     "on the model being saved.",
+    "Compare the experience buffer with the run's length: an on-policy trainer updates once per full buffer "
+    "(ML-Agents' `buffer_size`, SB3's `n_steps` x environments), and a buffer near the run's length leaves a "
+    "single update at the end.",
 )
 
 
 def _never_trained_finding(run: Run) -> Finding | None:
-    reward = never_trained(run)
-    if reward is None:
+    untrained = never_trained(run)
+    if untrained is None:
         return None
-    points = len(reward)
-    message = (f"No gradient step was taken: the log holds {points} rollout summaries up to step {reward.steps[-1]} "
-               f"and not one `{SB3_TRAIN_PREFIX}` key, which Stable-Baselines3 writes at every update: the policy "
-               "acting is the one initialised at the start.")
+    reward, points = untrained.reward, len(untrained.reward)
+    if untrained.first_update is None:
+        message = (f"No gradient step was taken: the log holds {points} rollout summaries up to step "
+                   f"{reward.steps[-1]} and not one `{SB3_TRAIN_PREFIX}` key, which Stable-Baselines3 writes at every "
+                   "update: the policy acting is the one initialised at the start.")
+        condition = f"no {SB3_TRAIN_PREFIX} key in an SB3 log"
+    else:
+        named = ", ".join(f"`{run.sources.get(m, m)}`" for m in UPDATE_METRICS if run.has(m))
+        message = (f"No gradient step was taken before step {untrained.first_update}: the update's metrics ({named}) "
+                   f"are first logged there, after {untrained.before} of the {points} reward points: for most of the "
+                   "run the policy acting is the one initialised at the start.")
+        condition = f"first update metric after {untrained.before} of {points} reward points"
     evidence: dict[str, object] = {"metric": "reward_mean", "source": run.sources.get("reward_mean"),
-                                   "condition": f"no {SB3_TRAIN_PREFIX} key in an SB3 log", "summaries": points,
-                                   **reward.where(0)}
+                                   "condition": condition, "summaries": points,
+                                   "first_update_step": untrained.first_update, **reward.where(0)}
     return Finding(ID, "error", "U", reward.steps[0], evidence, message, NEVER_TRAINED_TRY)
 
 
@@ -434,7 +447,11 @@ CARD = Card(
         written) without a single `train/` key took no gradient step, since SB3 records its `train/` section
         at every update; the finding is dated at the first logged step
         (h327-sb3contrib-qrdqn-airsim-leader-drone: 300 summaries over 30,000 steps, QR-DQN's
-        `learning_starts` at its default of 50,000 before sb3-contrib 2.3).
+        `learning_starts` at its default of 50,000 before sb3-contrib 2.3). Nor does any log whose first
+        update metric (`value_loss`, `kl_step`, `clip_frac`, `grad_norm`, `update_ratio`, `step_norm`)
+        comes after 80 % of the reward's points and 10 of them at least: the policy acting over most of
+        the run is the initial one (h356-mlagents-ppo-sailing-boat-ppo5: an ML-Agents buffer of 85,000
+        steps in a run of 100,000, `Losses/Value Loss` written once, at 90,000, after 17 of 20 summaries).
     """,
     related="""
         The U-stage counterpart of ADV_COLLAPSE: there the signal vanishes before the update, here the

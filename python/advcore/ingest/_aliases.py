@@ -31,6 +31,8 @@ __all__ = ["SET_ASIDE", "Alias", "AliasTable", "load_aliases", "reward_by_name"]
 _BUILTIN = Path(__file__).with_name("aliases.csv")
 #: the canonical name of a key kept unread on purpose
 SET_ASIDE = "-"
+#: the suffix of a metric's list kept over a run (``win_rate_history``): the list of that metric, not another one
+HISTORY_SUFFIX = "_history"
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:
@@ -106,6 +108,9 @@ class AliasTable:
         for prefix in ("train/", "train_", "update/"):
             if key.startswith(prefix):
                 candidates.append(key[len(prefix):])
+        # a hand-written loop's list of a metric over the run, named for keeping it (h357's tabular Q-learning
+        # blackjack: training_results.json's win_rate_history, one win rate per 1,000 hands)
+        candidates += [c[:-len(HISTORY_SUFFIX)] for c in candidates if c.endswith(HISTORY_SUFFIX)]
         # last, the spelling the table keeps for hand-written loops: lower case, blanks as _ (a CSV header
         # ``Episode,Score,Steps``: KairSoul's Flappy Bird DQN, ``Score`` read as ``score``)
         candidates += [c for c in (re.sub(r"\s+", "_", c.lower()) for c in candidates) if c not in candidates]
