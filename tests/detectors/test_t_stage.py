@@ -16,7 +16,7 @@ import numpy as np
 import scipy.stats
 import polars as pl
 import pytest
-from advcore.detectors import Finding, NotEvaluable, run_detectors
+from advcore.detectors import GROUP_BASELINE, Finding, NotEvaluable, run_detectors
 from advcore.detectors._evidence import PER_SAMPLE
 from advcore.errors import AdvcoreWarning
 from advcore.ingest import Run, load
@@ -153,8 +153,9 @@ def test_critic_runs_are_not_judged_on_group_bounds() -> None:
     r = np.array([1, 2, 3, 4, 10, 12, 5, 6, 7], dtype=np.float64)
     row = traced(r, [0, 0, 0, 0, 1, 1, 2, 2, 2], r - r.mean())
     row["value_mean"] = 5.0  # a PPO trace: advantages come from a learned value, not from the groups
-    assert one(rows_run([row]), "GROUPING_ERROR") is None
-    assert one(rows_run([row]), "NOISE_AMPLIFICATION") is None
+    for det in ("GROUPING_ERROR", "NOISE_AMPLIFICATION"):
+        out = one(rows_run([row]), det)
+        assert isinstance(out, NotEvaluable) and out.needs == (GROUP_BASELINE,), det
 
 
 def test_grouping_error_tied_group_gets_nonzero_advantage() -> None:

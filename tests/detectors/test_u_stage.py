@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from advcore.detectors import REGISTRY, Finding, NotEvaluable, run_detectors
+from advcore.detectors import GROUP_BASELINE, REGISTRY, Finding, NotEvaluable, run_detectors
 from advcore.diagnose import diagnose
 from advcore.ingest import Run, load
 from advcore.detectors._reward import reward_course
@@ -564,7 +564,8 @@ def test_update_suppressed_not_evaluable() -> None:
 
 def test_degenerate_groups_not_applicable_to_a_critic_run() -> None:
     ppo = make_run({"value_mean": [0.5] * 10, "adv_max": [2.0] * 10, "adv_min": [-2.0] * 10}, trainer="verl")
-    assert one(ppo, "DEGENERATE_GROUPS") is None
+    out = one(ppo, "DEGENERATE_GROUPS")
+    assert isinstance(out, NotEvaluable) and out.needs == (GROUP_BASELINE,)  # not a pass: it does not apply
     neither = make_run({"reward_mean": [0.5] * 10}, trainer="verl")
     assert isinstance(one(neither, "DEGENERATE_GROUPS"), NotEvaluable)
     # a verl GRPO console logs no group statistic, but advantages exactly 0 on a step mean every group is tied
@@ -645,8 +646,9 @@ def test_real_verl_ppo_runs_quiet() -> None:
     entropy = np.array(_floats(r"actor/entropy_loss:([0-9.]+)", text))
     w = math.ceil(0.2 * len(entropy))
     assert 0.4 < entropy[-w:].mean() / entropy[:w].mean() < 0.5  # sharpens to 44 %: healthy
-    for det in ("ENTROPY_COLLAPSE", "UPDATE_SUPPRESSED", "NONFINITE", "DEGENERATE_GROUPS"):
+    for det in ("ENTROPY_COLLAPSE", "UPDATE_SUPPRESSED", "NONFINITE"):
         assert one(quick, det) is None, det
+    assert isinstance(one(quick, "DEGENERATE_GROUPS"), NotEvaluable)  # a critic's advantages: no groups
     assert isinstance(one(quick, "BASELINE_BROKEN"), NotEvaluable)  # this log has no vf_explained_var
 
     path = real("verl-ppo-qwen7b-gsm8k-resumed/verl_demo.log")

@@ -178,8 +178,8 @@ def test_a_and_u_stage_negative_controls(scanned: dict[str, dict[str, Any]]) -> 
             # updates far too large, the opposite of suppressed; SB3 logs no advantage signal
             assert "UPDATE_SUPPRESSED" in missing and "UPDATE_SUPPRESSED" not in ids
         if key.startswith(("verl-gsm8k-ppo-quickstart/", "verl-ppo-qwen7b-gsm8k-resumed/", "carla-sb3-ppo-")):
-            # PPO with a critic: group statistics do not apply, so not "not evaluable" either
-            assert "DEGENERATE_GROUPS" not in ids | missing, key
+            # PPO with a critic: group statistics do not apply; not evaluable, never checked and passed
+            assert "DEGENERATE_GROUPS" in missing and "DEGENERATE_GROUPS" not in ids | set(r["checked"]), key
         if key.startswith("grpo-dynamics-csd-pilot-dead/"):
             # grad_norm and kl exactly 0, but so is every reward: dead, not suppressed
             assert "UPDATE_SUPPRESSED" not in ids and "DEAD_FROM_START" in ids

@@ -7,14 +7,14 @@ from dataclasses import replace
 from typing import Any
 
 from advcore.detectors._base import CAUSAL_ORDER, THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable
-from advcore.detectors._evidence import PER_SAMPLE
+from advcore.detectors._evidence import GROUP_BASELINE, PER_SAMPLE
 from advcore.detectors._reward import environment_run
 from advcore.detectors._slices import GROUP_DETECTORS, SLICE_DETECTORS, SliceView, group_views, slice_views, sliced
 from advcore.detectors._windows import MIN_WINDOW
 from advcore.errors import AdvcoreError
 from advcore.model import Run
 
-__all__ = ["CAUSAL_ORDER", "PER_SAMPLE", "REGISTRY", "THRESHOLD", "Card", "DetectorSpec", "Finding", "Knob",
+__all__ = ["CAUSAL_ORDER", "GROUP_BASELINE", "PER_SAMPLE", "REGISTRY", "THRESHOLD", "Card", "DetectorSpec", "Finding", "Knob",
            "NotEvaluable", "environment_run", "parse_settings", "phases", "run_detectors"]
 
 #: Every detector by ID, in catalog order. Detector modules add their SPEC here.

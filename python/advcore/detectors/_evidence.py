@@ -30,6 +30,11 @@ _DUMP_WITHOUT = ("this per-sample data gives no such evidence (no advantage colu
                  "whose rewards vary)")
 
 
+#: What the group detectors need that a run with a learned value baseline lacks: their rules hold for advantages formed
+#: within groups of one prompt's samples (GRPO, RLOO), not for returns minus a critic's values.
+GROUP_BASELINE = "a group baseline (GRPO, RLOO: this run's advantages are returns minus a learned critic's values)"
+
+
 def has_critic(run: Run) -> bool:
     """The run logs a learned value baseline (PPO/GAE): its advantages are not a function of the
     rewards and groups alone, so the group-estimator bounds and sums do not apply. Per-sample input

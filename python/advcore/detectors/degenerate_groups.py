@@ -38,6 +38,7 @@ from collections.abc import Mapping
 
 from advcore.detectors._base import THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
 from advcore.detectors._reward import RewardLevel, answered_by_validation, reward_level
+from advcore.detectors._evidence import GROUP_BASELINE
 from advcore.detectors._windows import (TIE_EPS, Series, aligned, change_point, fmean, held_since, metric,
                                         onset_index, plain, run_kind, tied_share, window_len)
 from advcore.model import Run
@@ -189,8 +190,8 @@ def _still_learning(run: Run, level: RewardLevel | None) -> dict[str, float] | N
 
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate DEGENERATE_GROUPS on ``run`` with resolved ``knobs``."""
-    if run_kind(run) == "critic":
-        return None  # a value baseline: tied returns still get advantages
+    if run_kind(run) == "critic":  # a value baseline: tied returns still get advantages
+        return NotEvaluable(ID, (GROUP_BASELINE,))
     s = tied_share(run)
     if s is None:
         return NotEvaluable(ID, ("zero_variance_group_frac (or reward_std_within or reward_std)",))

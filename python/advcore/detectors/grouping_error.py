@@ -26,7 +26,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._evidence import finite, has_critic, hits, needs, padded, summary
+from advcore.detectors._evidence import GROUP_BASELINE, finite, has_critic, hits, needs, padded, summary
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -57,7 +57,7 @@ _REASONS = (
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate GROUPING_ERROR on ``run`` with resolved ``knobs``."""
     if has_critic(run):
-        return None  # a value baseline (PPO): advantages are not formed within groups
+        return NotEvaluable(ID, (GROUP_BASELINE,))  # a value baseline (PPO): advantages are not formed within groups
     single, uneven = float(knobs["singleton_above"]), float(knobs["uneven_above"])
     gmean, tied = float(knobs["group_mean_above"]), float(knobs["tied_adv_above"])
     s = finite("singleton_group_frac")

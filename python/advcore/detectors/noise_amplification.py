@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._evidence import finite, has_critic, hits, needs, summary
+from advcore.detectors._evidence import GROUP_BASELINE, finite, has_critic, hits, needs, summary
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -37,7 +37,7 @@ WHAT_TO_TRY = (
 def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
     """Evaluate NOISE_AMPLIFICATION on ``run`` with resolved ``knobs``."""
     if has_critic(run):
-        return None  # a value baseline (PPO): the reward-only bounds do not hold
+        return NotEvaluable(ID, (GROUP_BASELINE,))  # a value baseline (PPO): the reward-only bounds do not hold
     blowup, noise = float(knobs["blowup_above"]), float(knobs["noise_adv_above"])
     conds = (finite("adv_bound_excess") >= blowup, finite("noise_group_adv_max") >= noise)
     h = hits(run, "adv_bound_excess >= blowup_above or noise_group_adv_max >= noise_adv_above", conds, METRICS)

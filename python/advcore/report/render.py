@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from advcore._escape import printable
-from advcore.detectors import PER_SAMPLE, NotEvaluable, environment_run
+from advcore.detectors import GROUP_BASELINE, PER_SAMPLE, NotEvaluable, environment_run
 from advcore.diagnose import since_step
 from advcore.model import JUDGED_APART
 from advcore.stages import stage_last
@@ -130,10 +130,13 @@ def not_evaluable_lines(outcomes: Sequence[NotEvaluable], run: Run | None = None
     detectors on one line too."""
     per_sample = [n.id for n in outcomes if any(PER_SAMPLE in need for need in n.needs)]
     filters = [n.id for n in outcomes if n.id in _FILTER_ONLY] if run is not None and environment_run(run) else []
-    lines = [n.describe() for n in outcomes if n.id not in per_sample and n.id not in filters]
+    grouped = [n.id for n in outcomes if n.needs == (GROUP_BASELINE,)]
+    lines = [n.describe() for n in outcomes if n.id not in (*per_sample, *filters, *grouped)]
     if filters:
         lines.append(f"{', '.join(filters)}: judge a language-model or VLA trainer's group filter, which this "
                      "run's trainer does not have")
+    if grouped:
+        lines.append(f"{', '.join(grouped)}: need {GROUP_BASELINE}")
     if per_sample:
         lines.append(f"{', '.join(per_sample)}: {PER_SAMPLE}")
     return lines
