@@ -1005,6 +1005,29 @@ def test_real_sb3_log_without_a_train_section_took_no_gradient_step() -> None:
     assert not isinstance(one(run, "UPDATE_UNSTABLE"), Finding)  # no update can have destroyed anything
 
 
+def test_real_gradient_norm_rising_from_no_gradient_did_not_explode() -> None:
+    # h362's Unsloth GRPO on GSM8K with tag-only rewards: the reward is 0 at 57 of 60 steps, most groups tie, and
+    # grad_norm is 0 or about 1e-11 on most steps early, about 1e-05 late (0.24 on the rare steps with an untied
+    # group): a rise of a million times from no gradient, not an explosion (TRL's printed dicts, read with ast)
+    import ast
+
+    folder = "h362-unsloth-trl-grpo-qwen25-15b-instruct-gsm8k-tag-only-rewards-200tok-reward-zero-57-of-60-steps"
+    path = corpus(f"{folder}/train3.log")
+    dicts = [ast.literal_eval(line[line.index("{'loss'"):].strip()) for line in path.read_text().splitlines()
+             if "{'loss'" in line]
+    norms = [d["grad_norm"] for d in dicts]
+    start = min(statistics.median(norms[:12]), statistics.median(norms[:6]))  # the early window and its first half
+    assert len(norms) == 60 and start <= 1e-6 < statistics.median(norms[-12:]) < 1e-4
+    assert not isinstance(one(load(path), "UPDATE_UNSTABLE"), Finding)
+    # synthetic: the same rise from a real gradient is an explosion
+    rng = np.random.default_rng(3)
+    grown = [1.0 + 0.1 * rng.standard_normal() for _ in range(12)] + [500.0 + rng.standard_normal() for _ in range(48)]
+    f = one(make_run({"grad_norm": grown}), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["metric"] == "grad_norm"
+    tiny = [1e-11 * v for v in grown]
+    assert not isinstance(one(make_run({"grad_norm": tiny}), "UPDATE_UNSTABLE"), Finding)
+
+
 def test_real_log_whose_first_update_comes_after_most_of_the_run_was_untrained_until_then() -> None:
     # h356's ML-Agents sailing boat: a buffer of 85,000 steps in a run of 100,000; Losses/Value Loss is written once,
     # at the summary after the one update (90,000), after 17 of the 20 Environment/Cumulative Reward summaries

@@ -38,6 +38,7 @@ from advcore.model import Run
 __all__ = [
     "ENTROPY_ROUNDING",
     "never_trained",
+    "NO_GRADIENT",
     "Untrained",
     "SB3_TRAIN_PREFIX",
     "median_spacing",
@@ -94,6 +95,8 @@ def differential(entropy: Series, run: Run) -> bool:
     return min(entropy.values) < -ENTROPY_ROUNDING or run.has("action_std")
 #: A reward spread at or below this is "tied" (float32 rounding of 0/1 or partial-credit rewards).
 TIE_EPS = 1e-6
+#: a gradient norm at or below this is no gradient (the default of UPDATE_SUPPRESSED's ``grad_below``)
+NO_GRADIENT = 1e-6
 
 #: Names of the proxies built from rewards rather than from advantages.
 REWARD_PROXIES = ("sqrt(1 - zero_variance_group_frac)", "1[reward_std_within > 1e-6]", "1[reward_std > 1e-6]")

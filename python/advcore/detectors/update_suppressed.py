@@ -52,6 +52,7 @@ from advcore.detectors._base import (
 from advcore.detectors._reward import SUCCESS_NOISE
 from advcore.detectors._windows import (
     ADV_NEEDS,
+    NO_GRADIENT,
     SB3_TRAIN_PREFIX,
     UPDATE_METRICS,
     MIN_WINDOW,
@@ -472,7 +473,7 @@ SPEC = DetectorSpec(
                  "zero_variance_group_frac"),
     fn=detect,
     knobs=(
-        Knob("grad_below", 1e-6, "grad_norm at or below this = no gradient", low=0.0,
+        Knob("grad_below", NO_GRADIENT, "grad_norm at or below this = no gradient", low=0.0,
              why="The smallest non-zero gradient norms in the real logs are 0.00104 (f1-strategist, LoRA on tied "
                  "groups), 0.0018 (legaloom-grpo-final) and 0.0049 (grpo-dynamics-gate2): three orders of magnitude "
                  "above; exact zeros (trl-dapo-vlm, csd-pilot-dead) are below."),

@@ -27,7 +27,8 @@ A logged point is *unstable* when any of these holds there:
   ``vf_explained_var`` is logged with a late median of at least ``CRITIC_FITS`` (0.5), a critic that fits, nor
   when its late median is below the square of ``CRITIC_ERROR`` (1 %) of the largest ``|reward_mean|``, a critic that
   errs by less than that share of its returns.
-* the level of ``grad_norm`` at or above ``grad_rise`` (100) x its start level: the gradients exploded.
+* the level of ``grad_norm`` at or above ``grad_rise`` (100) x its start level: the gradients exploded; not from
+  a start level of ``NO_GRADIENT`` (1e-6) or less, which is no gradient at all (every group tied).
 
 The rises count only when the late window's median is past the bar too: a blow-up the run
 recovers from is a warm-up, not a divergence. A blow-up still under way when the log ends is the
@@ -101,8 +102,8 @@ from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Kno
                                      first_of_checks)
 from advcore.detectors._reward import (BRIEF_POINTS, FALL_NOISE, SUCCESS_NOISE, RewardCourse, improving_reward,
                                        rating_course, reward_course, reward_level)
-from advcore.detectors._windows import (MIN_WINDOW, TIE_EPS, Series, change_point, differential, metric, never_trained,
-                                        rolling_level, window_len)
+from advcore.detectors._windows import (MIN_WINDOW, NO_GRADIENT, TIE_EPS, Series, change_point, differential, metric,
+                                        never_trained, rolling_level, window_len)
 from advcore.model import Run
 
 __all__ = ["SPEC", "detect"]
@@ -511,6 +512,10 @@ def _checks(run: Run, knobs: Mapping[str, float | int]) -> list[_Check]:
         # (mountaincar-actor-critic-floor: value loss 0.01 -> 7,133 in 4 steps, then 0 once returns are constant)
         if not early > 0 or statistics.median(s.late()) < cut_rise:
             continue
+        if name == "grad_norm" and early <= NO_GRADIENT:
+            # a rise from no gradient is not an explosion: a GRPO run whose groups all tie has a norm of about 0
+            # (h362-unsloth-trl-grpo-qwen25-15b-instruct-gsm8k-tag-only-rewards: 1.2e-11 early, 2.7e-05 at most)
+            continue
         explained = metric(run, "vf_explained_var") if name == "value_loss" else None
         if explained is not None and statistics.median(explained.late()) >= CRITIC_FITS:
             continue
@@ -726,7 +731,9 @@ CARD = Card(
         that first fitted a constant return: h328-sb3-dqn-triple-acrobot-sparse-reward, a TD loss of 1e-4 while
         every episode earned -1000, 0.07 once successes entered its buffer), or the level of `grad_norm` ≥
         `grad_rise` × its start level (the gradients exploded: h59-cs336-grpo-noclip-offpolicy-nan-collapse,
-        an off-policy GRPO loss without its clip); these rises count only when the median
+        an off-policy GRPO loss without its clip; not from a start level of 1e-6 or less, no gradient at all:
+        h362-unsloth-trl-grpo-qwen25-15b-instruct-gsm8k-tag-only-rewards, every group tied, 1.2e-11 early);
+        these rises count only when the median
         of the late window is past the bar too (a critic that blows up for four steps and then fits
         constant returns, as in mountaincar-actor-critic-floor, recovered). It fires when one of these checks has at
         least `min_points` unstable points: one spike that recovers is routine. Fewer `kl_step` spikes
