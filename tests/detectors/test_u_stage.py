@@ -1005,6 +1005,23 @@ def test_real_sb3_log_without_a_train_section_took_no_gradient_step() -> None:
     assert not isinstance(one(run, "UPDATE_UNSTABLE"), Finding)  # no update can have destroyed anything
 
 
+def test_real_binary_success_near_half_did_not_collapse() -> None:
+    # h347's tabular Q-learning on slippery FrozenLake: rewards.npy holds each of 5,000 episodes' 0/1 success; its
+    # trailing median flips between 0 and 1 near half success, its means (numpy) rise and hold
+    folder = "h347-tabular-q-frozenlake-slippery-5000-episodes-learns-to-0.5-success-by-1500-noisy-plateau-healthy"
+    path = corpus(f"{folder}/rewards.npy")
+    x = np.load(path).astype(float)
+    best = np.convolve(x, np.ones(500) / 500, mode="valid")[: len(x) - 1000].max()
+    assert set(np.unique(x)) == {0.0, 1.0} and x[:1000].mean() < 0.25 < x[-1000:].mean() < best < 0.6
+    assert not isinstance(one(load(path), "UPDATE_UNSTABLE"), Finding)
+    # synthetic: a 0/1 success that holds at 0.9 and falls to 0.05 did collapse
+    rng = np.random.default_rng(4)
+    p_success = [0.1] * 300 + [0.9] * 1200 + [0.05] * 500
+    success = [float(rng.random() < q) for q in p_success]
+    f = one(make_run({"reward_mean": success}, trainer=None), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse after success"
+
+
 def test_real_gradient_norm_rising_from_no_gradient_did_not_explode() -> None:
     # h362's Unsloth GRPO on GSM8K with tag-only rewards: the reward is 0 at 57 of 60 steps, most groups tie, and
     # grad_norm is 0 or about 1e-11 on most steps early, about 1e-05 late (0.24 on the rare steps with an untied

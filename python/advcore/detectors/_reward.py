@@ -543,6 +543,25 @@ class RewardCourse:
         """The share of the gain lost by the late window."""
         return (self.level[self.peak] - self.late) / self.gain
 
+    @property
+    def binary(self) -> bool:
+        """The reward takes exactly two values (a success of 0 or 1 per episode): its trailing median is then a
+        majority vote, which flips between the two near half success."""
+        return len(set(self.series.values)) == 2
+
+    def mean_gave_back(self) -> float:
+        """The share of its gain the reward's mean gave back: from the early window's mean to the best mean over
+        ``w`` points before the late window, and from there to the late window's mean (0 when the mean never
+        rose)."""
+        values = self.series.values
+        k = window_len(len(values))
+        sums = [0.0]
+        for v in values:
+            sums.append(sums[-1] + v)
+        best = max((sums[i + self.w] - sums[i]) / self.w for i in range(max(1, len(values) - k - self.w + 1)))
+        early, late = fmean(values[:k]), fmean(values[-k:])
+        return (best - late) / (best - early) if best > early else 0.0
+
     def improved(self) -> bool:
         """The reward rose (:attr:`succeeded`) and kept at least ``1 - HELD_SHARE`` of its gain to the end,
         or its late median exceeds its early one by more than ``SUCCESS_NOISE`` x the noise and is at or

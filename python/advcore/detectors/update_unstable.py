@@ -46,7 +46,8 @@ that many points (a success held, not a lucky stretch; a rise of more than ``FAL
 ``SUCCESS_NOISE`` (3) times the reward's
 step-to-step noise (1.4826 x the median absolute deviation of its first differences, over sqrt 2), on a
 reward not exactly 0 at 3/4 of its points (whose highs are excursions from its floor: REWARD_FLOOR's),
-and the late window's median gave back at least ``giveback`` (0.75) of that gain. Its points are
+and the late window's median gave back at least ``giveback`` (0.75) of that gain (for a reward of two values,
+a 0/1 success whose median is a majority vote, its means did: :meth:`RewardCourse.mean_gave_back`). Its points are
 those from where the fall began to the end: the change down of the reward after the peak
 (:func:`change_point`, least squares, ``fall``), moved back to the top of the level's descent into
 it (walking up the descent across dips smaller than ``SUCCESS_NOISE`` noises, to the peak's height or
@@ -231,6 +232,10 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
         return None
     succeeded = c.succeeded or _brief_success(run, c)
     fell = (succeeded and c.gave_back() >= giveback) or _fell_above_floor(run, c)
+    if fell and c.binary and c.mean_gave_back() < giveback:
+        # a 0/1 outcome's level is a majority vote: its means say what was given back (h347-tabular-q-frozenlake-
+        # slippery: a median of 1 at episode 1,174 and 0 late; means 0.57 at best over 500 episodes, 0.46 late)
+        fell = False
     late_tail = 0 if fell else _collapsed_tail(run, c, giveback)
     if not (fell or late_tail) or _rating_held(run, c):
         return None
@@ -763,8 +768,10 @@ CARD = Card(
         *Collapse after success.* The level of `reward_mean` (trailing median over a tenth of the run,
         at least 5 points) rose from the early window's median to a peak before the late window, stayed
         above half-way for at least that many points, by more than 3 times the reward's step-to-step
-        noise, and the late window's median gave back at least `giveback` of the gain; a reward exactly
-        0 at 3/4 of its points has excursions from its floor, not successes
+        noise, and the late window's median gave back at least `giveback` of the gain (for a reward of
+        two values, a 0/1 success per episode whose median is a majority vote, its means gave back as much:
+        h347-tabular-q-frozenlake-slippery, the median 1 at episode 1,174 and 0 late, the means 0.57 at best
+        and 0.46 late, learned and held); a reward exactly 0 at 3/4 of its points has excursions from its floor, not successes
         (h109-cs294-dqn-montezuma-reward-floor: a mean over 100 episodes of 1.0 at 5 of 62 points). A falling reward
         alone does not say the updates caused it (a reward that stops being paid falls the same way: the
         lab's `floor` fault), so when the log has a metric of the update's size, it counts only when one
