@@ -553,14 +553,14 @@ class RewardCourse:
         """The share of its gain the reward's mean gave back: from the early window's mean to the best mean over
         ``w`` points before the late window, and from there to the late window's mean (0 when the mean never
         rose)."""
-        values = self.series.values
-        k = window_len(len(values))
+        values, late = self.series.values, self.series.late()
         sums = [0.0]
         for v in values:
             sums.append(sums[-1] + v)
-        best = max((sums[i + self.w] - sums[i]) / self.w for i in range(max(1, len(values) - k - self.w + 1)))
-        early, late = fmean(values[:k]), fmean(values[-k:])
-        return (best - late) / (best - early) if best > early else 0.0
+        starts = range(max(1, len(values) - len(late) - self.w + 1))
+        best = max((sums[i + self.w] - sums[i]) / self.w for i in starts)
+        early = fmean(self.series.early())
+        return (best - fmean(late)) / (best - early) if best > early else 0.0
 
     def improved(self) -> bool:
         """The reward rose (:attr:`succeeded`) and kept at least ``1 - HELD_SHARE`` of its gain to the end,
