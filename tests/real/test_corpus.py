@@ -49,9 +49,10 @@ def test_the_split_is_by_repository() -> None:
     assert all(r.split == "calibration" for r in RUNS if r.location == "shared")
     assert all(r.split == split_of(r.project, r.batch, seen) for r in RUNS if r.location == "fetched")
     counts = Counter(r.split for r in RUNS)
-    # a batch is what one round of collection finds: 14 to 28 runs so far (a session fetches at most 500
-    # repositories, most of them spent bringing back the corpus: batch 26 had 58 fetches)
-    assert counts["validation"] >= 12
+    # a batch is what one round of collection finds: 8 to 28 runs so far (a session fetches at most 500
+    # repositories, most of them spent bringing back the corpus: batch 26 had 58 fetches, batch 75 the last 8 of a
+    # session that re-fetched 440 on a new machine)
+    assert counts["validation"] >= 8
 
 
 def test_only_calibration_expectations_are_revised() -> None:
