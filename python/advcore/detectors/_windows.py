@@ -506,8 +506,12 @@ class Untrained:
     reward: Series
     #: the step of the first update metric logged (None: none at all)
     first_update: int | None
-    #: how many reward points were logged before it
-    before: int
+
+    @property
+    def before(self) -> int:
+        """How many reward points were logged before the first update (all of them when there was none)."""
+        first = self.first_update
+        return sum(1 for step in self.reward.steps if first is None or step < first)
 
 
 def never_trained(run: Run) -> Untrained | None:
@@ -526,12 +530,9 @@ def never_trained(run: Run) -> Untrained | None:
         parts = run.metadata.get("parts") or [run.metadata]
         keys = set(run.sources.values()) | {str(c) for p in parts for c in p.get("unmapped", ())}
         if SB3_SUMMARY_KEY in keys and not any(k.startswith(SB3_TRAIN_PREFIX) for k in keys):
-            return Untrained(reward, None, len(reward))
+            return Untrained(reward, None)
     firsts = [s.steps[0] for name in UPDATE_METRICS if (s := metric(run, name)) is not None]
     if not firsts:
         return None
-    first = min(firsts)
-    before = sum(1 for step in reward.steps if step < first)
-    if before >= max(LATE_UPDATE_POINTS, LATE_UPDATE_SHARE * len(reward)):
-        return Untrained(reward, first, before)
-    return None
+    untrained = Untrained(reward, min(firsts))
+    return untrained if untrained.before >= max(LATE_UPDATE_POINTS, LATE_UPDATE_SHARE * len(reward)) else None
