@@ -146,11 +146,12 @@ class Run:
         """The columns of the run's files that were not read, sorted: ``unmapped`` (numeric, but no alias
         names them), ``non_numeric`` (text) and ``placeholder`` (a reader's ``metadata["placeholder"]``: the
         trainer's fill-in for "not logged" on every row, e.g. the CSD callback's integer 0 for a reward it
-        never received); a key read from one file of a joined run is not listed."""
+        never received) and ``unaligned`` (a reader's ``metadata["unaligned"]``: arrays of another length than
+        the rows, with no step to place them on); a key read from one file of a joined run is not listed."""
         parts = self.metadata.get("parts") or [self.metadata]
         used = set(self.sources.values())
         out: dict[str, list[str]] = {}
-        for key in ("unmapped", "non_numeric", "placeholder"):
+        for key in ("unmapped", "non_numeric", "placeholder", "unaligned"):
             names = sorted({str(c) for p in parts for c in p.get(key, ())} - used)
             out[key] = names
             used |= set(names)

@@ -63,8 +63,14 @@ def test_real_history_of_episode_rewards_beside_a_list_of_names() -> None:
 
 def test_unequal_arrays_and_bad_json(tmp_path: Path) -> None:
     p = tmp_path / "m.json"
-    p.write_text('{"a": [1, 2], "b": [1]}')
-    assert "equal-length" in load(p).errors[0].message
+    p.write_text('{"a": [1, 2], "b": [1]}')  # no step array: the longer array is read, the other listed
+    raw = columnar_json.read(p)
+    assert not raw.errors and raw.frame.columns == ["a"] and raw.metadata["unaligned"] == ["b"]
+    # an array named like a return per episode gives the rows, however long the others (per-update losses)
+    p.write_text('{"loss": [1, 2, 3, 4, 5], "reward_per_episode": [-50, -40, -35], "win_rate": [0.2]}')
+    raw = columnar_json.read(p)
+    assert raw.frame["reward_per_episode"].to_list() == [-50, -40, -35]
+    assert raw.metadata["unaligned"] == ["loss", "win_rate"]
     q = tmp_path / "t.json"
     q.write_text('{"a": [1, 2,\n')
     e = load(q).errors[0]
@@ -211,3 +217,14 @@ def test_sacred_metrics_json_reads_each_series_on_its_own_steps(tmp_path: Path) 
     rows = dict(zip(run.frame["step"].to_list(), run.frame["reward_mean"].to_list(), strict=True))
     assert {s: rows[s] for s in runner} == dict(zip(runner, [0.5, 0.0, 0.25, 1.0, 2.0], strict=True))
     assert run.frame.filter(run.frame["step"] == 32_000)["value_loss"].to_list() == [0.7]
+
+
+def test_real_returns_per_episode_beside_a_win_rate_per_hundred() -> None:
+    # Emilianogith's DDPG+HER (HGR) on FetchReach: 800 episodes' returns and losses, a greedy win rate every 100
+    path = corpus("h372-handwritten-ddpg-her-hgr-fetchreach-800-episodes-return-minus-50-to-minus-35-greedy-win-rate-"
+                  "0.18-to-1.0-by-episode-300-healthy/training_logs.json")
+    doc = json.loads(path.read_text())
+    run = load(path)
+    assert not run.errors and run.frame["reward_mean"].to_list() == doc["reward_per_episode"]
+    assert run.frame["value_loss"].to_list() == pytest.approx(doc["critic_loss"])
+    assert run.unread["unaligned"] == ["training_time", "win_rate"] and len(doc["win_rate"]) == 8

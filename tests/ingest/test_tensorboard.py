@@ -139,3 +139,18 @@ def test_a_file_of_one_series_whose_name_says_reward_is_read_as_the_reward() -> 
     run = load(path)
     assert run.sources["reward_mean"] == tag
     assert run.frame["reward_mean"].to_list() == pytest.approx([e.value for e in acc.Scalars(tag)])
+
+
+def test_an_event_file_renamed_around_tfevents_is_one() -> None:
+    # M4GPIe's SB3 deck builder: its runs renamed to `PPO.aggro.80k.events.out.tfevents.<time>.<host>...`; TensorBoard
+    # loads any file whose name holds `tfevents`, and so does advcore
+    path = corpus("h371-sb3-ppo-hearthstone-deckbuilder-aggro-80k-lr5e-4-20-epochs-approx-kl-0.1-to-4.3-clip-frac-0.3-"
+                  "return-stalls-minus-0.37/PPO.aggro.80k.events.out.tfevents.1749544745.DESKTOP-I62I12E.3484.1")
+    acc = events(path)
+    kl = [(e.step, e.value) for e in acc.Scalars("train/approx_kl")]
+    assert detect(path) is tensorboard.FORMAT
+    run = load(path)
+    assert run.trainer == "sb3" and not run.errors
+    got = run.frame.select("step", "kl_step").drop_nulls()
+    assert list(zip(got["step"].to_list(), got["kl_step"].to_list(), strict=True)) == [(s, pytest.approx(v)) for s, v in kl]
+    assert max(v for _, v in kl) > 4  # the entry's 4.3 nats

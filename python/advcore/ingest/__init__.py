@@ -22,6 +22,7 @@ from advcore.model import STORE_RUN, IngestError, RawLog, Run
 from advcore.ingest._runs import join_runs
 from advcore.ingest._sqlite import is_sqlite, tables
 from advcore.ingest._text import SNIFF_BYTES, decode_head, line_limit, read_head
+from advcore.ingest.formats.tensorboard import is_event_file
 
 __all__ = ["IngestError", "RawLog", "Run", "detect", "join_runs", "load", "load_aliases", "load_runs"]
 
@@ -37,7 +38,7 @@ def _head(path: Path, size: int = HEAD_BYTES) -> str | None:
     """The first ``size`` bytes of ``path`` as text, decoded as every reader decodes the file
     (:mod:`advcore.ingest._text`: byte-order marks, UTF-16/32), or None for binary content."""
     data = read_head(path, size)
-    if path.name.startswith("events.out.tfevents") and b"\0" in data[:SNIFF_BYTES]:
+    if is_event_file(path) and b"\0" in data[:SNIFF_BYTES]:
         return None
     return decode_head(data)
 

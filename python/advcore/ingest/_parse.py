@@ -25,6 +25,21 @@ from advcore.ingest._text import PARQUET_MAGIC, open_text, read_text, starts_wit
 _WRAPPED = re.compile(r"^(?:np\.)?(?:float|int|uint)\d*\((.*)\)$|^tensor\((.*?)(?:,\s*(?:device|dtype|grad_fn|requires_grad)=.*)?\)$")
 
 
+#: A key that names a return per episode (``returns``, ``episode_scores``, ``ep_rew``, ``reward_per_episode``).
+_EPISODIC = re.compile(r"return|score|ep_?rew|per_episode", re.IGNORECASE)
+
+
+def row_count(lengths: Mapping[str, int]) -> int:
+    """The length of the arrays read as columns, of named arrays of these ``lengths``: those of an array named like
+    a return per episode when there is one, else the longest; the others cannot be placed on its rows. A loop that
+    saves its episodes' returns beside its per-step rewards reads the returns (polionus/rlprj's ``*_RETURNS.npz``:
+    ``returns`` of 665 episodes and ``rewards`` of 200,704 steps x (reward, done)); one that evaluates every 100
+    episodes reads its episodes (h372's DDPG+HER ``training_logs.json``: ``reward_per_episode`` of 800, ``win_rate``
+    of 8)."""
+    episodic = [n for k, n in lengths.items() if _EPISODIC.search(k)]
+    return max(episodic) if episodic else max(lengths.values())
+
+
 def number(v: Any) -> float | None:
     """A logged scalar as a float, or None when it is not a number.
 

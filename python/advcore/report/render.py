@@ -232,7 +232,8 @@ def unread_text(run: Run) -> str:
     unread = run.unread
     out = []
     for key, why in (("unmapped", "no alias names them: --metric-map maps a key"), ("non_numeric", "text"),
-                     ("placeholder", "a placeholder on every row: the trainer's fill-in, not a measurement")):
+                     ("placeholder", "a placeholder on every row: the trainer's fill-in, not a measurement"),
+                     ("unaligned", "not one value per row, and no step to place them on")):
         if names := unread[key]:
             more = len(names) > _UNREAD_SHOWN
             listed = ", ".join(names[:_UNREAD_SHOWN]) + (f" and {len(names) - _UNREAD_SHOWN} more" if more else "")

@@ -3,7 +3,9 @@ one array per metric, one index per logged point; or a bare array of numbers (``
 series named by its file (``episode_rewards.json``), as a headerless table's. Scalar entries, before the arrays or among them,
 and lists of names (``"topologies": ["buck", "boost"]``) go to ``metadata``. Without a
 ``step`` array the step is the index order (the file does not say how many trainer steps one point
-spans).
+spans). Arrays of several lengths with no step array to place them on (a win rate every 100 episodes beside
+the returns of each) give the columns as long as an array named like a return per episode, else the longest
+(:func:`~advcore.ingest._parse.row_count`); the others are listed in ``metadata["unaligned"]``.
 
 Sacred's ``metrics.json`` (``{name: {"steps": [...], "timestamps": [...], "values": [...]}}``) is read as its
 ``info.json`` is, each series on its own steps (:func:`_sacred_metrics`, then
@@ -41,10 +43,9 @@ from typing import Any
 
 import polars as pl
 
-from advcore._escape import excerpt
 from advcore.model import IngestError, RawLog
 from advcore.ingest.formats import json_records
-from advcore.ingest._parse import file_series, is_json_lines, number, read_json, records_frame
+from advcore.ingest._parse import file_series, is_json_lines, number, read_json, records_frame, row_count
 from advcore.ingest._format import Format
 
 NAME = "columnar_json"
@@ -190,14 +191,12 @@ def read(path: Path) -> RawLog:
         meta["unaligned"] = sorted(records)
     if not arrays:
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "columnar JSON: no arrays found"),))
-    lengths = {k: len(v) for k, v in arrays.items()}
-    n = max(lengths.values())
-    short = [k for k, m in lengths.items() if m != n]
-    if short:
-        return RawLog(NAME, pl.DataFrame(), errors=(IngestError(
-            str(path), f"columnar JSON: expected equal-length arrays, but {excerpt(short[0])} has {lengths[short[0]]} "
-            f"entries and {excerpt(max(lengths, key=lambda k: lengths[k]))} has {n}"),))
-    rows = [{k: v[i] for k, v in arrays.items()} for i in range(n)]
+    n = row_count({k: len(v) for k, v in arrays.items()})
+    # arrays of another length (an evaluation every 100 episodes) and no step array to place them on: listed
+    unaligned = sorted(k for k, v in arrays.items() if len(v) != n)
+    if unaligned:
+        meta["unaligned"] = sorted({*meta.get("unaligned", ()), *unaligned})
+    rows = [{k: v[i] for k, v in arrays.items() if len(v) == n} for i in range(n)]
     frame, dropped = records_frame(rows)
     if dropped:
         meta["non_numeric"] = dropped

@@ -8,7 +8,7 @@ Stable-Baselines3's ``evaluations.npz``.
   reads ``results`` as the reward (the return of the deterministic policy evaluated apart from training, as PFRL's
   ``scores.txt``) and ``successes`` as the success rate.
 * **Any other archive**: its arrays with the most entries on the first axis are columns named by their keys (as a
-  columnar JSON's arrays), or those as long as an array named like a return per episode (:func:`_rows`); a 2-D one gives its mean over the second axis; the others are listed in
+  columnar JSON's arrays), or those as long as an array named like a return per episode (:func:`~advcore.ingest._parse.row_count`); a 2-D one gives its mean over the second axis; the others are listed in
   ``metadata["unaligned"]``. An array named like a step counter (``timesteps``, ``episodes``) is the step.
 * **One array** (``.npy``): 1-D, one series named by the file's stem (``rewards.npy`` is read as ``rewards``), as a
   file of bare numbers; 2-D, its longer axis is the step. Two columns of which the first counts (whole numbers,
@@ -22,7 +22,6 @@ A file that is not a NumPy array (a truncated archive, a wrong header) costs tha
 
 from __future__ import annotations
 
-import re
 import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -32,7 +31,7 @@ import polars as pl
 
 from advcore._escape import described
 from advcore.ingest._format import Format
-from advcore.ingest._parse import file_series, records_frame
+from advcore.ingest._parse import file_series, records_frame, row_count
 from advcore.model import IngestError, RawLog
 
 NAME = "numpy_arrays"
@@ -63,19 +62,6 @@ def _per_row(name: str, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return values if values.ndim == 1 else values.reshape(len(values), -1).mean(axis=1)
 
 
-#: A key that names a return per episode (``returns``, ``episode_scores``, ``ep_rew``).
-_EPISODIC = re.compile(r"return|score|ep_?rew", re.IGNORECASE)
-
-
-def _rows(shaped: dict[str, np.ndarray[Any, Any]]) -> int:
-    """The length of the arrays read as columns: those of an array named like a return per episode when there
-    is one, else the longest. A loop that saves its episodes' returns beside its per-step rewards reads the
-    returns (polionus/rlprj's ``*_RETURNS.npz``: ``returns`` of 665 episodes and ``rewards`` of 200,704 steps x
-    (reward, done))."""
-    episodic = [len(a) for k, a in shaped.items() if _EPISODIC.search(k)]
-    return max(episodic) if episodic else max(len(a) for a in shaped.values())
-
-
 def _archive(path: Path, file: BinaryIO) -> RawLog:
     with np.load(file, allow_pickle=False) as archive:
         arrays: dict[str, np.ndarray[Any, Any]] = {}
@@ -92,7 +78,7 @@ def _archive(path: Path, file: BinaryIO) -> RawLog:
     shaped = {k: a for k, a in arrays.items() if a.ndim >= 1 and len(a)}
     if not shaped:
         return RawLog(NAME, pl.DataFrame(), errors=(IngestError(str(path), "NumPy archive: no array of numbers found"),))
-    n = _rows(shaped)
+    n = row_count({k: len(a) for k, a in shaped.items()})
     columns, errors = {}, []
     for key, array in shaped.items():
         if len(array) != n:

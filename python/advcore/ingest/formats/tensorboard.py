@@ -1,4 +1,4 @@
-"""TensorBoard event files (``events.out.tfevents.*``): the TFRecord framing read here, each record an
+"""TensorBoard event files (``events.out.tfevents.*``, or any file name holding ``tfevents``): the TFRecord framing read here, each record an
 ``Event`` protocol buffer parsed with the ``tensorboard`` package's ``event_pb2``.
 
 One row per event step (for stable-baselines3 the step is the environment timestep count), one
@@ -48,8 +48,15 @@ _RL_GAMES_OTHER_AXES = ("/iter", "/time")
 _SAMPLE_FACTORY_TAGS = ("train/fraction_clipped", "train/version_diff_avg", "reward/reward")
 
 
+def is_event_file(path: Path) -> bool:
+    """Whether ``path`` is named as TensorBoard names its event files: ``tfevents`` anywhere in the file name, as
+    TensorBoard's own loader decides (tensorboard/backend/event_processing/io_wrapper.py ``IsTensorFlowEventsFile``),
+    so a renamed copy (``PPO.aggro.80k.events.out.tfevents.1749544745...``, h371's SB3 run) is one too."""
+    return "tfevents" in path.name
+
+
 def sniff(path: Path, head: str | None) -> bool:
-    return path.name.startswith("events.out.tfevents")
+    return is_event_file(path)
 
 
 def _records(data: bytes, path: Path, errors: list[IngestError]) -> Iterator[bytes]:
