@@ -302,6 +302,14 @@ FALL_NOISE = 10.0
 #: learn drift 3 to 5 below; a start of 5 lucky episodes at epsilon 1 lies 4.4 above a DQN's later returns
 #: (h326-handwritten-double-dqn-case-closed-light-cycle, whose win rate rose 0.18 -> 0.34).
 NEVER_BACK_NOISE = 5.0
+#: A reward whose values rank against the step at this Spearman correlation or below, over at least
+#: ``STEADY_POINTS`` logged points, declined down the run: its late median ``SUCCESS_NOISE`` noises below its early
+#: one is a collapse below its start, not drift (a rank correlation of -0.6 over 20 independent points has a
+#: two-sided p of about 0.005). Calibration: h186's object collector (-0.66 over 333 points), h298-mlagents-ppo-
+#: sword-fighter (-0.70 over 50, 4.5 noises), h326-rllib-ppo-coppeliasim (-0.65 over 205, 7.3 noises); no healthy
+#: run of the corpus declines that way but h309's hider (-0.68), whose self-play rating held.
+STEADY_RHO = -0.6
+STEADY_POINTS = 20
 #: A success held for at least this many logged points is one, however brief against the run (UPDATE_UNSTABLE's
 #: and REWARD_FLOOR's brief successes).
 BRIEF_POINTS = 5
@@ -437,15 +445,22 @@ class RewardCourse:
     @property
     def fell_below_start(self) -> bool:
         """The late median lies ``FALL_NOISE`` x the noise (or ``NEVER_BACK_NOISE`` x it with every late value
-        below every early one), and at least half the level's range, below the early median: the reward collapsed
-        from where it held, success or not."""
+        below every early one, or ``SUCCESS_NOISE`` x it down a decline ranked with the step: ``STEADY_RHO``), and at
+        least half the level's range, below the early median: the reward collapsed from where it held, success or
+        not."""
         held = self.level[self.w - 1:]
         drop = self.early - self.late
         # or, beyond ``NEVER_BACK_NOISE`` noises, below every early value at every late one: a shift no noise
         # makes, however noisy the start (h333-mlagents-ppo-curiosity-camp-kawanakwa-killer: -8.2 to -0.3 over its
         # early window, -12.6 to -23.7 over its late one; a drop of 8 noises)
         apart = drop > NEVER_BACK_NOISE * self.noise and max(self.series.late()) < min(self.series.early())
-        return (self.noise > 0 and (drop > FALL_NOISE * self.noise or apart)
+        # or, beyond ``SUCCESS_NOISE`` noises, down the whole run: a decline its values rank with the step, which
+        # the level's noise does not make (h186-mlagents-poca-object-collector-constant-beta-entropy-grows-return-
+        # halves: 21.8 early, 11.4 late, 4.7 noises, Spearman -0.66 over 333 points)
+        s = self.series
+        steady = (drop > SUCCESS_NOISE * self.noise and len(s) >= STEADY_POINTS
+                  and spearman(s.steps, s.values) <= STEADY_RHO)
+        return (self.noise > 0 and (drop > FALL_NOISE * self.noise or apart or steady)
                 and drop >= 0.5 * (max(held) - min(held)))
 
     @property

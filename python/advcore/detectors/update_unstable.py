@@ -66,7 +66,8 @@ nothing (a Gaussian policy's entropy follows its log-std, which a collapse need 
 finding says that nothing confirmed it (h33-cs285-f23-pg-lunarlander-gae-lambda1-collapse: a return
 of about 270 at iteration 210, -131 at 240, never recovered). A reward that never succeeded
 collapses the same way when its late median lies ``FALL_NOISE`` (10) times its noise (or 5 times it, with
-every late value below every early one), and at least half its level's range, below its early median (:attr:`~advcore.detectors._reward.RewardCourse.fell_below_start`),
+every late value below every early one; or 3 times it, down a decline whose values rank with the step at a
+Spearman correlation of -0.6 or below over 20 points or more), and at least half its level's range, below its early median (:attr:`~advcore.detectors._reward.RewardCourse.fell_below_start`),
 and does not end held at its floor (REWARD_FLOOR's to report):
 h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse, a return of 11.8 early and 4.4 late, grad
 norm 20 times higher over the fall. So does one whose last ``TAIL_POINTS`` (5) or more logged values,
@@ -797,7 +798,10 @@ CARD = Card(
         at step 291,840, -7946 late with every episode at the time limit, clip fraction 4.7 times higher;
         onset 391,168. A reward that never succeeded collapsed too when its late median lies 10 times
         its noise (or 5 times, every late value below every early one: h333-mlagents-ppo-curiosity-camp-
-        kawanakwa-killer, -8.2 to -0.3 early, -12.6 to -23.7 late, 8 noises), and at least half its level's
+        kawanakwa-killer, -8.2 to -0.3 early, -12.6 to -23.7 late, 8 noises; or 3 times, down a decline whose
+        values rank with the step at a Spearman correlation of -0.6 or below over 20 points or more:
+        h186-mlagents-poca-object-collector-constant-beta-entropy-grows-return-halves, 21.8 to 11.4, 4.7 noises,
+        -0.66 over 333 points), and at least half its level's
         range, below its early median, and does not end held at its floor (REWARD_FLOOR's to report): no
         healthy run of the
         corpus falls even 3 noises below its start, runs that never learn drift 3 to 5 below, while
