@@ -61,3 +61,28 @@ def test_the_real_sac_log_reads_every_episode() -> None:
     run = load(path)
     assert run.format == "dict_lines"
     assert run.frame["reward_mean"].to_list() == pytest.approx(scores, rel=0, abs=0)
+
+
+def test_labelled_dicts_in_a_list_keep_their_labels(tmp_path: Path) -> None:
+    # logzero's prefix, then labels and the one dict in a list (DORL-codes' policy_utils); the labels' numbers are columns
+    log = ("[I 230118 17:45:45 policy_utils:47] {\n      \"env\": \"KuaiEnv-v0\",\n    }\n"
+           "[I 230118 17:47:41 utils:138] Epoch: [1], Info: [{'num_test': 100, 'ctr': '0.75248', 'R_tra': 6.14}]\n"
+           "[I 230118 17:48:36 utils:138] Epoch: [2], Info: [{'num_test': 100, 'ctr': '0.69275', 'R_tra': 5.48}]\n"
+           "[I 230118 17:49:30 utils:138] Epoch: [3], Info: [{'num_test': 100, 'ctr': '0.76685', 'R_tra': 6.56}]\n")
+    path = tmp_path / "[A2C]_2023_01_18.log"
+    path.write_text(log)
+    raw = dict_lines.read(path)
+    assert raw.frame["Epoch"].to_list() == [1, 2, 3] and raw.frame["ctr"].to_list() == [0.75248, 0.69275, 0.76685]
+    run = load(path)
+    assert run.frame["step"].to_list() == [1, 2, 3] and run.frame["reward_mean"].to_list() == [6.14, 5.48, 6.56]
+
+
+def test_the_real_tianshou_recommender_log_reads_every_epoch() -> None:
+    path = corpus("h376-tianshou-fork-dorl-a2c-kuairec-recommender-200-epochs-return-6-to-18-users-stay-to-30-turn-cap-"
+                  "healthy/[DORL]_2023_01_18-17_45_45.log")
+    # the oracle: each epoch line's number and return read by a regex of its own
+    found = re.findall(r"Epoch: \[(\d+)\], Info: \[\{.*?'R_tra': ([-\d.e]+)", path.read_text())
+    run = load(path)
+    assert len(found) == 200 and run.frame.height == 200
+    assert run.frame["step"].to_list() == [int(e) for e, _ in found]
+    assert run.frame["reward_mean"].to_list() == [float(r) for _, r in found]

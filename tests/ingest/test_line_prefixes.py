@@ -19,6 +19,7 @@ PREFIXES = [
     "(TaskRunner pid=2021) 2026-05-27T11:57:00Z | ",
     "2017-06-30 17:30:11.098692 EDT | ",
     "2025-06-23 18:39:58,825 - integration.main_trainer - INFO - ",
+    "[I 230118 17:47:41 utils:138] ",
 ]
 
 

@@ -414,10 +414,12 @@ _LEVEL = r"(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)"
 #: ``name:function:line`` before `` - `` (its default format: ``2025-11-18 21:24:34.384 | INFO     |
 #: __main__:_log_metrics:20 - iter=0000 reward=-12.88``); each ends in
 #: ``:`` or ``]`` or is followed by spaces and at most one ``|`` or ``-`` (a tab after a timestamp
-#: is a field separator: SimpleVLA-RL's file logger writes ``time<TAB>step<TAB>JSON``).
+#: is a field separator: SimpleVLA-RL's file logger writes ``time<TAB>step<TAB>JSON``); logzero's and tornado's
+#: ``[I 230118 17:47:41 utils:138]`` (level initial, ``%y%m%d`` date, module and line).
 #: Anchored and possessive: linear on any line.
 _LOG_PREFIX = re.compile(
-    r"^(?:[ \t]*+(?:\[?+\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d++)?+)?+"
+    r"^(?:[ \t]*+(?:\[[DIWEC] \d{6} \d\d:\d\d:\d\d(?:[.,]\d++)?+ [\w.]++:\d++\]"
+    r"|\[?+\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d++)?+)?+"
     r"(?: ?+(?:[A-Z]{3,4}+|Z|[+-]\d\d:?+\d\d))?+\]?+"
     rf"|\[{_LEVEL}\]|{_LEVEL}(?:(?::[A-Za-z_][\w.]*+)?+:|(?=[ \t]))|\[rank\d++\]:?+"
     rf"|[A-Za-z_][\w.]*+(?= - {_LEVEL} )"

@@ -5,7 +5,8 @@ Isaac Sim prints ``{'metrics/score': tensor([536.2244], device='cuda:0'), 'metri
 'loss/Q_1': 2.28, 'loss/policy': -3.35}`` after every episode, between its warnings and resets.
 
 A *dict line* is a line that, after any logger prefix (a timestamp, a level, a rank:
-:func:`advcore.ingest._parse.clean`), is one Python dict literal with string keys as Python prints
+:func:`advcore.ingest._parse.clean`) and a few labels (``Epoch: [1], Info: [{...}]``: the labels' numbers are
+columns, the one dict may sit in a list), is one Python dict literal with string keys as Python prints
 them (``{'key': ...``; a JSON line's double quotes are the JSON readers'), read with
 :func:`ast.literal_eval` (never ``eval``): numbers, numeric strings, ``nan``/``inf`` and numbers in
 their numpy or torch wrappers (``np.float64(0.5)``, ``tensor(0.5, device='cuda:0')``, a one-element
@@ -25,6 +26,7 @@ The named consoles come first in detection order: TRL's dict lines (``{'loss': .
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,20 +44,34 @@ NAME = "dict_lines"
 MIN_LINES = 3
 
 
-def _dict_text(line: str) -> str | None:
-    """The dict literal a line opens with (after its logger prefix), or None; it may be cut off."""
+#: Labels before the dict: ``name: number`` pairs (the number bracketed or not), then at most one bare ``name:`` and
+#: a ``[`` opening a list of the one dict (``Epoch: [1], Info: [{...}]``: the Tianshou loops of Chongming Gao's
+#: recommender simulators, DORL-codes and EasyRL4Rec ``policy_utils``/``loggers``). Bounded: linear on any line.
+_LABELS = re.compile(r"^((?:[A-Za-z_][\w ]{0,40}+:[ ]?\[?-?\d{1,12}(?:\.\d{1,12})?\]?,?[ ]{0,4}){0,4})"
+                     r"(?:[A-Za-z_][\w ]{0,40}+:[ ]?)?(\[?)(?=\{')")
+_LABEL = re.compile(r"([A-Za-z_][\w ]*?):[ ]?\[?(-?[\d.]+)\]?")
+
+
+def _dict_text(line: str) -> tuple[dict[str, float], str] | None:
+    """The labels (``name: number`` pairs) and the dict literal of a line (after its logger prefix), or None; the
+    literal may be cut off."""
     text = clean(line).strip()
-    if len(text) < 4 or not text.startswith("{'"):
+    m = _LABELS.match(text)
+    if m is None or len(text) - m.end() < 4:
         return None
-    return text
+    literal = text[m.end():]
+    if m.group(2) and literal.endswith("]"):
+        literal = literal[:-1].rstrip()
+    return {k.strip(): float(v) for k, v in _LABEL.findall(m.group(1))}, literal
 
 
-def _row(literal: str) -> dict[str, Any] | None:
-    """A dict line's string keys and values, or None."""
+def _row(labelled: tuple[dict[str, float], str]) -> dict[str, Any] | None:
+    """A dict line's labels and its dict's string keys and values, or None."""
+    labels, literal = labelled
     obj = printed_dict(literal)
     if not obj or not all(isinstance(k, str) for k in obj):
         return None
-    return obj
+    return {**labels, **obj}
 
 
 def sniff(path: Path, head: str | None) -> bool:
