@@ -243,6 +243,33 @@ def test_entropy_falling_while_the_reward_rises_and_groups_keep_contrast_is_shar
     assert one(fell, "ENTROPY_COLLAPSE").severity == "warn"
 
 
+def test_a_rise_inside_the_early_window_that_held_is_learning_too() -> None:
+    # the return climbs from 200 to 1,000 over the first 10 of 200 updates and holds; the entropy falls to 4 %
+    rng = np.random.default_rng(3)
+    reward = [200.0 + 80.0 * min(i, 10) + float(e) for i, e in enumerate(rng.normal(0, 30, 200))]
+    entropy = [0.9] * 40 + [0.04] * 160
+    f = one(make_run({"entropy": entropy, "reward_mean": reward}), "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.severity == "info"
+    assert f.evidence["early_median"] < 400 < 900 < f.evidence["late_median"]  # told from the start, not the window
+    # the same entropy over a return that never left its start is a collapse
+    flat = [200.0 + float(e) for e in rng.normal(0, 30, 200)]
+    assert one(make_run({"entropy": entropy, "reward_mean": flat}), "ENTROPY_COLLAPSE").severity == "warn"
+
+
+def test_real_tractor_fleet_policy_converges_to_nearly_one_action_as_it_learns() -> None:
+    # SB3 PPO on a 7-day fleet task whose best policy is nearly one action a day: the return 226 -> about 1,100 in
+    # 35k steps (inside the early window), held to 500k; the entropy 0.90 -> 0.04
+    path = corpus("h374-sb3-ppo-agrika-tractor-fleet-7-day-episodes-converges-by-35k-return-226-to-1150-entropy-to-0.03-"
+                  "plateau-healthy/events.out.tfevents.1754390740.Joh.12596.0")
+    returns = [e.value for e in events(path).Scalars("rollout/ep_rew_mean")]
+    run = load(path)
+    f = one(run, "ENTROPY_COLLAPSE")
+    assert isinstance(f, Finding) and f.severity == "info"
+    # told from its start: the higher of the first two returns (226, 307), both far below the early window's level
+    assert f.evidence["early_median"] == pytest.approx(max(returns[:2])) and max(returns[:2]) < 0.5 * returns[-1]
+    assert f.evidence["late_median"] > 3 * f.evidence["early_median"]
+
+
 def test_cs336_reinforce_baseline_sharpens_to_low_entropy_while_it_learns() -> None:
     # writeup: 'This low entropy is not by itself a failure signal'; entropy 0.92 -> 0.03, reward 0.02 -> 0.8
     run = load(corpus("h13-cs336-grpo-reinforce-baseline-learns-low-entropy/metrics.jsonl"))

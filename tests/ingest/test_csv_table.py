@@ -639,3 +639,19 @@ def test_a_renamed_tensorboard_export_is_named_by_its_folder(tmp_path: Path) -> 
     assert run.metadata["reward_by_name"] == "Reward/ddpg"
     for folder in ("Loss", "ppo-minigrid-doorkey-llm-critic-reward-floor"):
         assert "reward_mean" not in load(tmp_path / folder / "ddpg.csv").frame.columns
+
+
+def test_lessons_on_one_step_counter_are_phases(tmp_path: Path) -> None:
+    # two curriculum parameters moving on at different steps: each move starts a phase; the steps never restart
+    rows = ["step,Environment/Cumulative Reward,Environment/Lesson Number/a,Environment/Lesson Number/b"]
+    lesson = [(0, 0)] * 4 + [(1, 0)] * 4 + [(1, 1)] * 4
+    rows += [f"{10 * (i + 1)},{0.1 * i},{a},{b}" for i, (a, b) in enumerate(lesson)]
+    path = tmp_path / "progress.csv"
+    path.write_text("\n".join(rows) + "\n")
+    run = load(path)
+    assert run.frame["phase"].to_list() == [0] * 4 + [1] * 4 + [2] * 4
+    assert run.frame["step"].to_list() == [10 * (i + 1) for i in range(12)]
+    assert run.frame["lesson"].to_list() == [0.0] * 4 + [1.0] * 4 + [2.0] * 4
+    # one lesson throughout is no curriculum moving on
+    path.write_text("\n".join([rows[0], *(f"{10 * (i + 1)},{0.1 * i},2,0" for i in range(12))]) + "\n")
+    assert "phase" not in load(path).frame.columns

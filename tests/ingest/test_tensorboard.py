@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from advcore.ingest import detect, load
@@ -154,3 +155,21 @@ def test_an_event_file_renamed_around_tfevents_is_one() -> None:
     got = run.frame.select("step", "kl_step").drop_nulls()
     assert list(zip(got["step"].to_list(), got["kl_step"].to_list(), strict=True)) == [(s, pytest.approx(v)) for s, v in kl]
     assert max(v for _, v in kl) > 4  # the entry's 4.3 nats
+
+
+def test_an_ml_agents_curriculum_is_read_in_phases_one_per_lesson() -> None:
+    # ML-Agents logs each curriculum parameter's lesson; the minesweeper run moves both of its parameters on together
+    path = corpus("h373-mlagents-ppo-minesweeper-8x8-time-scheduled-curriculum-1-to-4-mines-return-steps-down-at-each-"
+                  "lesson-and-climbs-within-3.1m-healthy/events.out.tfevents.1676561695.Hysse.27032.0")
+    acc = events(path)
+    lessons = [(e.step, e.value) for e in acc.Scalars("Environment/Lesson Number/mine_count")]
+    changes = sum(1 for (_, a), (_, b) in zip(lessons, lessons[1:], strict=False) if a != b)
+    run = load(path)
+    assert run.metadata["phases_from"] == "lesson" and run.frame["phase"].n_unique() == changes + 1 == 4
+    first_of_lesson_1 = next(s for s, v in lessons if v == 1)
+    assert run.frame.filter(pl.col("phase") == 1)["step"].min() == first_of_lesson_1
+    # the reward drops when the lesson moves on: no collapse is told of the whole run
+    from advcore.detectors import run_detectors
+
+    findings, _ = run_detectors(run)
+    assert not [f for f in findings if f.severity != "info"]

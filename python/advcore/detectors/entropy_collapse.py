@@ -47,7 +47,9 @@ policy sharpened as it learned (not when the reward stopped being logged before 
 window: no episode ended any more, h30-mlagents-ppo-cubeagent3-lr1e3-entropy-collapse). A rise that
 only the windows' medians show through per-episode noise
 (:attr:`advcore.detectors._reward.RewardCourse.median_rose`) counts too when the entropy fell to no
-less than ``NOISY_RISE_DEPTH`` (half) of the cut.
+less than ``NOISY_RISE_DEPTH`` (half) of the cut, and so does a rise from the reward's start inside the early window
+that the late window kept (:attr:`advcore.detectors._reward.RewardCourse.rose_first`; the rise is then told from
+the start).
 h13-cs336-grpo-reinforce-baseline-learns-low-entropy falls from
 0.19 to 0.03 nats (16 %) while its reward goes 0.49 -> 0.77 and its advantage std keeps 72 %; the
 lab's entropy fault also raises the training reward, but its groups tie as the policy turns
@@ -209,6 +211,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
             and min(late, end) >= NOISY_RISE_DEPTH * cut):
         # a rise the windows' medians show through per-episode noise: learning, for a fall near the cut
         improving = {"early_median": course.early, "late_median": course.late}
+    if improving is None and course is not None and not course.succeeded and course.rose_first:
+        # a rise inside the early window, held to the end: the early median is already the learned level
+        # (h374-sb3-ppo-agrika-tractor-fleet: 361 over the first 5 updates, 1,097 early, 1,153 late, entropy 0.90
+        # -> 0.04 on a task whose best policy is nearly one action a day)
+        improving = {"early_median": course.start[0], "late_median": course.late}
     reward = metric(run, "reward_mean")
     if improving is not None and reward is not None and reward.steps[-1] < s.steps[len(s) - len(s.late())]:
         improving = None  # the reward stopped being logged before the entropy's late window: it did not hold

@@ -55,6 +55,11 @@ def _step_counter(raw: pl.DataFrame, unmapped: list[str], *, strict: bool = Fals
     return None if best is None else best[1]
 
 
+#: Unity ML-Agents logs the lesson of each curriculum parameter as ``Environment/Lesson Number/<parameter>`` (0, 1,
+#: ... as the curriculum's completion criteria are met): read as ``lesson``, whose changes are the run's phases
+#: (h373-mlagents-ppo-minesweeper-8x8-time-scheduled-curriculum: mine_count 0 -> 3 over 3.1 M steps, the return
+#: stepping down at each lesson and climbing within it).
+_LESSON = "Environment/Lesson Number/"
 #: A folder named for what its files hold has at most this many words (``Reward``, ``csv_train_rewards``); a
 #: longer name describes a run (``ppo-minigrid-doorkey-llm-critic-reward-floor``), whose files hold anything.
 FOLDER_WORDS = 4
@@ -110,7 +115,8 @@ def _without_update_placeholders(frame: pl.DataFrame) -> tuple[pl.DataFrame, int
 
 
 def _with_steps(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, object]]:
-    """Ensure an Int64 ``step``; add ``phase`` when the step counter restarts; merge the rows of one
+    """Ensure an Int64 ``step``; add ``phase`` when the step counter restarts, or else when a curriculum's
+    ``lesson`` changes; merge the rows of one
     step (a training record and an evaluation record, or one record per phase of the step) into one,
     each metric the mean of its values there (a NaN among them stays NaN)."""
     notes: dict[str, object] = {}
@@ -123,6 +129,11 @@ def _with_steps(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, object]]:
     frame = frame.with_columns(pl.col("step").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False))
     frame = frame.filter(pl.col("step").is_not_null())
     restarts = (frame["step"].diff() < 0).fill_null(False)
+    if not restarts.any() and "lesson" in frame.columns and frame["lesson"].drop_nulls().n_unique() > 1:
+        # a curriculum's lessons on one step counter: a new lesson is a new phase, whose reward drops by design
+        lesson = frame["lesson"].forward_fill().backward_fill()
+        restarts = (lesson.diff() != 0).fill_null(False)
+        notes["phases_from"] = "lesson"
     if restarts.any():
         frame = frame.with_columns(restarts.cum_sum().cast(pl.Int64).alias("phase"))
         notes["phases"] = int(restarts.sum()) + 1
@@ -283,6 +294,12 @@ def canonicalize(raw: RawLog, path: Path | str, aliases: AliasTable, *, canonica
         unmapped.remove(guessed)
         sources["reward_mean"] = guessed
         columns["reward_mean"] = [pl.col(guessed).cast(pl.Float64, strict=False)]
+    lessons = [c for c in unmapped if c.startswith(_LESSON)]
+    if lessons:
+        # each curriculum parameter's lesson, summed: the sum moves when any of them moves on
+        unmapped = [c for c in unmapped if c not in lessons]
+        sources["lesson"] = " + ".join(lessons)
+        columns["lesson"] = [pl.sum_horizontal([pl.col(c).cast(pl.Float64, strict=False) for c in lessons])]
     restarts = "step" in sources and _restarts(raw.frame[sources["step"]])
     # a logged step that never moves, on more than a few rows, counts nothing (one-step episodes of a
     # hand-written Keras DQN: 'Episode,Step,...' with Step 0 on each of 5,000 rows, h273-keras-dqn-carrier-

@@ -162,13 +162,14 @@ def steps_text(run: Run) -> str:
     every 5 optimizer steps over 250 has 50), the first and last logged step (in the
     reader's ``metadata["step_unit"]`` when it knows the axis: ``0 to 32702464 frames``), and
     a resume the reader saw (verl's console says where it resumed from); ``80 logged steps in 4 phases`` when
-    the step counter restarts."""
+    the step counter restarts or a curriculum's lesson moves on."""
     text = f"{run.steps} logged {'step' if run.steps == 1 else 'steps'}"
     steps = run.frame["step"].drop_nulls() if "step" in run.frame.columns else None
     phases = run.frame["phase"].n_unique() if "phase" in run.frame.columns else 1
     if phases > 1:
-        # the step counter restarts: a curriculum's stages, or runs appended to one file
-        return text + f" in {phases} phases (the step counter restarts; findings name their phase)"
+        # the step counter restarts (a curriculum's stages, or runs appended to one file), or the lesson moved on
+        why = "a curriculum lesson each" if run.metadata.get("phases_from") == "lesson" else "the step counter restarts"
+        return text + f" in {phases} phases ({why}; findings name their phase)"
     if steps is not None and len(steps) > 1:
         lo, hi = int(steps.min()), int(steps.max())  # type: ignore[arg-type]
         resumed = run.metadata.get("resumed_from_step")
