@@ -425,6 +425,33 @@ def test_real_critic_that_explains_nothing_while_its_loss_grows_cannot_fit_its_t
     assert isinstance(flat, Finding) and flat.what_to_try[0].startswith("Check that the critic sees the state")
 
 
+def test_a_blind_critic_beside_a_success_rate_that_rose_is_information() -> None:
+    ev = [0.0, 1.2e-7, -1.2e-7, 0.0, 6e-8] * 8
+    reward = [1.0 + 0.01 * (i % 3) for i in range(40)]
+    rose = make_run({"vf_explained_var": ev, "reward_mean": reward, "success_rate": [0.02 * i for i in range(40)]},
+                    trainer="sb3")
+    f = one(rose, "BASELINE_BROKEN")
+    assert isinstance(f, Finding) and f.severity == "info" and "success rate rose" in f.evidence["other_rise"]
+    # a success rate that stayed put says nothing: the blind critic is a warning
+    noise = np.random.default_rng(5).normal(0, 0.02, 40)
+    flat = make_run({"vf_explained_var": ev, "reward_mean": reward, "success_rate": [0.3 + float(e) for e in noise]},
+                    trainer="sb3")
+    assert one(flat, "BASELINE_BROKEN").severity == "warn"
+
+
+def test_real_cleanrl_ppo_reaches_its_target_with_a_critic_that_explains_nothing() -> None:
+    # Supernova0417/UR5: CleanRL PPO on a reach task; explained variance about 0 throughout, the share of episodes
+    # that reached the target (over every episode so far) 0 -> 0.75
+    path = corpus("h378-cleanrl-ppo-ur5-reach-tuned-reward-8-envs-2m-episode-success-0-to-0.91-return-21-to-309-critic-"
+                  "explains-nothing-lr-annealed-healthy/events.out.tfevents.1767004589.LAPTOP1-SUPERNOVA.16684.0")
+    acc = events(path)
+    ev = [e.value for e in acc.Scalars("losses/explained_variance")]
+    success = [e.value for e in acc.Scalars("charts/success_rate")]
+    assert abs(float(np.median(ev))) < 0.05 and success[-1] > 0.5 > success[0]
+    f = one(load(path), "BASELINE_BROKEN")
+    assert isinstance(f, Finding) and f.severity == "info" and f.evidence["rule"] == "explains_nothing"
+
+
 def test_baseline_broken_bound_from_the_spreads_of_values_and_returns() -> None:
     n = 50
     returns_sd = [3000.0] * n

@@ -655,3 +655,16 @@ def test_lessons_on_one_step_counter_are_phases(tmp_path: Path) -> None:
     # one lesson throughout is no curriculum moving on
     path.write_text("\n".join([rows[0], *(f"{10 * (i + 1)},{0.1 * i},2,0" for i in range(12))]) + "\n")
     assert "phase" not in load(path).frame.columns
+
+
+def test_real_garage_progress_csv_is_read_as_garage() -> None:
+    # garage's torch TRPO on MountainCarContinuous: its log_performance prefixes the batch's returns 'Evaluation/'
+    path = corpus("h380-garage-torch-trpo-mountaincarcontinuous-100-epochs-140k-steps-return-minus-96-to-plus-75-reaches-"
+                  "the-flag-from-epoch-11-healthy/progress.csv")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    run = load(path)
+    assert run.trainer == "garage" and run.sources["reward_mean"] == "Evaluation/AverageReturn"
+    assert run.frame["step"].to_list() == [int(r["TotalEnvSteps"]) for r in rows]
+    assert run.frame["reward_mean"].to_list() == pytest.approx([float(r["Evaluation/AverageReturn"]) for r in rows])
+    assert run.frame["kl_step"].to_list() == pytest.approx([float(r["GaussianMLPPolicy/KL"]) for r in rows])

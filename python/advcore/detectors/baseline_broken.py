@@ -40,7 +40,9 @@ task with this baseline: the finding is ``info``
 500 and holds it, 491 to 500 over its last 48 points; sb3-invertedpendulum-dr-solved likewise at
 980 to 1000). The log cannot tell that from a plateau at the run's best level that is no solved
 task: h3-sb3-a2c-breakout-mlp-entropy-collapse idles at a score of 3.6 to 3.9 with a dead critic,
-and gets the info too (a missed warning, where the other way gave two false ones).
+and gets the info too (a missed warning, where the other way gave two false ones). So does a critic that
+explains nothing while another measure of the goal rose (:func:`advcore.detectors._reward.other_rise`: a success
+rate, a self-play rating, a validation score): the policy learns with this baseline.
 
 * *diverged*, judged first and without ``vf_explained_var``: the critic's value estimate (``value_mean``) has a
   late median ``VALUE_BEYOND`` (1,000) times the largest ``|reward_mean|`` of the run or more, dated from the
@@ -57,7 +59,7 @@ import statistics
 from collections.abc import Callable, Mapping
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import REL_TOL
+from advcore.detectors._reward import REL_TOL, other_rise
 from advcore.detectors._windows import Series, aligned, held_since, last_onset_index, metric, run_kind, window_len
 from advcore.model import Run
 
@@ -305,6 +307,11 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         message += (f" Yet the reward reached its best level and held it from step {pinned_from}: the task was "
                     "solved with this baseline, so nothing was lost.")
         return Finding(ID, "info", "A", s.step_at(idx), dict(evidence), message, try_)
+    if rule == "explains_nothing" and (rise := other_rise(run)) is not None:
+        # the goal itself was reached more and more: the policy learns with this baseline
+        evidence["other_rise"] = rise
+        message += f" Yet {rise}: the policy learns with this baseline."
+        return Finding(ID, "info", "A", s.step_at(idx), dict(evidence), message, try_)
     return Finding(ID, "warn", "A", s.step_at(idx), dict(evidence), message, try_)
 
 
@@ -365,7 +372,11 @@ CARD = Card(
         task with this baseline: the finding is info (h3-sb3-a2c-cartpole-solved-ev-nan, explained
         variance -0.21 while A2C holds CartPole at 491 to 500; sb3-invertedpendulum-dr-solved at 980
         to 1000). A plateau at the run's best level that is no solved task looks the same in the log
-        (h3-sb3-a2c-breakout-mlp-entropy-collapse idles at 3.6 to 3.9) and gets the info too.
+        (h3-sb3-a2c-breakout-mlp-entropy-collapse idles at 3.6 to 3.9) and gets the info too. So is a
+        critic that explains nothing while another measure of the goal rose (a success rate, a self-play
+        rating, a validation score): h378-cleanrl-ppo-ur5-reach, explained variance about 0 while the
+        share of episodes that reached the target rose to 0.75. The return alone does not clear it: a
+        policy learns a little on raw returns with a blind critic (carla-sb3-ppo-constant-obs, -8.9 to -7.7).
 
         - *Diverged*, judged first and without `vf_explained_var`: the critic's value estimate
           (`value_mean`, ML-Agents `Policy/Extrinsic Value Estimate`) has a late median at least 1,000 x the

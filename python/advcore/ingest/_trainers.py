@@ -72,7 +72,7 @@ _ON_POLICY_MIN_KEYS = 2
 
 def trainer_of(keys: Iterable[str]) -> str | None:
     """The trainer whose keys these are (``trl``, ``verl``, ``rlinf``, ``areal``, ``slime``, ``tunix``, ``sb3``,
-    ``cleanrl``, ``pfrl``, ``baselines``, ``rllab``, ``spinup``, ``rlkit``, ``pymarl``, ``torch_ac``, ``on_policy``), or
+    ``cleanrl``, ``pfrl``, ``baselines``, ``rllab``, ``garage``, ``spinup``, ``rlkit``, ``pymarl``, ``torch_ac``, ``on_policy``), or
     None. Keys are tried with and without a ``train/`` prefix (W&B sections)."""
     keys = set(keys)
     bare = keys | {k[len("train/"):] for k in keys if k.startswith("train/")}
@@ -98,6 +98,8 @@ def trainer_of(keys: Iterable[str]) -> str | None:
         return "baselines"
     if {"AverageReturn", "Iteration"} <= keys:  # rllab's progress.csv (TRPO, VPG)
         return "rllab"
+    if {"Evaluation/AverageReturn", "TotalEnvSteps"} <= keys:  # garage, rllab's successor (TRPO, PPO, VPG)
+        return "garage"
     if {"Epoch", "AverageEpRet"} <= keys:  # OpenAI Spinning Up's progress.txt (VPG, TRPO, PPO)
         return "spinup"
     if {"Epoch", "evaluation/Average Returns"} <= keys:  # rlkit's progress.csv (SAC, CQL, AWAC, TD3)
