@@ -49,7 +49,7 @@ MIN_LINES = 3
 #: recommender simulators, DORL-codes and EasyRL4Rec ``policy_utils``/``loggers``). Bounded: linear on any line.
 _LABELS = re.compile(r"^((?:[A-Za-z_][\w ]{0,40}+:[ ]?\[?-?\d{1,12}(?:\.\d{1,12})?\]?,?[ ]{0,4}){0,4})"
                      r"(?:[A-Za-z_][\w ]{0,40}+:[ ]?)?(\[?)(?=\{')")
-_LABEL = re.compile(r"([A-Za-z_][\w ]*?):[ ]?\[?(-?[\d.]+)\]?")
+_LABEL = re.compile(r"([A-Za-z_][\w ]*?):[ ]?\[?(-?\d+(?:\.\d+)?)\]?")
 
 
 def _dict_text(line: str) -> tuple[dict[str, float], str] | None:
