@@ -461,5 +461,5 @@ def test_the_reward_course_names_the_peak_a_collapsed_run_gave_back(capsys: pyte
     assert main(["scan", "--per-file", str(board)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     line = out[out.index("reward (median, early -> late):"):]
-    peak = float(line.split("after peaking at ")[1].split()[0])
+    peak = float(line.split(" logged steps) peaked at ")[1].split()[0])
     assert "did not rise at the end" in line and max(returns) >= peak > -400

@@ -271,7 +271,8 @@ def _reward_line(r: RunReport) -> str:
     if c.succeeded and not c.improved():
         # the windows hide a success the run gave back: its peak is the story (a newcomer read "-731 -> -830, did
         # not rise" on a run that had climbed to -290 before it collapsed)
-        course += f" at the end, after peaking at {c.level[c.peak]:.4g} at step {c.peak_step}"
+        course += (f" at the end, after its level (a median over {c.w} logged steps) peaked at {c.level[c.peak]:.4g} "
+                   f"at step {c.peak_step}")
     return f"reward (median, early -> late): {c.early:.4g} -> {c.late:.4g}, {course}"
 
 
