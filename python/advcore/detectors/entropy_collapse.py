@@ -115,14 +115,18 @@ GAUSSIAN_DROP = 1.0
 def _mean(xs: tuple[float, ...]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
+
+#: The last thing to try after a collapse, on any task.
+_RESUME = ("Resume from a checkpoint before the collapse with these changes (before the onset step; before the log's "
+           "first step when the verdict says the collapse came before it); a collapsed policy rarely recovers by itself.")
+
 WHAT_TO_TRY = (
     "Read a few late rollouts: one repeated answer template means the policy collapsed onto what the reward pays "
     "for (check the reward for a format-only or length shortcut).",
     "Keep exploration alive: an entropy bonus (`entropy_coeff`), a higher sampling temperature, DAPO's clip-higher "
     "(a larger upper clip range keeps low-probability tokens alive), a lower learning rate or PPO clip range.",
     "Keep the policy near its reference: a KL penalty (or a larger `kl_coef`) slows the drift onto one mode.",
-    "Resume from a checkpoint before the onset step with these changes; a collapsed policy rarely recovers by "
-    "itself.",
+    _RESUME,
 )
 
 #: On a control or game task (:func:`advcore.detectors._reward.environment_run`).
@@ -133,8 +137,7 @@ CONTROL_TRIES = (
     "action noise (`log_std_init`), or, for a value-based agent, an epsilon that does not decay so far.",
     "Lower the learning rate or the PPO clip range: large updates make a policy deterministic before it has found "
     "the task.",
-    "Resume from a checkpoint before the onset step with these changes; a collapsed policy rarely recovers by "
-    "itself.",
+    _RESUME,
 )
 
 
