@@ -3,6 +3,8 @@ runs are not (advcore.ingest.join_runs), and --per-file keeps one run per file."
 
 from __future__ import annotations
 
+import html
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -74,8 +76,15 @@ def test_two_seeds_in_one_folder_are_two_runs_and_two_exports_one(tmp_path: Path
     assert runs[1]["judged_apart"] == ["seed0-export.jsonl + seed0.jsonl: they disagree on reward_mean at the steps "
                                        "both log (two runs, or two seeds)"]
     assert main(["scan", str(tmp_path)]) == 0  # the human output says it too
-    assert "judged apart from seed0-export.jsonl + seed0.jsonl: they disagree" in " ".join(capsys.readouterr().out.split())
+    said = "judged apart from seed0-export.jsonl + seed0.jsonl: they disagree"
+    assert said in " ".join(capsys.readouterr().out.split())
+    assert main(["scan", "--format", "markdown", str(tmp_path)]) == 0  # and so do markdown and HTML
+    assert "J" + said[1:] in " ".join(capsys.readouterr().out.split())
     assert len(_scan(capsys, "--per-file", str(tmp_path))) == 3
+    if importlib.util.find_spec("matplotlib") is not None:
+        page = tmp_path / "report.html"  # last: a scan of the folder would read it
+        assert main(["report", str(tmp_path), "--out", str(page)]) == 0
+        assert said in " ".join(html.unescape(page.read_text()).split())
 
 
 def test_files_of_two_trainers_that_disagree_are_said_to_be_by_two_trainers(tmp_path: Path) -> None:

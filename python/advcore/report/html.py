@@ -36,7 +36,7 @@ from advcore._workers import pool_map
 from advcore.compare import SIGNALS, Comparison
 from advcore.detectors import THRESHOLD
 from advcore.errors import AdvcoreError
-from advcore.report.render import metrics_text, not_evaluable_lines, step_note, steps_text, unread_text
+from advcore.report.render import metrics_text, not_evaluable_lines, reading_notes, steps_text
 from advcore.scan import RunReport
 from advcore.stages import stage_of
 
@@ -412,8 +412,7 @@ def _run_head(i: int, report: RunReport) -> str:
     """A run's heading, verdict, findings and what to try: the text of its section."""
     run, verdict = report.run, report.verdict
     status = verdict.status
-    notes = [f"not read: {text}" for text in (unread_text(run),) if text] + [
-        f"steps: {note}" for note in (step_note(run),) if note]
+    notes = [f"{label} {text}" for label, text, _ in reading_notes(run)]
     parts = [f"<h2 id='{_slug(i)}'>{html.escape(run.path)}</h2>",
              f"<p>{html.escape(run.format)} | trainer {html.escape(str(run.trainer or 'unknown'))} | "
              f"{html.escape(steps_text(run))} | <span class='{status}'>{_status_word(status)}</span>"

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from advcore.model import Run
     from advcore.scan import RunReport
 
-__all__ = ["metrics_text", "not_evaluable_lines", "render_human", "render_json", "render_markdown", "render_trace",
-           "step_note", "steps_text", "totals", "unread_text"]
+__all__ = ["metrics_text", "not_evaluable_lines", "reading_notes", "render_human", "render_json", "render_markdown",
+           "render_trace", "step_note", "steps_text", "totals", "unread_text"]
 
 # Everything a report shows that advcore did not write itself (file names, metric keys, quoted
 # lines, messages that embed them) passes through _safe (human) or _md / _cell_md (markdown):
@@ -250,6 +250,19 @@ def step_note(run: Run) -> str:
     return "; ".join(sorted(notes))
 
 
+def reading_notes(run: Run) -> list[tuple[str, str, bool]]:
+    """What the reader says about the run beside its metrics, in the order every format shows them:
+    ``(label, text, warns)`` for the columns not read, each file of its folder judged apart from it
+    (``metadata["judged_apart"]``), why it has no groups, and how its steps were numbered. The label
+    leads into the text (``"not read:"``, ``"judged apart from"``); ``warns`` marks the notes a reader
+    should not miss (yellow in a terminal, not dim)."""
+    notes = [("not read:", text, False) for text in (unread_text(run),) if text]
+    notes += [("judged apart from", str(why), True) for why in run.metadata.get(JUDGED_APART) or ()]
+    notes += [("no groups:", text, True) for text in (_ungrouped(run),) if text]
+    notes += [("steps:", text, False) for text in (step_note(run),) if text]
+    return notes
+
+
 def _ungrouped(run: Run) -> str:
     """Why a per-sample run has no group statistics (the reader's ``metadata["ungrouped"]``: identical
     prompts without ``--rollout-n``, an ``N`` that does not divide a step, no group ids), or ''."""
@@ -299,17 +312,9 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             f"{steps_text(run)} | "
             f"metrics: {_safe(metrics_text(run))}{_by_name(run, _safe)}", 0, "dim", width=console.width),
             highlight=False)
-        if unread := unread_text(run):
-            console.print(_indented(f"not read: {_safe(unread)}", 0, "dim", hang=2, width=console.width),
-                          highlight=False)
-        for why in run.metadata.get(JUDGED_APART) or ():
-            console.print(_indented(f"judged apart from {_safe(why)}", 0, "yellow", hang=2, width=console.width),
-                          highlight=False)
-        if ungrouped := _ungrouped(run):
-            console.print(_indented(f"no groups: {_safe(ungrouped)}", 0, "yellow", hang=2, width=console.width),
-                          highlight=False)
-        if note := step_note(run):
-            console.print(_indented(f"steps: {_safe(note)}", 0, "dim", hang=2, width=console.width), highlight=False)
+        for label, text, warns in reading_notes(run):
+            console.print(_indented(f"{label} {_safe(text)}", 0, "yellow" if warns else "dim", hang=2,
+                                    width=console.width), highlight=False)
         if not r.verdict.judged:
             head = "[yellow]not judged[/yellow]"
         elif r.verdict.status != "lost":
@@ -434,12 +439,7 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
             continue
         lines.append(f"{_md(run.format)}, trainer {_md(run.trainer or 'unknown')}, {steps_text(run)}{_by_name(run, _md)}; "
                      f"metrics: {_md(metrics_text(run))}.")
-        if unread := unread_text(run):
-            lines.append(f"Not read: {_md(unread)}.")
-        if ungrouped := _ungrouped(run):
-            lines.append(f"No groups: {_md(ungrouped)}.")
-        if note := step_note(run):
-            lines.append(f"Steps: {_md(note)}.")
+        lines += [f"{label[0].upper()}{label[1:]} {_md(text)}." for label, text, _ in reading_notes(run)]
         lines.append("")
         head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
