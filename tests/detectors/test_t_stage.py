@@ -219,6 +219,11 @@ def test_reward_missing_from_per_step_logs() -> None:
     # null (not logged on that line) is no evidence
     null_at_4: list[float | None] = [0.5, 0.6, 0.55, None, 0.6, 0.62, 0.6, 0.61, 0.63, 0.6]
     assert one(rows_run([{}] * 10, extra={"reward_mean": null_at_4, **base}), "REWARD_MISSING") is None
+    # NaN before the first finite reward: no episode had ended yet; NaN throughout: missing
+    leading: list[float | None] = [math.nan, math.nan, 0.55, 0.6, 0.6, 0.62, 0.6, 0.61, 0.63, 0.6]
+    assert one(rows_run([{}] * 10, extra={"reward_mean": leading, **base}), "REWARD_MISSING") is None
+    f = one(rows_run([{}] * 10, extra={"reward_mean": [math.nan] * 10, **base}), "REWARD_MISSING")
+    assert isinstance(f, Finding) and f.onset_step == 1 and f.evidence["steps_flagged"] == 10
     # neither per-sample evidence nor a reward_mean: not evaluable
     ne = one(rows_run([{}] * 10, extra={"kl": base["kl"]}), "REWARD_MISSING")
     assert isinstance(ne, NotEvaluable) and "advcore trace" in ne.needs[0]
@@ -410,3 +415,17 @@ def test_real_log_whose_advantages_point_against_the_rewards() -> None:
     assert "DEAD_FROM_START" not in ids
     f = ids["ADV_REWARD_DECORRELATION"]
     assert f.evidence["spearman_across_steps"] == pytest.approx(rho) and f.evidence["steps"] == 50
+
+
+def test_rllib_reward_is_nan_until_the_first_episode_ends() -> None:
+    # RLlib's progress.csv: episode_reward_mean, a mean over the last episodes, is NaN until the first ends
+    # (iterations 1 to 3 of Pong, whose episodes outlast an iteration), then -21.0: no episode yet, not an
+    # unscored one
+    path = corpus("h390-rllib-ppo-pong-model3-252px-four-conv-no-point-scored-for-127-iterations-then-climbs-to-"
+                  "minus-17.9-by-4.8m-steps-healthy-slow-start/progress.csv")
+    table = pl.read_csv(path, infer_schema_length=None)
+    nan = table.filter(pl.col("episode_reward_mean").cast(pl.Float64).is_nan())
+    assert nan["training_iteration"].to_list() == [1, 2, 3] and (nan["episodes_total"].fill_null(0) == 0).all()
+    run = load(path)
+    assert run.frame.filter(pl.col("step") <= 3)["reward_mean"].is_nan().all()
+    assert one(run, "REWARD_MISSING") is None

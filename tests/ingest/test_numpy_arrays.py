@@ -153,7 +153,19 @@ def test_a_file_named_by_its_algorithm_and_seed_holds_the_runs_returns() -> None
     assert run.frame["reward_mean"].to_list() == pytest.approx(returns.astype(float).tolist())
 
 
+def test_an_algorithm_named_with_a_digit_keeps_it() -> None:
+    # sfujim/TD3 (the TD3 paper's learning curves): learning_curves/Hopper/TD3_Hopper-v1_4.npy, np.save of the
+    # deterministic evaluations' mean return every 5,000 steps, named policy_env_seed; "TD3" was read as "td"
+    path = corpus("h390-td3-paper-hopper-v1-seed4-deterministic-evaluations-climb-to-3400-with-thirteen-single-"
+                  "evaluation-falls-to-16-healthy/TD3_Hopper-v1_4.npy")
+    returns = np.load(path, allow_pickle=False)
+    run = load(path)
+    assert run.sources["reward_mean"] == "TD3_Hopper-v1_4" and run.steps == len(returns) == 201
+    assert run.frame["reward_mean"].to_list() == pytest.approx(returns.astype(float).tolist())
+
+
 @pytest.mark.parametrize(("stem", "read"), [("ppo_3", True), ("sac", True), ("td3_seed4", True), ("PPO_3", True),
+                                            ("TD3_Hopper-v1_4", True), ("A2C_5", True), ("a2c_loss", False),
                                             ("ppo_loss", False), ("dqn_epsilon", False), ("ppo_policy", False)])
 def test_only_a_name_of_algorithm_and_number_is_a_curve_of_returns(tmp_path: Path, stem: str, read: bool) -> None:
     path = tmp_path / f"{stem}.npy"

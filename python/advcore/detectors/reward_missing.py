@@ -8,7 +8,8 @@ discrete reward) is at least ``imputed_above`` (0.05).
 Rule, per-step logs: on a row where other metrics were logged (``grad_norm``, ``kl``,
 ``entropy``, ``loss``-like canonical columns or the advantage stats are finite), ``reward_mean``
 is NaN. A null ``reward_mean`` is not evidence (trainers log rewards on some lines only, and
-evaluation rows have none); NaN is, because it is what a mean over unscored samples gives.
+evaluation rows have none); NaN is, because it is what a mean over unscored samples gives, except on
+the rows before the first finite reward, where a mean over the episodes ended so far has none yet.
 
 Fires when at least ``min_steps`` (1) steps do; onset: the first. Not evaluable without either.
 """
@@ -49,8 +50,13 @@ def _per_step(run: Run) -> Hits | None:
         return None
     r = pl.col("reward_mean")
     trained = pl.any_horizontal(*(finite(c).is_not_null() for c in others))
+    # A mean over the episodes that ended in a step is NaN until the first one ends: the NaN rows before the
+    # first finite reward are no episode yet, not an unscored one (RLlib's episode_reward_mean, h390-rllib-ppo-
+    # pong-model3: NaN at iterations 1 to 3, while episodes_this_iter is 0, then -21). A reward NaN throughout is
+    # still missing.
+    scored = r.is_not_nan().fill_null(False).cum_max() | ~r.is_not_nan().fill_null(False).any()
     # "__row" is finite exactly on the rows where a step trained and logged a reward (NaN or not).
-    frame = run.frame.with_columns(pl.when(r.is_not_null() & trained).then(1.0).alias("__row"))
+    frame = run.frame.with_columns(pl.when(r.is_not_null() & trained & scored).then(1.0).alias("__row"))
     probe = Run(run.path, run.format, run.trainer, frame, run.sources, run.metadata, run.errors)
     return hits(probe, "reward_mean is NaN on a logged training step", (r.is_nan(),), ("__row",))
 
@@ -126,7 +132,11 @@ CARD = Card(
 
         From per-step logs: a row where `reward_mean` is **NaN** while another training metric is finite.
         A **null** `reward_mean` is not evidence: trainers write rewards on some lines only (TRL console
-        lines, evaluation rows), whereas NaN is what a mean over unscored samples gives.
+        lines, evaluation rows), whereas NaN is what a mean over unscored samples gives. Not on the rows
+        before the first finite `reward_mean` of a run that has one: a mean over the episodes ended in a
+        step has none to average until the first episode ends (RLlib's `episode_reward_mean`,
+        h390-rllib-ppo-pong-model3-252px-four-conv-no-point-scored-for-127-iterations-then-climbs-to-minus-17.9-by-4.8m-steps-healthy-slow-start:
+        NaN at iterations 1 to 3, while its `episodes_this_iter` is 0).
 
         Fires when at least `min_steps` steps meet either rule; the onset is the first of them.
         Not evaluable when the run has neither per-sample rewards nor a `reward_mean`.

@@ -225,8 +225,12 @@ _ENV_ID = re.compile(r"(?:[A-Za-z]+/)?[A-Z][A-Za-z0-9]*(?:-[A-Za-z][A-Za-z0-9]*)
 
 def _words(key: str) -> list[str]:
     spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", _ENV_ID.sub(" ", key))  # camelCase -> camel Case
-    spaced = re.sub(r"(?<=[A-Za-z])(?=\d)", " ", spaced)  # Average100 -> Average 100 (a window's size)
-    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w and not w.isdigit()]
+    words = []
+    for token in re.split(r"[^a-z0-9]+", spaced.lower()):
+        # Average100 -> Average 100 (a window's size), but an algorithm's name keeps its digits (TD3, A2C:
+        # sfujim/TD3's learning_curves/Hopper/TD3_Hopper-v1_4.npy is read as td3's returns)
+        words += [token] if token in _ALGORITHMS else re.sub(r"(?<=[a-z])(?=\d)", " ", token).split()
+    return [w for w in words if not w.isdigit()]
 
 
 #: words that make a file's name something else than its reward: a spread, an extreme, an evaluation,
