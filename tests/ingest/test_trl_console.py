@@ -39,6 +39,15 @@ def test_synthetic_console(tmp_path: Path) -> None:
     assert run.metadata["eval_dicts_skipped"] == 1
 
 
+def test_a_file_cut_inside_its_first_dict_says_so(tmp_path: Path) -> None:
+    # the first line is the end of a dict whose start was cut off; the "Updated tokens" dict of words is not
+    p = tmp_path / "run.log"
+    p.write_text("d_norm': 0.5, 'reward': 0.2, 'epoch': 0.05}\n" + SYNTH)
+    run = load(p)
+    assert [e.line for e in run.errors] == [1] and "start is not in the file" in run.errors[0].message
+    assert run.frame["reward_mean"].to_list() == [0.25, None, 0.75]  # the rest is read as before
+
+
 def test_a_summary_carrying_grpo_step_metrics_is_the_last_row(tmp_path: Path) -> None:
     # GRPOTrainer.log merges the means of the steps since the last log into the final summary too
     p = tmp_path / "run.log"

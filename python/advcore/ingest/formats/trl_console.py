@@ -46,6 +46,8 @@ _START = re.compile(
 #: 'eval_in_distribution'}`` before its first ``step:1`` line).
 _NUMBER_VALUE = re.compile(r"\s*'?(?:[-+]?(?:\d|\.\d|nan|inf)|tensor\()", re.IGNORECASE)
 _SEGMENTS = re.compile(r"\r")
+#: The end of a metric dict: a quoted key and a number, then the closing brace (a fragment of a dict line).
+_TAIL = re.compile(r"'[\w/]+'\s*:\s*'?[-+]?(?:\d|\.\d|nan|inf)[^{]*\}\s*$", re.IGNORECASE)
 #: A tqdm counter: ``12/29790 [`` (the elapsed time follows in brackets).
 _COUNTER = re.compile(r"(?<![\d/])(\d+)/(\d+) \[")
 #: Keys of the end-of-training summary alone (``Trainer.train``'s speed metrics, ``train_loss``).
@@ -133,6 +135,10 @@ def read_text(text: str, path: Path | str) -> RawLog:
         start = _START.search(seg)
         seen += [(int(a), int(b)) for a, b in _COUNTER.findall(seg if start is None else seg[:start.start()])]
         if start is None:
+            if not rows and not errors and _TAIL.search(seg):
+                # the first dict-like line is a dict's end without its start: the file was cut mid-line
+                errors.append(IngestError(str(path), "TRL console: the end of a dict whose start is not in the file "
+                                          "(the log was copied or rotated from the middle of a line)", n))
             continue
         obj = _parse(seg, start.start())
         if obj is None:

@@ -119,7 +119,6 @@ def read(path: Path) -> RawLog:
     text = read_text(path)
     rows: list[dict[str, Any]] = []
     errors: list[IngestError] = []
-    fragments: list[int] = []
     text_values: set[str] = set()
     current: dict[str, Any] | None = None
     resumed_from: int | None = None
@@ -147,7 +146,10 @@ def read(path: Path) -> RawLog:
                     add(current, cont)
                     continue
                 if current is None:
-                    fragments.append(lineno)
+                    # the tail of a step's line whose start is not in the file (tinyzero's part-of-logs.md
+                    # begins with one): that line is lost, and said so
+                    errors.append(IngestError(str(path), "key:value pairs before any step:N line (the log was copied "
+                                              "from the middle of a step's line)", lineno))
                     continue
             previous_was_step = False
             continue
@@ -179,8 +181,6 @@ def read(path: Path) -> RawLog:
     meta: dict[str, Any] = {"first_step": int(steps[0]), "last_step": int(steps[-1])}
     if resumed_from is not None:
         meta["resumed_from_step"] = resumed_from
-    if fragments:
-        meta["fragment_lines"] = fragments
     if text_values:
         meta["text_valued_keys"] = sorted(text_values)
     return RawLog(NAME, frame, trainer="verl", metadata=meta, errors=tuple(errors))
