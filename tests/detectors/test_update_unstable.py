@@ -438,7 +438,7 @@ def test_a_collapse_below_the_start_without_a_success() -> None:
     # 11.8 early, 4.4 late): a collapse though it never succeeded, corroborated by the gradient norm
     f = one(make_run(_hold_then_fall(4.4)), "UPDATE_UNSTABLE")
     assert isinstance(f, Finding) and f.evidence["condition"] == "collapse below the start"
-    assert f.evidence["succeeded"] is False and "far below where it started" in f.message
+    assert f.evidence["succeeded"] is False and "far below its early level" in f.message
     assert f.evidence["update_moved"] == {"grad_norm": pytest.approx(10.0)}
     assert 55 <= f.onset_step <= 66  # where the fall begins
     # a fall of fewer than 3 noises is drift, not a collapse; a fall the gradients did not move with is not the updates'
@@ -876,3 +876,23 @@ def test_real_object_collector_whose_return_halves_down_the_run() -> None:
     f = one(load(path), "UPDATE_UNSTABLE")
     assert isinstance(f, Finding) and f.evidence["succeeded"] is False
     assert f.evidence["early_median"] > 1.5 * f.evidence["late_median"]
+
+
+def test_a_return_learned_inside_the_early_window_that_collapses_to_its_floor_is_a_collapse() -> None:
+    # florentin1304/robotlearning_project, SB3 PPO on the course's Hopper at lr 3e-3: the return rose from about 12
+    # at its first episodes to a median of 320 over its first fifth (learned inside the early window), then fell to
+    # the falling-at-once floor; the late window at its floor is a collapse of what was learned, not REWARD_FLOOR's
+    # never-learned floor
+    path = corpus("h393-sb3-ppo-custom-hopper-source-constant-lr-3e-3-gamma-0.99-learns-to-855-then-collapses-at-"
+                  "410k-to-falling-at-once-twice/ppo_source_lr0.003_gamma0.99.monitor.csv")
+    table = pl.read_csv(path, skip_rows=1)
+    returns = table["r"].to_list()
+    fifth = len(returns) // 5
+    early, late = statistics.median(returns[:fifth]), statistics.median(returns[-fifth:])
+    assert statistics.median(returns[:5]) < 20 and late < 0.1 * early  # rose first, then fell below a tenth of it
+    run = load(path)
+    f = one(run, "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse below the start"
+    assert f.evidence["early_median"] == pytest.approx(early, rel=0.01)
+    assert f.evidence["risen_from"] < 20 and "risen from" in f.message
+    assert diagnose(run, *run_detectors(run)).headline == "UPDATE_UNSTABLE"

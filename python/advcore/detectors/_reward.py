@@ -373,9 +373,14 @@ class RewardCourse:
         highs are excursions from its floor (REWARD_FLOOR's rule; h109-cs294-dqn-montezuma-reward-floor:
         a mean over the last 100 episodes of 1.0 at 5 of 62 logged points while one rewarded episode
         stayed in that window, 0 at the other 57)."""
-        zeros = sum(1 for v in self.series.values if v == 0.0)
         return (self.gain > max(SUCCESS_NOISE * self.noise, self.still) and self.held_points >= self.w
-                and zeros < ZERO_SHARE * len(self.series))
+                and not self.mostly_zero)
+
+    @property
+    def mostly_zero(self) -> bool:
+        """The reward is exactly 0 on at least ``ZERO_SHARE`` of its logged points: its highs are excursions
+        from that floor (REWARD_FLOOR's rule)."""
+        return sum(1 for v in self.series.values if v == 0.0) >= ZERO_SHARE * len(self.series)
 
     @property
     def still(self) -> float:
@@ -422,9 +427,15 @@ class RewardCourse:
         sqrt k) and the late median kept that level within ``SUCCESS_NOISE`` x the noise: the rise
         happened within the early window, before the level could show it. One low first episode is not
         a rise (h96-wandb-history-spaceinvaders-dqn-stuck-285: 180, then 285 on 87 of 97 episodes)."""
+        return self.rose_early and self.late >= self.early - SUCCESS_NOISE * self.noise
+
+    @property
+    def rose_early(self) -> bool:
+        """The start (:attr:`start`) lies below the early median by more than ``SUCCESS_NOISE`` standard
+        errors (as :attr:`rose_first`), whatever came after: the reward had risen by the early window."""
         value, k = self.start
         error = self.noise if k == 2 else MEDIAN_ERROR * self.noise / math.sqrt(k)
-        return self.early - value > SUCCESS_NOISE * error and self.late >= self.early - SUCCESS_NOISE * self.noise
+        return self.early - value > SUCCESS_NOISE * error
 
     @property
     def median_rose(self) -> bool:

@@ -68,7 +68,8 @@ of about 270 at iteration 210, -131 at 240, never recovered). A reward that neve
 collapses the same way when its late median lies ``FALL_NOISE`` (10) times its noise (or 5 times it, with
 every late value below every early one; or 3 times it, down a decline whose values rank with the step at a
 Spearman correlation of -0.6 or below over 20 points or more), and at least half its level's range, below its early median (:attr:`~advcore.detectors._reward.RewardCourse.fell_below_start`),
-and does not end held at its floor (REWARD_FLOOR's to report):
+and does not end held at its floor (REWARD_FLOOR's to report) unless it had risen to its early level from its
+start by at least ``LEARNED_SHARE`` (half) of its fall from there (:func:`_fell_above_floor`):
 h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse, a return of 11.8 early and 4.4 late, grad
 norm 20 times higher over the fall. So does one whose last ``TAIL_POINTS`` (5) or more logged values,
 fewer than half the late window, all lie that far below its early median (:func:`_collapsed_tail`: a
@@ -172,10 +173,16 @@ MIN_POINT_SHARE = 0.01
 
 
 def _fell_above_floor(run: Run, c: RewardCourse) -> bool:
-    """The reward fell far below where it started (:attr:`RewardCourse.fell_below_start`) and does not
+    """The reward fell far below where it held early (:attr:`RewardCourse.fell_below_start`) and does not
     end held at its floor, which REWARD_FLOOR reports (h63-joyrl-book-ppo-pendulum-wrong-sign-entropy-
-    never-learns-freezes falls to the pendulum's floor and stays)."""
-    return c.fell_below_start and not _ends_at_floor(run)
+    never-learns-freezes falls to the pendulum's floor and stays), unless it had risen to that early level
+    from its start (:attr:`RewardCourse.rose_early`) by at least half as much as it then fell, on a reward
+    not exactly 0 most of the time (:attr:`RewardCourse.mostly_zero`): what it fell from was learned
+    (h393-sb3-ppo-custom-hopper-source-constant-lr-3e-3-gamma-0.99-learns-to-855-then-collapses-at-410k-to-falling-at-once-twice:
+    from 12 at its first episodes to a median of 320 over its first fifth, 14 over its last, at its floor;
+    h63's early median is 7 above its start, then 251 lower)."""
+    learned = (c.rose_early and c.early - c.start[0] >= LEARNED_SHARE * (c.early - c.late) and not c.mostly_zero)
+    return c.fell_below_start and (learned or not _ends_at_floor(run))
 
 
 def _ends_at_floor(run: Run) -> bool:
@@ -276,6 +283,7 @@ def _collapse_after_success(run: Run, giveback: float) -> tuple[Series, dict[str
                                    "early_median": c.early, "peak_level": c.level[peak], "succeeded": succeeded,
                                    "peak_step": c.peak_step, "late_median": c.late,
                                    **({"gave_back": c.gave_back()} if succeeded else {}),
+                                   **({"risen_from": c.start[0]} if not succeeded and c.rose_early else {}),
                                    "noise": c.noise, "level_points": w,
                                    **({"collapsed_tail_points": late_tail} if late_tail else {})}
     return tail, evidence
@@ -293,6 +301,9 @@ def _rating_held(run: Run, c: RewardCourse) -> bool:
     return bool(at_peak) and rating.late >= rating.level[max(at_peak[-1], rating.w - 1)]
 
 
+#: A reward that rose inside its early window by at least this share of its fall from there learned what it lost
+#: (:func:`_fell_above_floor`).
+LEARNED_SHARE = 0.5
 #: A reward whose last this many logged values all lie far below where it started
 #: (:attr:`~advcore.detectors._reward.RewardCourse.collapsed_tail`) collapsed, however late in the run.
 TAIL_POINTS = 5
@@ -613,11 +624,13 @@ def _collapse_finding(run: Run, knobs: Mapping[str, float | int]) -> Finding | N
     what = COLLAPSE_AFTER_SUCCESS if ev["succeeded"] else COLLAPSE_BELOW_START
     evidence: dict[str, object] = {"metric": "reward_mean", "source": run.sources.get("reward_mean"),
                                    "condition": what, **ev, **tail.where(0)}
-    message = (f"The reward collapsed {'after success' if ev['succeeded'] else 'far below where it started'}: its "
+    message = (f"The reward collapsed {'after success' if ev['succeeded'] else 'far below its early level'}: its "
                f"level peaked at {ev['peak_level']:.4g} at step {ev['peak_step']}, then fell from step {onset} to "
                + (f"a median of {statistics.median(tail.values):.4g} over its last {len(tail)} logged points"
                   if "collapsed_tail_points" in ev else f"{ev['late_median']:.4g} by the end")
-               + f" (its early median was {ev['early_median']:.4g}): the updates "
+               + f" (its early median was {ev['early_median']:.4g}"
+               + (f", risen from {ev['risen_from']:.4g} at its first logged steps" if "risen_from" in ev else "")
+               + "): the updates "
                f"destroyed what the policy {'had learned' if ev['succeeded'] else 'could do'}"
                + (" (no update metric logged could confirm it: log the KL, clip fraction or gradient norm)."
                   if ev["update_moved"] == NO_MOVER else
@@ -802,7 +815,11 @@ CARD = Card(
         values rank with the step at a Spearman correlation of -0.6 or below over 20 points or more:
         h186-mlagents-poca-object-collector-constant-beta-entropy-grows-return-halves, 21.8 to 11.4, 4.7 noises,
         -0.66 over 333 points), and at least half its level's
-        range, below its early median, and does not end held at its floor (REWARD_FLOOR's to report): no
+        range, below its early median, and does not end held at its floor (REWARD_FLOOR's to report) unless it
+        had risen to its early level from its start by at least half its fall from there: what it lost was learned
+        (h393-sb3-ppo-custom-hopper-source-constant-lr-3e-3-gamma-0.99-learns-to-855-then-collapses-at-410k-to-falling-at-once-twice:
+        12 at its first episodes, a median of 320 over its first fifth, 14 over its last; the cost,
+        h116-overcooked-ppo-selfplay-no-entropy-collapse, whose return is a shaping bonus decayed by design). No
         healthy run of the
         corpus falls even 3 noises below its start, runs that never learn drift 3 to 5 below, while
         h93-pymarl-dcg-smac-3s5z-td-loss-blowup-return-collapse falls 28 (11.8 to 4.4, grad norm 20
