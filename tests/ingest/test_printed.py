@@ -693,3 +693,15 @@ def test_real_frame_counter_is_the_step() -> None:
     run = load(path)
     assert run.frame["step"].to_list() == frames and len(frames) == 99 and frames[0] == 20000
     assert run.frame["reward_mean"].to_list() == pytest.approx(rewards)
+
+
+def test_a_percentage_is_read_as_a_share() -> None:
+    # GuestAGuy/CS5180_RL_Project_Fetch results/SACHER.txt: "Episode 100 | Avg Reward: -23.51 | Success:  13.0% |
+    # ..." every 100 episodes; the success rate is a share, 0 to 1, as every trainer's success_rate
+    path = corpus("h394-handwritten-sac-her-fetchreach-relabeled-rewards-on-another-scale-success-50-69pct-then-q-"
+                  "inflates-critic-loss-40-success-0-from-episode-4800/SACHER.txt")
+    printed_shares = [float(m) / 100 for m in re.findall(r"Success:\s+([\d.]+)%", path.read_text())]
+    run = load(path)
+    assert run.sources["success_rate"] == "success" and len(printed_shares) == run.steps == 50
+    assert run.frame["success_rate"].to_list() == pytest.approx(printed_shares)
+    assert run.frame["success_rate"][0] == pytest.approx(0.13)

@@ -31,7 +31,8 @@ per update or episode in a form of their own. The forms seen in real notebooks:
 
 A *pair* is a name (words of letters, digits, ``_ . % / -``, up to six separated by single spaces,
 not starting with a digit) then ``:`` or ``=``, then a number (``nan`` and ``inf`` too; a ``/N``
-after it, as in ``Step 1/50``, is the planned total and dropped); the first pair of a line may be
+after it, as in ``Step 1/50``, is the planned total and dropped; a ``%`` after it makes it a share,
+``Success:  13.0%`` read as 0.13); the first pair of a line may be
 a step counter's name and its number separated by blanks only (``Update 10``, ``[Step 020]``), as
 may every pair of a line made of pairs only (``Episode 1    Reward  -1689``), while elsewhere
 ``generating 2 candidates`` is prose, not a pair. A *step line* begins with a pair
@@ -102,7 +103,7 @@ MAX_LINE = 8192
 # possessive throughout and anchored at the start of a word, so a failed match costs one word: linear
 _PAIR = re.compile(
     r"(?<![\w.%/\-])(?P<key>[^\W\d][\w.%/\-]*+(?: [^\W\d][\w.%/\-]*+){0,5}+)[ \t]*+(?:(?P<sep>[:=])[ \t]*+|(?<=[ \t]))"
-    rf"(?P<value>{NUMBER})(?:/\d++)?+(?:s|ms|%)?+(?![\w.])",
+    rf"(?P<value>{NUMBER})(?:/\d++)?+(?P<unit>s|ms|%)?+(?![\w.])",
     re.IGNORECASE,
 )
 
@@ -277,7 +278,9 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
         # an abbreviation's dot is no part of the name (prime-rl: ``Grad. Norm: 0.31`` is grad_norm)
         key = _step_key(re.sub(r"\s+", "_", re.sub(r"\.(?=\s|$)", "", m.group("key").strip().lower())))
         if m.group("sep") or only_pairs or (i == 0 and STEP_NAME.match(key)):
-            out.append((key, m.group("value")))
+            # a percentage is a share (``Success:  13.0%`` is 0.13, as success_rate and clip_frac are logged)
+            value = m.group("value") if m.group("unit") != "%" else repr(float(m.group("value")) / 100)
+            out.append((key, value))
     return out, only_pairs
 
 
