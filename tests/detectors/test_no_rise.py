@@ -278,3 +278,20 @@ def test_real_a_failure_that_began_late_does_not_explain_a_reward_that_never_ros
     verdict = diagnose(run, findings, not_evaluable)
     assert verdict.stage == "R" and verdict.headline == "DEAD_FROM_START"
     assert "UPDATE_UNSTABLE" in {f.id for f in findings}
+
+
+def test_a_fall_no_detector_explains_is_said_as_a_fall() -> None:
+    # ferryliekens/cozmo-simulation: the agent's reward is a running score never reset, so the return falls from
+    # about 1 to -50,591 over 54 summaries while the policy's entropy stays at 1.43; no detector names it, and the
+    # verdict must not say the reward "did not rise"
+    path = corpus("h402-mlagents-ppo-cozmo-hold-ball-reward-is-a-running-score-never-reset-return-7.6-to-minus-118-"
+                  "by-500k-then-minus-50600-frozen-policy-entropy-flat/events.out.tfevents.1624809198.DESKTOP-ARJ4ANL."
+                  "20664.0")
+    returns = [e.value for e in events(path).Scalars("Environment/Cumulative Reward")]
+    fifth = math.ceil(len(returns) / 5)  # the early and late windows: a fifth of the points each, rounded up
+    early, late = float(np.median(returns[:fifth])), float(np.median(returns[-fifth:]))
+    run = load(path)
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.status == "quiet" and late < 1000 * early < 0
+    assert f"the reward fell from a median of {early:.4g} early to {late:.4g} late" in verdict.summary
+    assert "did not rise" not in verdict.summary

@@ -171,3 +171,15 @@ def test_only_a_name_of_algorithm_and_number_is_a_curve_of_returns(tmp_path: Pat
     path = tmp_path / f"{stem}.npy"
     np.save(path, np.linspace(-100.0, 0.0, 50))
     assert ("reward_mean" in load(path).metrics) is read
+
+
+def test_a_history_of_returns_is_the_reward() -> None:
+    # andresbecker/Deep_RL_Actor_Critic Models/history.npz: np.savez of a TF2 actor-critic's per-episode return
+    # (total_episode_reward_history) and its running mean (avg_episode_reward_history), 5,200 episodes; the mean
+    # of the episodes is the one read, as ep_rew_mean is
+    path = corpus("h401-tf2-one-step-actor-critic-lunarlander-v2-5200-episodes-climbs-to-avg64-175-at-4823-then-"
+                  "collapses-to-minus-130-at-4915-and-stays-to-the-end/history.npz")
+    arrays = np.load(path, allow_pickle=False)
+    run = load(path)
+    assert run.sources["reward_mean"] == "avg_episode_reward_history" and run.steps == 5200
+    assert run.frame["reward_mean"].to_list() == pytest.approx(arrays["avg_episode_reward_history"].tolist())

@@ -210,7 +210,10 @@ _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     "global", "team",
     # the namespace of the metrics an SB3 callback records itself (logger.record("custom/episode_reward_mean"):
     # h12-sb3-ppo-jepa-trading-entropy-to-3pct-learns)
-    "custom"})
+    "custom",
+    # the list a loop keeps of its values over the run (andresbecker/Deep_RL_Actor_Critic Models/history.npz:
+    # total_episode_reward_history, one return per episode, beside its running mean avg_episode_reward_history)
+    "history"})
 
 
 #: Names of RL algorithms: a file named by one alone (and a number) is that run's curve of returns.
