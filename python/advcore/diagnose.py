@@ -541,6 +541,9 @@ def _diagnose(
                     summary += (f"; {shown} steps are too few to tell whether it learns (the reward's median went "
                                 f"from {course.early:.4g} early to {course.late:.4g} late, within its step-to-step "
                                 "noise)")
+                elif (other := other_rise(run)) is not None:
+                    summary += (f"; the reward did not rise beyond its step-to-step noise (a median of {course.early:.4g} "
+                                f"early, {course.late:.4g} late), but {other}")
                 elif course.fell_below_start:
                     # a fall no detector explained is not "did not rise" (h402-mlagents-ppo-cozmo-hold-ball: a running
                     # score never reset, -33 early, -39,237 late, the policy's entropy unmoved)
@@ -548,9 +551,6 @@ def _diagnose(
                                 "late, far beyond its step-to-step noise, and no detector explained it: check what the "
                                 "reward sums (a total never reset, a schedule, a changed environment), and log the "
                                 "update's KL or gradient norm")
-                elif (other := other_rise(run)) is not None:
-                    summary += (f"; the reward did not rise beyond its step-to-step noise (a median of {course.early:.4g} "
-                                f"early, {course.late:.4g} late), but {other}")
                 else:
                     summary += (f"; but the reward did not rise beyond its step-to-step noise (a median of "
                                 f"{course.early:.4g} early, {course.late:.4g} late): no learning shows in these "
