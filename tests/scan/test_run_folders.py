@@ -223,3 +223,15 @@ def test_an_evaluation_file_beside_a_training_log_is_said_to_hold_the_evaluation
     why = apart(a, b)
     assert why is not None and "evaluations.npz holds the returns of SB3's EvalCallback" in why
     assert "two trainers" not in why
+
+
+def test_two_runs_are_told_apart_by_their_rewards_first() -> None:
+    # marl-mappo-schiphol-wandb-history: two W&B exports of two BenchMARL runs in one folder; they disagree on
+    # every metric they share, the reward (-7.37 and -2.94 at step 0) the first a user would check
+    export = real("marl-mappo-schiphol-wandb-history/wandb_export.csv")
+    results = real("marl-mappo-schiphol-wandb-history/wandb_results.csv")
+    a, b = load(export), load(results)
+    first = [r.frame.filter(pl.col("step") == 0)["reward_mean"].item() for r in (a, b)]
+    assert abs(first[0] - first[1]) > 1 and "clip_frac/ghas" in set(a.metrics) & set(b.metrics)
+    why = apart(a, b)
+    assert why is not None and why.startswith("they disagree on reward_mean at the steps both log")

@@ -157,7 +157,9 @@ def apart(a: Run, b: Run) -> str | None:
             return "they share no metric and do not log the same steps"
     elif _formats(a) & PER_SAMPLE_FORMATS or _formats(b) & PER_SAMPLE_FORMATS:
         return None  # per-sample values and interval-averaged ones are not expected to agree
-    for m in sorted(common):
+    # the reward first: the disagreement a user recognises (a newcomer's two W&B exports of two runs were told
+    # apart by clip_frac/ghas, their rewards -7.37 and -2.94 at step 0)
+    for m in sorted(common, key=lambda name: (name != "reward_mean", name)):
         if not _agree(a.frame, b.frame, m):
             if _resumed_within(a, b) is not None:
                 return None
