@@ -228,7 +228,7 @@ _ENV_ID = re.compile(r"(?:[A-Za-z]+/)?[A-Z][A-Za-z0-9]*(?:-[A-Za-z][A-Za-z0-9]*)
 
 def _words(key: str) -> list[str]:
     spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", _ENV_ID.sub(" ", key))  # camelCase -> camel Case
-    words = []
+    words: list[str] = []
     for token in re.split(r"[^a-z0-9]+", spaced.lower()):
         # Average100 -> Average 100 (a window's size), but an algorithm's name keeps its digits (TD3, A2C:
         # sfujim/TD3's learning_curves/Hopper/TD3_Hopper-v1_4.npy is read as td3's returns)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from advcore.scan import RunReport
 
 __all__ = ["metrics_text", "not_evaluable_lines", "reading_notes", "render_human", "render_json", "render_markdown",
-           "render_trace", "step_note", "steps_text", "totals", "unread_text"]
+           "render_trace", "step_note", "steps_text", "totals"]
 
 # Everything a report shows that advcore did not write itself (file names, metric keys, quoted
 # lines, messages that embed them) passes through _safe (human) or _md / _cell_md (markdown):
@@ -227,7 +227,7 @@ def metrics_text(run: Run) -> str:
     return ", ".join(shown(m) for m in run.metrics) or "none"
 
 
-def unread_text(run: Run) -> str:
+def _unread_text(run: Run) -> str:
     """The columns of the run's files that were not read, as ``a, b and 3 more (no alias names them);
     c (text)``, or ''."""
     unread = run.unread
@@ -256,7 +256,7 @@ def reading_notes(run: Run) -> list[tuple[str, str, bool]]:
     (``metadata["judged_apart"]``), why it has no groups, and how its steps were numbered. The label
     leads into the text (``"not read:"``, ``"judged apart from"``); ``warns`` marks the notes a reader
     should not miss (yellow in a terminal, not dim)."""
-    notes = [("not read:", text, False) for text in (unread_text(run),) if text]
+    notes = [("not read:", text, False) for text in (_unread_text(run),) if text]
     notes += [("judged apart from", str(why), True) for why in run.metadata.get(JUDGED_APART) or ()]
     notes += [("no groups:", text, True) for text in (_ungrouped(run),) if text]
     notes += [("steps:", text, False) for text in (step_note(run),) if text]
