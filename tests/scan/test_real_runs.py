@@ -33,13 +33,19 @@ def _run_dirs() -> list[str]:
     return sorted(p.name for p in REAL.iterdir() if p.is_dir()) if REAL.is_dir() else []
 
 
+#: The lines of the shared logs that are not whole lines, each skipped and said (part-of-logs.md is an excerpt that
+#: begins inside step 382's line: "t_length/mean:144.000 - prompt_length/max:146.000 - ...").
+CUT_LINES = {"tinyzero-ppo-entropy-collapse/part-of-logs.md": [14]}
+
+
 @pytest.mark.parametrize("run_dir", _run_dirs())
 def test_every_run_loads(run_dir: str, scanned: dict[str, dict[str, Any]]) -> None:
-    runs = [r for key, r in scanned.items() if key.startswith(run_dir + "/")]
+    runs = {key: r for key, r in scanned.items() if key.startswith(run_dir + "/")}
     assert runs, f"no log of {run_dir} was read"
-    assert any(r["steps"] > 0 for r in runs)
-    for r in runs:
-        assert r["errors"] == [], r["errors"]
+    assert any(r["steps"] > 0 for r in runs.values())
+    for key, r in runs.items():
+        lines = [int(e.split(":")[1]) for e in r["errors"]]
+        assert lines == CUT_LINES.get(key, []), r["errors"]
 
 
 # SOURCE.md: healthy runs and negative controls; none may get a warning.
