@@ -36,6 +36,6 @@ def events(path: Path) -> Any:
     TensorBoard tests compare advcore's reading with (``.Scalars(tag)``, ``.Tags()``)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # type: ignore[import-untyped]
 
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0, "tensors": 0})
     acc.Reload()
     return acc

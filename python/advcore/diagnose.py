@@ -367,7 +367,7 @@ MIN_STEPS = 6
 #: verdict says so (a newcomer read "no learning shows in these 10 steps" on a verl run rising 0.57 -> 0.83).
 FEW_STEPS = 20
 #: A quiet verdict names the detectors that could check the log when they are at most this many.
-FEW_CHECKED = 8
+FEW_CHECKED = 10
 
 
 #: Findings that say why a slice's groups tie (its reward at a ceiling or a floor): they lead the other

@@ -13,6 +13,9 @@ medians of the detectors' windows, first and last 20 % of the logged points; a s
   not shown here: they would repeat R);
 * **U** — ``grad_norm``, ``kl``, ``entropy`` (the first of them the log has).
 
+A multi-agent run that logs A and U once per agent group (BenchMARL's ``train/<group>/entropy``, read as
+``entropy/<group>``) and not for the run has one level per group, in the group's name order.
+
 A stage whose metrics the log lacks is left out: it could not be observed, which is different
 from a stage that carried nothing.
 """
@@ -23,6 +26,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from advcore.detectors._slices import GROUP_METRICS
 from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric, reward_spread
 from advcore.detectors.filter_starvation import KEPT
 from advcore.model import Run
@@ -67,8 +71,9 @@ class StageLevel:
     late: float
 
     def describe(self) -> str:
-        """``"R groups with reward spread 94% -> 88%"``: the stage, what was read, early -> late."""
-        label, percent = _LABELS.get(self.metric, (self.metric, False))
+        """``"R groups with reward spread 94% -> 88%"``: the stage, what was read, early -> late; an agent
+        group's level names the group (``"A value explained variance (ghas) 0.39 -> 0.56"``)."""
+        label, percent = _label(self.metric)
         if percent:
             return f"{self.stage} {label} {_percent(self.early)} -> {_percent(self.late)}"
         return f"{self.stage} {label} {self.early:.3g} -> {self.late:.3g}"
@@ -94,8 +99,34 @@ _LABELS = {
 }
 
 
+def _label(name: str) -> tuple[str, bool]:
+    if name in _LABELS:
+        return _LABELS[name]
+    base, sep, group = name.partition("/")
+    if sep and base in GROUP_METRICS:
+        label, percent = _LABELS.get(base, (base, False))
+        return f"{label} ({group})", percent
+    return name, False
+
+
 def _first(*series: Series | None) -> Series | None:
     return next((s for s in series if s is not None), None)
+
+
+#: The metrics that carry the A and the U stage's signal, in the order they are read.
+_A_METRICS = ("vf_explained_var",)
+_U_METRICS = ("grad_norm", "kl", "entropy")
+
+
+def _levels(run: Run, stage: str, names: tuple[str, ...]) -> list[tuple[str, Series | None]]:
+    """The first of ``names`` the run logs; else, per agent group (``<name>/<group>``), the first of
+    ``names`` that group logs."""
+    whole = _first(*(metric(run, n) for n in names))
+    if whole is not None:
+        return [(stage, whole)]
+    groups = sorted({c.partition("/")[2] for c in run.frame.columns if c.partition("/")[0] in names})
+    per_group = [(stage, _first(*(metric(run, f"{n}/{g}") for n in names))) for g in groups if g]
+    return per_group or [(stage, None)]
 
 
 def _candidates(run: Run) -> list[tuple[str, Series | None]]:
@@ -106,9 +137,9 @@ def _candidates(run: Run) -> list[tuple[str, Series | None]]:
         adv = None
     return [
         ("R", _first(contrast, metric(run, KEPT), metric(run, "reward_std_within"), reward_spread(run))),
-        ("A", metric(run, "vf_explained_var")),
+        *_levels(run, "A", _A_METRICS),
         ("T", adv),
-        ("U", _first(metric(run, "grad_norm"), metric(run, "kl"), metric(run, "entropy"))),
+        *_levels(run, "U", _U_METRICS),
     ]
 
 
@@ -126,7 +157,7 @@ def stage_signal(run: Run) -> tuple[StageLevel, ...]:
     out = []
     for stage, s in _candidates(run):
         if s is not None and s.judgeable:
-            if _LABELS.get(s.name, ("", False))[1]:  # a share of groups: pooled over the window (its mean)
+            if _label(s.name)[1]:  # a share of groups: pooled over the window (its mean)
                 out.append(StageLevel(stage, s.name, statistics.fmean(s.early()), statistics.fmean(s.late())))
             else:
                 out.append(StageLevel(stage, s.name, s.early_median(), statistics.median(s.late())))
@@ -149,7 +180,7 @@ def stage_last(run: Run) -> tuple[str, ...]:
             out.append(f"{name} {part.values[-1]:.4g}")
     for stage, s in _candidates(run):
         if s is not None:
-            label, percent = _LABELS.get(s.name, (s.name, False))
+            label, percent = _label(s.name)
             out.append(f"{stage} {label} {_percent(s.values[-1]) if percent else format(s.values[-1], '.3g')}")
     return tuple(out)
 

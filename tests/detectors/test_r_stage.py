@@ -830,9 +830,10 @@ def test_every_missing_metric_is_listed_with_and() -> None:
     assert not_evaluable_lines([out]) == [f"COMPONENT_COLLAPSE: needs {out.needs[0]} and {out.needs[1]}"]
 
 
-def test_a_control_run_names_the_group_filter_detectors_on_one_line() -> None:
-    # a newcomer read SimpleVLA-RL's filter lines among the needs of a multi-agent PPO run: a control or game
-    # trainer has no group filter, so its two detectors share one line there, and keep their needs elsewhere
+def test_a_control_run_names_the_language_model_only_detectors_on_one_line() -> None:
+    # a newcomer read SimpleVLA-RL's filter lines, and a completion length cap, among the needs of a
+    # multi-agent PPO run: a control or game trainer has neither, so those three detectors share one line
+    # there, and keep their needs elsewhere
     from advcore.detectors import run_detectors
     from advcore.report.render import not_evaluable_lines
 
@@ -842,10 +843,11 @@ def test_a_control_run_names_the_group_filter_detectors_on_one_line() -> None:
         _, missing = run_detectors(run)
         lines = not_evaluable_lines(missing, run)
         ids = {n.id for n in missing}
-        assert {"FILTER_STARVATION", "ALWAYS_FILTERED"} <= ids
-        assert any(ln.startswith("FILTER_STARVATION, ALWAYS_FILTERED: ") for ln in lines) is folded
+        assert {"FILTER_STARVATION", "ALWAYS_FILTERED", "TRUNCATION_REWARD"} <= ids
+        assert any(ln.startswith("TRUNCATION_REWARD, FILTER_STARVATION, ALWAYS_FILTERED: ") for ln in lines) is folded
         assert any(ln.startswith("FILTER_STARVATION: needs ") for ln in lines) is not folded
-        assert len(lines) == len(not_evaluable_lines(missing)) - folded
+        assert any(ln.startswith("TRUNCATION_REWARD: needs ") for ln in lines) is not folded
+        assert len(lines) == len(not_evaluable_lines(missing)) - 2 * folded
 
 
 def test_real_reward_that_settled_at_zero_late_is_dated_where_it_settled() -> None:

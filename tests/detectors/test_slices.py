@@ -193,3 +193,28 @@ def test_real_multi_agent_run_is_judged_per_group() -> None:
     assert report.verdict.status == "quiet"
     assert {"ENTROPY_COLLAPSE", "UPDATE_UNSTABLE", "BASELINE_BROKEN"} <= set(report.checked)
     assert "per agent group: ghas, orchestrator, transporter" in report.verdict.summary
+
+
+def test_real_benchmarl_stage_levels_per_agent_group() -> None:
+    """With no run-wide critic or gradient, the A and U stages are shown once per agent group: the medians of
+    the first and last 20 % of that group's column (52 of 256 rows), here against ``csv`` and ``statistics``."""
+    import csv
+    import math
+    import statistics
+
+    from advcore.stages import stage_signal
+
+    path = real("marl-mappo-schiphol-wandb-history/wandb_export.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    n = math.ceil(0.2 * len(rows))
+    levels = {(s.stage, s.metric): s for s in stage_signal(load(path))}
+    for g in ("ghas", "orchestrator", "transporter"):
+        for stage, canonical, key in (("A", f"vf_explained_var/{g}", f"train/{g}/explained_variance"),
+                                      ("U", f"grad_norm/{g}", f"train/{g}/grad_norm_loss_objective")):
+            column = [float(r[key]) for r in rows]
+            level = levels[(stage, canonical)]
+            assert level.early == pytest.approx(statistics.median(column[:n]))
+            assert level.late == pytest.approx(statistics.median(column[-n:]))
+    assert levels[("A", "vf_explained_var/ghas")].describe().startswith("A value explained variance (ghas) ")
+    assert [s.stage for s in stage_signal(load(path))] == ["R", "A", "A", "A", "U", "U", "U"]

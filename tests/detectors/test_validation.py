@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from scipy.stats import spearmanr
 
-from advcore.detectors._reward import VAL_POINTS, VAL_RISE_RHO, validation_rose
+from advcore.detectors._reward import VAL_COURSE_POINTS, VAL_POINTS, VAL_RISE_RHO, validation_rose
 from advcore.ingest import load
-from tests._real import corpus
+from tests._real import corpus, events
 from tests.detectors._fixtures import fired, make_run, one
 
 
@@ -41,6 +41,47 @@ def test_a_validation_score_rose_when_it_ranks_with_the_step(val: list[float]) -
     if rose is not None:
         assert rose["val_spearman"] == pytest.approx(rho)
         assert (rose["val_first"], rose["val_last"], rose["val_points"]) == (val[0], val[-1], len(val))
+
+
+def test_many_noisy_evaluations_rose_when_their_late_median_rose() -> None:
+    # 60 evaluations rising from about 0.2 to 0.6 with noise of 0.1 rank with the step far below 0.9, and rose;
+    # 60 around one level did not
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    rising = (np.linspace(0.2, 0.6, 60) + rng.normal(0.0, 0.1, 60)).tolist()
+    flat = (0.4 + rng.normal(0.0, 0.1, 60)).tolist()
+    assert spearmanr(range(60), rising).statistic < VAL_RISE_RHO
+    rose = validation_rose(make_run(_with_val(rising, n=120)))
+    assert rose is not None and rose["val_points"] == 60 >= VAL_COURSE_POINTS
+    fifth = 12
+    assert rose["val_first"] == pytest.approx(float(np.median(rising[:fifth])))
+    assert rose["val_last"] == pytest.approx(float(np.median(rising[-fifth:])))
+    assert validation_rose(make_run(_with_val(flat, n=120))) is None
+    # h345's greedy Pong evaluations: -21 at 16 of 20, one -10; medians -21 -> -20.5, no rise
+    pinned = [-21.0] * 10 + [-20.8] + [-21.0] * 5 + [-20.8, -20.2, -10.0, -20.8]
+    assert validation_rose(make_run(_with_val(pinned, n=120))) is None
+
+
+def test_real_sb3_evaluations_that_rose_answer_a_training_success_rate_of_zero() -> None:
+    """h378-sb3-sac-fanuc-robotiq-precapture: SAC with HER-style exploration succeeds in about 1 % of its training
+    episodes to the end, while its EvalCallback return (``eval/mean_reward``, 250 evaluations) rises by fifths from
+    813 to 1,183 and its evaluation success from 0.03 to 0.85: the run learns (its author's labels), and the
+    training success rate is no floor. TensorBoard's reader is the oracle."""
+    import statistics
+
+    from tensorboard.util.tensor_util import make_ndarray  # type: ignore[import-untyped]
+
+    path = corpus("h378-sb3-sac-fanuc-robotiq-precapture-moving-target-20m-plateau-690-for-9m-then-rises-to-1000-eval-"
+                  "success-0.03-to-0.85-healthy/events.out.tfevents.1678995745.pse-System-Product-Name.2384611.0")
+    evals = [float(make_ndarray(e.tensor_proto)) for e in events(path).Tensors("eval/mean_reward")]  # tensors: TF 2
+    rose = validation_rose(load(path))
+    assert rose is not None and rose["val_points"] == len(evals) == 250
+    assert spearmanr(range(len(evals)), evals).statistic < VAL_RISE_RHO  # too noisy to rank with the step
+    assert rose["val_first"] == pytest.approx(statistics.median(evals[:50]))
+    assert rose["val_last"] == pytest.approx(statistics.median(evals[-50:]))
+    floor = one(load(path), "REWARD_FLOOR")
+    assert floor is None or floor.severity == "info"
 
 
 def test_a_floor_of_zero_is_information_when_the_validation_score_rose() -> None:

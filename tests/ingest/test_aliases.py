@@ -100,7 +100,8 @@ def test_plain_mean_reward_keys_are_the_reward_mean_but_not_an_evaluation() -> N
     table = load_aliases()
     for key in ("avg_reward", "mean_reward", "train/mean_reward"):
         assert table.canonical(key, None)[0] == "reward_mean", key  # type: ignore[index]
-    assert table.canonical("eval/mean_reward", "sb3") is None  # SB3's EvalCallback: held-out, not training
+    # SB3's EvalCallback: the deterministic policy's return apart from training, a validation score, never the reward
+    assert table.canonical("eval/mean_reward", "sb3")[0] == "val_score"  # type: ignore[index]
 
 
 def test_a_train_prefix_is_read_through_and_an_evaluation_prefix_is_not() -> None:

@@ -76,6 +76,28 @@ def test_real_mappo_history() -> None:
     assert small.steps == 26 and small.frame["step"].to_list()[:3] == [0, 5, 10]
 
 
+def test_real_benchmarl_group_gradients_critic_losses_and_evaluations() -> None:
+    """BenchMARL's per-group actor gradient norm (``grad_norm_loss_objective``, before clipping) and critic
+    loss, and its evaluation return every 10 iterations, against the W&B export read with ``csv``."""
+    import csv
+
+    path = real("marl-mappo-schiphol-wandb-history/wandb_export.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    run = load(path)
+    for g in ("ghas", "transporter", "orchestrator"):
+        for canonical, key in ((f"grad_norm/{g}", f"train/{g}/grad_norm_loss_objective"),
+                               (f"value_loss/{g}", f"train/{g}/loss_critic")):
+            assert run.sources[canonical] == key
+            assert run.frame[canonical].to_list() == pytest.approx([float(r[key]) for r in rows])
+    evals = [(int(r["_step"]), float(r["eval/reward/episode_reward_mean"])) for r in rows
+             if r["eval/reward/episode_reward_mean"]]
+    assert len(evals) == 26  # every 10 iterations (SOURCE.md)
+    read = run.frame.select("step", "val_score").drop_nulls()
+    assert read["step"].to_list() == [step for step, _ in evals]
+    assert read["val_score"].to_list() == pytest.approx([value for _, value in evals])
+
+
 def test_real_wandb_summary() -> None:
     run = load(real("trl-grpo-code-wandb-summary/wandb-summary.json"))
     assert run.trainer == "trl" and run.metadata["snapshot"] is True

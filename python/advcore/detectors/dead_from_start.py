@@ -310,7 +310,7 @@ CARD = Card(
         rating, `elo` (in a zero-sum game the return stays near 0 whatever is learned: h304-mlagents-poca-
         selfplay-soccer-2v2-elo-1200-to-1490, a group return near -0.1 throughout), nor a validation score,
         `val_score` (5 evaluations or more ranking with the step at Spearman 0.9, the last above the
-        first). A bar of 1.5
+        first; from 20 evaluations, risen as a reward does, SB3's `eval/mean_reward` among them). A bar of 1.5
         standard errors would also warn on a healthy
         slow learner (h69-unsloth-trl-grpo-qwen3-4b-mmlupro-physics-flat-but-alive, 1.29 for the means); at
         one, a run with no trend is caught about seven times in ten, a conservative claim. A log that begins

@@ -343,7 +343,9 @@ CARD = Card(
         score (`val_score`, 5 evaluations or more) rose too (h311's WebShop GiGPO from scratch: its only
         payment, the -0.1 for an invalid action, shrank from -0.038 to -0.01 while the held-out success stayed
         between 0 and 0.047). A validation score that rose (5 evaluations or more ranking with the step at
-        Spearman 0.9, the last above the first) makes any finding info: the training batch is not the
+        Spearman 0.9, the last above the first; from 20 evaluations, risen as a reward does: h378-sb3-sac-fanuc-
+        robotiq-precapture, SB3's eval/mean_reward 813 -> 1,183 by fifths over 250 evaluations, at Spearman
+        0.80) makes any finding info: the training batch is not the
         policy's measure (8 episodes a step at a 5-10 % success rate read 0 on most steps). A run too short
         for windows (fewer than six logged reward means) is still judged on the point fact: a reward mean
         of exactly 0 at every one of at least two logged steps fires, with onset at the first. Not

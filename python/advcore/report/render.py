@@ -119,22 +119,23 @@ def _headed(head_markup: str, markup: str, width: int) -> Any:
     return text
 
 
-#: The detectors of a group filter (SimpleVLA-RL's and DAPO's accuracy filter), which a control or game
-#: trainer never runs: on such a run they are named on one line, not each with what it needs.
-_FILTER_ONLY = ("FILTER_STARVATION", "ALWAYS_FILTERED")
+#: The detectors of what only a language-model or VLA trainer has, a group filter (SimpleVLA-RL's and DAPO's
+#: accuracy filter) and a length cap on completions: on a control or game task's run they are named on one
+#: line, not each with what it needs (a newcomer read "needs response_length_mean" on a MAPPO run as a gap).
+_LANGUAGE_ONLY = ("FILTER_STARVATION", "ALWAYS_FILTERED", "TRUNCATION_REWARD")
 
 
 def not_evaluable_lines(outcomes: Sequence[NotEvaluable], run: Run | None = None) -> list[str]:
     """One line per detector that lacked a metric, the ones that need per-sample data on one line; on a
-    control or game task's run (:func:`~advcore.detectors.environment_run`), the group filter's
-    detectors on one line too."""
+    control or game task's run (:func:`~advcore.detectors.environment_run`), the detectors of a group filter
+    and a length cap on one line too."""
     per_sample = [n.id for n in outcomes if any(PER_SAMPLE in need for need in n.needs)]
-    filters = [n.id for n in outcomes if n.id in _FILTER_ONLY] if run is not None and environment_run(run) else []
+    filters = [n.id for n in outcomes if n.id in _LANGUAGE_ONLY] if run is not None and environment_run(run) else []
     grouped = [n.id for n in outcomes if n.needs == (GROUP_BASELINE,)]
     lines = [n.describe() for n in outcomes if n.id not in (*per_sample, *filters, *grouped)]
     if filters:
-        lines.append(f"{', '.join(filters)}: judge a language-model or VLA trainer's group filter, which this "
-                     "run's trainer does not have")
+        lines.append(f"{', '.join(filters)}: judge a language-model or VLA trainer's group filter or length cap, "
+                     "which this run's trainer does not have")
     if grouped:
         lines.append(f"{', '.join(grouped)}: need {GROUP_BASELINE}")
     if per_sample:
