@@ -152,6 +152,13 @@ def _tolerance(run: Run) -> float:
     return CAUSE_TOLERANCE * max(1.0, float(gap) if isinstance(gap, (int, float)) else 1.0)
 
 
+def _no_rise(f: Finding) -> bool:
+    """DEAD_FROM_START's no-rise sign: a symptom dated from the run's start (or its change down), which an entropy
+    collapse need not precede to be the cause of a floor (sb3-chess-entropy-collapse: the no-rise sign from step
+    900, the entropy's fall at 1,300 onto the illegal move that pins the return at -100)."""
+    return f.id == "DEAD_FROM_START" and f.evidence.get("dead") == "no_rise"
+
+
 def _entropy_leads(findings: Sequence[Finding], tolerance: float, first_step: int | None) -> bool:
     """ENTROPY_COLLAPSE is the cause of the R-stage findings when those are only the tied groups and
     dying reward spread a deterministic policy produces, or a floor the reward fell to after the run
@@ -163,7 +170,7 @@ def _entropy_leads(findings: Sequence[Finding], tolerance: float, first_step: in
     ent = next((f for f in findings if f.id == "ENTROPY_COLLAPSE" and f.onset_step is not None), None)
     if ent is None or ent.onset_step is None:
         return False
-    stage_r = [f for f in findings if f.stage == "R"]
+    stage_r = [f for f in findings if f.stage == "R" and not _no_rise(f)]
 
     def symptom(f: Finding) -> bool:
         if f.id in _EXPLORATION_SYMPTOMS:
@@ -184,12 +191,15 @@ def _blowup_leads(findings: Sequence[Finding], tolerance: float) -> bool:
     tied groups (opd-qwen3-4b-length-collapse: KL to the reference past 2 from step 6, score at its
     floor from step 9), and updates far outside the trust region leave the critic behind
     (carla-sb3-ppo-kl-blowup: KL 52.5 on the first update, the value baseline explains nothing from
-    7,168 timesteps)."""
+    7,168 timesteps), and the fall of a reward that never rose above its start (h250-cql-d4rl-hopper-expert-seed0:
+    the return's change down at evaluation 14, the Q-values' divergence from 22)."""
     blowup = next((f for f in findings if f.id == "UPDATE_UNSTABLE" and f.onset_step is not None), None)
     if blowup is None or blowup.onset_step is None:
         return False
-    others = [f.onset_step for f in findings
-              if f.id not in ("UPDATE_UNSTABLE", "NONFINITE") and f.onset_step is not None]
+    # a no-rise sign dated by the reward's change down is that fall, which the blow-up explains; one dated from the
+    # start is not (h354-sb3-ppo-uav-mec-five-drones: pinned from the first rollout, clip fractions past 0.5 at 4.99M)
+    others = [f.onset_step for f in findings if f.id not in ("UPDATE_UNSTABLE", "NONFINITE")
+              and not (_no_rise(f) and f.evidence.get("fell")) and f.onset_step is not None]
     return not others or blowup.onset_step <= min(others) + tolerance
 
 
@@ -197,6 +207,7 @@ def _blowup_leads(findings: Sequence[Finding], tolerance: float) -> bool:
 #: early window: it says that nothing was learned, the others say why (h186-mlagents-poca-object-collector-constant-beta-
 #: entropy-grows: REWARD_FLOOR).
 NO_RISE_RANK = 5.5
+
 
 
 def _early_end(run: Run) -> int | None:
@@ -215,7 +226,7 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
     # from; a failure that began later cannot say why nothing was learned before it (h354-sb3-ppo-uav-mec-five-
     # drones: a return pinned near -66 from the first rollout, clip fractions past 0.5 from 4.99M of 10M steps)
     early_end = _early_end(run)
-    explained = any(f.evidence.get("dead") != "no_rise" and f.severity != "info"
+    explained = any(not _no_rise(f) and f.severity != "info"
                     and (f.onset_step is None or early_end is None or f.onset_step <= early_end) for f in findings)
     onsets = [f.onset_step for f in findings if f.id != "NONFINITE" and f.onset_step is not None]
     first_onset = min(onsets) if onsets else None
@@ -231,7 +242,7 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
             rank = 0.5
         if blowup_first and f.id == "UPDATE_UNSTABLE":
             rank = 0.4
-        if f.evidence.get("dead") == "no_rise" and explained:
+        if _no_rise(f) and explained:
             rank = NO_RISE_RANK  # a symptom: any other finding says more about why
         onset = float(f.onset_step) if f.onset_step is not None else math.inf
         return (rank, 0 if is_collapse(f) else 1, 0 if f.id == "DEAD_FROM_START" else 1, onset)
@@ -563,7 +574,7 @@ def _diagnose(
     regime = _regime(run, ids, judged)
     # the lead's own message opens the summary unless the seed card's readings below interpret it
     # DEAD_FROM_START's no-rise sign is read as its message says (no learning shows), not as a dead signal
-    dead = next((f for f in ordered if f.id == "DEAD_FROM_START" and f.evidence.get("dead") != "no_rise"), None)
+    dead = next((f for f in ordered if f.id == "DEAD_FROM_START" and not _no_rise(f)), None)
     lead_is_read = first.id in _SEED or first is dead
     parts: list[str] = [] if lead_is_read else [first.message.rstrip(".")]
     if dead is not None:

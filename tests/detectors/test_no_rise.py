@@ -17,6 +17,7 @@ from tests._real import corpus, events, real
 from tests.detectors._fixtures import fired, make_run, one
 
 POINTS = int(REGISTRY["DEAD_FROM_START"].resolve({})["no_rise_points"])
+CONTROL_POINTS = int(REGISTRY["DEAD_FROM_START"].resolve({})["no_rise_points_control"])
 
 
 def _flat(n: int, seed: int = 3) -> list[float]:
@@ -43,6 +44,30 @@ def test_fewer_points_than_the_knob_are_not_judged() -> None:
     run = make_run({"reward_mean": _flat(POINTS - 1)})
     assert one(run, "DEAD_FROM_START") is None
     assert isinstance(one(run, "DEAD_FROM_START", no_rise_points=POINTS - 1), Finding)
+
+
+def test_a_control_task_is_judged_from_fewer_points_than_a_language_model() -> None:
+    # a control policy starts from a random initialization; a language model's may hold a pretrained level
+    assert CONTROL_POINTS < POINTS
+    reward = _flat(CONTROL_POINTS)
+    assert isinstance(one(make_run({"reward_mean": reward}, trainer="sb3"), "DEAD_FROM_START"), Finding)
+    assert one(make_run({"reward_mean": reward}, trainer="trl"), "DEAD_FROM_START") is None
+    assert one(make_run({"reward_mean": reward[:-1]}, trainer="sb3"), "DEAD_FROM_START") is None
+
+
+def test_real_mlagents_return_pinned_at_its_start_for_100_summaries() -> None:
+    # SindriTh/T-809-DATA-UNITY TestParams2: an ML-Agents PPO agent that never reaches its goal, the return near -59
+    # from the first of 100 summaries to the last (1M steps); fewer points than a language model's run needs
+    path = corpus("h409-mlagents-ppo-movetogoal-obstacle-testparams2-return-pinned-at-minus-59-for-1m-steps-no-goal-"
+                  "reached-never-learns/events.out.tfevents.1698508297.PC.13272.0")
+    values = [e.value for e in events(path).Scalars("Environment/Cumulative Reward")]
+    assert CONTROL_POINTS <= len(values) == 100 < POINTS
+    k = math.ceil(0.2 * len(values))
+    run = load(path)
+    f = one(run, "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.evidence["dead"] == "no_rise" and f.evidence["points"] == 100
+    assert f.evidence["early_median"] == np.median(values[:k]) and f.evidence["late_median"] == np.median(values[-k:])
+    assert diagnose(run, *run_detectors(run)).headline == "DEAD_FROM_START"
 
 
 def test_a_rise_of_the_windows_of_the_first_window_or_of_the_mean_is_a_rise() -> None:

@@ -210,6 +210,23 @@ def test_entropy_collapse_leads_the_tied_groups_it_causes() -> None:
     assert _order([_finding("REWARD_FLOOR", "R", 1), _finding("ENTROPY_COLLAPSE", "U", 4)], run)[0].id == "REWARD_FLOOR"
 
 
+def _no_rise(onset: int, fell: bool) -> BaseFinding:
+    return BaseFinding("DEAD_FROM_START", "warn", "R", onset, {"dead": "no_rise", "fell": fell}, "")  # type: ignore[arg-type]
+
+
+def test_a_no_rise_sign_is_no_rival_to_the_entropy_collapse_or_blow_up_that_explains_its_fall() -> None:
+    run = make_run({"reward_mean": [0.5] * 60})
+    # sb3-chess-entropy-collapse: the no-rise sign dated by the fall (step 18 here), the floor at 30, the entropy's
+    # fall at 33: the policy is the cause, as without the sign
+    floor, ent = _finding("REWARD_FLOOR", "R", 30), _finding("ENTROPY_COLLAPSE", "U", 33)
+    assert _order([_no_rise(18, True), floor, ent], run)[0].id == "ENTROPY_COLLAPSE"
+    # h250's CQL: the return's change down at 14, the blow-up at 22: the blow-up leads
+    blowup = _finding("UPDATE_UNSTABLE", "U", 22)
+    assert _order([_no_rise(14, True), blowup], run)[0].id == "UPDATE_UNSTABLE"
+    # h354's drones: a return pinned from the start is not explained by a blow-up late in the run
+    assert _order([_no_rise(1, False), _finding("UPDATE_UNSTABLE", "U", 40)], run)[0].id == "DEAD_FROM_START"
+
+
 def test_the_lead_tolerance_counts_logged_points_not_step_units() -> None:
     # SB3 logs every 50 timesteps here: 5 logged points are 250 steps
     run = make_run({"reward_mean": [0.5] * 60}, steps=list(range(50, 3050, 50)))

@@ -705,3 +705,26 @@ def test_a_percentage_is_read_as_a_share() -> None:
     assert run.sources["success_rate"] == "success" and len(printed_shares) == run.steps == 50
     assert run.frame["success_rate"].to_list() == pytest.approx(printed_shares)
     assert run.frame["success_rate"][0] == pytest.approx(0.13)
+
+
+def test_an_episode_number_and_one_unnamed_value_is_the_episode_return(tmp_path: Path) -> None:
+    # print(f"Episode {i}: {score}"): the one value per episode is its return; prose and named pairs are untouched
+    p = _log(tmp_path, "cpu\n" + "".join(f"Episode {i}: {10.0 * i}\n" for i in range(1, 8)) + "Episode 8: solved\n")
+    run = load(p)
+    assert run.frame["step"].to_list() == list(range(1, 8))
+    assert run.frame["reward_mean"].to_list() == [10.0 * i for i in range(1, 8)]
+    named = load(_log(tmp_path, "".join(f"Episode {i}: epsilon: 0.{i}, score: {i}\n" for i in range(1, 6)), "b.log"))
+    assert named.frame["reward_mean"].to_list() == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_real_rainbow_tutorial_notebook_prints_each_episode_return_unnamed() -> None:
+    """h414-handwritten-dqn-per-plus-3-step-returns-cartpole-v0: the training cell prints 'Episode N: <return>' for
+    82 episodes (a wget log and the device line before them); read against a regex over the cell's saved output."""
+    path = corpus("h414-handwritten-dqn-per-plus-3-step-returns-cartpole-v0-rainbow-tutorial-learns-from-20-to-the-200-"
+                  "cap-by-episode-28-and-holds-it-healthy/N-step.ipynb")
+    text = "".join("".join(o.get("text", "")) for c in json.loads(path.read_text())["cells"] for o in c.get("outputs", []))
+    printed_returns = [(int(n), float(v)) for n, v in re.findall(r"^Episode (\d+): ([\d.]+)$", text, re.MULTILINE)]
+    assert len(printed_returns) == 82
+    run = load(path)
+    assert run.frame["step"].to_list() == [n for n, _ in printed_returns]
+    assert run.frame["reward_mean"].to_list() == [v for _, v in printed_returns]

@@ -34,7 +34,8 @@ from collections.abc import Mapping
 from typing import Literal
 
 from advcore.detectors._base import Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome
-from advcore.detectors._reward import MEDIAN_ERROR, SUCCESS_NOISE, improving_reward, other_rise, reward_course
+from advcore.detectors._reward import (MEDIAN_ERROR, SUCCESS_NOISE, environment_run, improving_reward, other_rise,
+                                      reward_course)
 from advcore.detectors._windows import (ADV_NEEDS, POINT_FACT_MIN, Series, adv_signal, change_point, median_spacing,
                                         metric, one_advantage_per_step, plain, reward_spread)
 from advcore.model import Run
@@ -213,7 +214,8 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         evidence["policy_frozen"] = True
         reasons.append(frozen)
     if not reasons:
-        return _no_rise(run, int(knobs["no_rise_points"]))
+        points = knobs["no_rise_points_control"] if environment_run(run) else knobs["no_rise_points"]
+        return _no_rise(run, int(points))
     # One stage from the evidence: no signal is the reward's (R); a signal with no update is the update's (U).
     stage: Literal["R", "U"] = "R" if signal_dead else "U"
     series = ((sig if "reward_constant" not in evidence else reward) if stage == "R"
@@ -288,7 +290,8 @@ CARD = Card(
         (`evidence["dead"]` says which).
 
         A fifth sign, a **warning** at stage R (`evidence["dead"] == "no_rise"`): over at least
-        `no_rise_points` logged points from the run's start, the reward never rose. Not a rise of the
+        `no_rise_points` logged points from the run's start (`no_rise_points_control` on a control or game task,
+        whose policy starts from a random initialization), the reward never rose. Not a rise of the
         level, nor of the windows, nor inside the first window (`RewardCourse.rose`); the late fifth's
         median and mean are at most one standard error above the early fifth's (for the medians 1.2533 x
         the step-to-step noise x sqrt(2 / k), for the means the windows' pooled standard deviation x
@@ -353,6 +356,13 @@ SPEC = DetectorSpec(
                  "(h20-ppg-pendulum-never-learns, h190-sb3-td3-lunarlandercontinuous-100k-never-learns-crashes, ...) "
                  "and on no healthy run; at 100 it also warns on h36-tinker-rlvr-rubric-qwen3-4b-slow-learner (113 "
                  "steps whose rise the windows cannot yet show)."),
+        Knob("no_rise_points_control", 60, "on a control or game task, the fewest logged points for the no-rise sign",
+             low=10, integer=True,
+             why="A control policy starts from a random initialization, a language model from a pretrained one that "
+                 "may hold its level: of the calibration runs (batches 1-94) whose reward never rose over 60 to 200 "
+                 "logged points, the 10 on control tasks were all expected lost (h409-mlagents-ppo-movetogoal-"
+                 "obstacle-testparams2: -59 at 100 summaries; h363, h370, h376, ...) and the 7 language-model runs "
+                 "healthy (h335-trl-grpo-qwen25-15b-gridiron-nfl, flat at 0.46 for 122 steps; h179, h236, ...)."),
         Knob("no_update_below", 1e-8, "grad_norm at or below this at every early and late point = no update", low=0.0,
              why="grpo-dynamics-csd-pilot-dead logs exactly 0; f1-strategist's LoRA grad norm of ~0.002 is small "
                  "but real."),

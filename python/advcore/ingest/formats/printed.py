@@ -226,6 +226,13 @@ def _at_count(m: re.Match[str]) -> str:
     return f"step {m.group('n').replace(',', '')}, "
 
 
+#: An episode's number and one unnamed number, alone on a line: ``Episode 14: 94.0`` (h414's Rainbow-tutorial DQN
+#: notebook, ``print(f"Episode {i}: {score}")`` once per episode), read as ``Episode 14, return: 94.0``: the one
+#: value such a loop prints per episode is its return.
+_UNNAMED_RETURN = re.compile(rf"^\s*+(?P<word>episodes?|ep)[ \t]*+#?(?P<n>\d{{1,12}}+)[ \t]*+[:=][ \t]*+(?P<value>{NUMBER})"
+                             r"[ \t\r]*+$", re.IGNORECASE)
+
+
 def _step_key(key: str) -> str:
     """A hyphenated counter's name as a step word (``Global-step 0``: ``global_step``); other names as
     they are."""
@@ -261,6 +268,8 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
         text = _BRACKETED_PROGRESS.sub(r"step \g<n>, ", text, count=1)
     if "@" in text:
         text = _AT_COUNT.sub(_at_count, text, count=1)
+    if text.lstrip()[:2].lower() == "ep":
+        text = _UNNAMED_RETURN.sub(r"\g<word> \g<n>, return: \g<value>", text, count=1)
     if " in " in text or " at " in text or " of " in text or " for " in text:
         text = _AT_STEP.sub(_at_step, text, count=1)
     if "=>" in text and (m := _LABELLED.match(text)) is not None:
