@@ -21,7 +21,7 @@ from typing import Literal, cast
 from advcore.detectors._base import CAUSAL_ORDER, Finding, NotEvaluable
 from advcore.detectors._slices import Unjudged, group_views, slice_views
 from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, other_rise, reward_course, reward_level
-from advcore.detectors._windows import REWARD_PROXIES, median_spacing
+from advcore.detectors._windows import REWARD_PROXIES, median_spacing, metric
 from advcore.detectors.filter_starvation import FilterAccounting, accounting
 from advcore.detectors.update_unstable import is_collapse
 from advcore.model import Run
@@ -474,6 +474,31 @@ def since_step(onset: int, before_log: bool) -> str:
 UNREAD_SHOWN = 4
 
 
+#: A reward that did not rise but holds at least this share of the way from its floor to its ceiling (the highest
+#: score a sample got, ``reward_max``) is at a plateau near the ceiling, not failing to learn.
+NEAR_CEILING = 0.9
+
+
+def _near_ceiling(run: Run, course: RewardCourse) -> str | None:
+    """In words, a reward that holds near its ceiling (:data:`NEAR_CEILING`), with the validation score's course when
+    one was logged; None when no ``reward_max`` bounds the reward or it holds lower (verl-ppo-qwen7b-gsm8k-resumed: a
+    median of 0.945 late between a floor of 0 and a ceiling of 1, resumed at its plateau; a newcomer read "no
+    learning shows" as a failure)."""
+    level = reward_level(run)
+    if level is None or level.ceiling_from != "reward_max" or not (span := level.ceiling - level.floor) > 0:
+        return None
+    if course.late - level.floor < NEAR_CEILING * span:
+        return None
+    text = (f"holding a median of {course.late:.4g} late, {(course.late - level.floor) / span:.0%} of the way from its "
+            f"floor ({level.floor:.4g}) to its ceiling ({level.ceiling:.4g}, the best score a sample got): a plateau "
+            "near the ceiling, where little is left to learn on this data (harder prompts or a new task move it)")
+    val = metric(run, "val_score")
+    if val is not None and len(val) >= 2:
+        text += (f"; the validation score went from {val.values[0]:.4g} at step {val.steps[0]} to "
+                 f"{val.values[-1]:.4g} at step {val.steps[-1]} ({len(val)} evaluations)")
+    return text
+
+
 def _unread_columns(run: Run) -> str:
     """The log's columns that no alias named (``metadata["unmapped"]``), a few of them, with how to map
     one (the reward column of a hand-written loop: h139-numpy-dqn-poker-selfplay-learns logs ``bb100_recent``
@@ -562,6 +587,8 @@ def _diagnose(
                                 "late, far beyond its step-to-step noise, and no detector explained it: check what the "
                                 "reward sums (a total never reset, a schedule, a changed environment), and log the "
                                 "update's KL or gradient norm")
+                elif (near := _near_ceiling(run, course)) is not None:
+                    summary += f"; the reward did not rise beyond its step-to-step noise, {near}"
                 else:
                     summary += (f"; but the reward did not rise beyond its step-to-step noise (a median of "
                                 f"{course.early:.4g} early, {course.late:.4g} late): no learning shows in these "

@@ -70,6 +70,22 @@ def test_real_mlagents_return_pinned_at_its_start_for_100_summaries() -> None:
     assert diagnose(run, *run_detectors(run)).headline == "DEAD_FROM_START"
 
 
+def test_real_a_start_learned_in_its_first_summaries_that_is_lost_is_no_never_learning() -> None:
+    # nilvng's roguelike scavenger (state-sensor7): 55 at the first summary, 129 at the third, then a slide to about
+    # 37 for the last 800k steps while the entropy collapses: what fell was learned, so the no-rise sign keeps quiet
+    # and the entropy collapse leads
+    path = corpus("h419-mlagents-ppo-roguelike-scavenger-state-sensor7-peaks-129-level-10-at-30k-entropy-1.19-to-0.02-"
+                  "return-falls-to-37-level-5-for-800k-steps/events.out.tfevents.1686109159.Nil-Nguyen.local.62433.0")
+    values = [e.value for e in events(path).Scalars("Environment/Cumulative Reward")]
+    start = float(np.median(values[:5]))
+    assert values[0] < 0.6 * start and max(values[:5]) > 1.2 * start  # the first summaries rose
+    k = math.ceil(0.2 * len(values))
+    assert np.median(values[-k:]) < 0.5 * start  # and the run fell far below them
+    run = load(path)
+    assert one(run, "DEAD_FROM_START") is None
+    assert diagnose(run, *run_detectors(run)).headline == "ENTROPY_COLLAPSE"
+
+
 def test_a_rise_of_the_windows_of_the_first_window_or_of_the_mean_is_a_rise() -> None:
     rng = np.random.default_rng(11)
     noise = rng.normal(0.0, 20.0, 300)
@@ -136,7 +152,28 @@ def test_real_resumed_verl_run_at_its_plateau_stays_quiet() -> None:
     assert min(steps) == 1 + 100 and len(set(steps)) >= POINTS
     run = load(path)
     assert "DEAD_FROM_START" not in fired(run)
-    assert diagnose(run, *run_detectors(run)).status == "quiet"
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.status == "quiet"
+    # said as the plateau near its ceiling it is (a newcomer read "no learning shows" as a failure), with the
+    # validation score beside it: medians of the last fifth of critic/score/mean, regexes over the console
+    text = path.read_text(errors="replace")
+    scores = [float(v) for v in re.findall(r" step:\d+ - .*?critic/score/mean:([\d.]+)", text)]
+    late = float(np.median(scores[-math.ceil(0.2 * len(scores)):]))
+    assert f"holding a median of {late:.4g} late" in verdict.summary and "plateau near the ceiling" in verdict.summary
+    val = re.findall(r" step:(\d+) - .*?val-core/openai/gsm8k/reward/mean@1:([\d.]+)", text)
+    assert f"the validation score went from {float(val[0][1]):.4g} at step {val[0][0]}" in verdict.summary
+
+
+def test_a_reward_that_did_not_rise_far_below_its_ceiling_is_no_plateau() -> None:
+    # a 0/1 score whose batch mean sits at 0.4 while single samples reach 1: no learning shows, no plateau
+    n = 60
+    run = make_run({"reward_mean": [0.4 + 0.01 * ((i * 7) % 5 - 2) for i in range(n)], "reward_max": [1.0] * n,
+                    "reward_min": [0.0] * n})
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.status == "quiet" and "plateau near the ceiling" not in verdict.summary
+    high = make_run({"reward_mean": [0.95 + 0.01 * ((i * 7) % 5 - 2) for i in range(n)], "reward_max": [1.0] * n,
+                     "reward_min": [0.0] * n})
+    assert "plateau near the ceiling" in diagnose(high, *run_detectors(high)).summary
 
 
 def test_real_pendulum_that_fell_below_its_start_is_dated_by_the_change_down() -> None:

@@ -668,3 +668,12 @@ def test_real_garage_progress_csv_is_read_as_garage() -> None:
     assert run.frame["step"].to_list() == [int(r["TotalEnvSteps"]) for r in rows]
     assert run.frame["reward_mean"].to_list() == pytest.approx([float(r["Evaluation/AverageReturn"]) for r in rows])
     assert run.frame["kl_step"].to_list() == pytest.approx([float(r["GaussianMLPPolicy/KL"]) for r in rows])
+
+
+def test_evaluation_keys_lead_the_unread_columns(tmp_path: Path) -> None:
+    # a newcomer looked for verl's validation score among 47 unread keys listed alphabetically; held-out keys first
+    p = tmp_path / "log.csv"
+    p.write_text("step,reward,aaa/extra,eval/mean_ep_length,test/len,val-core/x/acc/mean@4,value_whatever\n"
+                 "1,0.5,1,2,3,4,5\n2,0.6,1,2,3,4,5\n")
+    unread = load(p).unread["unmapped"]
+    assert unread == ["eval/mean_ep_length", "test/len", "val-core/x/acc/mean@4", "aaa/extra", "value_whatever"]

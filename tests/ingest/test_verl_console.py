@@ -243,3 +243,16 @@ def test_a_config_dump_with_trainer_keys_does_not_make_a_verl_console_trls(tmp_p
     for first in ("0.25", "nan", "-inf", "tensor(0.3)", ".5", "'0.1'"):
         trl = _write(tmp_path, f"{{'loss': {first}, 'reward': 0.5, 'epoch': 0.1}}\n", "trl.log")
         assert detect(trl) is trl_console.FORMAT, first
+
+
+def test_real_verl_validation_core_score_is_the_validation_score() -> None:
+    """verl-ppo-qwen7b-gsm8k-resumed: verl 0.4's ``val-core/openai/gsm8k/reward/mean@1`` on the step lines of every
+    tenth step (a newcomer found it only among the unread keys); read against a regex over the console."""
+    path = real("verl-ppo-qwen7b-gsm8k-resumed/verl_demo.log")
+    pairs = {int(m.group(1)): float(m.group(2)) for m in re.finditer(
+        r"step:(\d+) - .*?val-core/openai/gsm8k/reward/mean@1:([\d.]+)", path.read_text(errors="replace"))}
+    assert len(pairs) == 34 and min(pairs) == 110
+    run = load(path)
+    assert run.sources["val_score"] == "val-core/openai/gsm8k/reward/mean@1"
+    read = run.frame.select("step", "val_score").drop_nulls()
+    assert dict(zip(read["step"].to_list(), read["val_score"].to_list(), strict=True)) == pytest.approx(pairs)
