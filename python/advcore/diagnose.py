@@ -209,7 +209,6 @@ def _blowup_leads(findings: Sequence[Finding], tolerance: float) -> bool:
 NO_RISE_RANK = 5.5
 
 
-
 def _early_end(run: Run) -> int | None:
     """The last step of the reward's early window, the one the no-rise sign measures the late window against, or
     None without a reward course."""

@@ -54,10 +54,9 @@ def counted_nonfinite(name: str) -> pl.Expr:
 
 T = TypeVar("T")
 
-
-
 #: A key measured on held-out episodes or prompts (evaluation, validation, test), by its first word.
 _HELD_OUT = re.compile(r"(?:eval|evaluation|val|validation|test)(?![a-z])", re.IGNORECASE)
+
 
 @dataclass(frozen=True, slots=True)
 class IngestError:
@@ -149,8 +148,9 @@ class Run:
     def unread(self) -> dict[str, list[str]]:
         """The columns of the run's files that were not read, sorted, evaluation keys first (``eval/...``,
         ``val-core/...``, ``test/...``: a newcomer looked for verl's validation score among 47 unread keys):
-        ``unmapped`` (numeric, but no alias names them), ``non_numeric`` (text) and ``placeholder`` (a reader's ``metadata["placeholder"]``: the
-        trainer's fill-in for "not logged" on every row, e.g. the CSD callback's integer 0 for a reward it
+        ``unmapped`` (numeric, but no alias names them), ``non_numeric`` (text) and ``placeholder`` (a reader's
+        ``metadata["placeholder"]``: the trainer's fill-in for "not logged" on every row, e.g. the CSD callback's
+        integer 0 for a reward it
         never received) and ``unaligned`` (a reader's ``metadata["unaligned"]``: arrays of another length than
         the rows, with no step to place them on); a key read from one file of a joined run is not listed."""
         parts = self.metadata.get("parts") or [self.metadata]

@@ -329,8 +329,9 @@ CARD = Card(
         flat) creeps with a gain of at most 0.01. Ties in failure (the late reward mean in the lower half of
         the range) are info too when a logged validation score (`val_score`: verl's `val/test_score/<source>`,
         verl-agent's `val/success_rate`) rose: at least 5 evaluations ranking with the step at Spearman 0.9 or
-        more, the last above the first, or from 20 evaluations risen as a reward does (h311's WebShop GiGPO after SFT: 8 episodes a step, a training reward of
-        0 on 28 of 32 steps, the held-out success 0.016 -> 0.328); ties in success stay a warning whatever
+        more, the last above the first, or from 20 evaluations risen as a reward does (h311's WebShop GiGPO after
+        SFT: 8 episodes a step, a training reward of 0 on 28 of 32 steps, the held-out success 0.016 -> 0.328);
+        ties in success stay a warning whatever
         the validation says (simplevla-terminal-reward-libero, validation 0.917 -> 0.983). Onset: the first
         of `sustain` consecutive points at or above
         `tied_above`, or the
