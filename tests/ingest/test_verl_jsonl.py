@@ -63,6 +63,8 @@ def test_real_filelogger() -> None:
     assert raw.frame["rollout_corr/kl"][1] == pytest.approx(9.97, abs=0.01)
     run = load(path)
     assert run.errors == ()
-    assert run.frame["step"].to_list() == [1, 2, 3]  # the validation-only line 0 has no training metric
-    assert run.frame["reward_mean"].to_list() == [0.0, 0.0, 0.0]
-    assert run.frame["truncated_frac"][1] == pytest.approx(1.0)
+    # line 0 holds only the validation before training: val-core/openai/gsm8k/acc/mean@1 = 0.0
+    assert run.frame["step"].to_list() == [0, 1, 2, 3]
+    assert run.frame["val_score"].to_list() == [0.0, None, None, None]
+    assert run.frame["reward_mean"].to_list() == [None, 0.0, 0.0, 0.0]
+    assert run.frame["truncated_frac"][2] == pytest.approx(1.0)
