@@ -23,6 +23,7 @@ from advcore.detectors._slices import Unjudged, group_views, slice_views
 from advcore.detectors._reward import REL_TOL, Regime, RewardCourse, other_rise, reward_course, reward_level
 from advcore.detectors._windows import REWARD_PROXIES, median_spacing, metric
 from advcore.detectors.filter_starvation import FilterAccounting, accounting
+from advcore.detectors.dead_from_start import SHORT_COURSE
 from advcore.detectors.update_unstable import is_collapse
 from advcore.model import Run
 from advcore.stages import StageLevel, contrast_logged, had_contrast, stage_of, stage_signal
@@ -210,10 +211,16 @@ NO_RISE_RANK = 5.5
 
 
 def _early_end(run: Run) -> int | None:
-    """The last step of the reward's early window, the one the no-rise sign measures the late window against, or
-    None without a reward course."""
+    """The last step of the reward's early window, the one the no-rise sign measures the late window against; None
+    without a reward course, or on a short course (:data:`~advcore.detectors.dead_from_start.SHORT_COURSE`), whose
+    early window of a few points holds no other finding's onset, which a level over 5 of them dates later: there,
+    any other finding explains (h169-mlagents-ppo-gail-bc-snake-imitation-entropy-collapses-never-learns, 34
+    summaries, the entropy's fall from 230,000; h19-spinup-vd3-critic-divergence-halfcheetah, the Q-values'
+    blow-up from epoch 19 of 49)."""
     course = reward_course(run)
-    return None if course is None else course.series.steps[len(course.series.early()) - 1]
+    if course is None:
+        return None
+    return None if len(course.series) < SHORT_COURSE else course.series.steps[len(course.series.early()) - 1]
 
 
 def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
@@ -225,8 +232,12 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
     # from; a failure that began later cannot say why nothing was learned before it (h354-sb3-ppo-uav-mec-five-
     # drones: a return pinned near -66 from the first rollout, clip fractions past 0.5 from 4.99M of 10M steps)
     early_end = _early_end(run)
+    # a no-rise sign dated by the reward's change down (``fell``) is explained by what began before that fall too
+    # (h25-mlagents-ppo-car-rightturn-entropy-collapse: the entropy's fall from 1.15M, the return's from 1.75M)
+    fell_at = next((f.onset_step for f in findings if _no_rise(f) and f.evidence.get("fell")), None)
     explained = any(not _no_rise(f) and f.severity != "info"
-                    and (f.onset_step is None or early_end is None or f.onset_step <= early_end) for f in findings)
+                    and (f.onset_step is None or early_end is None or f.onset_step <= early_end
+                         or (fell_at is not None and f.onset_step <= fell_at + tolerance)) for f in findings)
     onsets = [f.onset_step for f in findings if f.id != "NONFINITE" and f.onset_step is not None]
     first_onset = min(onsets) if onsets else None
 

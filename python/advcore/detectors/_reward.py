@@ -710,6 +710,10 @@ _WINDOW = re.compile(r"(?:avg|average|mean|last|rolling|moving)[\s_/-]*(\d{1,5})
                      re.IGNORECASE)
 
 
+#: ... counted in steps ('Mean Reward (last 1000 steps)', ``mean_reward_last_1000_steps``)
+_STEPS_WINDOW = re.compile(r"\d[\s_/-]*(?:time)?steps", re.IGNORECASE)
+
+
 def declared_window(key: str | None) -> int | None:
     """The number of episodes a reward key says each value averages (at least 2), or None."""
     m = _WINDOW.search(key or "")
@@ -731,7 +735,13 @@ def _course(run: Run, name: str = "reward_mean") -> RewardCourse | None:
     # the next, while its own spread around its level is 1/sqrt(W) of it: its step-to-step noise understates
     # that spread by sqrt(W) (a survey IQN loop's 'Average100 Score', flat at 21 to 26, read as a collapse)
     window = declared_window(run.sources.get(name))
-    scale = math.sqrt(window) if window is not None and window < n else 1.0
+    if window is not None and _STEPS_WINDOW.search(run.sources.get(name) or ""):
+        # a window of steps, not episodes: consecutive values share only what their logging interval leaves
+        # in both windows ('Mean Reward (last 1000 steps)' printed every 1,000 steps shares nothing:
+        # h425-sb3-ppo-cnn-multicarracing-continuous, read as 32 times noisier than it is)
+        gap = statistics.median(b - a for a, b in zip(s.steps, s.steps[1:], strict=False))
+        window = round(window / gap) if gap > 0 else None
+    scale = math.sqrt(window) if window is not None and 1 < window < n else 1.0
     return RewardCourse(s, level, w, peak, statistics.median(s.early()), statistics.median(s.late()),
                         step_noise(s.values) * scale)
 

@@ -130,6 +130,13 @@ def _resumed(series: Series) -> bool:
     return series.steps[0] > RESUMED_SPACINGS * max(median_spacing(series.steps), 1)
 
 
+#: A reward course shorter than this many logged points is short for the no-rise sign: its early window of 4 to 11
+#: points cannot show a rise before a fall, so a fall from the start is a collapse's to tell (UPDATE_UNSTABLE,
+#: REWARD_FLOOR), not "no learning" (calibration, batches 1-98: h333-mlagents-ppo-curiosity-1.0-camp-kawanakwa-killer
+#: learns to -0.3 and falls to -15 over 42 summaries; h398's GAIL car, 50 -> 199 -> -35 over 25).
+SHORT_COURSE = 60
+
+
 def _no_rise(run: Run, min_points: int) -> Finding | None:
     """The fifth sign, a warning: over at least ``min_points`` logged points from the run's start, the
     reward never rose (:meth:`advcore.detectors._reward.RewardCourse.never_rose`)."""
@@ -150,6 +157,8 @@ def _no_rise(run: Run, min_points: int) -> Finding | None:
         # learned: a collapse for the update's detectors to tell, not "no learning" (h419-mlagents-ppo-roguelike-
         # scavenger-state-sensor7: 55 at the first summary, 102 to 129 at the next four, about 37 for the last 800k
         # steps; a noisy first episode is no such start: h171's pendulum, -1,556 then as low as -1,830)
+        return None
+    if fell and len(s) < SHORT_COURSE:
         return None
     onset = (change_point(s.values, fall=True) or 0) if fell else 0
     evidence: dict[str, object] = {
@@ -313,7 +322,8 @@ CARD = Card(
         no level after the first window at the start
         (h314-mlagents-ppo-pong-movetheplayer-return-falls-below-start-and-stays: about -0.74 over the first
         summaries, under -0.95 at every one after 100k steps, while its late median, -1.09, lies above the
-        early -1.18). In either case a logged
+        early -1.18), on a course of 60 logged points or more (`SHORT_COURSE`: a shorter one's early window of a
+        few points cannot show a rise before the fall, a collapse's to tell). In either case a logged
         `success_rate` did not rise either (h249-handwritten-dueling-ddqn-grid-navigation-return-peaks-ep374-
         then-falls-2-7x: success 0.34 -> 0.70 by tenth while the return's median fell), nor a self-play
         rating, `elo` (in a zero-sum game the return stays near 0 whatever is learned: h304-mlagents-poca-
@@ -362,13 +372,16 @@ SPEC = DetectorSpec(
                  "(h20-ppg-pendulum-never-learns, h190-sb3-td3-lunarlandercontinuous-100k-never-learns-crashes, ...) "
                  "and on no healthy run; at 100 it also warns on h36-tinker-rlvr-rubric-qwen3-4b-slow-learner (113 "
                  "steps whose rise the windows cannot yet show)."),
-        Knob("no_rise_points_control", 60, "on a control or game task, the fewest logged points for the no-rise sign",
+        Knob("no_rise_points_control", 20, "on a control or game task, the fewest logged points for the no-rise sign",
              low=10, integer=True,
              why="A control policy starts from a random initialization, a language model from a pretrained one that "
                  "may hold its level: of the calibration runs (batches 1-94) whose reward never rose over 60 to 200 "
                  "logged points, the 10 on control tasks were all expected lost (h409-mlagents-ppo-movetogoal-"
                  "obstacle-testparams2: -59 at 100 summaries; h363, h370, h376, ...) and the 7 language-model runs "
-                 "healthy (h335-trl-grpo-qwen25-15b-gridiron-nfl, flat at 0.46 for 122 steps; h179, h236, ...)."),
+                 "healthy (h335-trl-grpo-qwen25-15b-gridiron-nfl, flat at 0.46 for 122 steps; h179, h236, ...). "
+                 "Over 20 to 59 points (batches 1-98): 28 control runs never rose, none of them among the 70 "
+                 "healthy ones that short (h309-mlagents-ppo-boxing-attack-agent-retuned-penalties: -5,203 -> "
+                 "-5,111 over 38 summaries; h323-sb3-tqc-mujoco-foosball, 49 episodes); below 20, one."),
         Knob("no_update_below", 1e-8, "grad_norm at or below this at every early and late point = no update", low=0.0,
              why="grpo-dynamics-csd-pilot-dead logs exactly 0; f1-strategist's LoRA grad norm of ~0.002 is small "
                  "but real."),

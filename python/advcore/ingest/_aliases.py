@@ -216,6 +216,11 @@ _QUALIFIERS = _MEAN_WORDS | _EPISODE_WORDS | frozenset({
     "history"})
 
 
+#: the units of a trailing window a reward is averaged over, after "last" ('Mean Reward (last 1000 steps)': an SB3
+#: callback's print in h425-sb3-ppo-cnn-multicarracing-continuous' notebook)
+_WINDOW_UNITS = frozenset({"steps", "iterations", "iters", "updates", "games", "rounds"})
+
+
 #: Names of RL algorithms: a file named by one alone (and a number) is that run's curve of returns.
 _ALGORITHMS = frozenset({"ddpg", "td3", "sac", "ppo", "trpo", "a2c", "a3c", "acer", "acktr", "dqn", "ddqn", "qlearning",
                          "sarsa", "reinforce", "vpg", "naf", "grpo", "rloo", "maddpg", "mappo", "ippo", "qmix"})
@@ -263,7 +268,7 @@ def reward_by_name(keys: list[str], stems: Collection[str] = (), *, run_named: b
     best: tuple[int, int, str] | None = None
     for i, key in enumerate(keys):
         words = _words(key)
-        allowed = _REWARD_WORDS | _QUALIFIERS
+        allowed = _REWARD_WORDS | _QUALIFIERS | (_WINDOW_UNITS if "last" in words else frozenset())
         if key in stems:
             allowed |= set(words) - _NOT_REWARD_WORDS
         # a file named by its run's settings, the seed among them (hanacatic/RL-Project's

@@ -108,8 +108,10 @@ def _without_monitor_line(text: str) -> str:
 
 def _pandas_index(rows: list[list[str]]) -> int:
     """1 when the first column is pandas' row index (``DataFrame.to_csv`` names it with an empty
-    header cell and numbers the rows 0, 1, 2 ...), else 0."""
-    return int(not rows[0][0].strip() and all(r[0].strip() == str(i) for i, r in enumerate(rows[1:]) if r))
+    header cell and numbers the rows 0, 1, 2 ...; frames joined by ``pd.concat`` keep their own, so
+    the numbers may repeat: h425-keras-dqn-pongdeterministic-v4's ``NDQN_train.csv``, each of 20
+    epochs' games indexed by its epoch), else 0."""
+    return int(not rows[0][0].strip() and all(r[0].strip().isdigit() for r in rows[1:] if r))
 
 
 #: a file of one line holds a series when it has at least this many numbers

@@ -24,7 +24,8 @@ Two kinds of output hold one:
 * **A hand-written loop's printed progress** (``Episode 10, Avg reward: 29.60``), read by
   :mod:`advcore.ingest.formats.printed`, or a **printed table** (ElegantRL's evaluator: ``ID Step maxR
   | avgR ...`` over rows of numbers), read by :mod:`advcore.ingest.formats.text_table`, from the
-  longest cell stream that has either, when the notebook has neither of the above.
+  longest cell stream that has either, when the notebook has neither of the above or its console
+  logged fewer steps.
 
 Cells count from 1 in errors and metadata. A table row with more or fewer cells than the header is
 an :class:`IngestError` naming the cell and the row, and costs that row; a cell that is not a
@@ -153,11 +154,13 @@ def _from_table(path: Path, cell: int, table: list[list[str]], n_tables: int) ->
 
 def _from_streams(path: Path, cells: list[Any]) -> RawLog | None:
     """The last cell stream (stdout or stderr) with TRL dict lines or (stable-)baselines logger tables,
-    read as that console; else, of the cell streams with a hand-written loop's printed progress
+    read as that console; and, of the cell streams with a hand-written loop's printed progress
     (:mod:`~advcore.ingest.formats.printed`), the one with the most lines (the training cell, not a
-    short evaluation after it); None if none."""
-    found: tuple[int, str, ModuleType] | None = None
-    progress_found: tuple[int, str, ModuleType] | None = None
+    short evaluation after it). The console when it logged at least as many steps, else the printed
+    progress (a callback's 'Timesteps: 1000/1000000' lines under SB3's one logger table of a DQN that
+    printed it once: h425-sb3-dqn-cnn-multicarracing-discrete-5); None if neither."""
+    console: tuple[int, str, ModuleType] | None = None
+    progress: tuple[int, str, ModuleType] | None = None
     longest = -1
     for number, cell in enumerate(cells, start=1):
         streams: dict[str, list[str]] = {}
@@ -165,21 +168,17 @@ def _from_streams(path: Path, cells: list[Any]) -> RawLog | None:
             if output.get("output_type") == "stream":
                 streams.setdefault(str(output.get("name")), []).append(_text(output.get("text")))
         for text in ("".join(parts) for parts in streams.values()):
-            for reader in (trl_console, sb3_console):
-                if reader.sniff(path, text):
-                    found = (number, text, reader)
-                    break
-            else:  # the longest stream of printed progress or a text table: counted first, sniffed only when longer
-                lines = text.count("\n")
-                if lines > longest:
-                    table = next((r for r in (printed, text_table) if r.sniff(path, text)), None)
-                    if table is not None:
-                        progress_found, longest = (number, text, table), lines
-    found = found or progress_found
-    if found is None:
+            console = next(((number, text, r) for r in (trl_console, sb3_console) if r.sniff(path, text)), console)
+            # the longest stream of printed progress or a text table: counted first, sniffed only when longer
+            lines = text.count("\n")
+            if lines > longest:
+                table = next((r for r in (printed, text_table) if r.sniff(path, text)), None)
+                if table is not None:
+                    progress, longest = (number, text, table), lines
+    read = [(found, found[2].read_text(found[1], path)) for found in (console, progress) if found is not None]
+    if not read:
         return None
-    number, text, reader = found
-    raw = reader.read_text(text, path)
+    (number, _, reader), raw = max(read, key=lambda pair: pair[1].frame.height)  # the console on a tie
     errors = tuple(IngestError(e.path, f"notebook cell {number}" + (f", output line {e.line}" if e.line else "")
                                + f": {e.message}") for e in raw.errors)
     source = {trl_console: "console_dicts", sb3_console: "console_tables", printed: "printed_progress",
