@@ -284,6 +284,41 @@ def test_a_reward_below_its_start_for_the_whole_run_never_rose() -> None:
     assert one(make_run({"reward_mean": came_back}), "DEAD_FROM_START") is None
 
 
+def test_a_short_course_that_fell_from_its_start_is_left_to_the_collapse_detectors() -> None:
+    # fewer than SHORT_COURSE points: an early window of a few points cannot show a rise before the fall
+    from advcore.detectors.dead_from_start import SHORT_COURSE
+
+    for n, judged in ((SHORT_COURSE, True), (SHORT_COURSE - 1, False)):
+        f = one(make_run({"reward_mean": _below_start(7.0, n=n)}, trainer="sb3"), "DEAD_FROM_START")
+        assert isinstance(f, Finding) is judged
+    # a flat short course still never rose
+    assert isinstance(one(make_run({"reward_mean": _flat(SHORT_COURSE - 1)}, trainer="sb3"), "DEAD_FROM_START"), Finding)
+
+
+def test_on_a_short_course_any_other_finding_leads_the_no_rise_sign() -> None:
+    # 40 summaries whose return never rose while the entropy falls from the 25th: its early window of 8 points holds
+    # no other onset, and the entropy's collapse says more than "no learning"
+    reward = _flat(40)
+    entropy = [1.4] * 24 + list(np.geomspace(1.4, 0.01, 16))
+    run = make_run({"reward_mean": reward, "entropy": entropy}, trainer="sb3")
+    findings, not_evaluable = run_detectors(run)
+    assert {"DEAD_FROM_START", "ENTROPY_COLLAPSE"} <= {f.id for f in findings}
+    assert diagnose(run, findings, not_evaluable).findings[0].id == "ENTROPY_COLLAPSE"
+
+
+def test_real_mlagents_boxing_return_flat_over_38_summaries_never_rose() -> None:
+    # h309's boxing attacker after its penalties were retuned: every episode times out, the return near -5,000
+    # from the first of 38 summaries to the last
+    path = corpus("h309-mlagents-ppo-boxing-attack-agent-retuned-penalties-return-flat-minus-5000-every-episode-"
+                  "times-out/events.out.tfevents.1749396009.Yoony-Desktop.23700.0")
+    values = [e.value for e in events(path).Scalars("Environment/Cumulative Reward")]
+    k = math.ceil(0.2 * len(values))
+    assert len(values) == 38 and abs(np.median(values[-k:]) - np.median(values[:k])) < 0.05 * abs(np.median(values))
+    run = load(path)
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.headline == "DEAD_FROM_START" and verdict.findings[0].evidence["dead"] == "no_rise"
+
+
 def test_real_pong_paddle_below_its_first_summaries_for_3_7m_steps() -> None:
     # masterxolos/AI-Ping-Pong MoveThePlayer: about -0.74 over the first summaries, never above -0.95 after 100k steps
     folder = "h314-mlagents-ppo-pong-movetheplayer-return-falls-below-start-and-stays-3.7m-resumed"

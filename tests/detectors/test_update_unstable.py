@@ -683,6 +683,35 @@ def test_a_rolling_mean_of_a_flat_return_is_no_collapse(tmp_path: Path) -> None:
     assert not isinstance(one(run, "UPDATE_UNSTABLE"), Finding)
 
 
+def test_a_mean_over_the_last_steps_shares_only_what_its_logging_interval_leaves() -> None:
+    # 'Mean Reward (last 1000 steps)' printed every 1,000 steps (h425's SB3 CarRacing callback): consecutive values
+    # share no step, so the noise is the values' own; printed every 100 steps, they share 900 of 1,000 and the
+    # noise is scaled by sqrt(10), as for a window of episodes
+    from advcore.detectors._reward import reward_course
+    from advcore.detectors._windows import step_noise
+
+    values = list(np.random.default_rng(7).normal(0.0, 0.05, 300))
+    key = "mean_reward_last_1000_steps"
+    for every, scale in ((1000, 1.0), (100, 10 ** 0.5)):
+        run = make_run({"reward_mean": values}, steps=[every * (i + 1) for i in range(300)], sources={"reward_mean": key})
+        course = reward_course(run)
+        assert course is not None and course.noise == pytest.approx(scale * step_noise(values))
+
+
+def test_real_sb3_ppo_carracing_callback_mean_per_step_reward_collapses_after_its_peak() -> None:
+    """checked: the per-step reward's median by 50 prints -0.047 at the start, 0.31-0.33 around 150k-250k
+    timesteps, -0.03 to -0.07 from 600k to the end at 1,043k; the run was abandoned there."""
+    path = corpus("h425-sb3-ppo-cnn-multicarracing-continuous-notebook-per-step-reward-peaks-0.35-at-200k-decays-"
+                  "below-its-random-start-by-600k-run-abandoned-at-1.04m-of-2m/ppo.ipynb")
+    run = load(path)
+    values = run.frame["reward_mean"].to_list()
+    assert len(values) == 1043 and np.median(values[150:250]) > 0.3 and np.median(values[600:]) < -0.02
+    verdict = diagnose(run, *run_detectors(run))
+    lead = verdict.findings[0]
+    assert lead.id == "UPDATE_UNSTABLE" and lead.evidence["condition"] == "collapse after success"
+    assert lead.onset_step is not None and 200_000 < lead.onset_step < 400_000
+
+
 def test_a_value_loss_that_grew_while_the_critic_fits_is_no_divergence() -> None:
     # the same loss that outgrows the returns' square, beside a critic that explains 90 % of them late: fitting
     n = 50

@@ -170,6 +170,9 @@ def test_real_verl_csv_export_reads_as_verl() -> None:
     # what an SB3 callback records itself (logger.record("custom/...")), beside its evaluation's (h12 JEPA trading)
     (["custom/ent_coef", "custom/eval_episode_reward_mean", "custom/episode_reward_mean"], "custom/episode_reward_mean"),
     (["gpu_utilization", "loss"], None),
+    # a mean over a trailing window of steps, printed by an SB3 callback (h425's CarRacing notebooks)
+    (["remaining_timesteps", "elapsed_time", "mean_reward_last_1000_steps"], "mean_reward_last_1000_steps"),
+    (["reward_steps"], None),
 ])
 def test_a_reward_found_by_its_words(keys: list[str], expected: str | None) -> None:
     from advcore.ingest._aliases import reward_by_name

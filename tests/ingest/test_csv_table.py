@@ -437,11 +437,34 @@ def test_pandas_row_index_column_is_dropped_and_rows_numbered(tmp_path: Path) ->
     assert detect(p) is csv_table.FORMAT
     run = load(p)
     assert run.frame["step"].to_list() == [1, 2, 3] and run.frame["reward_mean"].to_list() == [-3.0, -1.5, 4.0]
-    # an empty header cell elsewhere, or over other numbers, is not pandas' index: no table
+    # an empty header cell elsewhere, or over numbers that are not row labels, is not pandas' index: no table
     p.write_text("Reward,,Actor Loss\n-3.0,0,0.0\n-1.5,1,0.2\n4.0,2,0.1\n")
     assert detect(p) is not csv_table.FORMAT
-    p.write_text(",Reward\n5,-3.0\n6,-1.5\n7,4.0\n")
+    p.write_text(",Reward\n0.5,-3.0\n-1,-1.5\n7,4.0\n")
     assert detect(p) is not csv_table.FORMAT
+
+
+def test_pandas_row_labels_of_a_slice_or_of_joined_frames_are_an_index(tmp_path: Path) -> None:
+    # df[5:].to_csv() keeps the labels 5, 6, 7; pd.concat of per-epoch frames repeats each frame's own
+    p = tmp_path / "NDQN_train.csv"
+    epochs, returns = (0, 0, 0, 1, 1, 1), [-21.0, -20.0, -18.0, -15.0, -9.0, -4.0]
+    for index in (range(5, 11), (0, 1, 2, 0, 1, 2)):
+        p.write_text(",Episode,Reward\n" + "".join(f"{i},{e},{r}\n" for i, e, r in zip(index, epochs, returns)))
+        assert detect(p) is csv_table.FORMAT
+        run = load(p)
+        assert run.frame["step"].to_list() == list(range(1, 7)) and run.frame["reward_mean"].to_list() == returns
+
+
+def test_real_keras_dqn_pong_csv_of_joined_epoch_frames() -> None:
+    """checked: 2,169 games under 20 epochs; the unnamed index column repeats each epoch's number, as Episode does."""
+    path = corpus("h425-keras-dqn-pongdeterministic-v4-4m-frames-csv-2169-games-minus-20.4-to-plus-20.7-solved-healthy/"
+                  "NDQN_train.csv")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    run = load(path)
+    assert run.errors == () and run.frame.height == len(rows) == 2169
+    assert run.frame["reward_mean"].to_list() == [float(r["Reward"]) for r in rows]
+    assert run.frame["step"].to_list() == list(range(1, 2170))
 
 
 def test_real_hand_written_sac_pandas_csv() -> None:

@@ -171,3 +171,42 @@ def test_real_udacity_pong_scores_read_as_the_reward() -> None:
     run = load(path)
     assert run.frame["step"].to_list() == [int(ln.split(",")[0].split()[1]) for ln in lines] == list(range(20, 501, 20))
     assert run.frame["reward_mean"].to_list() == [float(ln.rsplit(" ", 1)[1]) for ln in lines]
+
+
+_SB3_TABLE = """----------------------------------
+| rollout/            |          |
+|    ep_rew_mean      | 693      |
+| time/               |          |
+|    total_timesteps  | 896338   |
+| train/              |          |
+|    loss             | 0.943    |
+----------------------------------
+"""
+
+
+def test_printed_progress_is_read_when_the_console_logged_fewer_steps(tmp_path: Path) -> None:
+    # an SB3 DQN prints its logger table once (log_interval in episodes), a callback prints every 1000 steps
+    means = [-0.06, -0.05, 0.1, 0.3, 0.5, 0.8]
+    lines = [f"Timesteps: {1000 * (i + 1)}/6000, Elapsed Time: 00:00:{i:02d}\nMean Reward (last 1000 steps): {m}\n"
+             for i, m in enumerate(means)]
+    p = _notebook(tmp_path, [[_stream("".join(lines[:4]) + _SB3_TABLE + "".join(lines[4:]))]])
+    run = load(p)
+    assert run.metadata["source"] == "printed_progress"
+    assert run.frame["step"].to_list() == [1000 * (i + 1) for i in range(6)]
+    assert run.frame["reward_mean"].to_list() == means
+    # a console that logged as many steps as the printed lines keeps the lead
+    p = _notebook(tmp_path, [[_stream(_SB3_TABLE + "Episode 1, reward: 3.0\n")]])
+    assert load(p).metadata["source"] == "console_tables"
+
+
+def test_real_sb3_dqn_carracing_callback_prints_under_one_logger_table() -> None:
+    """checked: 1,000 'Mean Reward (last 1000 steps)' lines, one per 1,000 timesteps, in the training cell."""
+    path = corpus("h425-sb3-dqn-cnn-multicarracing-discrete-5-notebook-1m-steps-per-step-reward-flat-minus-0.04-for-"
+                  "300k-then-rises-to-0.79-healthy/dqn.ipynb")
+    text = "\n".join("".join(o.get("text", [])) for c in json.loads(path.read_text())["cells"]
+                     for o in c.get("outputs", []))
+    steps = [int(m) for m in re.findall(r"^Timesteps: (\d+)/", text, re.MULTILINE)]
+    means = [float(m) for m in re.findall(r"^Mean Reward \(last 1000 steps\): (\S+)$", text, re.MULTILINE)]
+    run = load(path)
+    assert len(steps) == len(means) == 1000 and run.metadata["source"] == "printed_progress"
+    assert run.frame["step"].to_list() == steps and run.frame["reward_mean"].to_list() == means
