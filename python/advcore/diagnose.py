@@ -210,6 +210,13 @@ def _blowup_leads(findings: Sequence[Finding], tolerance: float) -> bool:
 NO_RISE_RANK = 5.5
 
 
+#: DEAD_FROM_START's dead update (no gradient reached the policy from the first step) leads the advantage's findings:
+#: the critic was never trained either, so what it says is its initialization's (h429-mlagents-ppo-gladiator-single-
+#: opponent: one PPO update in 500k steps, the policy's entropy at its initial 1.4189 throughout, value estimates of
+#: 2e7 on unnormalised inputs read as a diverged critic); a reward with no signal (stage R) still leads it.
+UPDATE_DEAD_RANK = _RANK["A"] - 0.5
+
+
 def _early_end(run: Run) -> int | None:
     """The last step of the reward's early window, the one the no-rise sign measures the late window against; None
     without a reward course, or on a short course (:data:`~advcore.detectors.dead_from_start.SHORT_COURSE`), whose
@@ -254,6 +261,8 @@ def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:
             rank = 0.4
         if _no_rise(f) and explained:
             rank = NO_RISE_RANK  # a symptom: any other finding says more about why
+        if f.id == "DEAD_FROM_START" and f.evidence.get("dead") == "update":
+            rank = UPDATE_DEAD_RANK
         onset = float(f.onset_step) if f.onset_step is not None else math.inf
         return (rank, 0 if is_collapse(f) else 1, 0 if f.id == "DEAD_FROM_START" else 1, onset)
 

@@ -312,6 +312,24 @@ def test_spinup_vanilla_actor_critic_frozen_at_the_uniform_policy() -> None:
     assert f.stage == "U" and f.onset_step == 0 and f.evidence["policy_frozen"] is True
 
 
+def test_real_mlagents_policy_never_updated_leads_the_untrained_critics_finding() -> None:
+    # ezrahuffman/Gladiator SingleOpponent-3: a 409,600-step buffer in a 500k-step run, one PPO update at 410k; the
+    # entropy holds its initial value and the untrained critic outputs 2e7 on unnormalised inputs: the update that
+    # never ran leads, not the critic it never trained
+    path = corpus("h429-mlagents-ppo-gladiator-single-opponent-buffer-409600-one-update-in-500k-steps-return-5152-"
+                  "8403-6521-is-a-frozen-random-policy/events.out.tfevents.1689977052.DESKTOP-867E2OK.40200.0")
+    acc = events(path)
+    entropy = [e.value for e in acc.Scalars("Policy/Entropy")]
+    assert max(entropy) - min(entropy) <= 0.001 * min(entropy)
+    assert min(e.step for e in acc.Scalars("Losses/Value Loss")) >= 400_000
+    run = load(path)
+    findings, missing = run_detectors(run)
+    assert {"BASELINE_BROKEN", "DEAD_FROM_START"} <= {f.id for f in findings}
+    verdict = diagnose(run, findings, missing)
+    assert verdict.headline == "DEAD_FROM_START" and verdict.stage == "U"
+    assert verdict.findings[0].evidence["dead"] == "update"
+
+
 def test_groups_tied_over_nearly_the_whole_run_fire_though_the_last_steps_untie() -> None:
     # steps 1-46 of 50 tied (reward_std exactly 0), the last four not: 92 % over the run, 60 % late
     std = [0.0] * 46 + [0.5, 1.44, 1.44, 0.58]
