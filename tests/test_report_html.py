@@ -307,3 +307,38 @@ def test_only_the_reward_figure_counts_the_reward_components(tmp_path: Path) -> 
     titles = re.findall(r"data-stage='([^']*)'", page.read_text())
     assert titles and not any("components drawn" in t for t in titles)
     assert any(t.startswith("U update") for t in titles)
+
+
+def test_the_lowest_plot_of_each_column_says_what_the_x_axis_counts(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # a newcomer's PNGs had no x-axis label: an SB3 Monitor file's axis is the running sum of the episodes' lengths
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from advcore.ingest import load
+    from advcore.report import html as report_html
+    from advcore.scan import ScanOptions, judge
+
+    log = tmp_path / "monitor.csv"
+    log.write_text('#{"t_start": 0.0, "env_id": "CartPole-v1"}\nr,l,t\n'
+                   + "".join(f"{10 + i},{10 + i},{i}.0\n" for i in range(40)))
+    report = judge(load(log), ScanOptions())
+    drawn: list[list[str]] = []
+    save = report_html._save_figure
+
+    def record(plt_: object, fig: object, *args: object) -> object:
+        drawn.append([ax.get_xlabel() for ax in fig.axes if ax.get_visible()])  # type: ignore[attr-defined]
+        return save(plt_, fig, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(report_html, "_save_figure", record)
+    assert report_html._run_figures(plt, 0, report, None)
+    assert drawn and all(labels and set(labels) <= {"", "environment steps"} and labels[-1] == "environment steps"
+                         for labels in drawn)
+    panels = [(f"m{k}", [1.0, 2.0], [0.0, 1.0], None, None) for k in range(report_html.COLUMNS + 1)]
+    fig = report_html._figure(plt, panels, [], [], xlabel="frames")
+    labels = [ax.get_xlabel() for ax in fig.axes if ax.get_visible()]
+    # the last COLUMNS plots have no plot below them: they carry the label, the first row's others do not
+    assert labels == [""] * (len(panels) - report_html.COLUMNS) + ["frames"] * report_html.COLUMNS
+    plt.close(fig)

@@ -36,7 +36,7 @@ from advcore._workers import pool_map
 from advcore.compare import SIGNALS, Comparison
 from advcore.detectors import THRESHOLD
 from advcore.errors import AdvcoreError
-from advcore.report.render import metrics_text, not_evaluable_lines, reading_notes, steps_text
+from advcore.report.render import metrics_text, not_evaluable_lines, reading_notes, step_unit, steps_text
 from advcore.scan import RunReport
 from advcore.stages import stage_of
 
@@ -240,16 +240,17 @@ def _plots_of(frame: pl.DataFrame, stage: str, names: tuple[str, ...]) -> list[P
     return plots
 
 
-def _grid(plt: Any, n: int) -> tuple[Any, list[Any]]:
+def _grid(plt: Any, n: int, xlabel: str) -> tuple[Any, list[Any]]:
     """A figure of ``n`` small plots, :data:`COLUMNS` per row, with fixed margins in inches (laying the
-    text out to fit, ``tight_layout``, took most of a figure's drawing time) and few ticks."""
+    text out to fit, ``tight_layout``, took most of a figure's drawing time) and few ticks; the lowest plot
+    of each column says what its x-axis counts (``xlabel``)."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     cols = min(COLUMNS, n)
     rows = math.ceil(n / cols)
     width, height = 3.6 * cols, 1.9 * rows
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
-    left, right, bottom, top, gap_x, gap_y = 0.6, 0.1, 0.3, 0.25, 0.65, 0.55  # inches
+    left, right, bottom, top, gap_x, gap_y = 0.6, 0.1, 0.45, 0.25, 0.65, 0.55  # inches
     ax_w = (width - left - right - (cols - 1) * gap_x) / cols
     ax_h = (height - bottom - top - (rows - 1) * gap_y) / rows
     fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
@@ -262,15 +263,18 @@ def _grid(plt: Any, n: int) -> tuple[Any, list[Any]]:
         # values as they are (4.5e-06), not an offset text above the plot, where the title is
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
         ax.tick_params(labelsize=7)
+    for i in range(max(0, n - cols), n):  # no plot below these
+        axes.flat[i].set_xlabel(xlabel, fontsize=7, labelpad=1)
     return fig, list(axes.flat[:n])
 
 
 def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | None]],
-            shade: list[tuple[float, float]], thresholds: Sequence[tuple[str, float, str]] = ()) -> Any:
+            shade: list[tuple[float, float]], thresholds: Sequence[tuple[str, float, str]] = (),
+            xlabel: str = "step") -> Any:
     """A figure of small plots: (title, steps, values, quantile bands or None) each; ``markers`` (onset, ID,
     the evidence's metric) drawn on every plot, thicker on the metric named; ``thresholds`` (metric, value,
     ID) drawn across the plot of that metric."""
-    fig, axes = _grid(plt, len(panels))
+    fig, axes = _grid(plt, len(panels), xlabel)
     labels = _marker_labels(markers, [s for _, steps, _, _, _ in panels for s in steps[:1] + steps[-1:]])
     for ax, (title, steps, values, bands, level) in zip(axes, panels, strict=True):
         for a, b in shade:
@@ -438,6 +442,8 @@ def _run_figures(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> l
         return []
     offsets, shade = _phase_layout(run.frame)
     frame = _timeline(run.frame, offsets)
+    # what the x-axis counts (a newcomer's PNGs had no axis label): the reader's unit, phases laid end to end
+    xlabel = (step_unit(run) or "step") + (" (phases laid end to end)" if len(offsets) > 1 else "")
     figures = []
     for stage, title, names in PANELS:
         panels = _plots_of(frame, stage, names)
@@ -451,7 +457,7 @@ def _run_figures(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> l
         thresholds = [(str(f.evidence["metric"]), float(f.evidence[THRESHOLD]), f.id) for f in whole
                       if f.stage == stage and isinstance(f.evidence.get(THRESHOLD), (int, float))
                       and "proxy" not in f.evidence and math.isfinite(f.evidence[THRESHOLD])]
-        fig = _figure(plt, panels, markers, shade, thresholds)
+        fig = _figure(plt, panels, markers, shade, thresholds, xlabel)
         drawn = sum(name.startswith("reward/") for name, *_ in panels)
         # the components are the reward's stage's (a newcomer read "U update (0 of its 1 reward components drawn)")
         components = sum(c.startswith("reward/") and frame[c].null_count() < frame.height for c in frame.columns
@@ -462,13 +468,13 @@ def _run_figures(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> l
                                     f"{i}-{stage}"))
     trace_panels = _trace_panels(report)
     if trace_panels:
-        fig = _figure(plt, trace_panels, [], shade)
+        fig = _figure(plt, trace_panels, [], shade, xlabel=xlabel)
         figures.append(_save_figure(plt, fig, "per-sample distributions", len(trace_panels), 0, png_dir,
                                     f"{i}-samples"))
     slice_plots, slice_marks = _slice_plots(report)
     if slice_plots:
         legends = {title for title, _ in slice_plots if title.split(": ", 1)[-1].startswith(_SLICE_PLOTS[0][1])}
-        fig = _lines_figure(plt, slice_plots, slice_marks, mark_text="lost at", legends=legends)
+        fig = _lines_figure(plt, slice_plots, slice_marks, mark_text="lost at", legends=legends, xlabel=xlabel)
         figures.append(_save_figure(plt, fig, "per slice", len(slice_plots), 0, png_dir, f"{i}-slices"))
     return figures
 
@@ -547,11 +553,11 @@ def render_html(reports: Sequence[RunReport], *, title: str = "advcore report", 
 
 def _lines_figure(plt: Any, plots: list[tuple[str, list[tuple[str, list[float], list[float]]]]],
                   marks: dict[str, int | None] | None = None, *, mark_text: str = "parts at",
-                  legends: Collection[str] | None = None) -> Any:
+                  legends: Collection[str] | None = None, xlabel: str = "step") -> Any:
     """Small plots of several labelled series each (title, [(label, steps, values)]); ``marks`` (title ->
     step) draws where two runs part (or, with ``mark_text``, where a slice was lost); ``legends``: the
     titles of the plots that get a legend (default the first)."""
-    fig, axes = _grid(plt, len(plots))
+    fig, axes = _grid(plt, len(plots), xlabel)
     for ax, (title, lines) in zip(axes, plots, strict=True):
         for (label, steps, values), color in zip(lines, _LINE_COLORS, strict=False):
             ax.plot(steps, values, color=color, linewidth=1.0, label=label)

@@ -174,10 +174,17 @@ def steps_text(run: Run) -> str:
     if steps is not None and len(steps) > 1:
         lo, hi = int(steps.min()), int(steps.max())  # type: ignore[arg-type]
         resumed = run.metadata.get("resumed_from_step")
-        units = {str(u) for p in (run.metadata.get("parts") or [run.metadata]) if (u := p.get("step_unit"))}
-        unit = f" {units.pop()}" if len(units) == 1 else ""  # the reader's x-axis: rl_games' frames, SB3's env steps
-        text += f" ({lo} to {hi}{unit}" + (f", resumed from step {resumed}" if resumed is not None else "") + ")"
+        unit = step_unit(run)
+        text += f" ({lo} to {hi}{f' {unit}' if unit else ''}" + (
+            f", resumed from step {resumed}" if resumed is not None else "") + ")"
     return text
+
+
+def step_unit(run: Run) -> str | None:
+    """What the reader knows the step axis counts (rl_games' ``frames``, SB3's ``environment steps``), from its
+    ``metadata["step_unit"]`` (one unit over every joined part), else None."""
+    units = {str(u) for p in (run.metadata.get("parts") or [run.metadata]) if (u := p.get("step_unit"))}
+    return units.pop() if len(units) == 1 else None
 
 
 def _span(run: Run) -> str:
