@@ -152,11 +152,13 @@ class Run:
         ``metadata["placeholder"]``: the trainer's fill-in for "not logged" on every row, e.g. the CSD callback's
         integer 0 for a reward it
         never received) and ``unaligned`` (a reader's ``metadata["unaligned"]``: arrays of another length than
-        the rows, with no step to place them on); a key read from one file of a joined run is not listed."""
+        the rows, with no step to place them on) and ``rounded`` (a reader's ``metadata["rounded"]``: printed as 0 at
+        the console's precision on every row, e.g. verl's ``actor/lr:0.000``); a key read from one file of a joined
+        run is not listed."""
         parts = self.metadata.get("parts") or [self.metadata]
         used = set(self.sources.values())
         out: dict[str, list[str]] = {}
-        for key in ("unmapped", "non_numeric", "placeholder", "unaligned"):
+        for key in ("unmapped", "non_numeric", "placeholder", "unaligned", "rounded"):
             names = sorted({str(c) for p in parts for c in p.get(key, ())} - used,
                            key=lambda c: (_HELD_OUT.match(c) is None, c))
             out[key] = names

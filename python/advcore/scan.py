@@ -111,7 +111,7 @@ class RunReport:
 
 
 #: Version of the ``--format json`` document; described by ``advcore/schema/scan.schema.json``.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 def document(reports: Sequence[RunReport]) -> dict[str, Any]:

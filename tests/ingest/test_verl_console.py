@@ -256,3 +256,24 @@ def test_real_verl_validation_core_score_is_the_validation_score() -> None:
     assert run.sources["val_score"] == "val-core/openai/gsm8k/reward/mean@1"
     read = run.frame.select("step", "val_score").drop_nulls()
     assert dict(zip(read["step"].to_list(), read["val_score"].to_list(), strict=True)) == pytest.approx(pairs)
+
+
+def test_a_learning_rate_the_console_prints_as_0_on_every_line_is_not_read(tmp_path: Path) -> None:
+    # verl prints f"{v:.3f}": an LLM's 1e-6 is 0.000, which would be drawn and judged as a learning rate of 0
+    lines = "".join(f"step:{s} - actor/lr:0.000 - critic/lr:0.000 - critic/score/min:0.000 - critic/score/mean:0.{s}00"
+                    f" - actor/grad_norm:{s}.500\n" for s in range(1, 6))
+    run = load(_write(tmp_path, lines))
+    assert "lr" not in run.frame.columns and run.unread["rounded"] == ["actor/lr", "critic/lr"]
+    assert run.frame["reward_min"].to_list() == [0.0] * 5  # a score of 0 is one
+    # one line that shows a digit: the learning rate is read, its zeros with it
+    run = load(_write(tmp_path, lines.replace("actor/lr:0.000", "actor/lr:0.001", 1)))
+    assert run.frame["lr"].to_list() == [0.001, 0.0, 0.0, 0.0, 0.0] and run.unread["rounded"] == ["critic/lr"]
+
+
+def test_real_resumed_verl_console_learning_rate_rounded_away() -> None:
+    path = real("verl-ppo-qwen7b-gsm8k-resumed/verl_demo.log")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    step_lines = [ln for ln in text.splitlines() if re.search(r"\bstep:\d+ - ", ln)]
+    assert len(step_lines) == 335 and all(" - actor/lr:0.000 - " in ln for ln in step_lines)
+    run = load(path)
+    assert "lr" not in run.frame.columns and "actor/lr" in run.unread["rounded"]

@@ -62,7 +62,8 @@ def test_json_lists_every_column_it_did_not_read(tmp_path: Path, capsys: pytest.
     _, doc = scan_json(capsys, str(tmp_path / "log.csv"))
     jsonschema.validate(doc, SCHEMA)
     (run,) = doc["runs"]
-    assert run["not_read"] == {"unmapped": unknown, "non_numeric": ["note"], "placeholder": [], "unaligned": []}
+    assert run["not_read"] == {"unmapped": unknown, "non_numeric": ["note"], "placeholder": [], "unaligned": [],
+                               "rounded": []}
     assert "reward_mean" in run["metrics"]
 
 

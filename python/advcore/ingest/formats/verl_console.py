@@ -48,6 +48,12 @@ _SEPARATOR = re.compile(r"(?<!\s)\s++-\s+")
 _PAIR = re.compile(r"^\s*+([A-Za-z_][^\s:]*+):(.*)$")
 _RESUME = re.compile(r"(?:Load(?:ing)? from checkpoint folder|resum\w*)[^\n]*?global_step_(\d+)", re.IGNORECASE)
 
+#: verl's console prints every value with 3 decimals (verl/utils/metric/utils.py's ``reduce_metrics``, printed by
+#: ``trainer/ppo/ray_trainer.py`` as ``f"{k}:{v:.3f}"``): a language model's learning rate of 1e-6 is ``0.000`` on every
+#: line, indistinguishable from 0, and is not read (``metadata["rounded"]``); any other key printed as 0 keeps its 0
+_LEARNING_RATE = re.compile(r"(?:^|/)lr$")
+_ROUNDED_ZERO = re.compile(r"^-?0\.0+$")
+
 #: How far ``sniff`` reads past the 64 KiB head when the head looks like a Ray/verl job
 #: (config dumps and worker noise can push the first step line far down).
 _DEEP_SNIFF_BYTES = 32 << 20
@@ -124,6 +130,8 @@ def read(path: Path) -> RawLog:
     resumed_from: int | None = None
     previous_was_step = False
 
+    shown: set[str] = set()  # learning-rate keys printed with a digit other than 0 at least once
+
     def add(row: dict[str, Any], pairs: list[tuple[str, str]]) -> None:
         for key, raw in pairs:
             value = number(raw)
@@ -131,6 +139,8 @@ def read(path: Path) -> RawLog:
                 text_values.add(key)
                 continue
             row[key] = value
+            if _LEARNING_RATE.search(key) and (value != 0 or not _ROUNDED_ZERO.match(raw.strip())):
+                shown.add(key)
 
     for lineno, physical in readable_lines(enumerate(text.splitlines(), start=1), path, errors):
         if resumed_from is None and "global_step_" in physical:
@@ -173,6 +183,9 @@ def read(path: Path) -> RawLog:
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(k for k in r if k != "step"))
+    rounded = sorted(k for k in keys if _LEARNING_RATE.search(k) and k not in shown)
+    for k in rounded:
+        del keys[k]
     columns: dict[str, pl.Series] = {"step": pl.Series("step", [r["step"] for r in rows], dtype=pl.Int64)}
     for k in keys:
         columns[k] = pl.Series(k, [r.get(k) for r in rows], dtype=pl.Float64)
@@ -183,6 +196,8 @@ def read(path: Path) -> RawLog:
         meta["resumed_from_step"] = resumed_from
     if text_values:
         meta["text_valued_keys"] = sorted(text_values)
+    if rounded:
+        meta["rounded"] = rounded
     return RawLog(NAME, frame, trainer="verl", metadata=meta, errors=tuple(errors))
 
 
