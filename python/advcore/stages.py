@@ -26,8 +26,10 @@ import math
 import statistics
 from dataclasses import dataclass
 
+
 from advcore.detectors._slices import GROUP_METRICS
-from advcore.detectors._windows import REWARD_PROXIES, Series, adv_signal, metric, reward_spread
+from advcore.detectors._windows import (REWARD_PROXIES, STD_BOUND, Series, adv_signal, metric, reward_spread,
+                                        reward_std_bound)
 from advcore.detectors.filter_starvation import KEPT
 from advcore.model import Run
 
@@ -93,6 +95,7 @@ _LABELS = {
     "reward_std_within": ("reward std within groups", False),
     "reward_std": ("reward std", False),
     "reward_max - reward_min": ("reward range (max - min)", False),
+    STD_BOUND: ("reward std at most (from its mean, min and max)", False),
     "vf_explained_var": ("value explained variance", False),
     "adv_std": ("advantage std", False),
     "adv_max - adv_min": ("advantage range", False),
@@ -130,13 +133,17 @@ def _levels(run: Run, stage: str, names: tuple[str, ...]) -> list[tuple[str, Ser
 
 
 def _candidates(run: Run) -> list[tuple[str, Series | None]]:
+    # without a logged std, the most the reward's std can be given its mean and range, exact for a 0/1 reward, whose
+    # range, the other proxy, is 1 whenever a batch holds a success and a failure (a newcomer read verl's GSM8K score
+    # as 'reward range 1 -> 1')
     tied = metric(run, "zero_variance_group_frac")
     contrast = None if tied is None else tied.map("1 - zero_variance_group_frac", lambda v: 1.0 - v)
     adv = adv_signal(run)
     if adv is not None and adv.name in REWARD_PROXIES:
         adv = None
     return [
-        ("R", _first(contrast, metric(run, KEPT), metric(run, "reward_std_within"), reward_spread(run))),
+        ("R", _first(contrast, metric(run, KEPT), metric(run, "reward_std_within"), metric(run, "reward_std"),
+                     reward_std_bound(run), reward_spread(run))),
         *_levels(run, "A", _A_METRICS),
         ("T", adv),
         *_levels(run, "U", _U_METRICS),

@@ -918,3 +918,28 @@ def test_real_clipped_ratio_that_the_lengths_contradict_is_not_evaluable() -> No
     n = 40
     pinned = make_run({"truncated_frac": [1.0] * n, "response_length_max": [1024.0] * n, "reward_mean": [0.3] * n})
     assert isinstance(one(pinned, "TRUNCATION_REWARD"), Finding)
+
+
+def test_a_01_reward_without_a_logged_std_is_levelled_by_its_std_from_the_mean() -> None:
+    # verl logs a score's mean, min and max per step: a 0/1 reward's range is 1 whenever a batch holds a success and
+    # a failure; its std is sqrt(p (1 - p)), the Bhatia-Davis bound, which numpy's std of the batch equals
+    from advcore.stages import stage_signal
+
+    rng = np.random.default_rng(11)
+    batches = [rng.random(64) < p for p in np.linspace(0.2, 0.97, 50)]
+    run = make_run({"reward_mean": [float(b.mean()) for b in batches], "reward_max": [float(b.max()) for b in batches],
+                    "reward_min": [float(b.min()) for b in batches]})
+    (r_level,) = [s for s in stage_signal(run) if s.stage == "R"]
+    stds = [float(np.std(b.astype(float))) for b in batches]
+    k = math.ceil(0.2 * len(stds))
+    assert r_level.early == pytest.approx(statistics.median(stds[:k]))
+    assert r_level.late == pytest.approx(statistics.median(stds[-k:]))
+    assert "reward std at most" in r_level.describe()
+    # a partial-credit reward: the bound is an upper bound of the batch's std
+    scores = [rng.choice([0.0, 0.1, 1.0], 64) for _ in range(50)]
+    run = make_run({"reward_mean": [float(s.mean()) for s in scores], "reward_max": [float(s.max()) for s in scores],
+                    "reward_min": [float(s.min()) for s in scores]})
+    from advcore.detectors._windows import reward_std_bound
+
+    bound = reward_std_bound(run)
+    assert bound is not None and all(b >= float(np.std(s)) - 1e-12 for b, s in zip(bound.values, scores, strict=True))

@@ -52,6 +52,7 @@ __all__ = [
     "CRITIC_METRICS",
     "GROUP_METRICS",
     "REWARD_PROXIES",
+    "STD_BOUND",
     "adv_signal",
     "aligned",
     "fmean",
@@ -66,6 +67,7 @@ __all__ = [
     "onset_index",
     "plain",
     "reward_spread",
+    "reward_std_bound",
     "run_kind",
     "tied_share",
     "one_advantage_per_step",
@@ -411,6 +413,20 @@ def reward_spread(run: Run) -> Series | None:
             return s
     return _from_expr(run, "reward_max - reward_min", pl.col("reward_max") - pl.col("reward_min"),
                       proxy=True, needs=("reward_max", "reward_min"))
+
+
+#: The name of :func:`reward_std_bound`'s series
+STD_BOUND = "sqrt((reward_max - reward_mean) (reward_mean - reward_min))"
+
+
+def reward_std_bound(run: Run) -> Series | None:
+    """Per step, the most the reward's std can be given its mean, min and max (reward units): the Bhatia-Davis bound
+    sqrt((max - mean) (mean - min)) (R. Bhatia and C. Davis, "A better bound on the variance", Amer. Math. Monthly
+    107(4), 2000), exact for a reward that takes only its min and its max (a 0/1 reward: sqrt(p (1 - p))); None
+    without the three."""
+    return _from_expr(run, STD_BOUND, ((pl.col("reward_max") - pl.col("reward_mean"))
+                                       * (pl.col("reward_mean") - pl.col("reward_min"))).clip(lower_bound=0.0).sqrt(),
+                      proxy=True, needs=("reward_max", "reward_mean", "reward_min"))
 
 
 def adv_signal(run: Run) -> Series | None:
