@@ -292,7 +292,8 @@ def test_a_short_course_that_fell_from_its_start_is_left_to_the_collapse_detecto
         f = one(make_run({"reward_mean": _below_start(7.0, n=n)}, trainer="sb3"), "DEAD_FROM_START")
         assert isinstance(f, Finding) is judged
     # a flat short course still never rose
-    assert isinstance(one(make_run({"reward_mean": _flat(SHORT_COURSE - 1)}, trainer="sb3"), "DEAD_FROM_START"), Finding)
+    flat = make_run({"reward_mean": _flat(SHORT_COURSE - 1)}, trainer="sb3")
+    assert isinstance(one(flat, "DEAD_FROM_START"), Finding)
 
 
 def test_on_a_short_course_any_other_finding_leads_the_no_rise_sign() -> None:

@@ -693,7 +693,8 @@ def test_a_mean_over_the_last_steps_shares_only_what_its_logging_interval_leaves
     values = list(np.random.default_rng(7).normal(0.0, 0.05, 300))
     key = "mean_reward_last_1000_steps"
     for every, scale in ((1000, 1.0), (100, 10 ** 0.5)):
-        run = make_run({"reward_mean": values}, steps=[every * (i + 1) for i in range(300)], sources={"reward_mean": key})
+        run = make_run({"reward_mean": values}, steps=[every * (i + 1) for i in range(300)],
+                       sources={"reward_mean": key})
         course = reward_course(run)
         assert course is not None and course.noise == pytest.approx(scale * step_noise(values))
 

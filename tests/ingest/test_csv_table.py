@@ -19,6 +19,12 @@ TABLE = (
 )
 
 
+def _dict_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of CSV ``path`` as the standard library reads them: the oracle of the real-file tests."""
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def test_notebook_table_with_display_names_and_crlf(tmp_path: Path) -> None:
     p = tmp_path / "table.csv"
     p.write_bytes(TABLE.encode())
@@ -459,8 +465,7 @@ def test_real_keras_dqn_pong_csv_of_joined_epoch_frames() -> None:
     """checked: 2,169 games under 20 epochs; the unnamed index column repeats each epoch's number, as Episode does."""
     path = corpus("h425-keras-dqn-pongdeterministic-v4-4m-frames-csv-2169-games-minus-20.4-to-plus-20.7-solved-healthy/"
                   "NDQN_train.csv")
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = _dict_rows(path)
     run = load(path)
     assert run.errors == () and run.frame.height == len(rows) == 2169
     assert run.frame["reward_mean"].to_list() == [float(r["Reward"]) for r in rows]
@@ -469,8 +474,7 @@ def test_real_keras_dqn_pong_csv_of_joined_epoch_frames() -> None:
 
 def test_real_hand_written_sac_pandas_csv() -> None:
     path = corpus("h53-handwritten-sac-edge-computing-dfaas-learns/metrics_SAC.csv")
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = _dict_rows(path)
     run = load(path)
     assert run.frame.height == len(rows) == 100
     assert run.frame["reward_mean"].to_list() == [float(r["Reward"]) for r in rows]
@@ -605,8 +609,7 @@ def test_real_dist_entropy_column_of_an_ikostrikov_ppo_fork() -> None:
     entropy, compared with csv's reading (about 2.84 nats at every update: the policy barely moves)."""
     path = corpus("h210-ikostrikov-ppo-sprites-image-cnn-never-learns-value-loss-flat/"
                   "CNN_PPO_0_distractors_2024-05-27_00-58-00.csv")
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = _dict_rows(path)
     run = load(path)
     assert run.frame["entropy"].to_list() == [float(r["Dist Entropy"]) for r in rows]
     assert run.sources["entropy"] == "Dist Entropy" and all(2.83 < float(r["Dist Entropy"]) < 2.85 for r in rows)
@@ -684,8 +687,7 @@ def test_real_garage_progress_csv_is_read_as_garage() -> None:
     # garage's torch TRPO on MountainCarContinuous: its log_performance prefixes the batch's returns 'Evaluation/'
     path = corpus("h380-garage-torch-trpo-mountaincarcontinuous-100-epochs-140k-steps-return-minus-96-to-plus-75-reaches-"
                   "the-flag-from-epoch-11-healthy/progress.csv")
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = _dict_rows(path)
     run = load(path)
     assert run.trainer == "garage" and run.sources["reward_mean"] == "Evaluation/AverageReturn"
     assert run.frame["step"].to_list() == [int(r["TotalEnvSteps"]) for r in rows]

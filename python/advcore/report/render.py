@@ -243,7 +243,8 @@ def _unread_text(run: Run) -> str:
     for key, why in (("unmapped", "no alias names them: --metric-map maps a key"), ("non_numeric", "text"),
                      ("placeholder", "a placeholder on every row: the trainer's fill-in, not a measurement"),
                      ("unaligned", "not one value per row, and no step to place them on"),
-                     ("rounded", "0 at the console's precision on every row: a learning rate too small to print, not 0")):
+                     ("rounded", "0 at the console's precision on every row: a learning rate too small to print, "
+                                 "not 0")):
         if names := unread[key]:
             more = len(names) > _UNREAD_SHOWN
             listed = ", ".join(names[:_UNREAD_SHOWN]) + (f" and {len(names) - _UNREAD_SHOWN} more" if more else "")
