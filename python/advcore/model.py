@@ -29,6 +29,8 @@ MESSAGE_LIMIT = 400
 STORE_RUN = "run_name"
 #: The metadata key of a run judged apart from files of its folder read before it: ``"<file>: <why>"`` each.
 JUDGED_APART = "judged_apart"
+#: The metadata key of the exception a run's console log ends with (its last traceback's last line): the run died.
+ENDED_WITH = "ended_with"
 #: The name of a hand-written loop's step counter (``grpo_step``, ``train/iteration``, ``update``, ``epoch``,
 #: ``episode``: a loop that updates once per episode; ``timesteps``: environment steps).
 STEP_COUNTER = re.compile(r"(?:^|[_/])(?:step|timestep|iter|iteration|update|round|episode|epoch)s?$", re.IGNORECASE)
@@ -164,6 +166,16 @@ class Run:
             out[key] = names
             used |= set(names)
         return out
+
+    @property
+    def ended_with(self) -> str:
+        """The exception the run's log ends with after its last logged step (a reader's ``metadata["ended_with"]``:
+        the run died), per file of a joined run named by its file; '' when none."""
+        parts = self.metadata.get("parts") or [self.metadata]
+        ended = [(Path(str(p.get("file", self.path))).name, str(e)) for p in parts if (e := p.get(ENDED_WITH))]
+        if len(parts) == 1:
+            return ended[0][1] if ended else ""
+        return "; ".join(f"{name}: {error}" for name, error in ended)
 
     def has(self, *names: str) -> bool:
         """True when every metric in ``names`` is present (a column with a non-null value)."""

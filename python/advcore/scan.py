@@ -107,6 +107,7 @@ class RunReport:
             "not_read": self.run.unread,
             "checked": list(self.checked),
             **({"judged_apart": list(apart)} if (apart := self.run.metadata.get(JUDGED_APART)) else {}),
+            **({"ended_with": self.run.ended_with} if self.run.ended_with else {}),
         }
 
 

@@ -277,3 +277,23 @@ def test_real_resumed_verl_console_learning_rate_rounded_away() -> None:
     assert len(step_lines) == 335 and all(" - actor/lr:0.000 - " in ln for ln in step_lines)
     run = load(path)
     assert "lr" not in run.frame.columns and "actor/lr" in run.unread["rounded"]
+
+
+def test_a_console_that_ends_with_a_traceback_says_the_run_died(tmp_path: Path) -> None:
+    steps = "".join(f"step:{s} - critic/score/mean:0.{s} - actor/entropy_loss:1.{s}\n" for s in range(1, 6))
+    crash = ("Traceback (most recent call last):\n  File \"main_ppo.py\", line 9, in main\n    trainer.fit()\n"
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n\n$ ls\n")
+    run = load(_write(tmp_path, steps + crash))
+    assert run.ended_with == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert run.frame.height == 5
+    # a traceback the run survived (training went on for 30 more lines), or none: no error at the end
+    assert load(_write(tmp_path, steps + crash + steps * 6)).ended_with == ""
+    assert load(_write(tmp_path, steps)).ended_with == ""
+
+
+def test_real_tinyzero_console_ends_with_the_checkpoint_save_that_filled_the_disk() -> None:
+    path = real("tinyzero-ppo-entropy-collapse/part-of-logs.md")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    last_traceback = max(i for i, ln in enumerate(lines) if ln.startswith("Traceback (most recent call last):"))
+    (expected,) = [ln for ln in lines[last_traceback:] if ln.startswith("safetensors_rust.SafetensorError: ")]
+    assert load(path).ended_with == expected

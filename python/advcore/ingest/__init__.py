@@ -18,7 +18,8 @@ from advcore._escape import described
 from advcore.ingest import formats
 from advcore.ingest._aliases import AliasTable, load_aliases
 from advcore.ingest._canonical import canonicalize
-from advcore.model import STORE_RUN, IngestError, RawLog, Run
+from advcore.ingest._parse import final_error
+from advcore.model import ENDED_WITH, STORE_RUN, IngestError, RawLog, Run
 from advcore.ingest._runs import join_runs
 from advcore.ingest._sqlite import is_sqlite, tables
 from advcore.ingest._text import SNIFF_BYTES, decode_head, line_limit, read_head
@@ -102,7 +103,10 @@ def load_runs(path: Path | str, *, format: str | None = None, metric_map: Path |
         if fmt.read_runs is not None:
             return [_stored(canonicalize(raw, path, aliases), path) for raw in raws] or [
                 Run.failed(path, f"a {fmt.name} store that holds no run")]
-        return [canonicalize(raws[0], path, aliases, canonical=fmt.per_sample)]
+        run = canonicalize(raws[0], path, aliases, canonical=fmt.per_sample)
+        if path.is_file() and (error := final_error(path)) is not None:
+            run.metadata[ENDED_WITH] = error  # the run died: its log ends with a traceback
+        return [run]
     except OSError as e:
         return [Run.failed(path, f"could not be read: {e.strerror or described(e)}")]
     except sqlite3.Error as e:

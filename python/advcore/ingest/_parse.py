@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from advcore.model import STEP_COUNTER, IngestError, RawLog
-from advcore.ingest._text import PARQUET_MAGIC, open_text, read_text, starts_with
+from advcore.ingest._text import PARQUET_MAGIC, decode, open_text, read_text, starts_with
 
 
 _WRAPPED = re.compile(r"^(?:np\.)?(?:float|int|uint)\d*\((.*)\)$|^tensor\((.*?)(?:,\s*(?:device|dtype|grad_fn|requires_grad)=.*)?\)$")
@@ -473,3 +473,34 @@ def file_series(format_name: str, path: Path, values: Sequence[Any], layout: str
     that holds bare numbers laid out as ``layout`` (a JSON array, one CSV row)."""
     frame, _ = records_frame([{path.stem: v} for v in values])
     return RawLog(format_name, frame, metadata={"headerless": [path.stem], "layout": layout})
+
+
+#: How much of a console's end :func:`final_error` reads, and how many of its last lines a traceback must begin in
+TAIL_BYTES = 64 << 10
+TAIL_LINES = 200
+#: ... and the exception line must be among its last this many non-blank lines
+END_LINES = 20
+_TRACEBACK = "Traceback (most recent call last):"
+#: the line that ends a Python traceback: the exception's qualified name, then its message
+#: (``safetensors_rust.SafetensorError: Error while serializing: ...``, ``torch.OutOfMemoryError: CUDA out of memory``)
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)(?:\([^)]*\))?(?::.*)?$")
+
+
+def final_error(path: Path) -> str | None:
+    """The exception a console log ends with: the last unindented exception line after the last Python traceback
+    that begins in its last ``TAIL_LINES`` lines, itself among the last ``END_LINES`` non-blank ones (tinyzero-ppo-entropy-collapse's part-of-logs.md ends with verl's
+    checkpoint save failing, ``safetensors_rust.SafetensorError: ... "No space left on device"``), cut to 300
+    characters; None when it ends without one or cannot be read."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - TAIL_BYTES))
+            tail = decode(f.read())
+    except OSError:
+        return None
+    lines = [text for line in tail.splitlines()[-TAIL_LINES:] if (text := ANSI.sub("", line).rstrip())]
+    starts = [i for i, line in enumerate(lines) if line.endswith(_TRACEBACK)]
+    if not starts:
+        return None
+    found = [i for i in range(starts[-1] + 1, len(lines)) if not lines[i][0].isspace() and _EXCEPTION.match(lines[i])]
+    # the log ends there: at most a few lines after it (a shell prompt, Hydra's hint), not more training
+    return lines[found[-1]][:300] if found and len(lines) - found[-1] <= END_LINES else None

@@ -268,6 +268,7 @@ def reading_notes(run: Run) -> list[tuple[str, str, bool]]:
     should not miss (yellow in a terminal, not dim)."""
     notes = [("not read:", text, False) for text in (_unread_text(run),) if text]
     notes += [("judged apart from", str(why), True) for why in run.metadata.get(JUDGED_APART) or ()]
+    notes += [("ends with an error:", text, True) for text in (run.ended_with,) if text]
     notes += [("no groups:", text, True) for text in (_ungrouped(run),) if text]
     notes += [("steps:", text, False) for text in (step_note(run),) if text]
     return notes
