@@ -217,6 +217,12 @@ NO_RISE_RANK = 5.5
 UPDATE_DEAD_RANK = _RANK["A"] - 0.5
 
 
+def _metric_of(f: Finding) -> str | None:
+    """The metric a finding judged (its ``evidence["metric"]``), or None."""
+    name = f.evidence.get("metric")
+    return str(name) if name else None
+
+
 def _early_end(run: Run) -> int | None:
     """The last step of the reward's early window, the one the no-rise sign measures the late window against; None
     without a reward course, or on a short course (:data:`~advcore.detectors.dead_from_start.SHORT_COURSE`), whose
@@ -556,7 +562,7 @@ def _diagnose(
     if ordered and all(f.severity == "info" for f in ordered) and run.steps >= MIN_STEPS:
         notes = "; ".join(f.message.rstrip(".") for f in ordered)
         return Verdict(None, f"no sign that the learning signal was lost; {notes}", None, tuple(ordered), None, (),
-                       not_checked, signal=stage_signal(run), course=course)
+                       not_checked, signal=stage_signal(run, lead=_metric_of(ordered[0])), course=course)
     if not ordered:
         unread = _unread_columns(run)
         if run.steps == 0:
@@ -644,7 +650,7 @@ def _diagnose(
         parts.append(_REGIME_TEXT[regime])
     # a non-finite lead whose metrics name one stage puts the loss there (what follows is its consequence)
     stage = _nonfinite_stage(first) or next((f.stage for f in ordered if f.stage != "any"), None)
-    signal = stage_signal(run)
+    signal = stage_signal(run, lead=_metric_of(first))
     parts.extend(_localize(stage, signal, ids, first.id, run))
     parts.extend(_downstream(stage, signal))
     onset = first.onset_step

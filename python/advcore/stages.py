@@ -132,7 +132,7 @@ def _levels(run: Run, stage: str, names: tuple[str, ...]) -> list[tuple[str, Ser
     return per_group or [(stage, None)]
 
 
-def _candidates(run: Run) -> list[tuple[str, Series | None]]:
+def _candidates(run: Run, lead: str | None = None) -> list[tuple[str, Series | None]]:
     # without a logged std, the most the reward's std can be given its mean and range, exact for a 0/1 reward, whose
     # range, the other proxy, is 1 whenever a batch holds a success and a failure (a newcomer read verl's GSM8K score
     # as 'reward range 1 -> 1')
@@ -146,7 +146,7 @@ def _candidates(run: Run) -> list[tuple[str, Series | None]]:
                      reward_std_bound(run), reward_spread(run))),
         *_levels(run, "A", _A_METRICS),
         ("T", adv),
-        *_levels(run, "U", _U_METRICS),
+        *_levels(run, "U", tuple(sorted(_U_METRICS, key=lambda name: name != lead))),
     ]
 
 
@@ -159,10 +159,12 @@ def contrast_logged(run: Run) -> list[str]:
     return names
 
 
-def stage_signal(run: Run) -> tuple[StageLevel, ...]:
-    """Per observed stage, in R -> A -> T -> U order, the early and late level of its signal."""
+def stage_signal(run: Run, lead: str | None = None) -> tuple[StageLevel, ...]:
+    """Per observed stage, in R -> A -> T -> U order, the early and late level of its signal; at stage U the metric
+    ``lead`` (the leading finding's, when it is one of the stage's) before the others (a newcomer read
+    'U grad_norm 0.719 -> 0.729' beside a verdict of collapsed entropy)."""
     out = []
-    for stage, s in _candidates(run):
+    for stage, s in _candidates(run, lead):
         if s is not None and s.judgeable:
             if _label(s.name)[1]:  # a share of groups: pooled over the window (its mean)
                 out.append(StageLevel(stage, s.name, statistics.fmean(s.early()), statistics.fmean(s.late())))

@@ -1180,3 +1180,28 @@ def test_real_zero_gradient_norms_as_frequent_as_tied_groups_are_the_tied_steps(
     n = 60
     stuck = make_run({"grad_norm": [0.0] * n, "zero_variance_group_frac": [0.3] * n, "reward_mean": [0.5] * n})
     assert isinstance(one(stuck, "UPDATE_SUPPRESSED"), Finding)
+
+
+def test_the_stage_line_shows_the_update_metric_the_verdict_blames() -> None:
+    # a healthy gradient norm beside an entropy that collapsed: the U level is the entropy's, which the verdict names
+    n = 60
+    entropy = list(np.geomspace(1.2, 0.004, n))
+    run = make_run({"entropy": entropy, "grad_norm": [0.7 + 0.01 * (i % 3) for i in range(n)],
+                    "reward_mean": [0.2 + 0.001 * (i % 5) for i in range(n)],
+                    "reward_std": [0.3] * n})
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.headline == "ENTROPY_COLLAPSE"
+    (u_level,) = [s for s in verdict.signal if s.stage == "U"]
+    k = math.ceil(0.2 * n)
+    assert u_level.metric == "entropy"
+    assert u_level.early == pytest.approx(statistics.median(entropy[:k]))
+    assert u_level.late == pytest.approx(statistics.median(entropy[-k:]))
+
+
+def test_real_tinyzero_stage_line_shows_the_collapsed_entropy() -> None:
+    path = real("tinyzero-ppo-entropy-collapse/part-of-logs.md")
+    entropy = [float(m) for m in re.findall(r"actor/entropy_loss:([0-9.]+)", path.read_text(encoding="utf-8"))]
+    run = load(path)
+    verdict = diagnose(run, *run_detectors(run))
+    (u_level,) = [s for s in verdict.signal if s.stage == "U"]
+    assert verdict.headline == "ENTROPY_COLLAPSE" and u_level.metric == "entropy" and max(entropy) < 0.01
