@@ -444,6 +444,7 @@ def _run_figures(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> l
     frame = _timeline(run.frame, offsets)
     # what the x-axis counts (a newcomer's PNGs had no axis label): the reader's unit, phases laid end to end
     xlabel = (step_unit(run) or "step") + (" (phases laid end to end)" if len(offsets) > 1 else "")
+    stem = Path(run.path).stem  # a PNG's name says whose it is (a newcomer had to guess which run 0-U.png was)
     figures = []
     for stage, title, names in PANELS:
         panels = _plots_of(frame, stage, names)
@@ -465,17 +466,17 @@ def _run_figures(plt: Any, i: int, report: RunReport, png_dir: Path | None) -> l
         left_out = (f" ({drawn} of its {components} reward components drawn: those that moved most)"
                     if components > drawn else "")
         figures.append(_save_figure(plt, fig, f"{stage} {title}{left_out}", len(panels), len(markers), png_dir,
-                                    f"{i}-{stage}"))
+                                    f"{i}-{stem}-{stage}"))
     trace_panels = _trace_panels(report)
     if trace_panels:
         fig = _figure(plt, trace_panels, [], shade, xlabel=xlabel)
         figures.append(_save_figure(plt, fig, "per-sample distributions", len(trace_panels), 0, png_dir,
-                                    f"{i}-samples"))
+                                    f"{i}-{stem}-samples"))
     slice_plots, slice_marks = _slice_plots(report)
     if slice_plots:
         legends = {title for title, _ in slice_plots if title.split(": ", 1)[-1].startswith(_SLICE_PLOTS[0][1])}
         fig = _lines_figure(plt, slice_plots, slice_marks, mark_text="lost at", legends=legends, xlabel=xlabel)
-        figures.append(_save_figure(plt, fig, "per slice", len(slice_plots), 0, png_dir, f"{i}-slices"))
+        figures.append(_save_figure(plt, fig, "per slice", len(slice_plots), 0, png_dir, f"{i}-{stem}-slices"))
     return figures
 
 
@@ -536,7 +537,7 @@ def _index(reports: Sequence[RunReport]) -> str:
 def render_html(reports: Sequence[RunReport], *, title: str = "advcore report", png_dir: Path | None = None,
                 jobs: int | None = None) -> str:
     """The page (a string of HTML) for ``reports``; with ``png_dir`` (an existing folder) each figure is
-    also written there as ``<run index>-<stage>.png``; figures are drawn on ``jobs`` processes (default:
+    also written there as ``<run index>-<file stem>-<stage>.png``; figures are drawn on ``jobs`` processes (default:
     every core) when there are many runs. Raises :class:`AdvcoreError` when matplotlib is not installed."""
     _pyplot()  # before any work: the error says what to install
     figures = _all_figures(reports, png_dir, jobs)
