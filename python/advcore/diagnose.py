@@ -231,9 +231,9 @@ def _early_end(run: Run) -> int | None:
     summaries, the entropy's fall from 230,000; h19-spinup-vd3-critic-divergence-halfcheetah, the Q-values'
     blow-up from epoch 19 of 49)."""
     course = reward_course(run)
-    if course is None:
+    if course is None or len(course.series) < SHORT_COURSE:
         return None
-    return None if len(course.series) < SHORT_COURSE else course.series.steps[len(course.series.early()) - 1]
+    return course.series.steps[len(course.series.early()) - 1]
 
 
 def _order(findings: Sequence[Finding], run: Run) -> list[Finding]:

@@ -26,7 +26,6 @@ import math
 import statistics
 from dataclasses import dataclass
 
-
 from advcore.detectors._slices import GROUP_METRICS
 from advcore.detectors._windows import (REWARD_PROXIES, STD_BOUND, Series, adv_signal, metric, reward_spread,
                                         reward_std_bound)
@@ -133,15 +132,15 @@ def _levels(run: Run, stage: str, names: tuple[str, ...]) -> list[tuple[str, Ser
 
 
 def _candidates(run: Run, lead: str | None = None) -> list[tuple[str, Series | None]]:
-    # without a logged std, the most the reward's std can be given its mean and range, exact for a 0/1 reward, whose
-    # range, the other proxy, is 1 whenever a batch holds a success and a failure (a newcomer read verl's GSM8K score
-    # as 'reward range 1 -> 1')
     tied = metric(run, "zero_variance_group_frac")
     contrast = None if tied is None else tied.map("1 - zero_variance_group_frac", lambda v: 1.0 - v)
     adv = adv_signal(run)
     if adv is not None and adv.name in REWARD_PROXIES:
         adv = None
     return [
+        # without a logged std, the most it can be given the reward's mean and range, exact for a 0/1 reward, whose
+        # range is 1 whenever a batch holds a success and a failure (a newcomer read verl's GSM8K score as 'reward
+        # range 1 -> 1'); the range (reward_spread's last resort) when no mean is logged
         ("R", _first(contrast, metric(run, KEPT), metric(run, "reward_std_within"), metric(run, "reward_std"),
                      reward_std_bound(run), reward_spread(run))),
         *_levels(run, "A", _A_METRICS),

@@ -647,8 +647,7 @@ def validation_rose(run: Run) -> dict[str, float] | None:
     where it began; from there, rose as a reward does (:func:`_course`), by :data:`VAL_MIN_GAIN` of its magnitude
     or more. Else None. A training reward paid to a few episodes a step is mostly 0 whatever the policy learned,
     while the validation set measures the policy itself (h311's WebShop GiGPO after SFT: 8 episodes a step, a
-    training reward of 0 on 28 of 32 steps, the
-    held-out success 0.016 -> 0.094 -> 0.172 -> 0.203 -> 0.328)."""
+    training reward of 0 on 28 of 32 steps, the held-out success 0.016 -> 0.094 -> 0.172 -> 0.203 -> 0.328)."""
     s = metric(run, "val_score")
     if not validation_logged(run) or s is None:
         return None

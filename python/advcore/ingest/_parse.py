@@ -488,9 +488,10 @@ _EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Int
 
 def final_error(path: Path) -> str | None:
     """The exception a console log ends with: the last unindented exception line after the last Python traceback
-    that begins in its last ``TAIL_LINES`` lines, itself among the last ``END_LINES`` non-blank ones (tinyzero-ppo-entropy-collapse's part-of-logs.md ends with verl's
-    checkpoint save failing, ``safetensors_rust.SafetensorError: ... "No space left on device"``), cut to 300
-    characters; None when it ends without one or cannot be read."""
+    that begins in its last ``TAIL_LINES`` lines, itself among the last ``END_LINES`` non-blank ones
+    (tinyzero-ppo-entropy-collapse's part-of-logs.md ends with verl's checkpoint save failing,
+    ``safetensors_rust.SafetensorError: ... "No space left on device"``), cut to 300 characters; None when it ends
+    without one or cannot be read."""
     try:
         with path.open("rb") as f:
             f.seek(max(0, path.stat().st_size - TAIL_BYTES))

@@ -51,8 +51,12 @@ _RESUME = re.compile(r"(?:Load(?:ing)? from checkpoint folder|resum\w*)[^\n]*?gl
 #: verl's console prints every value with 3 decimals (verl/utils/metric/utils.py's ``reduce_metrics``, printed by
 #: ``trainer/ppo/ray_trainer.py`` as ``f"{k}:{v:.3f}"``): a language model's learning rate of 1e-6 is ``0.000`` on every
 #: line, indistinguishable from 0, and is not read (``metadata["rounded"]``); any other key printed as 0 keeps its 0
-_LEARNING_RATE = re.compile(r"(?:^|/)lr$")
 _ROUNDED_ZERO = re.compile(r"^-?0\.0+$")
+
+
+def _learning_rate(key: str) -> bool:
+    """``actor/lr``, ``critic/lr``, ``lr``: a string test, run on every pair of every line."""
+    return key == "lr" or key.endswith("/lr")
 
 #: How far ``sniff`` reads past the 64 KiB head when the head looks like a Ray/verl job
 #: (config dumps and worker noise can push the first step line far down).
@@ -139,7 +143,7 @@ def read(path: Path) -> RawLog:
                 text_values.add(key)
                 continue
             row[key] = value
-            if _LEARNING_RATE.search(key) and (value != 0 or not _ROUNDED_ZERO.match(raw.strip())):
+            if _learning_rate(key) and (value != 0 or not _ROUNDED_ZERO.match(raw.strip())):
                 shown.add(key)
 
     for lineno, physical in readable_lines(enumerate(text.splitlines(), start=1), path, errors):
@@ -183,7 +187,7 @@ def read(path: Path) -> RawLog:
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(k for k in r if k != "step"))
-    rounded = sorted(k for k in keys if _LEARNING_RATE.search(k) and k not in shown)
+    rounded = sorted(k for k in keys if _learning_rate(k) and k not in shown)
     for k in rounded:
         del keys[k]
     columns: dict[str, pl.Series] = {"step": pl.Series("step", [r["step"] for r in rows], dtype=pl.Int64)}
