@@ -126,8 +126,8 @@ class Verdict:
         if self.filter is not None:
             out["filter"] = self.filter.to_json()
         if self.signal:
-            out["signal"] = [{"stage": s.stage, "metric": s.metric, "early": _finite(s.early), "late": _finite(s.late)}
-                             for s in self.signal]
+            out["signal"] = [{"stage": s.stage, "metric": s.metric, "early": _finite(s.early), "late": _finite(s.late),
+                              "statistic": s.statistic} for s in self.signal]
         if self.course is not None:
             c = self.course
             out["reward"] = {"early_median": _finite(c.early), "late_median": _finite(c.late), "noise": _finite(c.noise),
@@ -215,12 +215,6 @@ NO_RISE_RANK = 5.5
 #: opponent: one PPO update in 500k steps, the policy's entropy at its initial 1.4189 throughout, value estimates of
 #: 2e7 on unnormalised inputs read as a diverged critic); a reward with no signal (stage R) still leads it.
 UPDATE_DEAD_RANK = _RANK["A"] - 0.5
-
-
-def _metric_of(f: Finding) -> str | None:
-    """The metric a finding judged (its ``evidence["metric"]``), or None."""
-    name = f.evidence.get("metric")
-    return str(name) if name else None
 
 
 def _early_end(run: Run) -> int | None:
@@ -562,7 +556,7 @@ def _diagnose(
     if ordered and all(f.severity == "info" for f in ordered) and run.steps >= MIN_STEPS:
         notes = "; ".join(f.message.rstrip(".") for f in ordered)
         return Verdict(None, f"no sign that the learning signal was lost; {notes}", None, tuple(ordered), None, (),
-                       not_checked, signal=stage_signal(run, lead=_metric_of(ordered[0])), course=course)
+                       not_checked, signal=stage_signal(run, lead=ordered[0]), course=course)
     if not ordered:
         unread = _unread_columns(run)
         if run.steps == 0:
@@ -650,7 +644,7 @@ def _diagnose(
         parts.append(_REGIME_TEXT[regime])
     # a non-finite lead whose metrics name one stage puts the loss there (what follows is its consequence)
     stage = _nonfinite_stage(first) or next((f.stage for f in ordered if f.stage != "any"), None)
-    signal = stage_signal(run, lead=_metric_of(first))
+    signal = stage_signal(run, lead=first)
     parts.extend(_localize(stage, signal, ids, first.id, run))
     parts.extend(_downstream(stage, signal))
     onset = first.onset_step

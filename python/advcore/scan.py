@@ -112,7 +112,7 @@ class RunReport:
 
 
 #: Version of the ``--format json`` document; described by ``advcore/schema/scan.schema.json``.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 def document(reports: Sequence[RunReport]) -> dict[str, Any]:

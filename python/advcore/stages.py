@@ -26,6 +26,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from advcore.detectors._base import Finding
 from advcore.detectors._slices import GROUP_METRICS
 from advcore.detectors._windows import (REWARD_PROXIES, STD_BOUND, Series, adv_signal, metric, reward_spread,
                                         reward_std_bound)
@@ -70,14 +71,19 @@ class StageLevel:
     metric: str
     early: float
     late: float
+    #: ``"median"``, or ``"mean"`` for a share of groups and for the metric the leading finding judged, quoted with
+    #: the window means it quotes
+    statistic: str = "median"
 
     def describe(self) -> str:
         """``"R groups with reward spread 94% -> 88%"``: the stage, what was read, early -> late; an agent
-        group's level names the group (``"A value explained variance (ghas) 0.39 -> 0.56"``)."""
+        group's level names the group (``"A value explained variance (ghas) 0.39 -> 0.56"``); the leading
+        finding's means say so (``"T advantage std 0.832 -> 3.38e-05 (means, as the finding)"``)."""
         label, percent = _label(self.metric)
         if percent:
             return f"{self.stage} {label} {_percent(self.early)} -> {_percent(self.late)}"
-        return f"{self.stage} {label} {self.early:.3g} -> {self.late:.3g}"
+        return (f"{self.stage} {label} {self.early:.3g} -> {self.late:.3g}"
+                + (" (means, as the finding)" if self.statistic == "mean" else ""))
 
 
 def _percent(share: float) -> str:
@@ -158,15 +164,21 @@ def contrast_logged(run: Run) -> list[str]:
     return names
 
 
-def stage_signal(run: Run, lead: str | None = None) -> tuple[StageLevel, ...]:
+def stage_signal(run: Run, lead: Finding | None = None) -> tuple[StageLevel, ...]:
     """Per observed stage, in R -> A -> T -> U order, the early and late level of its signal; at stage U the metric
-    ``lead`` (the leading finding's, when it is one of the stage's) before the others (a newcomer read
-    'U grad_norm 0.719 -> 0.729' beside a verdict of collapsed entropy)."""
+    the leading finding ``lead`` judged (``evidence["metric"]``, when it is one of the stage's) before the others (a
+    newcomer read 'U grad_norm 0.719 -> 0.729' beside a verdict of collapsed entropy). The level of the metric the
+    lead judged is its window means (``evidence["early_mean"]``, ``["late_mean"]``) when it gives them: a newcomer
+    read one advantage std as 0.843 -> 3.45e-05 on the stage line and 0.832 -> 3.38e-05 in the finding."""
+    judged = None if lead is None else lead.evidence.get("metric")
+    means = None if lead is None else (lead.evidence.get("early_mean"), lead.evidence.get("late_mean"))
     out = []
-    for stage, s in _candidates(run, lead):
+    for stage, s in _candidates(run, None if judged is None else str(judged)):
         if s is not None and s.judgeable:
-            if _label(s.name)[1]:  # a share of groups: pooled over the window (its mean)
-                out.append(StageLevel(stage, s.name, statistics.fmean(s.early()), statistics.fmean(s.late())))
+            if s.name == judged and means is not None and all(isinstance(v, (int, float)) for v in means):
+                out.append(StageLevel(stage, s.name, float(means[0]), float(means[1]), "mean"))
+            elif _label(s.name)[1]:  # a share of groups: pooled over the window (its mean)
+                out.append(StageLevel(stage, s.name, statistics.fmean(s.early()), statistics.fmean(s.late()), "mean"))
             else:
                 out.append(StageLevel(stage, s.name, s.early_median(), statistics.median(s.late())))
     return tuple(out)

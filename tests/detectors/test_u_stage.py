@@ -1183,7 +1183,8 @@ def test_real_zero_gradient_norms_as_frequent_as_tied_groups_are_the_tied_steps(
 
 
 def test_the_stage_line_shows_the_update_metric_the_verdict_blames() -> None:
-    # a healthy gradient norm beside an entropy that collapsed: the U level is the entropy's, which the verdict names
+    # a healthy gradient norm beside an entropy that collapsed: the U level is the entropy's, which the verdict names,
+    # quoted as the finding quotes it, the means of its windows
     n = 60
     entropy = list(np.geomspace(1.2, 0.004, n))
     run = make_run({"entropy": entropy, "grad_norm": [0.7 + 0.01 * (i % 3) for i in range(n)],
@@ -1194,8 +1195,9 @@ def test_the_stage_line_shows_the_update_metric_the_verdict_blames() -> None:
     (u_level,) = [s for s in verdict.signal if s.stage == "U"]
     k = math.ceil(0.2 * n)
     assert u_level.metric == "entropy"
-    assert u_level.early == pytest.approx(statistics.median(entropy[:k]))
-    assert u_level.late == pytest.approx(statistics.median(entropy[-k:]))
+    assert u_level.statistic == "mean"
+    assert u_level.early == pytest.approx(statistics.fmean(entropy[:k]))
+    assert u_level.late == pytest.approx(statistics.fmean(entropy[-k:]))
 
 
 def test_real_tinyzero_stage_line_shows_the_collapsed_entropy() -> None:

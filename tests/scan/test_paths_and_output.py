@@ -280,3 +280,27 @@ def test_a_run_whose_step_counter_restarts_says_how_many_phases(tmp_path: Path,
     main(["scan", str(p)])
     out = " ".join(capsys.readouterr().out.split())
     assert "60 logged steps in 3 phases" in out and "(first fifth of the steps -> last fifth; medians, or means for shares of groups, over every phase)" in " ".join(out.split())
+
+
+def test_the_stage_line_quotes_the_leading_findings_means(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The level of the metric the leading finding judged is the finding's window means, not the medians (a newcomer
+    read one advantage std as 0.843 -> 3.45e-05 on the stage line and 0.832 -> 3.38e-05 in the finding); numpy's means
+    of the first and last 12 of 60 points are the oracle."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    adv = np.where(np.arange(60) < 30, 0.8, 1e-5) * rng.uniform(0.5, 1.5, 60)  # skewed: mean and median differ
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": i + 1, "reward_mean": 0.5 + 0.01 * (i % 3), "reward_std": 0.4,
+                                        "adv_std": float(a)}) + "\n" for i, a in enumerate(adv)))
+    assert main(["scan", str(path), "--format", "json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["verdict"]["headline"] == "ADV_COLLAPSE"
+    (level,) = [s for s in run["verdict"]["signal"] if s["stage"] == "T"]
+    assert level["statistic"] == "mean"
+    assert level["early"] == pytest.approx(np.mean(adv[:12])) and level["late"] == pytest.approx(np.mean(adv[-12:]))
+    assert level["early"] != pytest.approx(np.median(adv[:12]))
+    assert [s["statistic"] for s in run["verdict"]["signal"] if s["stage"] == "R"] == ["median"]
+    assert main(["scan", str(path)]) == 0
+    assert f"T advantage std {np.mean(adv[:12]):.3g} -> {np.mean(adv[-12:]):.3g} (means, as the finding)" in " ".join(
+        capsys.readouterr().out.split())
