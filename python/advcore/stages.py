@@ -170,13 +170,13 @@ def stage_signal(run: Run, lead: Finding | None = None) -> tuple[StageLevel, ...
     newcomer read 'U grad_norm 0.719 -> 0.729' beside a verdict of collapsed entropy). The level of the metric the
     lead judged is its window means (``evidence["early_mean"]``, ``["late_mean"]``) when it gives them: a newcomer
     read one advantage std as 0.843 -> 3.45e-05 on the stage line and 0.832 -> 3.38e-05 in the finding."""
-    judged = None if lead is None else lead.evidence.get("metric")
-    means = None if lead is None else (lead.evidence.get("early_mean"), lead.evidence.get("late_mean"))
+    evidence = {} if lead is None else lead.evidence
+    judged, early, late = evidence.get("metric"), evidence.get("early_mean"), evidence.get("late_mean")
     out = []
     for stage, s in _candidates(run, None if judged is None else str(judged)):
         if s is not None and s.judgeable:
-            if s.name == judged and means is not None and all(isinstance(v, (int, float)) for v in means):
-                out.append(StageLevel(stage, s.name, float(means[0]), float(means[1]), "mean"))
+            if s.name == judged and isinstance(early, (int, float)) and isinstance(late, (int, float)):
+                out.append(StageLevel(stage, s.name, float(early), float(late), "mean"))
             elif _label(s.name)[1]:  # a share of groups: pooled over the window (its mean)
                 out.append(StageLevel(stage, s.name, statistics.fmean(s.early()), statistics.fmean(s.late()), "mean"))
             else:
