@@ -53,6 +53,22 @@ def test_document_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert round(100 * r_stage["early"]) == 94 and round(100 * r_stage["late"]) == 0
 
 
+def test_a_run_too_short_to_judge_lists_no_detector_as_checked(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # 4 steps: the detectors that compare early and late windows never ran, so none of them passed (a newcomer read
+    # 'checked' on tinyzero's 4-step excerpt as 'looked and found nothing'); the same rows 12 times over are judged
+    rows = [{"step": s, "reward_mean": 0.1 * s, "reward_std": 0.3, "grad_norm": 0.5, "entropy": 1.0} for s in range(1, 5)]
+    short, long = tmp_path / "short.jsonl", tmp_path / "long.jsonl"
+    short.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    long.write_text("".join(json.dumps({**r, "step": r["step"] + 4 * k}) + "\n" for k in range(12) for r in rows))
+    for path, status in ((short, "not_judged"), (long, "quiet")):
+        code, doc = scan_json(capsys, str(path))
+        jsonschema.validate(doc, SCHEMA)
+        (run,) = doc["runs"]
+        assert run["verdict"]["status"] == status
+        assert (run["checked"] == []) == (status == "not_judged"), run["checked"]
+
+
 def test_json_lists_every_column_it_did_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # more unknown columns than the human report shows; the JSON names them all
     unknown = [f"custom_metric_{i:02d}" for i in range(12)]
