@@ -480,3 +480,24 @@ def test_the_reward_course_names_the_peak_a_collapsed_run_gave_back(capsys: pyte
     line = out[out.index("reward (median, early -> late):"):]
     peak = float(line.split(" logged steps) peaked at ")[1].split()[0])
     assert "did not rise at the end" in line and max(returns) >= peak > -400
+
+
+def test_the_report_sets_the_knobs_apart_from_the_measured_evidence(capsys: pytest.CaptureFixture[str]) -> None:
+    # a newcomer could not tell measured values from thresholds on the evidence line: the knobs a finding was held to
+    # (its card's, at their defaults here) are on a line of their own, with where they are explained
+    code, doc = scan_json(capsys, str(DEMO_RUN))
+    (run,) = doc["runs"]
+    assert main(["scan", str(DEMO_RUN)]) == 0
+    text = capsys.readouterr().out
+    blocks = text.split("\n  WARN  ")[1:] + text.split("\n  ERROR ")[1:]
+    assert len(blocks) == len(run["findings"]) >= 1
+    for f in run["findings"]:
+        (block,) = [b for b in blocks if b.startswith(f["id"] + " ") or b.lstrip().startswith(f["id"] + " ")]
+        evidence = " ".join(block.split("evidence:")[1].split("knobs:")[0].split())
+        card = {k.name: k.default for k in REGISTRY[f["id"]].knobs}
+        held = {k: v for k, v in f["evidence"].items() if k in card}
+        assert not any(f"{k}=" in evidence.replace(",", " ").split() or f" {k}=" in f" {evidence}" for k in held)
+        if held:
+            knobs = " ".join(block.split("knobs:")[1].split())
+            assert all(f"{k}={card[k]:g}" in knobs or f"{k}={card[k]}" in knobs for k in held), knobs
+            assert f"advcore explain {f['id']} --full" in knobs

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from advcore._escape import printable
-from advcore.detectors import GROUP_BASELINE, PER_SAMPLE, NotEvaluable, environment_run
+from advcore.detectors import GROUP_BASELINE, PER_SAMPLE, REGISTRY, NotEvaluable, environment_run
 from advcore.diagnose import since_step
 from advcore.model import JUDGED_APART
 from advcore.stages import stage_last
@@ -350,8 +350,14 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             since = "" if f.onset_step is None else f"  {since_step(f.onset_step, f.began_before_log)}"
             console.print(f"  [{_STYLE.get(f.severity, '')}]{f.severity.upper():5}[/] [bold]{f.id}[/bold]  stage {f.stage}{since}")
             console.print(_indented(_safe(f.message), 8, width=console.width), highlight=False)
-            console.print(_indented(f"evidence: {_safe(_evidence(f.evidence))}", 8, "dim", hang=2,
+            knobs = {k.name for k in REGISTRY[f.id].knobs} if f.id in REGISTRY else set()
+            measured = {k: v for k, v in f.evidence.items() if k not in knobs}
+            set_to = {k: v for k, v in f.evidence.items() if k in knobs}
+            console.print(_indented(f"evidence: {_safe(_evidence(measured))}", 8, "dim", hang=2,
                                     width=console.width), highlight=False)
+            if set_to:  # a newcomer could not tell the measured values from the thresholds they were held to
+                console.print(_indented(f"knobs: {_safe(_evidence(set_to))} (what each means: advcore explain "
+                                        f"{f.id} --full)", 8, "dim", hang=2, width=console.width), highlight=False)
         tries = r.verdict.what_to_try
         if tries:
             console.print("\n[bold]what to try first[/bold]")
