@@ -235,3 +235,43 @@ def test_two_runs_are_told_apart_by_their_rewards_first() -> None:
     assert abs(first[0] - first[1]) > 1 and "clip_frac/ghas" in set(a.metrics) & set(b.metrics)
     why = apart(a, b)
     assert why is not None and why.startswith("they disagree on reward_mean at the steps both log")
+
+
+def _sb3_event_file(folder: Path, step: int, reward: float) -> Path:
+    """One SB3 rollout summary in an event file of its own, as a ``learn()`` called for one rollout writes it, named
+    by tensorboard's own writer (this process's host and pid)."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter  # type: ignore[import-untyped]
+
+    before = set(folder.glob("events.out.tfevents*"))
+    writer = EventFileWriter(str(folder))
+    writer.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(value=[
+        summary_pb2.Summary.Value(tag="rollout/ep_rew_mean", simple_value=reward),
+        summary_pb2.Summary.Value(tag="time/fps", simple_value=400.0)])))
+    writer.close()
+    (path,) = set(folder.glob("events.out.tfevents*")) - before
+    return path
+
+
+def test_event_files_of_one_process_are_one_run_whatever_their_gaps(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # h445-sb3-ppo-metaworld-subgoal-env-single-task9: 152 event files of one process, one summary each, every 500
+    # steps; no file shows an interval, so none resumed another and each was 'too short to judge'. They are one run,
+    # and its missing train/ keys are the loop's (SB3 writes them with the next summary, in the next file), not a
+    # policy that never trained: its return rose
+    pytest.importorskip("tensorboard")
+    rewards = [-6.0 + 0.2 * i for i in range(25)]
+    paths = [_sb3_event_file(tmp_path, 500 * (i + 1), r) for i, r in enumerate(rewards)]
+    (run,) = _scan(capsys, str(tmp_path))
+    assert run["steps"] == 25 and len(run["files"]) == 25 and run["trainer"] == "sb3"
+    assert run["verdict"]["status"] == "quiet", run["verdict"]
+    loaded = join_runs([load(p) for p in sorted(paths)])
+    assert len(loaded) == 1 and loaded[0].frame["reward_mean"].to_list() == pytest.approx(rewards)
+    # the same files from two processes (another pid in the name), one interval apart: two runs
+    other = tmp_path / "other"
+    other.mkdir()
+    a = _sb3_event_file(other, 500, 1.0)
+    b = _sb3_event_file(other, 1000, 2.0)
+    host, pid, n = re.match(r"events\.out\.tfevents\.\d+\.(.+)\.(\d+)\.(\d+)", b.name).groups()  # type: ignore[union-attr]
+    b = b.rename(other / b.name.replace(f".{host}.{pid}.{n}", f".{host}.{int(pid) + 1}.{n}"))
+    assert len(join_runs([load(a), load(b)])) == 2

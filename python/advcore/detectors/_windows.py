@@ -535,7 +535,10 @@ def never_trained(run: Run) -> Untrained | None:
 
     * an SB3 log of ``NEVER_TRAINED_POINTS`` or more rollout summaries (``time/fps`` written) with no ``train/`` key at
       all (h327-sb3contrib-qrdqn-airsim-leader-drone: ``learning_starts`` at its default of 50,000 before sb3-contrib
-      2.3, a run of 30,000 steps; 300 summaries, no ``train/`` key);
+      2.3, a run of 30,000 steps; 300 summaries, no ``train/`` key), unless no file of it holds two summaries: SB3's
+      on-policy loop writes a summary before each update and its ``train/`` keys at the next summary, so ``learn()``
+      called for one rollout at a time writes a new event file of one summary each time and never its ``train/``
+      keys (h445-sb3-ppo-metaworld-subgoal-env-single-task9: 151 summaries in 152 files, the return -6.4 to -0.9);
     * any log whose first update metric (:data:`UPDATE_METRICS`) comes after ``LATE_UPDATE_SHARE`` of the reward's
       points and ``LATE_UPDATE_POINTS`` of them (h356-mlagents-ppo-sailing-boat-ppo5: an ML-Agents buffer of 85,000
       steps in a run of 100,000, ``Losses/Value Loss`` logged once, at 90,000, after 17 of 20 summaries)."""
@@ -545,7 +548,8 @@ def never_trained(run: Run) -> Untrained | None:
     if run.trainer == "sb3" and len(reward) >= NEVER_TRAINED_POINTS:
         parts = run.metadata.get("parts") or [run.metadata]
         keys = set(run.sources.values()) | {str(c) for p in parts for c in p.get("unmapped", ())}
-        if SB3_SUMMARY_KEY in keys and not any(k.startswith(SB3_TRAIN_PREFIX) for k in keys):
+        if (SB3_SUMMARY_KEY in keys and not any(k.startswith(SB3_TRAIN_PREFIX) for k in keys)
+                and len(reward) > len(run.files)):
             return Untrained(reward, None)
     firsts = [s.steps[0] for name in UPDATE_METRICS if (s := metric(run, name)) is not None]
     if not firsts:

@@ -25,7 +25,7 @@ nor reward spread). A KL early stop is judged where the trainer logs it (``early
 share of a step's updates ended by the KL target, e.g. an ``early_stopped`` flag): at or above
 ``early_stop_share`` (0.9) the step's update is cut short, whatever the advantages carry (SB3's
 ``target_kl`` stop is only printed and is not seen). A Stable-Baselines3 log of ``NEVER_TRAINED_POINTS`` (20)
-rollout summaries or more with no ``train/`` key at all took no gradient step, and so did, for most of its length, any
+rollout summaries or more, some file of it holding two, with no ``train/`` key at all took no gradient step, and so did, for most of its length, any
 log whose first update metric (a loss, a KL, a clip fraction, a gradient norm) comes after 80 % of the reward's points
 (:func:`~advcore.detectors._windows.never_trained`): an error at the first logged step, whatever else is logged. When
 the reward still rises (late mean above the early one by ``reward_rise`` (0.1) x the span of the reward means) the
@@ -445,8 +445,10 @@ CARD = Card(
         but the early stop, without an advantage signal (SB3 logs neither advantages nor a reward spread).
 
         A fact needs none of these: a Stable-Baselines3 log of at least 20 rollout summaries (`time/fps`
-        written) without a single `train/` key took no gradient step, since SB3 records its `train/` section
-        at every update; the finding is dated at the first logged step
+        written), one file of it at least holding two, without a single `train/` key took no gradient step, since
+        SB3 records its `train/` section at every update and writes it with the next summary (a `learn()` called
+        for one rollout at a time writes one file of one summary per call, and no `train/` key however it
+        learns); the finding is dated at the first logged step
         (h327-sb3contrib-qrdqn-airsim-leader-drone: 300 summaries over 30,000 steps, QR-DQN's
         `learning_starts` at its default of 50,000 before sb3-contrib 2.3). Nor does any log whose first
         update metric (`value_loss`, `kl_step`, `clip_frac`, `grad_norm`, `update_ratio`, `step_norm`)

@@ -12,7 +12,9 @@ The rule (:func:`join_runs`): two files read from the **same folder** are of one
 2. their step ranges overlap (``max(first) <= min(last)``), or one file resumes the other: the same
    format, at least half of the smaller set of metrics in common, and the later file's first step
    at most ``RESUME_GAP`` (2) median step intervals after the earlier one's last (Sample Factory
-   writes a new event file when a run resumes: frames 4,096 to 5.67 M, then 5.74 M to 194.65 M). A
+   writes a new event file when a run resumes: frames 4,096 to 5.67 M, then 5.74 M to 194.65 M); or both are
+   TensorBoard event files of one process (the host and pid in their names), alike, with no step in common,
+   whatever their gaps (SB3's ``learn()`` called in a loop, one event file per call). A
    file that resumes another from a checkpoint taken before the other's last step (one format, half
    the metrics in common, beginning after the other's first step and ending after its last) is of its
    run even where the steps logged twice disagree: the resumed session's are kept, the earlier's from
@@ -49,6 +51,7 @@ keep a few samples of each step, and two estimators in one series would make its
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import replace
@@ -141,6 +144,8 @@ def apart(a: Run, b: Run) -> str | None:
         if a.steps != b.steps or sa != counted or sb != counted:
             return ("one has no step numbers (its lines are counted 1, 2, 3 ...) and the other's steps are not "
                     "those counts")
+    if _one_process(a, b):
+        return None
     if max(min(sa), min(sb)) > min(max(sa), max(sb)):
         if _resumes(a, b):
             return None
@@ -174,6 +179,27 @@ def apart(a: Run, b: Run) -> str | None:
                 why = "two runs, or two seeds"
             return f"they disagree on {m} at the steps both log ({why})"
     return None
+
+
+#: A TensorBoard event file's name, ``events.out.tfevents.<seconds>.<host>.<pid>.<n>`` (tensorboard's
+#: ``EventFileWriter``; TF 2 adds ``.v2``): the host and the process that wrote it.
+_EVENT_FILE = re.compile(r"tfevents\.\d++\.(?P<host>.+)\.(?P<pid>\d++)\.\d++(?:\.v2)?$")
+
+
+def _writers(run: Run) -> set[tuple[str, str]]:
+    """The (host, pid) of each TensorBoard event file ``run`` was read from."""
+    return {(m.group("host"), m.group("pid")) for f in run.files if (m := _EVENT_FILE.search(Path(f).name))}
+
+
+def _one_process(a: Run, b: Run) -> bool:
+    """Event files one process wrote (:func:`_writers`), alike (:func:`_alike`), no step logged in both: one run,
+    whatever the gaps between them and in whatever order their names sort (SB3's ``learn()`` called in a loop writes
+    one event file per call into one folder: h445-sb3-ppo-metaworld-subgoal-env-single-task9, 152 files of one point
+    each, steps 500, 1000, 1500 ... from process 86596, whose intervals no single file shows, its ``.10`` sorted
+    before its ``.2``)."""
+    if not (_alike(a, b) and _writers(a) & _writers(b)):
+        return False
+    return set(a.frame["step"].to_list()).isdisjoint(b.frame["step"].to_list())
 
 
 def _resumes(a: Run, b: Run) -> bool:
