@@ -274,3 +274,21 @@ def test_a_table_of_bare_statistics_named_for_the_reward_is_the_reward() -> None
     raw = RawLog("csv_table", pl.DataFrame({"step": [1.0, 2.0, 3.0], "mean": [0.1, 0.2, 0.3], "max": [1.0, 1.0, 1.0]}))
     assert "reward_mean" not in canonicalize(raw, "episode_length.csv", load_aliases()).frame.columns
     assert canonicalize(raw, "episode_rewards.csv", load_aliases()).sources["reward_mean"] == "mean"
+
+
+def test_real_cleanrl_script_that_logs_its_return_under_metrics() -> None:
+    """A CleanRL PPO trained on a learned reward (katharina-lang/rlhf) logs the true return as
+    ``metrics/episodic_return`` beside CleanRL's own ``losses/`` tags: CleanRL's, its return read."""
+    path = corpus("h447-cleanrl-ppo-rlhf-from-synthetic-preferences-humanoidstandup-v5-1400-queries-reward-model-"
+                  "pearson-0.88-true-return-40k-to-105k-healthy/events.out.tfevents.1738853341.kallisto.81460.0")
+    acc = events(path)
+    expected = [(e.step, e.value) for e in acc.Scalars("metrics/episodic_return")]
+    kl = [(e.step, e.value) for e in acc.Scalars("losses/approx_kl")]
+    run = load(path)
+    assert run.trainer == "cleanrl" and run.sources["reward_mean"] == "metrics/episodic_return"
+    got = run.frame.select("step", "reward_mean").drop_nulls().rows()
+    assert [s for s, _ in got] == [s for s, _ in expected]
+    assert [v for _, v in got] == pytest.approx([v for _, v in expected])
+    got_kl = run.frame.select("step", "kl_step").drop_nulls().rows()
+    assert [s for s, _ in got_kl] == [s for s, _ in kl]
+    assert [v for _, v in got_kl] == pytest.approx([v for _, v in kl])

@@ -429,6 +429,31 @@ def test_a_value_named_for_its_step_and_a_hyphenated_counter(tmp_path: Path) -> 
     assert printed._parse("Reward in phase 2: 5.5")[0] == []
 
 
+def test_a_value_followed_by_the_step_it_was_reached_at(tmp_path: Path) -> None:
+    # the Keras actor-critic example's line, "running reward: {:.2f} at episode {}", every 10 episodes, then its
+    # stop line
+    lines = [f"running reward: {0.5 * n + 1:.2f} at episode {n}" for n in range(10, 80, 10)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join([*lines, "Solved at episode 71!"]) + "\n")
+    run = load(p)
+    expected = re.findall(r"^running reward: (\S+) at episode (\d+)$", p.read_text(), re.M)
+    assert run.format == "printed" and run.frame["step"].to_list() == [int(n) for _, n in expected]
+    assert run.frame["reward_mean"].to_list() == [float(v) for v, _ in expected]
+    assert printed._parse("best score: 5.5 at level 3")[0][0] == ("best_score", "5.5")  # 'level' counts no step
+
+
+def test_real_keras_actor_critic_notebook() -> None:
+    path = corpus("h447-keras-actor-critic-example-cartpole-v1-running-reward-6-to-193-printed-every-10-episodes-"
+                  "solved-at-episode-171-healthy/Actor_Critic.ipynb")
+    text = "".join(t for c in json.loads(path.read_text())["cells"] for o in c.get("outputs", ())
+                   for t in o.get("text", ()))
+    printed_pairs = re.findall(r"running reward: (\S+) at episode (\d+)", text)
+    run = load(path)
+    assert len(printed_pairs) == 17 and run.steps == 17
+    assert run.frame["reward_mean"].to_list() == [float(v) for v, _ in printed_pairs]
+    assert run.frame["step"].to_list() == [int(n) for _, n in printed_pairs]
+
+
 def test_real_tf1_trpo_console() -> None:
     path = corpus("h98-handwritten-tf1-trpo-pendulum-kl-1e-10-policy-frozen/train.log")
     text = path.read_text()

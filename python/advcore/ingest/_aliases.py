@@ -8,7 +8,7 @@ name), ``canonical``, ``versions`` (empty, or comma-separated ``<0.27``/``>=0.27
 ``note``, an optional ``scale`` the values are multiplied by (``-1`` for a logged negative,
 such as stable-baselines3's entropy loss) and an optional ``offset`` added after it (``scale -1,
 offset 1`` turns a share into its complement: Tinker's share of mixed groups into the tied share).
-A key is also tried without a leading ``train/`` or ``update/`` (W&B and TensorBoard prefixes).
+A key is also tried without a leading ``train/``, ``update/`` or ``metrics/`` (W&B and TensorBoard prefixes).
 The canonical name :data:`SET_ASIDE` (``-``) keeps a key unread on purpose: an aggregate that a
 ``{name}`` row after it would otherwise read as a reward component (Tunix's ``rewards/train/mean``, the
 mean over the reward functions, beside ``rewards/train/{name}``).
@@ -104,8 +104,9 @@ class AliasTable:
     def _lookup(self, key: str, trainer: str | None, version: str | None) -> tuple[str, Alias] | None:
         candidates = [key.strip()]
         # a training metric named as such (W&B sections, hand-written loops); tianshou 0.5 and later log the
-        # policy's learn() results under update/ (tianshou/utils/logger/base.py, log_update_data)
-        for prefix in ("train/", "train_", "update/"):
+        # policy's learn() results under update/ (tianshou/utils/logger/base.py, log_update_data); a section named
+        # for holding metrics names none (a CleanRL PPO on a learned reward, h447: metrics/episodic_return)
+        for prefix in ("train/", "train_", "update/", "metrics/"):
             if key.startswith(prefix):
                 candidates.append(key[len(prefix):])
         # a hand-written loop's list of a metric over the run, named for keeping it (h357's tabular Q-learning

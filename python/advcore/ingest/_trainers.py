@@ -30,7 +30,8 @@ _TUNIX_KEYS = frozenset({"rewards/train/score/mean", "actor/train/pg_clipfrac", 
                          "completions/train/mean_length"})
 _TUNIX_MIN_KEYS = 2
 #: CleanRL's TensorBoard tags (vwxyzjn/cleanrl@020cf0e, cleanrl/ppo.py; dqn.py, sac_continuous_action.py):
-#: the episodes' return under charts/, the update's statistics under losses/
+#: the episodes' return under charts/ (or another section of a script built on it: metrics/, h447's CleanRL PPO on a
+#: learned reward), the update's statistics under losses/
 _CLEANRL_RETURN = "charts/episodic_return"
 _CLEANRL_KEYS = frozenset({"charts/SPS", "losses/approx_kl", "losses/clipfrac", "losses/value_loss", "losses/td_loss",
                            "losses/q_values", "losses/qf1_loss"})
@@ -90,7 +91,7 @@ def trainer_of(keys: Iterable[str]) -> str | None:
         return "slime"
     if keys & _SB3_KEYS:
         return "sb3"
-    if _CLEANRL_RETURN in keys and keys & _CLEANRL_KEYS:
+    if _CLEANRL_RETURN in keys | {f"charts/{k.rsplit('/', 1)[-1]}" for k in keys} and keys & _CLEANRL_KEYS:
         return "cleanrl"
     if _PFRL_KEYS <= keys:  # before baselines: PFRL's agents also log n_updates
         return "pfrl"

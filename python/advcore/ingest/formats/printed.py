@@ -18,7 +18,8 @@ per update or episode in a form of their own. The forms seen in real notebooks:
   epoch 1's 9,751: the step is ``(epoch - 1) x 9751 + 500``);
 * a hyphenated counter and a value named for its step: ``Global-step 3 --Accept update with
   alpha=1.0, kl=8.1e-08`` and ``Total reward in global step 33: 1.37`` (a TF1 TRPO loop; read as
-  ``global_step 33, Total reward: 1.37``);
+  ``global_step 33, Total reward: 1.37``), and a value followed by its step, ``running reward: 6.16 at episode 10``
+  (the Keras actor-critic example, read as ``episode 10, running reward: 6.16``);
 * a bare progress counter after a tag: ``[synth100]  12/100 | loss=0.0000 | reward=0.000`` (a Tinker
   GRPO loop), read as ``step 12``, and one alone in brackets: ``[0/1000]  loss: -6.90, entropy:87.13``;
 * Lapan's DQN (*Deep Reinforcement Learning Hands-On*) and its copies: ``237: done 1 games, mean
@@ -216,6 +217,15 @@ def _at_step(m: re.Match[str]) -> str:
     return f"{word} {m.group('n')}, {m.group('name')}: {m.group('value')}"
 
 
+#: A value, then the step it was reached at, closing the line: ``running reward: 6.16 at episode 10`` (the Keras
+#: actor-critic example, keras.io/examples/rl/actor_critic_cartpole, ``"running reward: {:.2f} at episode {}"``, and
+#: its copies: h447-keras-actor-critic-example-cartpole-v1), read as ``episode 10, running reward: 6.16`` when the
+#: words after ``at`` name a step counter.
+_VALUE_AT_STEP = re.compile(rf"^\s*+(?P<name>[^\W\d][\w ]{{0,60}}?)[ \t]*+[:=][ \t]*+(?P<value>{NUMBER})[ \t]++"
+                            rf"(?:in|at|after)[ \t]++(?P<word>[^\W\d][\w\- ]{{0,24}}?)[ \t]++(?P<n>\d{{1,12}}+)[ \t\r]*+$",
+                            re.IGNORECASE)
+
+
 #: A line that begins with a count after ``@``, a tag before it and thousands grouped by commas allowed: ``[eval @
 #: 10,000] reward= +250.00± 0.00  completion=0%`` (a hand-written SB3 evaluation callback's console in a Mario DQN
 #: study), read as ``step 10000, reward= ...``.
@@ -270,8 +280,9 @@ def _parse(line: str) -> tuple[list[tuple[str, str]], bool]:
         text = _AT_COUNT.sub(_at_count, text, count=1)
     if text.lstrip()[:2].lower() == "ep":
         text = _UNNAMED_RETURN.sub(r"\g<word> \g<n>, return: \g<value>", text, count=1)
-    if " in " in text or " at " in text or " of " in text or " for " in text:
+    if " in " in text or " at " in text or " of " in text or " for " in text or " after " in text:
         text = _AT_STEP.sub(_at_step, text, count=1)
+        text = _VALUE_AT_STEP.sub(_at_step, text, count=1)
     if "=>" in text and (m := _LABELLED.match(text)) is not None:
         label = re.sub(r"\s+", "_", m.group("label"))
         text = _INNER.sub(lambda k: f"{label}_{k.group('key')}", m.group("inner"))
