@@ -55,6 +55,18 @@ def test_a_control_task_is_judged_from_fewer_points_than_a_language_model() -> N
     assert one(make_run({"reward_mean": reward[:-1]}, trainer="sb3"), "DEAD_FROM_START") is None
 
 
+def test_a_printed_log_counted_in_episodes_is_a_control_task(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # 'Episode 10, reward: -439.4': the counter makes the reward an episode's return, so the control task's bar holds;
+    # the same lines counted in steps say nothing of what the reward is, and a language model's bar holds
+    reward = _flat(CONTROL_POINTS + 10)
+    for word, fires in (("Episode", True), ("Step", False)):
+        path = tmp_path / f"{word}.log"
+        path.write_text("".join(f"{word} {i + 1}, reward: {r:.3f}\n" for i, r in enumerate(reward)))
+        run = load(path)
+        assert run.format == "printed" and run.frame["reward_mean"].to_list() == [round(r, 3) for r in reward]
+        assert isinstance(one(run, "DEAD_FROM_START"), Finding) is fires, word
+
+
 def test_real_mlagents_return_pinned_at_its_start_for_100_summaries() -> None:
     # SindriTh/T-809-DATA-UNITY TestParams2: an ML-Agents PPO agent that never reaches its goal, the return near -59
     # from the first of 100 summaries to the last (1M steps); fewer points than a language model's run needs
@@ -192,7 +204,8 @@ def test_real_pendulum_that_fell_below_its_start_is_dated_by_the_change_down() -
     f = fired(load(path))["DEAD_FROM_START"]
     assert f.evidence["dead"] == "no_rise" and f.evidence["fell"] is True
     assert f.onset_step == episodes[change] and 100 < f.onset_step < 300
-    assert "it fell from" in f.message and f.what_to_try[0].startswith("When the reward never rose")
+    # a printed log counted in episodes is a control task's: the remedies are an environment's
+    assert "it fell from" in f.message and f.what_to_try[0].startswith("Run the environment with a random policy")
 
 
 def test_real_a_success_rate_that_rose_is_learning_whatever_the_return_did() -> None:

@@ -85,9 +85,12 @@ EPISODIC = ("ep_rew", "episode", "return", "cumulative reward", "timestep")
 
 
 def episodic_reward(run: Run) -> str | None:
-    """The key that makes ``reward_mean`` an episode return (its source, else the step key), or None."""
-    return next((str(name) for name in (run.sources.get("reward_mean"), run.sources.get("step")) if name is not None
-                 and any(word in str(name).lower() for word in EPISODIC)), None)
+    """The key that makes ``reward_mean`` an episode return (its source, else the step key, else the counter a
+    printed log's lines begin with: ``Episode 10, reward: -439.4`` is an episode's return, h451-handwritten-ddpg-
+    fixed-wing-plane-altitude-env), or None."""
+    words = [part.get("step_word") for part in (run.metadata, *run.metadata.get("parts", ()))]
+    return next((str(name) for name in (run.sources.get("reward_mean"), run.sources.get("step"), *words)
+                 if name is not None and any(word in str(name).lower() for word in EPISODIC)), None)
 
 
 #: Trainers of control and game tasks (an environment's episodes), as the readers name them.
@@ -101,7 +104,8 @@ def environment_run(run: Run) -> bool:
     model on prompts: its trainer is one of :data:`CONTROL_TRAINERS`, or its reward is an episode return
     (:func:`episodic_reward`) and it logs nothing only a language model's run has (response lengths, a
     truncated share, tied groups, a KL to the reference). A reader's name that is no trainer (``printed``,
-    ``wandb``) decides nothing. Decides which remedies a finding lists, nothing else."""
+    ``wandb``) decides nothing. Decides which remedies a finding lists, and how many logged points DEAD_FROM_START's
+    no-rise sign needs (``no_rise_points_control``)."""
     if run.trainer in CONTROL_TRAINERS:
         return True
     return episodic_reward(run) is not None and not any(run.has(m) for m in _LANGUAGE_METRICS)
