@@ -11,7 +11,7 @@ from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, d
                                     json_records, mlflow_store, nemo_rl, notebook, numpy_arrays, openrlhf, plain, prime_rl, printed,
                                     rl4lms, rlinf_table, sample_factory, samples, sb3_console, simplevla, tensorboard,
                                     tensorboardx_json, text_table, tqdm_bar, trace_recording, trackio_db, trainer_state,
-                                    trl_completions, trl_console, trl_rollouts_md, verl_console, verl_jsonl,
+                                    trl_completions, trl_console, trl_rollouts_md, trlx_console, verl_console, verl_jsonl,
                                     verl_rollouts, wandb)
 
 __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
@@ -21,7 +21,7 @@ __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 #: its outputs may hold any console text; tensorboardX's scalar export, an object of [wall_time, step,
 #: value] lists, before the other JSON formats; columnar JSON takes any object of arrays and hands one
 #: whose arrays differ in length to json_records after parsing it once; OpenRLHF, SB3, RLinf, CleanRL, Sample
-#: Factory, HALOs and RL4LMs consoles before TRL's, whose dict lines may follow any prefix, ``Global
+#: Factory, HALOs, RL4LMs and trlx consoles before TRL's, whose dict lines may follow any prefix, ``Global
 #: step N:`` included; any other printed metric dict after TRL's; lists of records without a ``step``
 #: before ``trainer_state``, which takes any list of objects; a hand-written loop's per-episode lines of
 #: step rewards, then its printed progress and its tqdm bar, after every named console and before CSV, whose sniffer
@@ -30,7 +30,7 @@ __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]
 ORDER: list[Format] = [m.FORMAT for m in (
     mlflow_store, trackio_db, numpy_arrays, notebook, trl_rollouts_md, trl_completions, nemo_rl, prime_rl, wandb, tensorboardx_json,
     json_records, columnar_json,
-    simplevla, openrlhf, sb3_console, rlinf_table, cleanrl_console, sample_factory, halos_console, rl4lms,
+    simplevla, openrlhf, sb3_console, rlinf_table, cleanrl_console, sample_factory, halos_console, rl4lms, trlx_console,
     trl_console, dict_lines,
     trainer_state, verl_jsonl, trace_recording, samples, verl_rollouts, verl_console, tensorboard, episode_lines,
     printed, tqdm_bar, csv_table, text_table, plain,
