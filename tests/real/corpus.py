@@ -96,7 +96,7 @@ class RealRun:
 
 
 #: the batches whose runs are calibration (see the module)
-CALIBRATION_BATCHES = frozenset(range(1, 75)) | {76, 77, 78, 82, 84, 86, 88, 90, 92, 94, 96, 98, 100, 102, 104, 106, 108, 110}
+CALIBRATION_BATCHES = frozenset(range(1, 75)) | {76, 77, 78, 82, 84, 86, 88, 90, 92, 94, 96, 98, 100, 102, 104, 106, 108, 110, 112, 114}
 
 
 def split_of(repository: str, batch: int, calibration_repositories: Iterable[str]) -> Split:
