@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 from advcore.detectors import REGISTRY, Finding, run_detectors
+from advcore.detectors._reward import reward_course
 from advcore.diagnose import diagnose
 from advcore.ingest import Run, join_runs, load
 from tests._real import corpus, events, real
@@ -926,3 +927,28 @@ def test_a_return_learned_inside_the_early_window_that_collapses_to_its_floor_is
     assert f.evidence["early_median"] == pytest.approx(early, rel=0.01)
     assert f.evidence["risen_from"] < 20 and "risen from" in f.message
     assert diagnose(run, *run_detectors(run)).headline == "UPDATE_UNSTABLE"
+
+
+def test_a_rise_made_in_the_early_window_that_kept_most_of_its_gain_held() -> None:
+    # h461-drlnd-ddpg-unity-reacher-20-agents-batch-1024's shape: an average score 0.7 at the first print and 37 by
+    # the seventh, easing to 33 and holding there: the early window's median holds most of the rise, and the 3 points
+    # above it given back are a tenth of the rise, not a collapse; the same run down to 10 is one
+    rng = np.random.default_rng(4)
+    rise = [37.0 * (1 - math.exp(-i / 1.5)) for i in range(7)]
+    ease = list(np.linspace(36.8, 33.0, 20) + rng.normal(0, 0.3, 20))
+    held = rise + ease + list(33.0 + rng.normal(0, 0.3, 23))
+    course = reward_course(make_run({"reward_mean": held}, trainer="sb3"))
+    assert course is not None and course.rose_early and course.gave_back() >= 0.75  # all of the gain above the median
+    assert not isinstance(one(make_run({"reward_mean": held}, trainer="sb3"), "UPDATE_UNSTABLE"), Finding)
+    collapsed = held[:27] + list(10.0 + rng.normal(0, 0.3, 23))
+    f = one(make_run({"reward_mean": collapsed}, trainer="sb3"), "UPDATE_UNSTABLE")
+    assert isinstance(f, Finding) and f.evidence["condition"] == "collapse after success"
+
+
+def test_real_reacher_that_kept_its_score_above_the_target_held_its_success() -> None:
+    path = corpus("h461-drlnd-ddpg-unity-reacher-20-agents-batch-1024-decaying-gaussian-noise-1000-episodes-solved-by-60-"
+                  "mean-37-then-settles-at-32-34-healthy/DDPG.ipynb")
+    run = load(path)
+    scores = run.frame["reward_mean"].to_list()
+    assert min(scores[-10:]) > 30  # the task's target, kept to the end
+    assert "UPDATE_UNSTABLE" not in fired(run)

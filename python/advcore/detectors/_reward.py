@@ -576,6 +576,13 @@ class RewardCourse:
         """The share of the gain lost by the late window."""
         return (self.level[self.peak] - self.late) / self.gain
 
+    def gave_back_from_start(self) -> float:
+        """The share of the rise from where the reward started (:attr:`start`, or the early median if lower) to the
+        peak level lost by the late window: what :meth:`gave_back` measures when the rise began inside the early
+        window, whose median then holds most of it."""
+        base = min(self.early, self.start[0])
+        return (self.level[self.peak] - self.late) / (self.level[self.peak] - base)
+
     @property
     def binary(self) -> bool:
         """The reward takes exactly two values (a success of 0 or 1 per episode): its trailing median is then a
