@@ -231,8 +231,8 @@ def judge(run: Run, options: ScanOptions) -> RunReport:
             findings, missing = run_detectors(run, only=options.only, skip=options.skip, settings=options.settings)
             checked = tuple(i for i in ran if i not in {n.id for n in missing})
         verdict = diagnose(run, findings, missing, len(ran), judged=ran)
-        if not verdict.judged:  # too few steps: what the detectors would find is not known (a newcomer read
-            checked = ()        # 'checked' on a 4-step run as 'passed')
+        if not verdict.judged:  # too few steps, or no metric: what the detectors would find is not known (a
+            checked = ()        # newcomer read 'checked' on a 4-step run as 'passed')
     except AdvcoreError:
         raise  # a usage error (an unknown detector ID, a bad knob) concerns every file
     except Exception as e:  # noqa: BLE001 (nothing one file contains may end the scan of the others)

@@ -65,7 +65,7 @@ class StageLevel:
     """One stage's signal in one run: the metric it was read from and its early and late medians (one
     spike does not set a level), or for a share of groups its early and late means (the share pooled over
     the window: per-step shares of a step that holds one group are 0 or 1, and their median says 0 % where
-    18 % of the groups had spread)."""
+    18 % of the groups had spread), or for the metric the leading finding judged the means it quotes."""
 
     stage: str
     metric: str

@@ -25,9 +25,9 @@ nor reward spread). A KL early stop is judged where the trainer logs it (``early
 share of a step's updates ended by the KL target, e.g. an ``early_stopped`` flag): at or above
 ``early_stop_share`` (0.9) the step's update is cut short, whatever the advantages carry (SB3's
 ``target_kl`` stop is only printed and is not seen). A Stable-Baselines3 log of ``NEVER_TRAINED_POINTS`` (20)
-rollout summaries or more, some file of it holding two, with no ``train/`` key at all took no gradient step, and so did, for most of its length, any
-log whose first update metric (a loss, a KL, a clip fraction, a gradient norm) comes after 80 % of the reward's points
-(:func:`~advcore.detectors._windows.never_trained`): an error at the first logged step, whatever else is logged. When
+rollout summaries or more, some file of it holding two, with no ``train/`` key at all took no gradient step, and so
+did, for most of its length, any log whose first update metric (a loss, a KL, a clip fraction, a gradient norm) comes
+after 80 % of the reward's points (:func:`~advcore.detectors._windows.never_trained`): an error at the first logged step, whatever else is logged. When
 the reward still rises (late mean above the early one by ``reward_rise`` (0.1) x the span of the reward means) the
 finding is a warning, not an error, and says so.
 """

@@ -103,8 +103,8 @@ from dataclasses import dataclass
 
 from advcore.detectors._base import (THRESHOLD, Card, DetectorSpec, Finding, Knob, NotEvaluable, Outcome,
                                      first_of_checks)
-from advcore.detectors._reward import (BRIEF_POINTS, FALL_NOISE, HELD_SHARE, SUCCESS_NOISE, RewardCourse, improving_reward,
-                                       rating_course, reward_course, reward_level)
+from advcore.detectors._reward import (BRIEF_POINTS, FALL_NOISE, HELD_SHARE, SUCCESS_NOISE, RewardCourse,
+                                       improving_reward, rating_course, reward_course, reward_level)
 from advcore.detectors._windows import (MIN_WINDOW, NO_GRADIENT, TIE_EPS, Series, change_point, differential, metric,
                                         never_trained, rolling_level, window_len)
 from advcore.model import Run

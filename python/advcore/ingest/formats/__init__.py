@@ -11,7 +11,8 @@ from advcore.ingest.formats import (cleanrl_console, columnar_json, csv_table, d
                                     json_records, mlflow_store, nemo_rl, notebook, numpy_arrays, openrlhf, plain, prime_rl, printed,
                                     rl4lms, rlinf_table, sample_factory, samples, sb3_console, simplevla, tensorboard,
                                     tensorboardx_json, text_table, tqdm_bar, trace_recording, trackio_db, trainer_state,
-                                    trl_completions, trl_console, trl_rollouts_md, trlx_console, verl_console, verl_jsonl,
+                                    trl_completions, trl_console, trl_rollouts_md, trlx_console, verl_console,
+                                    verl_jsonl,
                                     verl_rollouts, wandb)
 
 __all__ = ["BY_NAME", "ORDER", "PER_SAMPLE", "Format"]

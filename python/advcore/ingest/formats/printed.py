@@ -222,8 +222,8 @@ def _at_step(m: re.Match[str]) -> str:
 #: its copies: h447-keras-actor-critic-example-cartpole-v1), read as ``episode 10, running reward: 6.16`` when the
 #: words after ``at`` name a step counter.
 _VALUE_AT_STEP = re.compile(rf"^\s*+(?P<name>[^\W\d][\w ]{{0,60}}?)[ \t]*+[:=][ \t]*+(?P<value>{NUMBER})[ \t]++"
-                            rf"(?:in|at|after)[ \t]++(?P<word>[^\W\d][\w\- ]{{0,24}}?)[ \t]++(?P<n>\d{{1,12}}+)[ \t\r]*+$",
-                            re.IGNORECASE)
+                            rf"(?:in|at|after)[ \t]++(?P<word>[^\W\d][\w\- ]{{0,24}}?)[ \t]++(?P<n>\d{{1,12}}+)"
+                            r"[ \t\r]*+$", re.IGNORECASE)
 
 
 #: A line that begins with a count after ``@``, a tag before it and thousands grouped by commas allowed: ``[eval @

@@ -1,4 +1,5 @@
-"""The console of a trlx run (CarperAI/trlx, PPO and ILQL on language models): its training bar and its evaluation titles.
+"""The console of a trlx run (CarperAI/trlx, PPO and ILQL on language models): its training bar and its evaluation
+titles.
 
 Who writes what (trlx/trainer/accelerate_base_trainer.py, ``learn`` and ``evaluate``):
 
@@ -29,7 +30,8 @@ from advcore.model import IngestError, RawLog
 NAME = "trlx_console"
 
 #: The training bar: its description of ``loss...`` statistics, the percentage and meter, then the count.
-_BAR = re.compile(r"\[(?P<desc>loss[^\]\n]{0,2000}+)\]:[ \t]*+\d{1,3}+%\|[^|\n]{0,400}+\|[ \t]*+(?P<n>\d{1,12}+)/\d{1,12}+")
+_BAR = re.compile(r"\[(?P<desc>loss[^\]\n]{0,2000}+)\]:[ \t]*+\d{1,3}+%\|[^|\n]{0,400}+\|[ \t]*+"
+                  r"(?P<n>\d{1,12}+)/\d{1,12}+")
 #: An evaluation's title: its number, then ``name: value`` statistics.
 _TITLE = re.compile(r"Evaluation #(?P<k>\d{1,9}+)(?P<stats>(?:[ \t]*+[\w/.@\-]{1,120}+:[ \t]*+\S{1,40}+)*+)")
 _PAIR = re.compile(rf"(?P<key>[\w/.@\-]{{1,120}}+):[ \t]*+(?P<value>{NUMBER})(?![\w.])", re.IGNORECASE)
