@@ -406,3 +406,15 @@ def test_a_fall_no_detector_explains_is_said_as_a_fall() -> None:
     assert verdict.status == "quiet" and late < 1000 * early < 0
     assert f"the reward fell from a median of {early:.4g} early to {late:.4g} late" in verdict.summary
     assert "did not rise" not in verdict.summary
+
+
+def test_a_signal_dead_from_the_start_does_not_list_the_no_rise_signs_tip() -> None:
+    # f1-strategist-grpo-zero-std's finding listed "When the reward never rose and nothing else fired" beside two
+    # other findings; the no-rise sign's own finding keeps it first
+    n = 40
+    tied = make_run({"zero_variance_group_frac": [1.0] * n, "reward_mean": [0.88] * n, "grad_norm": [0.002] * n})
+    f = one(tied, "DEAD_FROM_START")
+    assert isinstance(f, Finding) and f.evidence.get("dead") != "no_rise"
+    assert not any(t.startswith("When the reward never rose") for t in f.what_to_try)
+    flat = one(make_run({"reward_mean": _flat(POINTS)}), "DEAD_FROM_START")
+    assert isinstance(flat, Finding) and flat.what_to_try[0].startswith("When the reward never rose")

@@ -84,7 +84,10 @@ def render_card(spec: DetectorSpec, *, full: bool = True) -> str:
     rule = [f"## How the detector decides\n\n{card.decides}", "## Knobs\n\n" + "\n\n".join(knobs)]
     parts = [
         f"# {spec.id} — {card.tagline}",
-        f"Severity: {spec.severity} · Stage: {spec.stage} · Key metrics: {metrics}",
+        # a detector of two stages names one per finding, from its evidence (a newcomer read "Stage: R/U" on the card
+        # beside a finding of stage R)
+        f"Severity: {spec.severity} · Stage: {spec.stage.replace('/', ' or ')}"
+        f"{' (each finding names one, from its evidence)' if '/' in spec.stage else ''} · Key metrics: {metrics}",
         f"## What is happening\n\n{card.happening}",
         f"## What it looks like in the recording\n\n{card.looks_like}",
         *(rule if full else []),

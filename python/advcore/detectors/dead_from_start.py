@@ -57,6 +57,9 @@ WHAT_TO_TRY = (
 #: The no-rise sign's tips, in its order: the update first, then the rollouts and the reward (any trainer), then
 #: what concerns groups and prompts
 NO_RISE_TRIES = (WHAT_TO_TRY[4], WHAT_TO_TRY[0], WHAT_TO_TRY[1], WHAT_TO_TRY[3], WHAT_TO_TRY[2])
+#: A signal or an update dead from the start: all but the no-rise sign's own tip (a newcomer read "When the reward
+#: never rose and nothing else fired" beside two other findings on f1-strategist-grpo-zero-std)
+DEAD_TRIES = WHAT_TO_TRY[:4]
 
 #: On a control or game task (:func:`advcore.detectors._reward.environment_run`).
 CONTROL_TRIES = (
@@ -251,7 +254,7 @@ def detect(run: Run, knobs: Mapping[str, float | int]) -> Outcome:
         ID, "error", stage, series.steps[onset], evidence,
         f"No usable learning {'signal' if stage == 'R' else 'update'} from the first logged step ("
         + "; ".join(reasons) + f"): {what}.",
-        WHAT_TO_TRY,
+        DEAD_TRIES,
     )
 
 
