@@ -342,3 +342,22 @@ def test_the_lowest_plot_of_each_column_says_what_the_x_axis_counts(tmp_path: Pa
     # the last COLUMNS plots have no plot below them: they carry the label, the first row's others do not
     assert labels == [""] * (len(panels) - report_html.COLUMNS) + ["frames"] * report_html.COLUMNS
     plt.close(fig)
+
+
+def test_a_runs_section_holds_the_lines_the_terminal_prints_under_its_verdict(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # a newcomer missed the signal by stage and the reward's course in the HTML page of f1-strategist-grpo-zero-std
+    import html
+
+    path = REAL / "f1-strategist-grpo-zero-std" / "trainer_state.json"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (../shared/data/real)")
+    assert main(["scan", str(path)]) == 0
+    terminal = " ".join(capsys.readouterr().out.split())
+    out = tmp_path / "f1.html"
+    assert main(["report", str(path), "--out", str(out)]) == 0
+    page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", out.read_text(encoding="utf-8"))).split())
+    assert "signal by stage (" in terminal and "Signal by stage (" in page
+    assert "reward (median, early -> late):" in terminal and "Reward (median, early -> late):" in page
+    levels = terminal.split("signal by stage (")[1].split(")", 1)[1].split(" reward (median")[0]
+    assert levels.lstrip(": ") in page

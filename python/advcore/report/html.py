@@ -36,7 +36,8 @@ from advcore._workers import pool_map
 from advcore.compare import SIGNALS, Comparison
 from advcore.detectors import THRESHOLD
 from advcore.errors import AdvcoreError
-from advcore.report.render import metrics_text, not_evaluable_lines, reading_notes, step_unit, steps_text
+from advcore.report.render import (metrics_text, not_evaluable_lines, reading_notes, step_unit, steps_text,
+                                   verdict_notes)
 from advcore.scan import RunReport
 from advcore.stages import stage_of
 
@@ -424,7 +425,8 @@ def _run_head(i: int, report: RunReport) -> str:
              f"<p class='dim'>metrics: {html.escape(metrics_text(run))}</p>",
              *(f"<p class='dim'>{html.escape(n)}</p>" for n in notes),
              f"<p class='summary'>{html.escape(verdict.summary)}</p>",
-             "" if verdict.filter is None else f"<p>Accuracy filter: {html.escape(verdict.filter.describe())}</p>",
+             # as the terminal prints them (a newcomer missed the signal by stage and the reward's course here)
+             *(f"<p class='dim'>{html.escape(note[0].upper() + note[1:])}</p>" for note in verdict_notes(report)),
              _findings_table(report)]
     if verdict.what_to_try:
         parts.append("<h3>What to try first</h3><ul>" + "".join(f"<li>{html.escape(t)}</li>"

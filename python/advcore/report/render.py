@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from advcore.scan import RunReport
 
 __all__ = ["metrics_text", "not_evaluable_lines", "reading_notes", "render_human", "render_json", "render_markdown",
-           "render_trace", "step_note", "steps_text", "totals"]
+           "render_trace", "step_note", "steps_text", "totals", "verdict_notes"]
 
 # Everything a report shows that advcore did not write itself (file names, metric keys, quoted
 # lines, messages that embed them) passes through _safe (human) or _md / _cell_md (markdown):
@@ -300,6 +300,21 @@ def _reward_line(r: RunReport) -> str:
     return f"reward (median, early -> late): {c.early:.4g} -> {c.late:.4g}, {course}"
 
 
+def verdict_notes(r: RunReport) -> list[str]:
+    """The lines every report prints under a run's verdict, plain text: the signal by stage (or, for a run not
+    judged, the last logged step's), the accuracy filter's accounting, and a lost run's reward course."""
+    run, notes = r.run, []
+    if r.verdict.signal:
+        notes.append(f"signal by stage ({_span(run)}): {_levels(r)}")
+    elif not r.verdict.judged and (last := stage_last(run)):
+        notes.append(f"at the last logged step: {'  |  '.join(last)}")
+    if r.verdict.filter is not None:
+        notes.append(f"accuracy filter: {r.verdict.filter.describe()}")
+    if r.verdict.status == "lost" and (trend := _reward_line(r)):
+        notes.append(trend)
+    return notes
+
+
 def _by_name(run: Run, escape: Callable[[str], str]) -> str:
     """The note on a reward read by its key's words (no alias named it), or '', the key escaped for
     the report's markup."""
@@ -334,17 +349,8 @@ def render_human(reports: Sequence[RunReport], console: Console) -> None:
             head = f"[bold red]{_lost(r)}[/bold red]"
         console.print()
         console.print(_headed(head, _safe(r.verdict.summary), console.width), highlight=False)
-        if r.verdict.signal:
-            console.print(_indented(f"signal by stage ({_span(run)}): {_safe(_levels(r))}", 0, "dim", hang=2,
-                                    width=console.width), highlight=False)
-        elif not r.verdict.judged and (last := stage_last(run)):
-            console.print(_indented(f"at the last logged step: {_safe('  |  '.join(last))}", 0, "dim", hang=2,
-                                    width=console.width), highlight=False)
-        if r.verdict.filter is not None:
-            console.print(_indented(f"accuracy filter: {_safe(r.verdict.filter.describe())}", 0, "dim", hang=2,
-                                    width=console.width), highlight=False)
-        if r.verdict.status == "lost" and (trend := _reward_line(r)):
-            console.print(_indented(_safe(trend), 0, "dim", hang=2, width=console.width), highlight=False)
+        for note in verdict_notes(r):
+            console.print(_indented(_safe(note), 0, "dim", hang=2, width=console.width), highlight=False)
         console.print()
         for f in r.findings:
             since = "" if f.onset_step is None else f"  {since_step(f.onset_step, f.began_before_log)}"
@@ -461,14 +467,8 @@ def render_markdown(reports: Sequence[RunReport]) -> str:
         head = "not judged" if not r.verdict.judged else _head(r)
         lines.append(f"**Verdict**: {head}: {_md(r.verdict.summary)}")
         lines.append("")
-        if r.verdict.signal:
-            lines += [f"Signal by stage ({_span(run)}): {_md(_levels(r))}", ""]
-        elif not r.verdict.judged and (last := stage_last(run)):
-            lines += [f"At the last logged step: {_md('  |  '.join(last))}", ""]
-        if r.verdict.filter is not None:
-            lines += [f"Accuracy filter: {_md(r.verdict.filter.describe())}", ""]
-        if r.verdict.status == "lost" and (trend := _reward_line(r)):
-            lines += [_md(trend[0].upper() + trend[1:]), ""]
+        for note in verdict_notes(r):
+            lines += [_md(note[0].upper() + note[1:]), ""]
         if r.findings:
             lines += ["| detector | severity | stage | onset | evidence | message |", "| --- | --- | --- | ---: | --- | --- |"]
             for f in r.findings:
