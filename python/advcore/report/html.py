@@ -296,14 +296,19 @@ def _figure(plt: Any, panels: list[Plot], markers: list[tuple[float, str, str | 
         for onset, label in labels:
             # left of its line, unless the line is near the plot's left edge, where the label would be cut off
             near_start = onset - lo < LABEL_INSIDE * (hi - lo)
+            # on a pale box: a newcomer could not read labels drawn over the data they start on
             ax.annotate(label, (onset, 1.0), xycoords=("data", "axes fraction"), fontsize=6.5, color="#b00020",
-                        rotation=90, va="top", ha="left" if near_start else "right")
+                        rotation=90, va="top", ha="left" if near_start else "right",
+                        bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75})
         for name, value, ident in thresholds:
             if name == title:
                 ax.axhline(value, color="#b00020", linewidth=0.8, linestyle=":")
                 ax.annotate(f"{ident} threshold", (0.0, value), xycoords=("axes fraction", "data"), fontsize=6,
                             color="#b00020", va="bottom")
-        ax.set_title(title, loc="left")
+        # the last value beside the name: a series pinned above the top tick (a tied share at 0.998 under a tick at
+        # 0.96) reads at once
+        last = next((v for v in reversed(values) if math.isfinite(v)), None)
+        ax.set_title(title if last is None else f"{title}  (last {last:.4g})", loc="left")
     return fig
 
 
