@@ -188,7 +188,8 @@ def test_figures_are_held_as_text_until_drawn_even_with_markup_in_a_metric_name(
     page = read_page(out)
     assert page.held == 1 and page.figures and all(f["held"] for f in page.figures)
     titles = {t for f in page.figures for t in f["texts"]}
-    assert "reward/<b>x&y" in titles  # drawn as text, whole
+    # drawn as text, whole, beside its last value: 0.05 x 40
+    assert "reward/<b>x&y  (last 2)" in titles
 
 
 def test_findings_that_start_together_share_one_label() -> None:
