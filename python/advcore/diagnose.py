@@ -642,6 +642,13 @@ def _diagnose(
     if (regime is not None and first.id not in ("REWARD_SATURATION", "REWARD_FLOOR")
             and ids & {"DEAD_FROM_START", "DEGENERATE_GROUPS", "REWARD_STD_DEATH", "ADV_COLLAPSE"}):
         parts.append(_REGIME_TEXT[regime])
+        cut = next((f for f in ordered if f.id == "TRUNCATION_REWARD" and f.evidence.get("metric") == "truncated_frac"),
+                   None)
+        if regime == "tied_groups" and cut is not None and isinstance(late := cut.evidence.get("late_mean"), float):
+            # the tie's likely cause, when it fired beside it (a newcomer on f1-strategist-grpo-zero-std read three
+            # causes and no link between them: every completion cut at its 96-token cap, the groups tied)
+            parts.append(f"{late:.0%} of the completions were cut at the length cap late in the run "
+                         "(TRUNCATION_REWARD): cut-off completions that score alike tie their group")
     # a non-finite lead whose metrics name one stage puts the loss there (what follows is its consequence)
     stage = _nonfinite_stage(first) or next((f.stage for f in ordered if f.stage != "any"), None)
     signal = stage_signal(run, lead=first)

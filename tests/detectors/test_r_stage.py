@@ -943,3 +943,20 @@ def test_a_01_reward_without_a_logged_std_is_levelled_by_its_std_from_the_mean()
 
     bound = reward_std_bound(run)
     assert bound is not None and all(b >= float(np.std(s)) - 1e-12 for b, s in zip(bound.values, scores, strict=True))
+
+
+def test_real_tied_groups_whose_completions_all_hit_the_cap_say_so_in_the_verdict() -> None:
+    # f1-strategist-grpo-zero-std: num_generations 4, max_completion_length 96, every completion clipped; a newcomer
+    # read the tie and the truncation as two unrelated causes
+    from advcore.detectors import run_detectors
+    from advcore.diagnose import diagnose
+
+    path = real("f1-strategist-grpo-zero-std/trainer_state.json")
+    rows = [r for r in json.loads(path.read_text())["log_history"] if "completions/clipped_ratio" in r]
+    k = math.ceil(0.2 * len(rows))
+    late = statistics.fmean(r["completions/clipped_ratio"] for r in rows[-k:])
+    run = load(path)
+    verdict = diagnose(run, *run_detectors(run))
+    assert verdict.headline == "DEAD_FROM_START" and verdict.regime == "tied_groups"
+    assert f"{late:.0%} of the completions were cut at the length cap late in the run (TRUNCATION_REWARD)" in (
+        verdict.summary)
