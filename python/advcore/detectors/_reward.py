@@ -579,9 +579,9 @@ class RewardCourse:
     def gave_back_from_start(self) -> float:
         """The share of the rise from where the reward started (:attr:`start`, or the early median if lower) to the
         peak level lost by the late window: what :meth:`gave_back` measures when the rise began inside the early
-        window, whose median then holds most of it."""
-        base = min(self.early, self.start[0])
-        return (self.level[self.peak] - self.late) / (self.level[self.peak] - base)
+        window, whose median then holds most of it; 0 when the peak is no higher than that start."""
+        rise = self.level[self.peak] - min(self.early, self.start[0])
+        return (self.level[self.peak] - self.late) / rise if rise > 0 else 0.0
 
     @property
     def binary(self) -> bool:
