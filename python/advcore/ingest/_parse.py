@@ -481,6 +481,9 @@ TAIL_LINES = 200
 #: ... and the exception line must be among its last this many non-blank lines
 END_LINES = 20
 _TRACEBACK = "Traceback (most recent call last):"
+#: ... as its bytes in the encodings a console is read in: a tail without them is not decoded (every binary file and
+#: every log that ends without a traceback, nearly all a scan reads)
+_TRACEBACK_BYTES = tuple(_TRACEBACK.encode(e) for e in ("utf-8", "utf-16-le", "utf-16-be"))
 #: the line that ends a Python traceback: the exception's qualified name, then its message
 #: (``safetensors_rust.SafetensorError: Error while serializing: ...``, ``torch.OutOfMemoryError: CUDA out of memory``)
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)(?:\([^)]*\))?(?::.*)?$")
@@ -495,9 +498,12 @@ def final_error(path: Path) -> str | None:
     try:
         with path.open("rb") as f:
             f.seek(max(0, path.stat().st_size - TAIL_BYTES))
-            tail = decode(f.read())
+            raw = f.read()
     except OSError:
         return None
+    if not any(marker in raw for marker in _TRACEBACK_BYTES):
+        return None
+    tail = decode(raw)
     lines = [text for line in tail.splitlines()[-TAIL_LINES:] if (text := ANSI.sub("", line).rstrip())]
     starts = [i for i, line in enumerate(lines) if line.endswith(_TRACEBACK)]
     if not starts:
